@@ -1,0 +1,148 @@
+"""Errors of the tf_plan language. Every one carries ``line:col`` and the offending line.
+
+``str(error)`` is ``"line:col: Kind: message"`` followed by the source line and a caret,
+which is what the planner sees when a plan fails.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One problem found in a plan before it runs (syntax, rejected construct, check)."""
+
+    line: int
+    col: int
+    message: str
+    kind: str = "error"
+
+    def __str__(self) -> str:
+        return f"{self.line}:{self.col}: {self.message}"
+
+
+class TFInterpreterError(Exception):
+    """Base of every error a plan can cause: syntax, check, runtime, limits.
+
+    ``kind`` is the error's name as the planner sees it (``"KeyError"``,
+    ``"SyntaxError"``, ``"OperationLimitExceeded"`` …); ``line``/``col`` are 1-based
+    (col 0 when unknown is shown as 1); ``stdout`` keeps what the plan printed before
+    failing and ``trace`` the host calls made so far.
+    """
+
+    default_kind = "TFInterpreterError"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        line: int = 0,
+        col: int = 0,
+        kind: str | None = None,
+        source_line: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.kind = kind or self.default_kind
+        self.line = line
+        self.col = col
+        self.source_line = source_line
+        self.stdout = ""
+        self.trace: list[Any] = []
+
+    @property
+    def location(self) -> str:
+        return f"{self.line}:{self.col}"
+
+    def headline(self) -> str:
+        return f"{self.line}:{self.col}: {self.kind}: {self.message}"
+
+    def __str__(self) -> str:
+        text = self.headline()
+        if self.source_line is not None:
+            stripped = self.source_line.rstrip()
+            caret = " " * max(self.col - 1, 0) + "^"
+            text += f"\n    {stripped}\n    {caret}"
+        return text
+
+    def with_position(self, line: int, col: int, source_line: str | None) -> TFInterpreterError:
+        if not self.line:
+            self.line, self.col = line, col
+            self.source_line = source_line
+        return self
+
+
+class TFProblemsError(TFInterpreterError):
+    """Several problems found before running; ``problems`` lists them all in order."""
+
+    def __init__(self, problems: list[Problem], source: str) -> None:
+        first = problems[0]
+        lines = source.splitlines()
+        source_line = lines[first.line - 1] if 0 < first.line <= len(lines) else None
+        super().__init__(first.message, line=first.line, col=first.col, source_line=source_line)
+        self.problems = problems
+
+    def __str__(self) -> str:
+        return "\n".join(str(problem) for problem in self.problems)
+
+
+class TFSyntaxError(TFProblemsError):
+    """The plan is not valid tf_plan syntax, or uses a construct the language rejects."""
+
+    default_kind = "SyntaxError"
+
+
+class TFCheckError(TFProblemsError):
+    """The plan is well-formed but names or calls things that cannot work."""
+
+    default_kind = "CheckError"
+
+
+class TFRuntimeError(TFInterpreterError):
+    """The plan raised while running; ``kind`` is the Python exception's name."""
+
+
+class TFCallError(TFRuntimeError):
+    """A chain or tool called by the plan failed; ``__cause__`` is the original error."""
+
+
+class TFLimitError(TFInterpreterError):
+    """A sandbox limit was hit. ``limit`` names it as in :class:`Limits`."""
+
+    limit = ""
+
+
+class OperationLimitExceeded(TFLimitError):
+    default_kind = "OperationLimitExceeded"
+    limit = "max_operations"
+
+
+class CallDepthLimitExceeded(TFLimitError):
+    default_kind = "CallDepthLimitExceeded"
+    limit = "max_call_depth"
+
+
+class TimeLimitExceeded(TFLimitError):
+    default_kind = "TimeLimitExceeded"
+    limit = "timeout_s"
+
+
+class SizeLimitExceeded(TFLimitError):
+    default_kind = "SizeLimitExceeded"
+    limit = "max_size"
+
+
+class OutputLimitExceeded(TFLimitError):
+    default_kind = "OutputLimitExceeded"
+    limit = "max_output_chars"
+
+
+class CallLimitExceeded(TFLimitError):
+    default_kind = "CallLimitExceeded"
+    limit = "max_calls"
+
+
+class PlanCancelled(TFInterpreterError):
+    default_kind = "Cancelled"
