@@ -1,0 +1,169 @@
+"""The builtins a plan sees: an allowlist, with consumers of iterables paid for.
+
+Types that only convert scalars (``int``, ``float``, ``bool``) are the real ones. The
+constructors that copy or render collections (``str``, ``list``, ``dict`` …) are guarded
+functions; ``isinstance`` maps them back to the real types.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from typing import Any
+
+from dcbrain.tfplan.errors import SizeLimitExceeded
+from dcbrain.tfplan.guards import Namespace
+from dcbrain.tfplan.values import rendered_size_exceeds
+
+#: Exception types a plan may raise (``raise ValueError("...")``) and test with isinstance.
+EXCEPTIONS: dict[str, type[BaseException]] = {
+    cls.__name__: cls
+    for cls in (
+        Exception, ValueError, TypeError, KeyError, IndexError, RuntimeError, AssertionError,
+        ZeroDivisionError, ArithmeticError, LookupError, NotImplementedError, AttributeError,
+        NameError, OverflowError, StopIteration,
+    )
+}
+
+#: Builtins passed through unchanged: they neither iterate nor build large values.
+PLAIN_BUILTINS: dict[str, Any] = {
+    "len": len, "abs": abs, "round": round, "divmod": divmod, "chr": chr, "ord": ord,
+    "hex": hex, "oct": oct, "bin": bin, "int": int, "float": float, "bool": bool,
+    "range": range, "enumerate": enumerate, "zip": zip, "map": map, "filter": filter,
+    "reversed": reversed, "next": next, "callable": callable,
+}
+
+_MATH_FUNCTIONS = (
+    "ceil", "floor", "trunc", "sqrt", "exp", "log", "log2", "log10", "sin", "cos", "tan",
+    "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "degrees", "radians", "hypot",
+    "fabs", "copysign", "isclose", "isfinite", "isinf", "isnan", "gcd", "lcm", "fmod",
+    "remainder", "isqrt", "dist", "modf", "frexp", "ldexp", "erf", "erfc", "gamma", "lgamma",
+)
+_MATH_CONSTANTS = ("pi", "e", "tau", "inf", "nan")
+#: Largest argument of math.factorial/comb/perm: their results grow far faster than it.
+_MAX_COMBINATORIC = 10_000
+_JSON_DUMPS_OPTIONS = frozenset({"indent", "sort_keys", "ensure_ascii", "separators"})
+
+
+def build_builtins(guards: dict[str, Any], max_size: int) -> dict[str, Any]:
+    """The names every plan can use, bound to one run's guards."""
+    materialize: Callable[..., Any] = guards["materialize"]
+    check_result: Callable[[Any], Any] = guards["check_result"]
+    charge: Callable[[int], None] = guards["charge"]
+    plan_str: Callable[..., str] = guards["plan_str"]
+
+    def plan_list(iterable: Any = ()) -> list[Any]:
+        return list(materialize(iterable))
+
+    def plan_tuple(iterable: Any = ()) -> tuple[Any, ...]:
+        return tuple(materialize(iterable))
+
+    def plan_set(iterable: Any = ()) -> set[Any]:
+        return set(materialize(iterable))
+
+    def plan_frozenset(iterable: Any = ()) -> frozenset[Any]:
+        return frozenset(materialize(iterable))
+
+    def plan_dict(source: Any = (), /, **kwargs: Any) -> dict[str, Any]:
+        if type(source) is not dict:
+            source = materialize(source)
+        else:
+            charge(1 + len(source))
+        return check_result(dict(source, **kwargs))  # type: ignore[no-any-return]
+
+    def plan_sorted(iterable: Any, /, *, key: Any = None, reverse: bool = False) -> list[Any]:
+        items = materialize(iterable)
+        charge(len(items) * max(len(items).bit_length(), 1) // 4)
+        return sorted(items, key=key, reverse=reverse)
+
+    def consumer(func: Callable[..., Any]) -> Callable[..., Any]:
+        def consume(*args: Any, **kwargs: Any) -> Any:
+            if len(args) == 1:
+                return func(materialize(args[0], allocates=False), **kwargs)
+            return func(*args, **kwargs)
+
+        consume.__name__ = func.__name__
+        return consume
+
+    def plan_sum(iterable: Any, /, start: Any = 0) -> Any:
+        total = start
+        add = guards["__tf_add"]
+        for item in materialize(iterable, allocates=False):
+            total = add(total, item)
+        return total
+
+    def real_types(classinfo: Any) -> Any:
+        if isinstance(classinfo, tuple):
+            return tuple(real_types(item) for item in classinfo)
+        return real_type_of.get(id(classinfo), classinfo)
+
+    def plan_isinstance(value: Any, classinfo: Any) -> bool:
+        return isinstance(value, real_types(classinfo))
+
+    def plan_format(value: Any, spec: Any = "") -> str:
+        if type(spec) is not str:
+            raise TypeError("format() argument 2 must be str")
+        return guards["render"](value, spec)  # type: ignore[no-any-return]
+
+    def plan_parallel(*values: Any) -> list[Any]:
+        return list(values)
+
+    def json_dumps(value: Any, **options: Any) -> str:
+        unknown = set(options) - _JSON_DUMPS_OPTIONS
+        if unknown:
+            raise TypeError(f"json.dumps() got unsupported option(s): {', '.join(sorted(unknown))}")
+        if rendered_size_exceeds(value, max_size):
+            raise SizeLimitExceeded(f"json.dumps() result would exceed the size limit {max_size}")
+        return check_result(json.dumps(value, **options))  # type: ignore[no-any-return]
+
+    def json_loads(text: Any) -> Any:
+        if type(text) is not str:
+            raise TypeError(f"json.loads() expects str, not {type(text).__name__}")
+        charge(1 + len(text) // 4)
+        return json.loads(text)
+
+    def combinatoric(func: Callable[..., int]) -> Callable[..., int]:
+        def bounded(*args: Any) -> int:
+            if any(type(arg) is int and arg > _MAX_COMBINATORIC for arg in args):
+                raise SizeLimitExceeded(
+                    f"math.{func.__name__}() arguments are limited to {_MAX_COMBINATORIC}"
+                )
+            return check_result(func(*args))  # type: ignore[no-any-return]
+
+        return bounded
+
+    def math_prod(iterable: Any, /, *, start: Any = 1) -> Any:
+        total = start
+        mul = guards["__tf_mul"]
+        for item in materialize(iterable, allocates=False):
+            total = mul(total, item)
+        return total
+
+    def math_fsum(iterable: Any) -> float:
+        return math.fsum(materialize(iterable, allocates=False))
+
+    math_members: dict[str, Any] = {name: getattr(math, name) for name in _MATH_FUNCTIONS}
+    math_members.update({name: getattr(math, name) for name in _MATH_CONSTANTS})
+    math_members.update(
+        factorial=combinatoric(math.factorial), comb=combinatoric(math.comb),
+        perm=combinatoric(math.perm), prod=math_prod, fsum=math_fsum, pow=math.pow,
+    )
+
+    real_type_of: dict[int, type] = {}
+    names: dict[str, Any] = dict(PLAIN_BUILTINS)
+    names.update(EXCEPTIONS)
+    names.update(
+        print=guards["plan_print"], str=plan_str, repr=guards["plan_repr"], list=plan_list,
+        tuple=plan_tuple, set=plan_set, frozenset=plan_frozenset, dict=plan_dict,
+        sorted=plan_sorted, sum=plan_sum, min=consumer(min), max=consumer(max),
+        any=consumer(any), all=consumer(all), isinstance=plan_isinstance, format=plan_format,
+        pow=guards["power"], parallel=plan_parallel,
+        json=Namespace("json", {"dumps": json_dumps, "loads": json_loads}),
+        math=Namespace("math", math_members),
+    )
+    real_type_of.update({
+        id(plan_str): str, id(plan_list): list, id(plan_tuple): tuple, id(plan_set): set,
+        id(plan_frozenset): frozenset, id(plan_dict): dict,
+    })
+    return names

@@ -1,0 +1,233 @@
+"""Static check of a plan before it runs ("compiling" it against known chains and tools).
+
+Reports, all at once and with positions: names that are never bound anywhere, calls to
+unknown functions, keyword arguments a chain/tool does not take, missing required ones,
+positional arguments to keyword-only callables, and methods that no value type has.
+A bad plan then costs a replan, not an execution.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import inspect
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from dcbrain.tfplan.builtins import EXCEPTIONS, PLAIN_BUILTINS
+from dcbrain.tfplan.errors import Problem
+from dcbrain.tfplan.methods import ALL_METHOD_NAMES
+from dcbrain.tfplan.parser import SPECIAL_NAMES, Plan, parse
+
+#: Names every plan can use besides its own and the registered callables.
+BUILTIN_NAMES = frozenset(PLAIN_BUILTINS) | frozenset(EXCEPTIONS) | {
+    "print", "str", "repr", "list", "tuple", "set", "frozenset", "dict", "sorted", "sum",
+    "min", "max", "any", "all", "isinstance", "format", "pow", "parallel", "json", "math",
+} | SPECIAL_NAMES
+
+_JSON_TYPES: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean",
+                               list: "array", dict: "object", type(None): "null"}
+
+
+@dataclass(frozen=True)
+class CallableSpec:
+    """What the checker and the planner know of a chain or tool.
+
+    ``parameters`` is a JSON schema of the keyword arguments (``properties``,
+    ``required``, ``additionalProperties``); ``positional`` lists the parameters that
+    may also be passed by position, in order (empty: keywords only).
+    """
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object"})
+    returns: dict[str, Any] | None = None
+    positional: tuple[str, ...] = ()
+    accepts_var_positional: bool = False
+    kind: str = "tool"
+
+    @classmethod
+    def from_callable(cls, name: str, func: Callable[..., Any]) -> CallableSpec:
+        """The spec of a chain (anything with ``parameters_schema``) or a Python function."""
+        schema = getattr(func, "parameters_schema", None)
+        description = getattr(func, "description", None) or _first_paragraph(func.__doc__)
+        returns = getattr(func, "returns_schema", None)
+        kind = getattr(func, "callable_kind", "tool")
+        signature = _signature(func)
+        if isinstance(schema, dict) and signature is None:
+            return cls(name, str(description), schema, returns, (), False, kind)
+        if signature is None:
+            return cls(name, str(description), {"type": "object"}, returns, (), True, kind)
+        positional: list[str] = []
+        properties: dict[str, Any] = {}
+        required: list[str] = []
+        var_positional = var_keyword = False
+        for param in signature.parameters.values():
+            if param.kind is param.VAR_POSITIONAL:
+                var_positional = True
+                continue
+            if param.kind is param.VAR_KEYWORD:
+                var_keyword = True
+                continue
+            if param.kind in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD):
+                positional.append(param.name)
+            if param.kind is param.POSITIONAL_ONLY:
+                continue
+            properties[param.name] = _annotation_schema(param.annotation)
+            if param.default is param.empty:
+                required.append(param.name)
+        if isinstance(schema, dict):
+            parameters = schema
+        else:
+            parameters = {"type": "object", "properties": properties, "required": required,
+                          "additionalProperties": var_keyword}
+        return cls(name, str(description), parameters, returns, tuple(positional),
+                   var_positional, kind)
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-able description for planning prompts."""
+        return {"name": self.name, "kind": self.kind, "description": self.description,
+                "parameters": self.parameters, "returns": self.returns}
+
+
+def specs_of(callables: Mapping[str, Callable[..., Any]]) -> dict[str, CallableSpec]:
+    return {name: CallableSpec.from_callable(name, func) for name, func in callables.items()}
+
+
+def check(
+    plan: Plan | str,
+    specs: Mapping[str, CallableSpec] | Iterable[CallableSpec] = (),
+) -> list[Problem]:
+    """Every problem of ``plan`` against ``specs``, in source order (empty: the plan is fine).
+
+    Syntax problems of a source string are returned as problems too.
+    """
+    if isinstance(plan, str):
+        from dcbrain.tfplan.errors import TFSyntaxError
+
+        try:
+            plan = parse(plan)
+        except TFSyntaxError as exc:
+            return list(exc.problems)
+    by_name = dict(specs) if isinstance(specs, Mapping) else {s.name: s for s in specs}
+    return _Checker(plan, by_name).run()
+
+
+class _Checker:
+    def __init__(self, plan: Plan, specs: Mapping[str, CallableSpec]) -> None:
+        self.plan = plan
+        self.specs = specs
+        self.problems: list[Problem] = []
+        self.bound = _bound_names(plan.tree)
+
+    def run(self) -> list[Problem]:
+        known = self.bound | BUILTIN_NAMES | set(self.specs)
+        for node in ast.walk(self.plan.tree):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                if node.id not in known:
+                    self._unknown_name(node, known)
+            elif isinstance(node, ast.Call):
+                self._check_call(node)
+            elif isinstance(node, ast.Attribute) and node.attr not in ALL_METHOD_NAMES \
+                    and not _is_namespace_access(node):
+                self._add(node, f"no value in tf_plan has a method {node.attr!r}")
+        self.problems.sort(key=lambda p: (p.line, p.col))
+        return self.problems
+
+    def _unknown_name(self, node: ast.Name, known: set[str]) -> None:
+        close = difflib.get_close_matches(node.id, sorted(known), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        parent_is_call = any(
+            isinstance(call, ast.Call) and call.func is node for call in ast.walk(self.plan.tree)
+        )
+        if parent_is_call:
+            available = ", ".join(sorted(self.specs)) or "none registered"
+            self._add(node, f"unknown function {node.id!r}{hint} (chains and tools: "
+                            f"{available})")
+        else:
+            self._add(node, f"name {node.id!r} is never assigned{hint}")
+
+    def _check_call(self, node: ast.Call) -> None:
+        if not isinstance(node.func, ast.Name):
+            return
+        name = node.func.id
+        spec = self.specs.get(name)
+        if spec is None or name in self.bound:
+            return
+        has_star_args = any(isinstance(arg, ast.Starred) for arg in node.args)
+        has_star_kwargs = any(keyword.arg is None for keyword in node.keywords)
+        properties = spec.parameters.get("properties")
+        accepts_extra = spec.parameters.get("additionalProperties", True) is not False
+        label = f"{spec.kind} {name!r}"
+        if node.args and not has_star_args:
+            if not spec.positional and not spec.accepts_var_positional:
+                self._add(node, f"{label} takes keyword arguments only, e.g. "
+                                f"{name}({_example_kwargs(spec)})")
+            elif len(node.args) > len(spec.positional) and not spec.accepts_var_positional:
+                self._add(node, f"{label} takes at most {len(spec.positional)} positional "
+                                f"arguments, got {len(node.args)}")
+        given = set(spec.positional[: len(node.args)])
+        for keyword in node.keywords:
+            if keyword.arg is None:
+                continue
+            if isinstance(properties, dict) and keyword.arg not in properties \
+                    and not accepts_extra:
+                expected = ", ".join(properties) or "no arguments"
+                self._add(keyword, f"{label} has no argument {keyword.arg!r} "
+                                   f"(expected: {expected})")
+            given.add(keyword.arg)
+        if has_star_args or has_star_kwargs:
+            return
+        for required in spec.parameters.get("required", []):
+            if required not in given:
+                self._add(node, f"{label} is missing required argument {required!r}")
+
+    def _add(self, node: ast.AST, message: str) -> None:
+        line = getattr(node, "lineno", 1)
+        col = getattr(node, "col_offset", 0)
+        lines = self.plan.lines
+        if 0 < line <= len(lines):
+            col = len(lines[line - 1].encode()[:col].decode(errors="ignore"))
+        self.problems.append(Problem(line, col + 1, message, kind="CheckError"))
+
+
+def _bound_names(tree: ast.AST) -> set[str]:
+    bound: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+            bound.add(node.id)
+        elif isinstance(node, ast.FunctionDef):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+    return bound
+
+
+def _is_namespace_access(node: ast.Attribute) -> bool:
+    return isinstance(node.value, ast.Name) and node.value.id in ("json", "math")
+
+
+def _example_kwargs(spec: CallableSpec) -> str:
+    properties = spec.parameters.get("properties") or {}
+    return ", ".join(f"{key}=..." for key in list(properties)[:3]) or "..."
+
+
+def _signature(func: Callable[..., Any]) -> inspect.Signature | None:
+    if getattr(func, "parameters_schema", None) is not None and not inspect.isfunction(func) \
+            and not inspect.ismethod(func):
+        signature = getattr(func, "signature", None)
+        return signature if isinstance(signature, inspect.Signature) else None
+    try:
+        return inspect.signature(func)
+    except (TypeError, ValueError):
+        return None
+
+
+def _annotation_schema(annotation: Any) -> dict[str, Any]:
+    json_type = _JSON_TYPES.get(annotation)
+    return {"type": json_type} if json_type else {}
+
+
+def _first_paragraph(doc: str | None) -> str:
+    return inspect.cleandoc(doc or "").split("\n\n")[0]

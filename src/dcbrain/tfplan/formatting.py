@@ -1,0 +1,145 @@
+"""``str.format``, ``format()`` and f-string specs without reflection.
+
+Python's ``str.format`` resolves ``{0.attr}`` and ``{0[key]}`` field paths with
+``getattr``: the classic sandbox escape. Here fields are resolved by hand: a field is
+an index or a name, optionally followed by ``[key]`` lookups on dicts, lists and tuples;
+attribute paths are an error. Widths and precisions are checked before anything is built.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+_FORMATTER = string.Formatter()
+_SPEC = re.compile(
+    r"^(?:.?[<>=^])?[-+ ]?z?#?0?(?P<width>\d*)[,_]?(?:\.(?P<precision>\d+))?[a-zA-Z%]?$", re.S
+)
+_FIELD = re.compile(r"^(?P<head>[^.\[]*)(?P<rest>(?:\[[^\]]*\])*)(?P<tail>.*)$", re.S)
+_PERCENT_SPEC = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\*|\d*)(?:\.(\*|\d*))?[hlL]?[a-zA-Z%]")
+
+
+class FormatLimitError(ValueError):
+    """A width or precision larger than the plan's size limit."""
+
+
+def check_spec(spec: str, max_size: int) -> None:
+    """Raise if the format ``spec`` asks for a width or precision over ``max_size``."""
+    if not spec:
+        return
+    match = _SPEC.match(spec)
+    if match is None:
+        numbers = [int(n) for n in re.findall(r"\d+", spec)]
+        if any(n > max_size for n in numbers):
+            raise FormatLimitError(f"format spec {spec[:40]!r} exceeds the size limit {max_size}")
+        return
+    for group in ("width", "precision"):
+        value = match.group(group)
+        if value and int(value) > max_size:
+            raise FormatLimitError(
+                f"format {group} {int(value)} exceeds the size limit {max_size}"
+            )
+
+
+def safe_format_value(value: Any, spec: str, max_size: int) -> str:
+    check_spec(spec, max_size)
+    return format(value, spec)
+
+
+def check_percent_format(template: str, max_size: int) -> None:
+    """Raise if a ``%``-format template asks for a huge or ``*`` width/precision."""
+    for match in _PERCENT_SPEC.finditer(template):
+        for value in match.groups():
+            if value == "*":
+                raise FormatLimitError("'*' width or precision is not allowed in tf_plan")
+            if value and int(value) > max_size:
+                raise FormatLimitError(f"%-format width {int(value)} exceeds the size limit "
+                                       f"{max_size}")
+
+
+def safe_format(
+    template: str,
+    args: Sequence[Any],
+    kwargs: Mapping[str, Any],
+    max_size: int,
+    render: Callable[[Any, str], str],
+) -> str:
+    """``template.format(*args, **kwargs)`` with fields resolved without attribute access.
+
+    ``render(value, spec)`` formats one value (it applies the size checks of the caller).
+    """
+    auto_index = 0
+    manual = False
+    pieces: list[str] = []
+    total = 0
+    for literal, field_name, spec, conversion in _FORMATTER.parse(template):
+        pieces.append(literal)
+        total += len(literal)
+        if field_name is None:
+            continue
+        value, auto_index, manual = _resolve(field_name, args, kwargs, auto_index, manual)
+        if conversion == "r":
+            value = repr(value)
+        elif conversion == "s":
+            value = str(value)
+        elif conversion == "a":
+            value = ascii(value)
+        elif conversion is not None:
+            raise ValueError(f"Unknown conversion specifier {conversion}")
+        if spec and "{" in spec:
+            spec = safe_format(spec, args, kwargs, max_size, render)
+        text = render(value, spec or "")
+        pieces.append(text)
+        total += len(text)
+        if total > max_size:
+            raise FormatLimitError(f"formatted string exceeds the size limit {max_size}")
+    return "".join(pieces)
+
+
+def _resolve(
+    field_name: str,
+    args: Sequence[Any],
+    kwargs: Mapping[str, Any],
+    auto_index: int,
+    manual: bool,
+) -> tuple[Any, int, bool]:
+    match = _FIELD.match(field_name)
+    assert match is not None  # the pattern matches every string
+    head, rest, tail = match.group("head"), match.group("rest"), match.group("tail")
+    if tail:
+        raise ValueError(f"field {field_name!r}: attribute access in format fields is not "
+                         "allowed in tf_plan")
+    if head == "":
+        if manual:
+            raise ValueError("cannot switch from manual field specification to automatic "
+                             "field numbering")
+        index = auto_index
+        auto_index += 1
+        value = _positional(args, index)
+    elif head.isdigit():
+        if auto_index:
+            raise ValueError("cannot switch from automatic field numbering to manual field "
+                             "specification")
+        manual = True
+        value = _positional(args, int(head))
+    else:
+        if head not in kwargs:
+            raise KeyError(head)
+        value = kwargs[head]
+    for key in re.findall(r"\[([^\]]*)\]", rest):
+        if isinstance(value, dict):
+            value = value[int(key) if key.isdigit() and key not in value else key]
+        elif isinstance(value, list | tuple) and key.isdigit():
+            value = value[int(key)]
+        else:
+            raise ValueError(f"field {field_name!r}: index lookups in format fields work on "
+                             "dicts, lists and tuples only")
+    return value, auto_index, manual
+
+
+def _positional(args: Sequence[Any], index: int) -> Any:
+    if index >= len(args):
+        raise IndexError(f"Replacement index {index} out of range for positional args tuple")
+    return args[index]

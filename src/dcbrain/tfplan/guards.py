@@ -1,0 +1,424 @@
+"""The guard functions rewritten plans call, and the budget they charge.
+
+``rewrite.py`` turns ``a.b`` into ``__tf_attr(a, "b")``, ``a * b`` into ``__tf_mul(a, b)``,
+``for x in it`` into ``for x in __tf_iter(it)`` and so on; this module defines what those
+calls do. Guards are closures over one run's counters so the hot paths stay cheap.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from dcbrain.tfplan.errors import (
+    CallDepthLimitExceeded,
+    OperationLimitExceeded,
+    OutputLimitExceeded,
+    SizeLimitExceeded,
+)
+from dcbrain.tfplan.formatting import (
+    FormatLimitError,
+    check_percent_format,
+    check_spec,
+    safe_format,
+)
+from dcbrain.tfplan.methods import CHARGED, FREE, STR_GROWING
+from dcbrain.tfplan.state import RunState
+from dcbrain.tfplan.values import rendered_size_exceeds
+
+_SEQUENCES = (str, list, tuple)
+_SIZED_RESULTS = frozenset({str, list, tuple, dict, set, frozenset})
+#: Iterables that cannot grow while a loop runs over them: charged once, up front.
+_STABLE_ITERABLES = frozenset({
+    tuple, str, range, frozenset, dict, set,
+    type({}.keys()), type({}.values()), type({}.items()),
+})
+_INTS = (int, bool)
+#: Methods whose positional arguments are iterables to be consumed under the budget.
+_CONSUMING = frozenset({
+    "extend", "update", "union", "intersection", "difference", "symmetric_difference",
+    "intersection_update", "difference_update", "symmetric_difference_update",
+    "issubset", "issuperset", "isdisjoint",
+})
+#: One operation per this many elements/characters a plan allocates.
+ALLOC_DIVISOR = 4
+
+
+class Namespace:
+    """A read-only group of helper functions (``json``, ``math``) visible to plans."""
+
+    __slots__ = ("members", "name")
+
+    def __init__(self, name: str, members: dict[str, Any]) -> None:
+        self.name = name
+        self.members = members
+
+    def __repr__(self) -> str:
+        return f"<module {self.name!r}>"
+
+
+def build_guards(state: RunState) -> dict[str, Any]:
+    """The ``__tf_*`` guard functions and the charging primitives of one run."""
+    limits = state.limits
+    max_ops = limits.max_operations
+    max_size = limits.max_size
+    max_bits = limits.max_size
+    max_depth = limits.max_call_depth
+    max_output = limits.max_output_chars
+    ops = 0
+    depth = 0
+
+    def over_budget() -> OperationLimitExceeded:
+        return OperationLimitExceeded(
+            f"plan exceeded its operation budget of {max_ops} (loop iterations, calls "
+            "and the size of values built)"
+        )
+
+    def charge(amount: int) -> None:
+        nonlocal ops
+        ops += amount
+        if ops > max_ops:
+            raise over_budget()
+
+    def tick() -> bool:
+        nonlocal ops
+        ops += 1
+        if ops > max_ops:
+            raise over_budget()
+        return True
+
+    def enter() -> None:
+        nonlocal ops, depth
+        depth += 1
+        ops += 1
+        if depth > max_depth:
+            raise CallDepthLimitExceeded(f"plan functions nested deeper than {max_depth} calls")
+        if ops > max_ops:
+            raise over_budget()
+
+    def leave() -> None:
+        nonlocal depth
+        depth -= 1
+
+    def operations() -> int:
+        return ops
+
+    def too_large(what: str, size: int) -> SizeLimitExceeded:
+        return SizeLimitExceeded(f"{what} of size {size} exceeds the size limit {max_size}")
+
+    def check_result(value: Any) -> Any:
+        """Charge for a freshly built value and enforce the size limit on it."""
+        kind = type(value)
+        if kind in _SIZED_RESULTS:
+            size = len(value)
+            if size > max_size:
+                raise too_large(kind.__name__, size)
+            charge(1 + size // ALLOC_DIVISOR)
+        elif kind is int:
+            bits = value.bit_length()
+            if bits > 64:
+                if bits > max_bits:
+                    raise SizeLimitExceeded(f"int of {bits} bits exceeds the size limit "
+                                            f"{max_bits} bits")
+                charge(bits >> 5)
+        return value
+
+    # -- iteration -------------------------------------------------------------------
+    def counted(iterator: Iterator[Any]) -> Iterator[Any]:
+        nonlocal ops
+        for item in iterator:
+            ops += 1
+            if ops > max_ops:
+                raise over_budget()
+            yield item
+
+    def iterate(iterable: Any) -> Iterable[Any]:
+        nonlocal ops
+        if type(iterable) in _STABLE_ITERABLES:
+            try:
+                size = len(iterable)
+            except OverflowError:
+                size = max_ops + 1
+            if ops + size <= max_ops:
+                ops += size
+                return iterable  # type: ignore[no-any-return]
+        return counted(iter(iterable))
+
+    def materialize(iterable: Any, allocates: bool = True) -> Any:
+        """A sized container with the items of ``iterable``, paid for in operations."""
+        kind = type(iterable)
+        if kind in _STABLE_ITERABLES or kind is list:
+            try:
+                size = len(iterable)
+            except OverflowError:
+                raise too_large(kind.__name__, iterable.__len__()) from None
+            if allocates and size > max_size:
+                raise too_large(kind.__name__, size)
+            charge(size + (size // ALLOC_DIVISOR if allocates else 0))
+            return iterable
+        items = []
+        for item in counted(iter(iterable)):
+            items.append(item)
+            if len(items) > max_size:
+                raise too_large("iterable", len(items))
+        charge(len(items) // ALLOC_DIVISOR)
+        return items
+
+    # -- operators --------------------------------------------------------------------
+    def binop(op: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+        def guarded(a: Any, b: Any) -> Any:
+            result = op(a, b)
+            kind = type(result)
+            if kind is float or kind is bool:
+                return result
+            if kind is int and -(1 << 64) < result < (1 << 64):
+                return result
+            return check_result(result)
+
+        return guarded
+
+    def mul(a: Any, b: Any) -> Any:
+        ta, tb = type(a), type(b)
+        if ta in _INTS and tb in _INTS:
+            if a.bit_length() + b.bit_length() > max_bits:
+                raise SizeLimitExceeded(f"int product exceeds the size limit {max_bits} bits")
+        elif ta in _INTS and tb in _SEQUENCES or tb in _INTS and ta in _SEQUENCES:
+            count, sequence = (a, b) if ta in _INTS else (b, a)
+            size = len(sequence) * count
+            if size > max_size:
+                raise too_large(type(sequence).__name__, size)
+        return check_result(a * b)
+
+    def power(a: Any, b: Any, mod: Any = None) -> Any:
+        if mod is None and type(a) in _INTS and type(b) in _INTS and b > 0:
+            bits = abs(a).bit_length()
+            if bits > 1 and (bits - 1) * b > max_bits:
+                raise SizeLimitExceeded(f"int power exceeds the size limit {max_bits} bits")
+        if mod is None:
+            return check_result(a**b)
+        return check_result(pow(a, b, mod))
+
+    def lshift(a: Any, b: Any) -> Any:
+        if type(a) in _INTS and type(b) in _INTS and a and b > 0:
+            if a.bit_length() + b > max_bits:
+                raise SizeLimitExceeded(f"int shift exceeds the size limit {max_bits} bits")
+        return check_result(a << b)
+
+    def mod(a: Any, b: Any) -> Any:
+        if type(a) is str:
+            try:
+                check_percent_format(a, max_size)
+            except FormatLimitError as exc:
+                raise SizeLimitExceeded(str(exc)) from None
+            if rendered_size_exceeds(b, max_size):
+                raise too_large("formatted value", max_size + 1)
+        return check_result(a % b)
+
+    def check_iadd(target: Any, value: Any) -> Any:
+        """Checks ``x += v`` and returns ``v``; the native ``+=`` keeps CPython's in-place
+        string append. An iterable added to a list is first consumed under the budget."""
+        kind = type(target)
+        if kind is int or kind is float:
+            return value
+        if kind in _SEQUENCES and type(value) in _SEQUENCES:
+            size = len(target) + len(value)
+            if size > max_size:
+                raise too_large(kind.__name__, size)
+            charge(1 + len(value) // ALLOC_DIVISOR)
+        elif kind is list:
+            value = materialize(value)
+            if len(target) + len(value) > max_size:
+                raise too_large("list", len(target) + len(value))
+        return value
+
+    def list_iadd(a: Any, b: Any) -> Any:
+        return check_result(operator.iadd(a, check_iadd(a, b)))
+
+    in_place = {
+        "Add": list_iadd, "Sub": binop(operator.isub),
+        "BitOr": binop(operator.ior), "BitAnd": binop(operator.iand),
+        "BitXor": binop(operator.ixor),
+    }
+
+    def augmented(op_name: str) -> Callable[[Any, Any], Any]:
+        if op_name in in_place:
+            return in_place[op_name]
+        return {"Mult": mul, "Pow": power, "LShift": lshift, "Mod": mod}[op_name]
+
+    # -- access ----------------------------------------------------------------------
+    def attr(obj: Any, name: str) -> Any:
+        kind = type(obj)
+        free = FREE.get(kind)
+        if free is not None:
+            if name in free:
+                return getattr(obj, name)
+            if name in CHARGED[kind]:
+                return charged_method(obj, kind, name)
+        elif kind is Namespace:
+            member = obj.members.get(name)
+            if member is not None:
+                return member
+            raise AttributeError(f"module {obj.name!r} has no attribute {name!r}")
+        type_name = getattr(kind, "plan_type_name", kind.__name__)
+        raise AttributeError(f"{type_name!r} object has no attribute {name!r}")
+
+    def charged_method(obj: Any, kind: type, name: str) -> Any:
+        if kind is str and name in STR_GROWING:
+            return functools.partial(STR_METHODS[name], obj)
+        charge(1 + len(obj))
+        method = getattr(obj, name)
+        if name in _CONSUMING:
+            return functools.partial(consuming, obj, method)
+        if name == "copy" or kind is str:
+            return functools.partial(returning_checked, method)
+        return method
+
+    def consuming(obj: Any, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        result = method(*(materialize(arg) for arg in args), **kwargs)
+        check_result(obj)
+        return check_result(result)
+
+    def returning_checked(method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        return check_result(method(*args, **kwargs))
+
+    def get_slice(obj: Any, lower: Any, upper: Any, step: Any) -> Any:
+        return check_result(obj[lower:upper:step])
+
+    def star(value: Any) -> Any:
+        if type(value) is dict:
+            charge(1 + len(value))
+            return value
+        return materialize(value)
+
+    # -- strings ---------------------------------------------------------------------
+    def render(value: Any, spec: str = "") -> str:
+        try:
+            check_spec(spec, max_size)
+        except FormatLimitError as exc:
+            raise SizeLimitExceeded(str(exc)) from None
+        if rendered_size_exceeds(value, max_size):
+            raise too_large("rendered value", max_size + 1)
+        text = format(value, spec)
+        charge(1 + len(text) // ALLOC_DIVISOR)
+        return text
+
+    def formatted_value(value: Any, conversion: int, spec: str) -> str:
+        if conversion == ord("r"):
+            value = plan_repr(value)
+        elif conversion == ord("s"):
+            value = plan_str(value)
+        elif conversion == ord("a"):
+            value = check_result(ascii(value)) if not rendered_size_exceeds(
+                value, max_size) else render(value)
+        return render(value, spec)
+
+    def plan_str(value: Any = "") -> str:
+        if type(value) is str:
+            return value
+        if rendered_size_exceeds(value, max_size):
+            raise too_large("rendered value", max_size + 1)
+        return check_result(str(value))  # type: ignore[no-any-return]
+
+    def plan_repr(value: Any) -> str:
+        if rendered_size_exceeds(value, max_size):
+            raise too_large("rendered value", max_size + 1)
+        return check_result(repr(value))  # type: ignore[no-any-return]
+
+    def str_format(template: str, *args: Any, **kwargs: Any) -> str:
+        try:
+            return safe_format(template, args, kwargs, max_size, render)
+        except FormatLimitError as exc:
+            raise SizeLimitExceeded(str(exc)) from None
+
+    def str_pad(method: str) -> Callable[..., str]:
+        def pad(text: str, width: Any, *args: Any) -> str:
+            if type(width) in _INTS and width > max_size:
+                raise too_large("str", width)
+            return check_result(getattr(text, method)(width, *args))  # type: ignore[no-any-return]
+
+        return pad
+
+    def str_expandtabs(text: str, tabsize: Any = 8) -> str:
+        if type(tabsize) in _INTS and len(text) + text.count("\t") * max(tabsize, 0) > max_size:
+            raise too_large("str", len(text) + text.count("\t") * tabsize)
+        return check_result(text.expandtabs(tabsize))  # type: ignore[no-any-return]
+
+    def str_replace(text: str, old: Any, new: Any, count: Any = -1) -> str:
+        if type(old) is str and type(new) is str and type(count) in _INTS:
+            hits = len(text) + 1 if old == "" else text.count(old)
+            if count >= 0:
+                hits = min(hits, count)
+            size = len(text) + hits * (len(new) - len(old))
+            if size > max_size:
+                raise too_large("str", size)
+        return check_result(text.replace(old, new, count))  # type: ignore[no-any-return]
+
+    def str_join(separator: str, iterable: Any) -> str:
+        items = materialize(iterable)
+        size = len(separator) * max(len(items) - 1, 0)
+        for item in items:
+            if type(item) is str:
+                size += len(item)
+        if size > max_size:
+            raise too_large("str", size)
+        return check_result(separator.join(items))  # type: ignore[no-any-return]
+
+    STR_METHODS: dict[str, Callable[..., Any]] = {
+        "center": str_pad("center"), "ljust": str_pad("ljust"), "rjust": str_pad("rjust"),
+        "zfill": str_pad("zfill"), "expandtabs": str_expandtabs, "replace": str_replace,
+        "join": str_join, "format": str_format,
+    }
+
+    # -- output ----------------------------------------------------------------------
+    def plan_print(*args: Any, sep: Any = " ", end: Any = "\n") -> None:
+        sep = " " if sep is None else sep
+        end = "\n" if end is None else end
+        if type(sep) is not str or type(end) is not str:
+            raise TypeError("sep and end must be None or a string")
+        text = sep.join(plan_str(arg) for arg in args) + end
+        with state.lock:
+            state.output_chars += len(text)
+            if state.output_chars > max_output:
+                raise OutputLimitExceeded(f"plan printed more than {max_output} characters")
+            state.output.append(text)
+
+    return {
+        "charge": charge,
+        "operations": operations,
+        "check_result": check_result,
+        "materialize": materialize,
+        "render": render,
+        "plan_str": plan_str,
+        "plan_repr": plan_repr,
+        "plan_print": plan_print,
+        "power": power,
+        "__tf_tick": tick,
+        "__tf_enter": enter,
+        "__tf_exit": leave,
+        "__tf_iter": iterate,
+        "__tf_attr": attr,
+        "__tf_slice": get_slice,
+        "__tf_star": star,
+        "__tf_fv": formatted_value,
+        "__tf_add": binop(operator.add),
+        "__tf_sub": binop(operator.sub),
+        "__tf_bitor": binop(operator.or_),
+        "__tf_bitand": binop(operator.and_),
+        "__tf_bitxor": binop(operator.xor),
+        "__tf_mul": mul,
+        "__tf_pow": power,
+        "__tf_lshift": lshift,
+        "__tf_mod": mod,
+        "__tf_check_iadd": check_iadd,
+        "__tf_iop_Add": augmented("Add"),
+        "__tf_iop_Sub": augmented("Sub"),
+        "__tf_iop_BitOr": augmented("BitOr"),
+        "__tf_iop_BitAnd": augmented("BitAnd"),
+        "__tf_iop_BitXor": augmented("BitXor"),
+        "__tf_iop_Mult": augmented("Mult"),
+        "__tf_iop_Pow": augmented("Pow"),
+        "__tf_iop_LShift": augmented("LShift"),
+        "__tf_iop_Mod": augmented("Mod"),
+    }

@@ -1,0 +1,265 @@
+"""The one door between a plan and the host: calls to registered chains and tools.
+
+A registered callable appears in a plan as an opaque :class:`HostCallable`. Every call
+goes through :meth:`Dispatcher.call`, which counts it against ``max_calls``, checks that
+arguments and result are plain data, records a trace entry, awaits async callables on
+the event loop, and turns failures into :class:`TFCallError` at the call's position.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import inspect
+import sys
+import threading
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from functools import lru_cache
+from types import CodeType
+from typing import Any
+
+from dcbrain.tfplan.errors import (
+    CallLimitExceeded,
+    SizeLimitExceeded,
+    TFCallError,
+    TFInterpreterError,
+)
+from dcbrain.tfplan.result import CallRecord
+from dcbrain.tfplan.rewrite import PLAN_FILENAME
+from dcbrain.tfplan.state import Cancelled, Expired, RunState
+from dcbrain.tfplan.values import NotPlainData, to_plan_value
+
+
+class HostCallable:
+    """A chain or tool as a plan sees it: callable, with no attributes."""
+
+    __slots__ = ("_dispatcher", "_func", "name")
+    plan_type_name = "callable"
+
+    def __init__(self, name: str, func: Callable[..., Any], dispatcher: Dispatcher) -> None:
+        self.name = name
+        self._func = func
+        self._dispatcher = dispatcher
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._dispatcher.call(self.name, self._func, args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"<callable {self.name}>"
+
+
+class Thunk:
+    """A ``parallel`` branch: an expression to evaluate later, in its own thread."""
+
+    __slots__ = ("args", "func")
+
+    def __init__(self, func: Callable[..., Any], *args: Any) -> None:
+        self.func = func
+        self.args = args
+
+    def __call__(self) -> Any:
+        return self.func(*self.args)
+
+
+_background: asyncio.AbstractEventLoop | None = None
+_background_lock = threading.Lock()
+
+
+def background_loop() -> asyncio.AbstractEventLoop:
+    """An event loop in a daemon thread, for async callables of synchronous runs."""
+    global _background
+    with _background_lock:
+        if _background is None or _background.is_closed():
+            loop = asyncio.new_event_loop()
+            thread = threading.Thread(target=loop.run_forever, name="tf_plan-loop", daemon=True)
+            thread.start()
+            _background = loop
+        return _background
+
+
+@lru_cache(maxsize=256)
+def _positions(code: CodeType) -> list[tuple[int | None, int | None, int | None, int | None]]:
+    return list(code.co_positions())
+
+
+def code_position(code: CodeType, lasti: int, lines: Sequence[str]) -> tuple[int, int]:
+    """1-based line and column (in characters) of instruction ``lasti`` of ``code``."""
+    positions = _positions(code)
+    index = lasti // 2
+    if not 0 <= index < len(positions):
+        return code.co_firstlineno, 1
+    line, _, col, _ = positions[index]
+    if line is None:
+        return code.co_firstlineno, 1
+    if col is None:
+        return line, 1
+    if 0 < line <= len(lines):  # positions count UTF-8 bytes; report characters
+        col = len(lines[line - 1].encode()[:col].decode(errors="ignore"))
+    return line, col + 1
+
+
+def caller_position(lines: Sequence[str]) -> tuple[int, int]:
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename != PLAN_FILENAME:
+        frame = frame.f_back  # type: ignore[assignment]
+    if frame is None:
+        return 0, 0
+    return code_position(frame.f_code, frame.f_lasti, lines)
+
+
+class Dispatcher:
+    """Runs host calls and ``parallel`` branches for one plan run."""
+
+    def __init__(
+        self,
+        state: RunState,
+        lines: Sequence[str],
+        construct_chain: Callable[..., Callable[..., Any]] | None,
+    ) -> None:
+        self.state = state
+        self.lines = lines
+        self.construct_hook = construct_chain
+        self.constructed = 0
+
+    # -- calls -----------------------------------------------------------------------
+    def call(
+        self,
+        name: str,
+        func: Callable[..., Any],
+        args: Sequence[Any],
+        kwargs: dict[str, Any],
+        *,
+        plain_result: bool = True,
+    ) -> Any:
+        state = self.state
+        limits = state.limits
+        with state.lock:
+            state.calls += 1
+            count = state.calls
+        if count > limits.max_calls:
+            raise CallLimitExceeded(f"plan made more than {limits.max_calls} chain/tool calls")
+        try:
+            to_plan_value(list(args), max_items=limits.max_size, where=f"{name}() arguments")
+            to_plan_value(kwargs, max_items=limits.max_size, where=f"{name}() arguments")
+        except NotPlainData as exc:
+            raise TypeError(str(exc)) from None
+        except OverflowError as exc:
+            raise SizeLimitExceeded(str(exc)) from None
+        line, col = caller_position(self.lines)
+        record = CallRecord(
+            name=name, args=list(args), kwargs=dict(kwargs), line=line, col=col,
+            started_at=time.time(), branch=getattr(state.branch, "index", None),
+        )
+        state.trace.append(record)
+        if state.observer is not None:
+            state.observer.on_call_start(record)
+        started = time.perf_counter()
+        state.enter_host()
+        try:
+            result = func(*args, **kwargs)
+            if inspect.isawaitable(result):
+                result = self._await(result)
+            if plain_result:
+                result = to_plan_value(result, max_items=limits.max_size, where=f"{name}() result")
+            record.result = result
+            return result
+        except state.passthrough as exc:
+            record.error = f"{type(exc).__name__}: {exc}"
+            raise
+        except (Expired, Cancelled):
+            record.error = "stopped"
+            raise
+        except NotPlainData as exc:
+            record.error = f"TypeError: {exc}"
+            raise TFCallError(str(exc), kind="TypeError") from None
+        except OverflowError as exc:
+            record.error = f"SizeLimitExceeded: {exc}"
+            raise SizeLimitExceeded(str(exc)) from None
+        except TFInterpreterError as exc:
+            record.error = f"{exc.kind}: {exc.message}"
+            raise TFCallError(f"{name}() failed: {exc.headline()}", kind=exc.kind) from exc
+        except Exception as exc:
+            record.error = f"{type(exc).__name__}: {exc}"
+            raise TFCallError(f"{name}() failed: {exc}", kind=type(exc).__name__) from exc
+        finally:
+            record.duration_s = time.perf_counter() - started
+            try:
+                if state.observer is not None:
+                    state.observer.on_call_end(record)
+            finally:
+                state.leave_host()
+
+    def _await(self, awaitable: Awaitable[Any]) -> Any:
+        state = self.state
+        loop = state.loop or background_loop()
+
+        async def wait() -> Any:
+            return await awaitable
+
+        future = asyncio.run_coroutine_threadsafe(wait(), loop)
+        with state.lock:
+            state.active_futures.add(future)
+            stopped = state.cancelled or state.expired
+        if stopped:
+            future.cancel()
+        try:
+            return future.result()
+        except concurrent.futures.CancelledError:
+            raise Expired if state.expired and not state.cancelled else Cancelled from None
+        finally:
+            with state.lock:
+                state.active_futures.discard(future)
+
+    def construct_chain(self, **kwargs: Any) -> HostCallable:
+        """``__construct_chain(...)`` in a plan: build a chain at run time."""
+        hook = self.construct_hook
+        if hook is None:
+            raise NotImplementedError(
+                "__construct_chain is not available: no chain layer is connected to this plan"
+            )
+        func = self.call("__construct_chain", hook, (), kwargs, plain_result=False)
+        self.constructed += 1
+        name = kwargs.get("name") if isinstance(kwargs.get("name"), str) else None
+        return HostCallable(name or f"constructed_chain_{self.constructed}", func, self)
+
+    # -- parallel --------------------------------------------------------------------
+    def parallel(self, *items: Any) -> list[Any]:
+        """Evaluate ``parallel(...)``'s branches concurrently; results in argument order."""
+        state = self.state
+        if len(items) < 2 or not any(isinstance(item, Thunk) for item in items):
+            return [item() if isinstance(item, Thunk) else item for item in items]
+        hooks = state.parallel_hooks
+        tokens = hooks.fork(len(items)) if hooks is not None else [None] * len(items)
+        workers = min(len(items), state.limits.max_parallel)
+        pool = concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="tf_plan")
+        try:
+            futures = [
+                pool.submit(contextvars.copy_context().run, self._branch, index, item, token)
+                for index, (item, token) in enumerate(zip(items, tokens, strict=True))
+            ]
+            pending = set(futures)
+            while pending:  # short waits, so a stop signal reaches this thread too
+                _, pending = concurrent.futures.wait(pending, timeout=0.05)
+        finally:
+            pool.shutdown(wait=False)
+        if hooks is not None:
+            hooks.join(tokens)
+        for future in futures:
+            error = future.exception()
+            if error is not None:
+                raise error
+        return [future.result() for future in futures]
+
+    def _branch(self, index: int, item: Any, token: Any) -> Any:
+        state = self.state
+        state.add_plan_thread()
+        state.branch.index = index
+        try:
+            if state.parallel_hooks is not None:
+                state.parallel_hooks.enter(token)
+            return item() if isinstance(item, Thunk) else item
+        finally:
+            state.branch.index = None
+            state.remove_plan_thread()

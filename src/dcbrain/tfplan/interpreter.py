@@ -1,0 +1,269 @@
+"""Run plans: the public :class:`Interpreter`.
+
+A run compiles the validated, rewritten plan (cached per source), builds a fresh global
+namespace holding only the allowlisted builtins, the guards and one opaque handle per
+registered callable, and executes it. Synchronous runs execute in the calling thread;
+``arun`` executes in a thread of its own so the event loop stays free for async chains.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from functools import lru_cache
+from types import CodeType, TracebackType
+from typing import Any
+
+from dcbrain.tfplan.builtins import build_builtins
+from dcbrain.tfplan.checker import CallableSpec, check, specs_of
+from dcbrain.tfplan.errors import (
+    CallDepthLimitExceeded,
+    PlanCancelled,
+    Problem,
+    SizeLimitExceeded,
+    TFCheckError,
+    TFInterpreterError,
+    TFRuntimeError,
+    TFSyntaxError,
+    TimeLimitExceeded,
+)
+from dcbrain.tfplan.guards import build_guards
+from dcbrain.tfplan.host import Dispatcher, HostCallable, Thunk, background_loop, code_position
+from dcbrain.tfplan.limits import Limits
+from dcbrain.tfplan.parser import Plan, parse
+from dcbrain.tfplan.result import ConsoleResult
+from dcbrain.tfplan.rewrite import MAIN_FUNCTION, PLAN_FILENAME, compile_plan
+from dcbrain.tfplan.state import Cancelled, CallObserver, Expired, ParallelHooks, RunState, Watchdog
+from dcbrain.tfplan.values import NotPlainData, to_plan_value
+
+
+@lru_cache(maxsize=128)
+def _compiled(source: str) -> tuple[Plan, CodeType]:
+    plan = parse(source)
+    try:
+        code = compile_plan(plan.tree)
+    except SyntaxError as exc:
+        problem = Problem(exc.lineno or 1, exc.offset or 1, f"invalid syntax: {exc.msg}",
+                          kind="SyntaxError")
+        raise TFSyntaxError([problem], source) from None
+    except (RecursionError, MemoryError):
+        raise TFSyntaxError([Problem(1, 1, "plan is nested too deeply", "SyntaxError")],
+                            source) from None
+    return plan, code
+
+
+def compile_source(source: str) -> tuple[Plan, CodeType]:
+    """Parse, validate and compile ``source`` (cached); raises :class:`TFSyntaxError`."""
+    return _compiled(source)
+
+
+class Interpreter:
+    """Checks and runs tf_plan scripts against registered chains and tools.
+
+    ``callables`` maps names to Python callables (sync or async); ``tools`` adds
+    callables under their own ``name`` (or ``__name__``). Every call a plan makes goes
+    through one dispatch point that records it in the result's trace.
+    """
+
+    def __init__(
+        self,
+        callables: Mapping[str, Callable[..., Any]] | None = None,
+        *,
+        tools: Sequence[Callable[..., Any]] = (),
+        limits: Limits | None = None,
+        specs: Mapping[str, CallableSpec] | None = None,
+        construct_chain: Callable[..., Callable[..., Any]] | None = None,
+        observer: CallObserver | None = None,
+        parallel_hooks: ParallelHooks | None = None,
+        passthrough: tuple[type[BaseException], ...] = (),
+    ) -> None:
+        self.callables: dict[str, Callable[..., Any]] = dict(callables or {})
+        for tool in tools:
+            name = getattr(tool, "name", None) or tool.__name__
+            self.callables[str(name)] = tool
+        for name in self.callables:
+            if not name.isidentifier() or name.startswith("_"):
+                raise ValueError(f"callable name {name!r} must be an identifier not starting "
+                                 "with '_'")
+        self.limits = limits or Limits()
+        self._specs = dict(specs) if specs is not None else None
+        self.construct_chain = construct_chain
+        self.observer = observer
+        self.parallel_hooks = parallel_hooks
+        self.passthrough = passthrough
+
+    @property
+    def specs(self) -> dict[str, CallableSpec]:
+        """Specs of the registered callables (given, or derived from their signatures)."""
+        if self._specs is None:
+            self._specs = specs_of(self.callables)
+        return self._specs
+
+    def check(self, plan: Plan | str) -> list[Problem]:
+        """Every static problem of ``plan`` against the registered callables."""
+        return check(plan, self.specs)
+
+    def run(self, plan: Plan | str, *, check: bool = False) -> ConsoleResult:
+        """Run ``plan`` in this thread (``check=True`` checks it statically first)."""
+        parsed, code = self._prepare(plan, check)
+        state = self._new_state(loop=None)
+        return self._execute(parsed, code, state)
+
+    async def arun(self, plan: Plan | str, *, check: bool = False) -> ConsoleResult:
+        """Run ``plan`` in a worker thread; async callables run on the current event loop.
+
+        Cancelling the awaiting task stops the plan at its next step.
+        """
+        parsed, code = self._prepare(plan, check)
+        loop = asyncio.get_running_loop()
+        state = self._new_state(loop=loop)
+        future: asyncio.Future[ConsoleResult] = loop.create_future()
+        context = contextvars.copy_context()
+
+        def settle(outcome: Any, failed: bool) -> None:
+            if future.done():
+                return
+            if failed:
+                future.set_exception(outcome)
+            else:
+                future.set_result(outcome)
+
+        def work() -> None:
+            try:
+                outcome = context.run(self._execute, parsed, code, state)
+            except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
+                loop.call_soon_threadsafe(settle, exc, True)
+            else:
+                loop.call_soon_threadsafe(settle, outcome, False)
+
+        threading.Thread(target=work, name="tf_plan", daemon=True).start()
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            state.stop(Cancelled)
+            raise
+
+    # -- internals -------------------------------------------------------------------
+    def _prepare(self, plan: Plan | str, run_check: bool) -> tuple[Plan, CodeType]:
+        parsed, code = compile_source(plan.source if isinstance(plan, Plan) else plan)
+        if run_check:
+            problems = self.check(parsed)
+            if problems:
+                raise TFCheckError(problems, parsed.source)
+        return parsed, code
+
+    def _new_state(self, loop: asyncio.AbstractEventLoop | None) -> RunState:
+        return RunState(
+            limits=self.limits,
+            loop=loop,
+            observer=self.observer,
+            parallel_hooks=self.parallel_hooks,
+            passthrough=self.passthrough,
+        )
+
+    def _namespace(self, plan: Plan, state: RunState) -> tuple[dict[str, Any], dict[str, Any]]:
+        guards = build_guards(state)
+        dispatcher = Dispatcher(state, plan.lines, self.construct_chain)
+        namespace: dict[str, Any] = {"__builtins__": {}}
+        namespace.update(build_builtins(guards, self.limits.max_size))
+        namespace.update({name: g for name, g in guards.items() if name.startswith("__tf_")})
+        namespace["__tf_parallel"] = dispatcher.parallel
+        namespace["__tf_thunk"] = Thunk
+        namespace["__construct_chain"] = dispatcher.construct_chain
+        for name, func in self.callables.items():
+            namespace[name] = HostCallable(name, func, dispatcher)
+        return namespace, guards
+
+    def _execute(self, plan: Plan, code: CodeType, state: RunState) -> ConsoleResult:
+        if state.loop is None:
+            state.loop = background_loop()
+        namespace, guards = self._namespace(plan, state)
+        watchdog = Watchdog(state, self.limits.timeout_s)
+        started = time.perf_counter()
+        state.add_plan_thread()
+        try:
+            watchdog.start()
+            exec(code, namespace)
+            returned, value = namespace[MAIN_FUNCTION]()
+        except BaseException as exc:
+            _stop(state, watchdog)
+            error = self._translate(exc, plan)
+            if error is None:
+                raise
+            error.stdout = state.stdout
+            error.trace = list(state.trace)
+            raise error from (None if error is exc else exc)
+        finally:
+            _stop(state, watchdog)
+        return ConsoleResult(
+            value=_plain(value, self.limits.max_size),
+            stdout=state.stdout,
+            trace=list(state.trace),
+            operations=guards["operations"](),
+            duration_s=time.perf_counter() - started,
+            returned=bool(returned),
+        )
+
+    def _translate(self, exc: BaseException, plan: Plan) -> TFInterpreterError | None:
+        """The error the planner sees for ``exc``, or ``None`` when it must pass through."""
+        if isinstance(exc, self.passthrough):
+            return None
+        if isinstance(exc, KeyboardInterrupt | SystemExit | GeneratorExit):
+            return None
+        line, col, in_main = _locate(exc.__traceback__, plan.lines)
+        error: TFInterpreterError
+        if isinstance(exc, Expired):
+            error = TimeLimitExceeded(f"plan ran longer than its limit of "
+                                      f"{self.limits.timeout_s:g} s")
+        elif isinstance(exc, Cancelled):
+            error = PlanCancelled("plan was cancelled")
+        elif isinstance(exc, TFInterpreterError):
+            error = exc
+        elif isinstance(exc, RecursionError):
+            error = CallDepthLimitExceeded("plan recursed too deeply")
+        elif isinstance(exc, MemoryError):
+            error = SizeLimitExceeded("plan ran out of memory")
+        elif isinstance(exc, UnboundLocalError) and in_main:
+            name = str(exc).split("'")[1] if "'" in str(exc) else "?"
+            error = TFRuntimeError(f"name {name!r} is not defined", kind="NameError")
+        elif isinstance(exc, Exception):
+            error = TFRuntimeError(str(exc), kind=type(exc).__name__)
+        else:
+            return None
+        source_line = plan.lines[line - 1] if 0 < line <= len(plan.lines) else None
+        return error.with_position(line, col, source_line)
+
+
+def _stop(state: RunState, watchdog: Watchdog) -> None:
+    """Make sure no stop signal reaches this thread once the plan is over."""
+    while True:
+        try:
+            state.finish()
+            watchdog.stop()
+            state.remove_plan_thread()
+            return
+        except (Expired, Cancelled):
+            continue
+
+
+def _locate(tb: TracebackType | None, lines: Sequence[str]) -> tuple[int, int, bool]:
+    """Position of the innermost plan frame in ``tb``, and whether it is the top level."""
+    found: TracebackType | None = None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == PLAN_FILENAME:
+            found = tb
+        tb = tb.tb_next
+    if found is None:
+        return 0, 0, False
+    line, col = code_position(found.tb_frame.f_code, found.tb_lasti, lines)
+    return line, col, found.tb_frame.f_code.co_name == MAIN_FUNCTION
+
+
+def _plain(value: Any, max_size: int) -> Any:
+    try:
+        return to_plan_value(value, max_items=max_size, where="plan result")
+    except (NotPlainData, OverflowError):
+        return repr(value) if not isinstance(value, HostCallable) else f"<callable {value.name}>"

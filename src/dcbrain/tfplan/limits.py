@@ -1,0 +1,48 @@
+"""Sandbox limits of one plan run. Every limit ends the plan with a clear error, never a crash."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Limits of a plan run; the names are shared with ``dcbrain plan run --limit NAME=VALUE``.
+
+    ``max_operations`` counts loop iterations, function calls and work proportional to the
+    size of every string or collection the plan builds (one operation per 4 elements), so
+    it bounds both time and memory of pure computation.
+    """
+
+    max_operations: int = 10_000_000
+    max_call_depth: int = 200
+    timeout_s: float = 300.0
+    max_size: int = 1_000_000
+    max_output_chars: int = 100_000
+    max_calls: int = 200
+    max_parallel: int = 8
+
+    def __post_init__(self) -> None:
+        for spec in fields(self):
+            value = getattr(self, spec.name)
+            if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
+                raise ValueError(f"limit {spec.name} must be a positive number, got {value!r}")
+
+    @classmethod
+    def names(cls) -> list[str]:
+        return [spec.name for spec in fields(cls)]
+
+    def with_overrides(self, overrides: dict[str, Any]) -> Limits:
+        """A copy with ``overrides`` applied; strings are converted to the limit's type."""
+        converted: dict[str, Any] = {}
+        known = {spec.name: spec for spec in fields(self)}
+        for name, raw in overrides.items():
+            if name not in known:
+                raise ValueError(f"unknown limit {name!r}; known limits: {', '.join(known)}")
+            kind = float if name == "timeout_s" else int
+            try:
+                converted[name] = kind(raw)
+            except (TypeError, ValueError):
+                raise ValueError(f"limit {name} expects a number, got {raw!r}") from None
+        return replace(self, **converted)

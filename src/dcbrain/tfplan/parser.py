@@ -1,0 +1,214 @@
+"""Parse tf_plan source with CPython's ``ast`` and accept only the language's node types.
+
+The allowlist below *is* the grammar of tf_plan on top of Python's: a node type that is
+not listed is rejected, so new Python syntax is excluded until someone decides to allow
+it. ``docs/tfplan.md`` documents the same table; a test keeps the two in sync.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+
+from dcbrain.tfplan.errors import Problem, TFSyntaxError
+
+#: Special functions a plan may call although their names start with ``_``.
+SPECIAL_NAMES = frozenset({"__construct_chain"})
+
+#: Source size a plan may have; an LLM plan is a few hundred lines at most.
+MAX_SOURCE_CHARS = 200_000
+#: Nesting depth of the syntax tree; deeper trees are rejected before compiling.
+MAX_TREE_DEPTH = 100
+
+#: Node types of tf_plan, with the construct they stand for (used by docs and errors).
+ALLOWED_NODES: dict[type[ast.AST], str] = {
+    ast.Module: "module",
+    # statements
+    ast.Expr: "expression statement",
+    ast.Assign: "assignment",
+    ast.AugAssign: "augmented assignment",
+    ast.AnnAssign: "annotated assignment",
+    ast.If: "if statement",
+    ast.For: "for loop",
+    ast.While: "while loop",
+    ast.Break: "break",
+    ast.Continue: "continue",
+    ast.FunctionDef: "function definition",
+    ast.Return: "return",
+    ast.Pass: "pass",
+    ast.Delete: "del statement",
+    ast.Assert: "assert statement",
+    ast.Raise: "raise statement",
+    # expressions
+    ast.BoolOp: "boolean operation",
+    ast.NamedExpr: "assignment expression (walrus)",
+    ast.BinOp: "binary operation",
+    ast.UnaryOp: "unary operation",
+    ast.Lambda: "lambda",
+    ast.IfExp: "conditional expression",
+    ast.Dict: "dict display",
+    ast.Set: "set display",
+    ast.ListComp: "list comprehension",
+    ast.SetComp: "set comprehension",
+    ast.DictComp: "dict comprehension",
+    ast.GeneratorExp: "generator expression",
+    ast.Compare: "comparison",
+    ast.Call: "call",
+    ast.FormattedValue: "f-string field",
+    ast.JoinedStr: "f-string",
+    ast.Constant: "constant",
+    ast.Attribute: "method access",
+    ast.Subscript: "subscript",
+    ast.Starred: "starred expression",
+    ast.Name: "name",
+    ast.List: "list display",
+    ast.Tuple: "tuple display",
+    ast.Slice: "slice",
+    # helpers
+    ast.comprehension: "comprehension clause",
+    ast.arguments: "parameters",
+    ast.arg: "parameter",
+    ast.keyword: "keyword argument",
+    ast.Load: "load",
+    ast.Store: "store",
+    ast.Del: "delete",
+}
+ALLOWED_NODES.update({op: "operator" for op in (
+    ast.And, ast.Or, ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow,
+    ast.LShift, ast.RShift, ast.BitOr, ast.BitXor, ast.BitAnd, ast.MatMult, ast.Invert,
+    ast.Not, ast.UAdd, ast.USub, ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE,
+    ast.Is, ast.IsNot, ast.In, ast.NotIn,
+)})
+
+#: Constructs rejected with a specific name (everything unlisted gets its class name).
+REJECTED_NODES: dict[type[ast.AST], str] = {
+    ast.Import: "import statement",
+    ast.ImportFrom: "from-import statement",
+    ast.Try: "try statement",
+    ast.TryStar: "try statement",
+    ast.With: "with statement",
+    ast.AsyncWith: "async with statement",
+    ast.ClassDef: "class definition",
+    ast.AsyncFunctionDef: "async function",
+    ast.AsyncFor: "async for loop",
+    ast.Await: "await expression",
+    ast.Yield: "yield expression",
+    ast.YieldFrom: "yield from expression",
+    ast.Global: "global statement",
+    ast.Nonlocal: "nonlocal statement",
+    ast.Match: "match statement",
+}
+
+_FENCE = re.compile(r"```[ \t]*(tf_plan|tfplan|python|py)?[ \t]*\n(.*?)(?:\n[ \t]*```|\Z)", re.S)
+
+
+@dataclass
+class Plan:
+    """A parsed, validated plan: its source and syntax tree (positions kept)."""
+
+    source: str
+    tree: ast.Module
+    defined_functions: set[str] = field(default_factory=set)
+
+    @property
+    def lines(self) -> list[str]:
+        return self.source.splitlines()
+
+
+def extract_plan(reply: str) -> str | None:
+    """The script in an LLM reply's ```tf_plan block (```python accepted), else ``None``.
+
+    A missing closing fence is tolerated; a ``tf_plan`` block wins over a ``python`` one.
+    """
+    blocks = [(m.group(1) or "", m.group(2)) for m in _FENCE.finditer(reply)]
+    for lang, body in blocks:
+        if lang in ("tf_plan", "tfplan"):
+            return body.strip("\n")
+    for lang, body in blocks:
+        if lang in ("python", "py"):
+            return body.strip("\n")
+    return None
+
+
+def parse(source: str) -> Plan:
+    """Parse and validate ``source``; raise :class:`TFSyntaxError` listing every problem."""
+    if len(source) > MAX_SOURCE_CHARS:
+        problem = Problem(1, 1, f"plan is {len(source)} characters; the limit is "
+                                f"{MAX_SOURCE_CHARS}", kind="SyntaxError")
+        raise TFSyntaxError([problem], source)
+    try:
+        tree = ast.parse(source, filename="<tf_plan>", mode="exec")
+    except SyntaxError as exc:
+        line, col = exc.lineno or 1, exc.offset or 1
+        problem = Problem(line, col, f"invalid syntax: {exc.msg}", kind="SyntaxError")
+        raise TFSyntaxError([problem], source) from None
+    except (RecursionError, MemoryError, ValueError) as exc:
+        message = "plan is nested too deeply" if not isinstance(exc, ValueError) else str(exc)
+        raise TFSyntaxError([Problem(1, 1, message, kind="SyntaxError")], source) from None
+    problems = _Validator().validate(tree)
+    if problems:
+        raise TFSyntaxError(problems, source)
+    defined = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+    return Plan(source=source, tree=tree, defined_functions=defined)
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and name not in SPECIAL_NAMES
+
+
+class _Validator:
+    """Walks the tree iteratively (no recursion limit) and collects every problem."""
+
+    def validate(self, tree: ast.Module) -> list[Problem]:
+        problems: list[Problem] = []
+        stack: list[tuple[ast.AST, int]] = [(tree, 0)]
+        while stack:
+            node, depth = stack.pop()
+            if depth > MAX_TREE_DEPTH:
+                problems.append(_problem(node, f"expression nested deeper than {MAX_TREE_DEPTH}"
+                                               " levels"))
+                continue
+            message = self._check_node(node)
+            if message is not None:
+                problems.append(_problem(node, message))
+                if type(node) not in ALLOWED_NODES:
+                    continue
+            stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+        problems.sort(key=lambda p: (p.line, p.col))
+        return problems
+
+    def _check_node(self, node: ast.AST) -> str | None:
+        kind = type(node)
+        if kind not in ALLOWED_NODES:
+            construct = REJECTED_NODES.get(kind, kind.__name__)
+            return f"{construct} is not allowed in tf_plan"
+        if isinstance(node, ast.Name) and _is_private(node.id):
+            return f"name {node.id!r} is not allowed in tf_plan (names starting with '_')"
+        if isinstance(node, ast.Attribute):
+            if node.attr.startswith("_"):
+                return (f"attribute {node.attr!r} is not allowed in tf_plan "
+                        "(names starting with '_')")
+            if not isinstance(node.ctx, ast.Load):
+                return "attribute assignment is not allowed in tf_plan"
+        if isinstance(node, ast.FunctionDef):
+            if node.decorator_list:
+                return "decorator is not allowed in tf_plan"
+            if _is_private(node.name):
+                return f"function name {node.name!r} is not allowed in tf_plan " \
+                       "(names starting with '_')"
+        if isinstance(node, ast.arg) and node.arg.startswith("_"):
+            return f"parameter {node.arg!r} is not allowed in tf_plan (names starting with '_')"
+        if isinstance(node, ast.keyword) and node.arg is not None and node.arg.startswith("_"):
+            return f"keyword {node.arg!r} is not allowed in tf_plan (names starting with '_')"
+        if isinstance(node, ast.Constant) and isinstance(node.value, bytes):
+            return "bytes literal is not allowed in tf_plan"
+        if isinstance(node, ast.Constant) and node.value is Ellipsis:
+            return "'...' is not allowed in tf_plan"
+        return None
+
+
+def _problem(node: ast.AST, message: str) -> Problem:
+    line = getattr(node, "lineno", 1)
+    col = getattr(node, "col_offset", 0) + 1
+    return Problem(line, col, message, kind="SyntaxError")

@@ -1,0 +1,268 @@
+"""Rewrite a validated plan into guarded Python and compile it.
+
+The plan's statements become the body of one function, ``__tf_main``, so that a
+top-level ``return`` ends the plan with its value. Every construct that could reach the
+host or grow without bound is routed through a guard (see ``guards.py``); everything else
+runs as CPython bytecode, which is what makes the sandbox fast. Positions are copied
+from the original nodes, so errors point at the plan's own lines and columns.
+"""
+
+from __future__ import annotations
+
+import ast
+from types import CodeType
+
+PLAN_FILENAME = "<tf_plan>"
+MAIN_FUNCTION = "__tf_main"
+_RESULT = "__tf_value"
+
+#: Binary operators that can build large values; the others cannot (or only with numbers).
+_GUARDED_BINOPS: dict[type[ast.operator], str] = {
+    ast.Add: "__tf_add", ast.Sub: "__tf_sub", ast.Mult: "__tf_mul", ast.Pow: "__tf_pow",
+    ast.LShift: "__tf_lshift", ast.Mod: "__tf_mod", ast.BitOr: "__tf_bitor",
+    ast.BitAnd: "__tf_bitand", ast.BitXor: "__tf_bitxor",
+}
+#: Operators that are safe when one operand is a number literal (the result is a number).
+_SAFE_WITH_NUMBER = (ast.Add, ast.Sub, ast.BitOr, ast.BitAnd, ast.BitXor)
+
+
+def compile_plan(tree: ast.Module) -> CodeType:
+    """Compile a validated plan; raises ``SyntaxError`` for compiler-level errors."""
+    rewritten = _Rewriter().rewrite(tree)
+    return compile(rewritten, PLAN_FILENAME, "exec")  # type: ignore[no-any-return]
+
+
+def _name(identifier: str, node: ast.AST) -> ast.Name:
+    return ast.copy_location(ast.Name(id=identifier, ctx=ast.Load()), node)
+
+
+def _call(func: str, args: list[ast.expr], node: ast.AST) -> ast.Call:
+    call = ast.Call(func=_name(func, node), args=args, keywords=[])
+    return ast.copy_location(call, node)
+
+
+def _is_number(node: ast.expr) -> bool:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+        node = node.operand
+    return isinstance(node, ast.Constant) and type(node.value) in (int, float)
+
+
+class _Rewriter(ast.NodeTransformer):
+    def __init__(self) -> None:
+        self._function_depth = 0
+        self._temporaries = 0
+
+    def rewrite(self, tree: ast.Module) -> ast.Module:
+        body: list[ast.stmt] = []
+        for statement in tree.body:
+            if isinstance(statement, ast.Expr):
+                value = self.visit(statement.value)
+                target = ast.Name(id=_RESULT, ctx=ast.Store())
+                assign = ast.Assign(targets=[target], value=value)
+                body.append(ast.copy_location(assign, statement))
+            else:
+                visited = self.visit(statement)
+                body.extend(visited if isinstance(visited, list) else [visited])
+        start = ast.Assign(targets=[ast.Name(id=_RESULT, ctx=ast.Store())],
+                           value=ast.Constant(value=None))
+        finish = ast.Return(value=ast.Tuple(
+            elts=[ast.Constant(value=False), ast.Name(id=_RESULT, ctx=ast.Load())],
+            ctx=ast.Load()))
+        main = ast.FunctionDef(
+            name=MAIN_FUNCTION,
+            args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[],
+                               defaults=[]),
+            body=[ast.copy_location(start, tree.body[0]) if tree.body else start, *body, finish],
+            decorator_list=[],
+        )
+        module = ast.Module(body=[main], type_ignores=[])
+        main.lineno, main.col_offset = 1, 0
+        return ast.fix_missing_locations(module)
+
+    # -- functions -------------------------------------------------------------------
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.FunctionDef:
+        self._function_depth += 1
+        self.generic_visit(node)
+        self._function_depth -= 1
+        node.returns = None
+        for arg in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs):
+            arg.annotation = None
+        for special in (node.args.vararg, node.args.kwarg):
+            if special is not None:
+                special.annotation = None
+        enter = ast.copy_location(ast.Expr(value=_call("__tf_enter", [], node)), node)
+        leave = ast.copy_location(ast.Expr(value=_call("__tf_exit", [], node)), node)
+        guarded = ast.Try(body=node.body, handlers=[], orelse=[], finalbody=[leave])
+        node.body = [enter, ast.copy_location(guarded, node)]
+        return node
+
+    def visit_Lambda(self, node: ast.Lambda) -> ast.Lambda:
+        self._function_depth += 1
+        self.generic_visit(node)
+        self._function_depth -= 1
+        return node
+
+    def visit_Return(self, node: ast.Return) -> ast.Return:
+        self.generic_visit(node)
+        if self._function_depth == 0:
+            value = node.value or ast.Constant(value=None)
+            node.value = ast.copy_location(
+                ast.Tuple(elts=[ast.Constant(value=True), value], ctx=ast.Load()), node)
+        return node
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.stmt:
+        if node.value is None:
+            return ast.copy_location(ast.Pass(), node)
+        assign = ast.Assign(targets=[node.target], value=node.value)
+        return self.visit(ast.copy_location(assign, node))  # type: ignore[no-any-return]
+
+    # -- loops -----------------------------------------------------------------------
+    def visit_For(self, node: ast.For) -> ast.For:
+        self.generic_visit(node)
+        node.iter = _call("__tf_iter", [node.iter], node.iter)
+        return node
+
+    def visit_comprehension(self, node: ast.comprehension) -> ast.comprehension:
+        self.generic_visit(node)
+        node.iter = _call("__tf_iter", [node.iter], node.iter)
+        return node
+
+    def visit_While(self, node: ast.While) -> ast.While:
+        self.generic_visit(node)
+        tick = ast.copy_location(ast.Expr(value=_call("__tf_tick", [], node)), node)
+        node.body = [tick, *node.body]
+        return node
+
+    # -- operators -------------------------------------------------------------------
+    def visit_BinOp(self, node: ast.BinOp) -> ast.expr:
+        self.generic_visit(node)
+        guard = _GUARDED_BINOPS.get(type(node.op))
+        if guard is None:
+            return node
+        if isinstance(node.op, _SAFE_WITH_NUMBER) and (
+            _is_number(node.left) or _is_number(node.right)
+        ):
+            return node
+        if isinstance(node.op, ast.Mult) and (
+            (isinstance(node.left, ast.Constant) and type(node.left.value) is float)
+            or (isinstance(node.right, ast.Constant) and type(node.right.value) is float)
+        ):
+            return node
+        return _call(guard, [node.left, node.right], node)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> ast.stmt | list[ast.stmt]:
+        self.generic_visit(node)
+        op_name = type(node.op).__name__
+        if type(node.op) not in _GUARDED_BINOPS:
+            return node
+        if isinstance(node.op, _SAFE_WITH_NUMBER) and _is_number(node.value):
+            return node
+        if isinstance(node.target, ast.Name):
+            if isinstance(node.op, ast.Add):
+                # x += v stays a native += so CPython can append to strings in place.
+                load = _name(node.target.id, node.target)
+                node.value = _call("__tf_check_iadd", [load, node.value], node.value)
+                return node
+            load = _name(node.target.id, node.target)
+            value = _call(f"__tf_iop_{op_name}", [load, node.value], node)
+            return ast.copy_location(ast.Assign(targets=[node.target], value=value), node)
+        assert isinstance(node.target, ast.Subscript)  # attributes cannot be assigned
+        # d[k] op= v  ->  t1 = d; t2 = k; t1[t2] = guard(t1[t2], v)  (each evaluated once)
+        container, key = self._temporary(), self._temporary()
+        prelude = [
+            ast.Assign(targets=[ast.Name(id=container, ctx=ast.Store())],
+                       value=node.target.value),
+            ast.Assign(targets=[ast.Name(id=key, ctx=ast.Store())], value=node.target.slice),
+        ]
+        current = ast.Subscript(value=_name(container, node), slice=_name(key, node),
+                                ctx=ast.Load())
+        value = _call(f"__tf_iop_{op_name}", [current, node.value], node)
+        store = ast.Subscript(value=_name(container, node), slice=_name(key, node),
+                              ctx=ast.Store())
+        update = ast.Assign(targets=[store], value=value)
+        return [ast.copy_location(stmt, node) for stmt in (*prelude, update)]
+
+    def _temporary(self) -> str:
+        self._temporaries += 1
+        return f"__tf_t{self._temporaries}"
+
+    # -- access ----------------------------------------------------------------------
+    def visit_Attribute(self, node: ast.Attribute) -> ast.expr:
+        self.generic_visit(node)
+        attribute = ast.copy_location(ast.Constant(value=node.attr), node)
+        return _call("__tf_attr", [node.value, attribute], node)
+
+    def visit_Subscript(self, node: ast.Subscript) -> ast.expr:
+        self.generic_visit(node)
+        if isinstance(node.slice, ast.Slice) and isinstance(node.ctx, ast.Load):
+            bounds = [part or ast.Constant(value=None)
+                      for part in (node.slice.lower, node.slice.upper, node.slice.step)]
+            return _call("__tf_slice", [node.value, *bounds], node)
+        return node
+
+    def visit_Starred(self, node: ast.Starred) -> ast.Starred:
+        self.generic_visit(node)
+        if isinstance(node.ctx, ast.Load):
+            node.value = _call("__tf_star", [node.value], node.value)
+        return node
+
+    def visit_Dict(self, node: ast.Dict) -> ast.Dict:
+        self.generic_visit(node)
+        node.values = [
+            _call("__tf_star", [value], value) if key is None else value
+            for key, value in zip(node.keys, node.values, strict=True)
+        ]
+        return node
+
+    def visit_FormattedValue(self, node: ast.FormattedValue) -> ast.FormattedValue:
+        self.generic_visit(node)
+        spec: ast.expr = node.format_spec or ast.Constant(value="")
+        conversion = ast.Constant(value=node.conversion)
+        node.value = _call("__tf_fv", [node.value, conversion, spec], node.value)
+        node.conversion = -1
+        node.format_spec = None
+        return node
+
+    # -- calls -----------------------------------------------------------------------
+    def visit_Call(self, node: ast.Call) -> ast.Call:
+        self.generic_visit(node)
+        for keyword in node.keywords:
+            if keyword.arg is None:
+                keyword.value = _call("__tf_star", [keyword.value], keyword.value)
+        if isinstance(node.func, ast.Name) and node.func.id == "parallel" and not node.keywords:
+            node.func = _name("__tf_parallel", node.func)
+            node.args = [self._thunk(arg) for arg in node.args]
+        return node
+
+    def _thunk(self, arg: ast.expr) -> ast.expr:
+        """``e`` -> ``__tf_thunk(lambda: e)``; ``*[e for x in xs]`` -> one thunk per item."""
+        if isinstance(arg, ast.Starred):
+            inner = arg.value
+            if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) \
+                    and inner.func.id == "__tf_star" and inner.args:
+                inner = inner.args[0]
+            if isinstance(inner, ast.ListComp | ast.GeneratorExp):
+                names = _bound_names(inner.generators)
+                params = ast.arguments(
+                    posonlyargs=[], args=[ast.arg(arg=name) for name in names], kwonlyargs=[],
+                    kw_defaults=[], defaults=[])
+                function = ast.copy_location(ast.Lambda(args=params, body=inner.elt), inner)
+                bound = [_name(name, inner) for name in names]
+                thunk = _call("__tf_thunk", [function, *bound], inner.elt)
+                listing = ast.ListComp(elt=thunk, generators=inner.generators)
+                return ast.copy_location(
+                    ast.Starred(value=ast.copy_location(listing, inner), ctx=ast.Load()), arg)
+            return arg
+        function = ast.copy_location(
+            ast.Lambda(args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[],
+                                          kw_defaults=[], defaults=[]), body=arg), arg)
+        return _call("__tf_thunk", [function], arg)
+
+
+def _bound_names(generators: list[ast.comprehension]) -> list[str]:
+    names: list[str] = []
+    for generator in generators:
+        for node in ast.walk(generator.target):
+            if isinstance(node, ast.Name) and node.id not in names:
+                names.append(node.id)
+    return names

@@ -1,0 +1,179 @@
+"""Mutable state of one plan run, shared by guards, host dispatch and the watchdog.
+
+The watchdog enforces the wall-time limit and cancellation without a check in the hot
+path: when time is up it raises an exception asynchronously in every thread that is
+running plan code (never in one that is inside a host call; that call finishes first and
+the plan stops right after it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import ctypes
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from dcbrain.tfplan.limits import Limits
+from dcbrain.tfplan.result import CallRecord
+
+
+class Expired(BaseException):  # noqa: N818 - internal signal, not an error class
+    """Delivered asynchronously into plan threads when the wall-time limit passes."""
+
+
+class Cancelled(BaseException):  # noqa: N818
+    """Delivered asynchronously into plan threads when the run is cancelled."""
+
+
+class CallObserver(Protocol):
+    """Receives every host call of a plan as it starts and when it ends."""
+
+    def on_call_start(self, record: CallRecord) -> None: ...
+
+    def on_call_end(self, record: CallRecord) -> None: ...
+
+
+class ParallelHooks(Protocol):
+    """Lets the chain layer give each ``parallel`` branch its own context and merge after.
+
+    ``fork(n)`` returns one token per branch (called in the parent), ``enter(token)`` runs
+    in the branch's thread before its expression, ``join(tokens)`` runs in the parent
+    after every branch finished, in argument order.
+    """
+
+    def fork(self, count: int) -> list[Any]: ...
+
+    def enter(self, token: Any) -> None: ...
+
+    def join(self, tokens: list[Any]) -> None: ...
+
+
+_PY_SET_ASYNC_EXC: Any
+_PY_CLEAR_ASYNC_EXC: Any
+try:
+    _PY_SET_ASYNC_EXC = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.py_object)(
+        ("PyThreadState_SetAsyncExc", ctypes.pythonapi)
+    )
+    _PY_CLEAR_ASYNC_EXC = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p)(
+        ("PyThreadState_SetAsyncExc", ctypes.pythonapi)
+    )
+except (AttributeError, OSError):  # not CPython: limits still apply at host-call boundaries
+    _PY_SET_ASYNC_EXC = _PY_CLEAR_ASYNC_EXC = None
+
+
+@dataclass
+class RunState:
+    limits: Limits
+    loop: asyncio.AbstractEventLoop | None = None
+    observer: CallObserver | None = None
+    parallel_hooks: ParallelHooks | None = None
+    passthrough: tuple[type[BaseException], ...] = ()
+    output: list[str] = field(default_factory=list)
+    output_chars: int = 0
+    trace: list[CallRecord] = field(default_factory=list)
+    calls: int = 0
+    started_at: float = field(default_factory=time.monotonic)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    expired: bool = False
+    cancelled: bool = False
+    finished: bool = False
+    plan_threads: set[int] = field(default_factory=set)
+    host_depth: dict[int, int] = field(default_factory=dict)
+    active_futures: set[concurrent.futures.Future[Any]] = field(default_factory=set)
+    branch: threading.local = field(default_factory=threading.local)
+
+    # -- threads running plan code -------------------------------------------------
+    def add_plan_thread(self) -> None:
+        with self.lock:
+            self.plan_threads.add(threading.get_ident())
+
+    def remove_plan_thread(self) -> None:
+        tid = threading.get_ident()
+        while True:  # a signal may land while leaving; the thread must still be removed
+            try:
+                with self.lock:
+                    self.plan_threads.discard(tid)
+                self._clear_pending(tid)
+                return
+            except (Expired, Cancelled):
+                continue
+
+    # -- host calls ----------------------------------------------------------------
+    def enter_host(self) -> None:
+        tid = threading.get_ident()
+        with self.lock:
+            self._raise_if_stopped()
+            self.host_depth[tid] = self.host_depth.get(tid, 0) + 1
+
+    def leave_host(self) -> None:
+        tid = threading.get_ident()
+        with self.lock:
+            self.host_depth[tid] -= 1
+            self._raise_if_stopped()
+
+    def _raise_if_stopped(self) -> None:
+        if self.cancelled:
+            raise Cancelled
+        if self.expired:
+            raise Expired
+
+    # -- stopping ------------------------------------------------------------------
+    def stop(self, signal: type[BaseException]) -> None:
+        """Stop every plan thread with ``signal`` (Expired or Cancelled)."""
+        with self.lock:
+            if self.finished:
+                return
+            if signal is Expired:
+                self.expired = True
+            else:
+                self.cancelled = True
+            for tid in self.plan_threads:
+                if self.host_depth.get(tid, 0) == 0 and _PY_SET_ASYNC_EXC is not None:
+                    _PY_SET_ASYNC_EXC(tid, signal)
+            for future in list(self.active_futures):
+                future.cancel()
+
+    def finish(self) -> None:
+        """Mark the run finished; no signal is sent after this returns."""
+        tid = threading.get_ident()
+        while True:
+            try:
+                with self.lock:
+                    self.finished = True
+                self._clear_pending(tid)
+                return
+            except (Expired, Cancelled):
+                continue
+
+    @staticmethod
+    def _clear_pending(tid: int) -> None:
+        if _PY_CLEAR_ASYNC_EXC is not None:
+            _PY_CLEAR_ASYNC_EXC(tid, None)
+
+    # -- output ----------------------------------------------------------------------
+    @property
+    def stdout(self) -> str:
+        return "".join(self.output)
+
+
+class Watchdog:
+    """Stops a run when its wall-time limit passes."""
+
+    def __init__(self, state: RunState, timeout_s: float) -> None:
+        self._state = state
+        self._timeout = timeout_s
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="tf_plan-watchdog", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._done.set()
+
+    def _watch(self) -> None:
+        if not self._done.wait(self._timeout):
+            self._state.stop(Expired)
