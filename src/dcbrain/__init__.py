@@ -1,0 +1,44 @@
+"""dcbrain: LLM agents that plan in code."""
+
+from dcbrain.agent import PlanDiff, PlanExecuteAgent, SessionResult, Step
+from dcbrain.chain import (
+    AdditionalInfoPrompt,
+    Chain,
+    ChainResult,
+    Chains,
+    ChainsIntermediatePrompt,
+    KnowledgePrompt,
+    MemoPrompt,
+    ParallelChains,
+    SeqChains,
+    construct_chain,
+)
+from dcbrain.llm import ChatLLM, FunctionLLM, LLMReply, OpenAILLM, ScriptedLLM, ToolCall
+from dcbrain.messages import TextMessage
+from dcbrain.usage import Usage, merge_usages
+
+__all__ = [
+    "AdditionalInfoPrompt",
+    "Chain",
+    "ChainResult",
+    "Chains",
+    "ChainsIntermediatePrompt",
+    "ChatLLM",
+    "FunctionLLM",
+    "KnowledgePrompt",
+    "LLMReply",
+    "MemoPrompt",
+    "OpenAILLM",
+    "ParallelChains",
+    "PlanDiff",
+    "PlanExecuteAgent",
+    "ScriptedLLM",
+    "SeqChains",
+    "SessionResult",
+    "Step",
+    "TextMessage",
+    "ToolCall",
+    "Usage",
+    "construct_chain",
+    "merge_usages",
+]

@@ -29,6 +29,10 @@ class TFChainError(TFError):
     """A chain failed: bad template, invalid structured output after repair and retry, …"""
 
 
+class TFPromptVariableError(TFChainError):
+    """A prompt template needs a variable (or a field of one) that was not given."""
+
+
 class TFToolError(TFError):
     """A tool was called with wrong arguments or returned something that is not data."""
 
@@ -41,12 +45,36 @@ class TFLLMError(TFLLMInterrupt):
     """The provider failed after its retries (HTTP error, timeout, malformed body)."""
 
 
+class TFScriptExhaustedError(TFLLMError):
+    """A :class:`~dcbrain.llm.ScriptedLLM` was called after its last scripted reply."""
+
+
 class TFUserNewInputError(TFError):
     """The user sent a new message mid-run; raised at the next safe point, never swallowed."""
 
     def __init__(self, message: str = "new user input", *, new_input: Any = None) -> None:
         super().__init__(message)
         self.new_input = new_input
+
+
+class TFMemoryError(TFError):
+    """The memory store cannot be used: e.g. its schema is newer than this library."""
+
+
+class TFNeuralError(TFError):
+    """A Neural request could not be served: no responder is registered for the signal."""
+
+
+class TFNeuralTimeoutError(TFNeuralError, TimeoutError):
+    """A Neural request got no response within its timeout."""
+
+
+class TFPlanError(TFError):
+    """A planner returned a malformed plan (or unparsable output); the agent replans."""
+
+
+class TFFatalStepError(TFError):
+    """Raised by a tool when no new plan can help; the agent stops with ``fatal_error``."""
 
 
 class TFBrainError(TFError):
@@ -69,11 +97,18 @@ __all__ = [
     "TFChainError",
     "TFCheckError",
     "TFError",
+    "TFFatalStepError",
     "TFInterpreterError",
     "TFLLMError",
     "TFLLMInterrupt",
     "TFLimitError",
+    "TFMemoryError",
+    "TFNeuralError",
+    "TFNeuralTimeoutError",
+    "TFPlanError",
+    "TFPromptVariableError",
     "TFRuntimeError",
+    "TFScriptExhaustedError",
     "TFSyntaxError",
     "TFToolError",
     "TFUserNewInputError",

@@ -195,17 +195,21 @@ class Interpreter:
                 raise
             error.stdout = state.stdout
             error.trace = list(state.trace)
+            namespace.clear()
             raise error from (None if error is exc else exc)
         finally:
             _stop(state, watchdog)
-        return ConsoleResult(
-            value=_plain(value, self.limits.max_size),
-            stdout=state.stdout,
-            trace=list(state.trace),
-            operations=guards["operations"](),
-            duration_s=time.perf_counter() - started,
-            returned=bool(returned),
-        )
+        try:
+            return ConsoleResult(
+                value=_plain(value, self.limits.max_size),
+                stdout=state.stdout,
+                trace=list(state.trace),
+                operations=guards["operations"](),
+                duration_s=time.perf_counter() - started,
+                returned=bool(returned),
+            )
+        finally:
+            namespace.clear()  # plan functions and their globals form a cycle: free it now
 
     def _translate(self, exc: BaseException, plan: Plan) -> TFInterpreterError | None:
         """The error the planner sees for ``exc``, or ``None`` when it must pass through."""
@@ -266,4 +270,6 @@ def _plain(value: Any, max_size: int) -> Any:
     try:
         return to_plan_value(value, max_items=max_size, where="plan result")
     except (NotPlainData, OverflowError):
-        return repr(value) if not isinstance(value, HostCallable) else f"<callable {value.name}>"
+        if isinstance(value, HostCallable):
+            return f"<callable {value.name}>"
+        return f"<{type(value).__name__}>"

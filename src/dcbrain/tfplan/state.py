@@ -160,20 +160,47 @@ class RunState:
 
 
 class Watchdog:
-    """Stops a run when its wall-time limit passes."""
+    """Stops runs whose wall-time limit has passed.
+
+    One daemon thread serves every run of the process: it wakes every
+    ``POLL_INTERVAL_S`` while runs are active, so starting a run costs a set insertion
+    rather than a thread. Deadlines are therefore met within that interval.
+    """
+
+    POLL_INTERVAL_S = 0.02
+    _lock = threading.Lock()
+    _active: dict[int, tuple[float, RunState]] = {}
+    _wake = threading.Event()
+    _thread: threading.Thread | None = None
 
     def __init__(self, state: RunState, timeout_s: float) -> None:
         self._state = state
-        self._timeout = timeout_s
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._watch, name="tf_plan-watchdog", daemon=True)
+        self._deadline = time.monotonic() + timeout_s
 
     def start(self) -> None:
-        self._thread.start()
+        cls = type(self)
+        with cls._lock:
+            cls._active[id(self)] = (self._deadline, self._state)
+            if cls._thread is None or not cls._thread.is_alive():
+                cls._thread = threading.Thread(target=cls._watch, name="tf_plan-watchdog",
+                                               daemon=True)
+                cls._thread.start()
+        cls._wake.set()
 
     def stop(self) -> None:
-        self._done.set()
+        with type(self)._lock:
+            type(self)._active.pop(id(self), None)
 
-    def _watch(self) -> None:
-        if not self._done.wait(self._timeout):
-            self._state.stop(Expired)
+    @classmethod
+    def _watch(cls) -> None:
+        while True:
+            cls._wake.wait()
+            time.sleep(cls.POLL_INTERVAL_S)
+            now = time.monotonic()
+            with cls._lock:
+                due = [key for key, (deadline, _) in cls._active.items() if deadline <= now]
+                expired = [cls._active.pop(key)[1] for key in due]
+                if not cls._active:
+                    cls._wake.clear()
+            for state in expired:
+                state.stop(Expired)

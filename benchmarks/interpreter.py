@@ -1,0 +1,128 @@
+"""tf_plan interpreter speed against CPython, measured in the same run.
+
+    python benchmarks/interpreter.py [--repeat N]
+
+Prints, per script, the best-of-N time under CPython (``exec`` of the same source), under
+dcbrain's interpreter, and the ratio; then the geometric mean of the ratios and the
+overhead of one call to a registered sync callable. When ``smolagents`` is installed
+(``pip install -e ".[bench]"``) its LocalPythonExecutor is measured too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+from dcbrain.tfplan import Interpreter, Limits
+
+SCRIPTS: dict[str, str] = {
+    "loop_sum": """
+total = 0
+for i in range(200000):
+    total += i
+total
+""",
+    "fib_20": """
+def fib(n):
+    if n < 2:
+        return n
+    return fib(n - 1) + fib(n - 2)
+fib(20)
+""",
+    "sort_20k_dicts": """
+rows = [{"id": i, "score": (i * 7919) % 10007, "name": "n" + str(i)} for i in range(20000)]
+ranked = sorted(rows, key=lambda r: (r["score"], r["id"]))
+ranked[0]["id"]
+""",
+    "fstrings_20k": """
+lines = []
+for i in range(20000):
+    lines.append(f"item {i}: {i * 2} units at {i / 3:.2f} each")
+len(lines)
+""",
+}
+
+HOST_CALLS = """
+for i in range(2000):
+    echo(x=i)
+"""
+
+
+def best_of(repeat: int, func: Callable[[], Any]) -> float:
+    best = math.inf
+    for _ in range(repeat):
+        started = time.perf_counter()
+        func()
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def cpython_runner(source: str) -> Callable[[], Any]:
+    code = compile(source, "<bench>", "exec")
+    return lambda: exec(code, {})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    interpreter = Interpreter(limits=Limits(max_operations=50_000_000))
+    smol = _smolagents_executor()
+    header = f"{'script':<16}{'cpython ms':>12}{'dcbrain ms':>12}{'ratio':>8}"
+    if smol is not None:
+        header += f"{'smolagents ms':>15}{'ratio':>8}"
+    print(header)
+    ratios: list[float] = []
+    smol_ratios: list[float] = []
+    for name, source in SCRIPTS.items():
+        reference = best_of(args.repeat, cpython_runner(source))
+        ours = best_of(args.repeat, lambda source=source: interpreter.run(source))
+        ratios.append(ours / reference)
+        row = f"{name:<16}{reference * 1e3:>12.2f}{ours * 1e3:>12.2f}{ours / reference:>8.2f}"
+        if smol is not None:
+            theirs = best_of(max(1, args.repeat // 2), lambda source=source: smol(source))
+            smol_ratios.append(theirs / reference)
+            row += f"{theirs * 1e3:>15.2f}{theirs / reference:>8.2f}"
+        print(row)
+    print(f"geometric mean ratio (dcbrain / CPython): {_geomean(ratios):.2f}")
+    if smol_ratios:
+        print(f"geometric mean ratio (smolagents / CPython): {_geomean(smol_ratios):.2f}")
+    print(f"host-call overhead per sync call: {_host_call_overhead(args.repeat):.1f} us")
+
+
+def _host_call_overhead(repeat: int) -> float:
+    def echo(x: int) -> int:
+        return x
+
+    with_calls = Interpreter({"echo": echo}, limits=Limits(max_calls=10_000))
+    baseline = Interpreter({"echo": echo})
+    loop_only = HOST_CALLS.replace("echo(x=i)", "i")
+    calls = best_of(repeat, lambda: with_calls.run(HOST_CALLS))
+    loop = best_of(repeat, lambda: baseline.run(loop_only))
+    return (calls - loop) / 2000 * 1e6
+
+
+def _geomean(values: list[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def _smolagents_executor() -> Callable[[str], Any] | None:
+    try:
+        from smolagents.local_python_executor import LocalPythonExecutor
+    except ImportError:
+        return None
+
+    def run(source: str) -> Any:
+        executor = LocalPythonExecutor(additional_authorized_imports=[],
+                                       max_print_outputs_length=10**6)
+        executor.send_tools({})
+        return executor(source)
+
+    return run
+
+
+if __name__ == "__main__":
+    main()

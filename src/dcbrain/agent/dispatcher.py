@@ -1,0 +1,158 @@
+"""Runs one step through the tool registry and classifies what happened.
+
+Every outcome is one of three kinds: ``success``; ``replannable`` (the tool raised,
+its arguments did not validate, its result was not data); ``fatal`` (the tool raised
+:class:`~dcbrain.exceptions.TFFatalStepError`). What the executor does with a
+replannable failure is the step's :data:`FailurePolicy`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+from dcbrain.agent.step import GATHER, Step
+from dcbrain.events import EventLog, EventType
+from dcbrain.exceptions import TFFatalStepError, TFToolError
+from dcbrain.tools import Tool, ToolLike
+
+FailurePolicy = Literal["abort", "skip", "replan"]
+"""``abort``: stop the session; ``skip``: mark the step failed and go on; ``replan``."""
+
+OutcomeKind = Literal["success", "replannable", "fatal"]
+
+
+@dataclass(frozen=True)
+class StepOutcome:
+    """What running a step produced: its kind, the result, or the error message."""
+
+    kind: OutcomeKind
+    result: Any = None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.kind == "success"
+
+
+class Dispatcher:
+    """A tool registry that executes steps: one call, or a gather step's calls at once.
+
+    Sync tools run in a worker thread so that the calls of a gather step overlap;
+    async tools run on the event loop. ``max_concurrency`` caps the calls of one
+    gather step that are in flight together.
+    """
+
+    def __init__(
+        self,
+        tools: Mapping[str, ToolLike] | Sequence[ToolLike],
+        *,
+        failure_policy: FailurePolicy = "replan",
+        tool_policies: Mapping[str, FailurePolicy] | None = None,
+        max_concurrency: int = 4,
+    ) -> None:
+        self.tools = tool_registry(tools)
+        policies = dict(tool_policies or {})
+        for name, policy in [("<agent>", failure_policy), *policies.items()]:
+            if policy not in get_args(FailurePolicy):
+                raise ValueError(f"failure policy for {name}: {policy!r} is not abort/skip/replan")
+        unknown = sorted(set(policies) - set(self.tools) - {GATHER})
+        if unknown:
+            raise ValueError(f"tool_policies name unknown tools: {', '.join(unknown)}")
+        if max_concurrency < 1:
+            raise ValueError("max_concurrency must be at least 1")
+        self.failure_policy: FailurePolicy = failure_policy
+        self.tool_policies: dict[str, FailurePolicy] = policies
+        self.max_concurrency = max_concurrency
+
+    def policy_for(self, step: Step) -> FailurePolicy:
+        """The tool's own policy if it has one, else the agent's."""
+        return self.tool_policies.get(step.tool_name, self.failure_policy)
+
+    async def dispatch(self, step: Step, events: EventLog | None = None) -> StepOutcome:
+        """Execute ``step`` and classify the outcome; never raises for a tool's failure."""
+        if step.is_gather:
+            return await self._gather(step, events)
+        return await self._call(step.tool_name, step.args, f"step {step.id} ({step.tool_name})")
+
+    async def _call(self, name: str, args: dict[str, Any], where: str) -> StepOutcome:
+        tool = self.tools.get(name)
+        if tool is None:
+            return StepOutcome("replannable", error=f"{where}: unknown tool {name!r}")
+        try:
+            if tool.is_async:
+                result = await tool.acall(**args)
+            else:
+                result = await asyncio.to_thread(tool.call, **args)
+        except TFFatalStepError as exc:
+            return StepOutcome("fatal", error=f"{where} failed fatally: {exc}")
+        except TFToolError as exc:
+            return StepOutcome("replannable", error=f"{where} failed: {exc}")
+        except Exception as exc:  # any tool error is the planner's to handle
+            return StepOutcome("replannable", error=f"{where} failed: {type(exc).__name__}: {exc}")
+        return StepOutcome("success", result=result)
+
+    async def _gather(self, step: Step, events: EventLog | None) -> StepOutcome:
+        limit = asyncio.Semaphore(self.max_concurrency)
+        calls = step.calls
+
+        async def run(index: int, name: str, args: dict[str, Any]) -> StepOutcome:
+            async with limit:
+                if events is not None:
+                    events.emit(
+                        EventType.CALL_STARTED,
+                        step_id=step.id,
+                        revision=step.revision,
+                        index=index,
+                        tool_name=name,
+                        args=args,
+                    )
+                where = f"step {step.id} gather call {index} ({name})"
+                outcome = await self._call(name, args, where)
+                if events is not None:
+                    events.emit(
+                        EventType.CALL_FINISHED,
+                        step_id=step.id,
+                        revision=step.revision,
+                        index=index,
+                        tool_name=name,
+                        status=outcome.kind,
+                        result=outcome.result,
+                        error=outcome.error,
+                    )
+                return outcome
+
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(run(i, name, args)) for i, (name, args) in enumerate(calls)]
+        outcomes = [task.result() for task in tasks]
+        results = [outcome.result for outcome in outcomes]
+        errors = [outcome.error for outcome in outcomes if outcome.error]
+        if any(outcome.kind == "fatal" for outcome in outcomes):
+            return StepOutcome("fatal", result=results, error="; ".join(errors))
+        if errors:
+            return StepOutcome("replannable", result=results, error="; ".join(errors))
+        return StepOutcome("success", result=results)
+
+
+def tool_registry(tools: Mapping[str, ToolLike] | Sequence[ToolLike]) -> dict[str, Tool]:
+    """Tools by name: a dict's keys name its tools, a list's tools keep their names."""
+    items = tools.items() if isinstance(tools, Mapping) else [(None, item) for item in tools]
+    registry: dict[str, Tool] = {}
+    for key, item in items:
+        tool = _named(item, key)
+        if tool.name == GATHER:
+            raise ValueError(f"{GATHER!r} is reserved for gather steps; rename the tool")
+        if tool.name in registry:
+            raise ValueError(f"two tools are named {tool.name!r}")
+        registry[tool.name] = tool
+    return registry
+
+
+def _named(item: ToolLike, name: str | None) -> Tool:
+    if isinstance(item, Tool):
+        if name is None or name == item.name:
+            return item
+        return Tool(item.func, name=name, description=item.description)
+    return Tool(item, name=name)

@@ -1,0 +1,455 @@
+"""Chain: one LLM sub-task with prompts, optional structured output and tools (seed 001).
+
+A run renders the prompts from the current input, calls the LLM (running the tools it
+asks for, for a bounded number of rounds), checks structured output against
+``output_json_schema`` (repairing malformed JSON once, then asking the model once more
+with the validation error), and on success merges the output into the input's
+``__chains_intermediate_results`` so later chains can read it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import json_repair
+from jsonschema import exceptions as jsonschema_exceptions
+from jsonschema import validators
+
+from dcbrain._sync import run_sync
+from dcbrain.chain.intermediate import merge_intermediate_results
+from dcbrain.chain.prompts import (
+    AdditionalInfoPrompt,
+    BasePrompt,
+    Knowledge,
+    PromptContext,
+    as_prompts,
+    normalize_knowledge,
+)
+from dcbrain.chain.result import ChainOutput, ChainResult
+from dcbrain.exceptions import TFChainError, TFError, TFToolError
+from dcbrain.llm.base import ChatLLM, LLMReply, ToolCall
+from dcbrain.messages import TextMessage, as_message
+from dcbrain.tools import Tool, ToolLike, as_tool
+
+PromptArg = str | BasePrompt | Iterable[BasePrompt] | None
+MessageLike = TextMessage | dict[str, Any]
+
+DEFAULT_PROMPT = "{{ input }}"
+WRAPPED_RESULT_KEY = "result"
+
+
+class Chain:
+    """An LLM call with prompts, advertised to planners by ``name``, ``description`` and schemas.
+
+    ``prompt`` is a Jinja2 template string or prompt objects (default: the input text);
+    ``system_prompt`` a template for the system message. With ``output_json_schema`` the
+    output is a dict validated against it (a non-object schema's value is returned as
+    ``{"result": value}``); without it, the reply text. ``input_schema`` describes the
+    keyword arguments a plan passes; by default every template variable is a required
+    string. ``tools`` may be called by the model (OpenAI tool calls).
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        llm: ChatLLM,
+        description: str = "",
+        prompt: PromptArg = DEFAULT_PROMPT,
+        system_prompt: str | BasePrompt | None = None,
+        output_json_schema: dict[str, Any] | None = None,
+        result_cache_key: str | None = None,
+        catch_intermediate_chain_result: bool = True,
+        input_schema: dict[str, Any] | None = None,
+        tools: Sequence[ToolLike] | None = None,
+        tags: Sequence[str] | None = None,
+        max_tool_rounds: int = 8,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+    ) -> None:
+        if not isinstance(name, str) or not name:
+            raise TFChainError(f"a chain needs a non-empty name, got {name!r}")
+        self.name = name
+        self.description = description
+        self.llm = llm
+        self.result_cache_key = result_cache_key
+        self.catch_intermediate_chain_result = catch_intermediate_chain_result
+        self.tags = list(tags or [])
+        self.max_tool_rounds = max_tool_rounds
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self.prompts: list[BasePrompt] = []
+        self.system_prompt: BasePrompt | None = None
+        with self._named_errors():
+            self.set_prompts(prompt, system_prompt=system_prompt)
+        self.output_json_schema = self._checked_schema(output_json_schema, "output_json_schema")
+        self._explicit_input_schema = self._checked_schema(input_schema, "input_schema")
+        self.tools: list[Tool] = self._checked_tools(tools or [])
+        self._llm_schema, self._wrapped = _llm_schema(self.output_json_schema)
+        self._validator = (
+            validators.validator_for(self._llm_schema)(self._llm_schema)
+            if self._llm_schema is not None
+            else None
+        )
+
+    def __repr__(self) -> str:
+        return f"Chain(name={self.name!r}, llm={self.llm!r})"
+
+    # prompts
+
+    def clear_prompts(self) -> None:
+        """Remove every prompt, the system prompt included."""
+        self.prompts = []
+        self.system_prompt = None
+
+    def set_prompts(
+        self, prompt: PromptArg, *, system_prompt: str | BasePrompt | None = None
+    ) -> None:
+        """Replace the prompts (and the system prompt) of this chain."""
+        prompts = as_prompts(prompt)
+        system: BasePrompt | None
+        if isinstance(system_prompt, str):
+            system = AdditionalInfoPrompt(system_prompt, role="system")
+        else:
+            system = system_prompt
+        self.prompts = prompts
+        self.system_prompt = system
+
+    def add_prompt(self, prompt: str | BasePrompt) -> None:
+        """Append a prompt after the existing ones."""
+        self.prompts.extend(as_prompts(prompt))
+
+    # what planners see
+
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        """JSON Schema of the keyword arguments a plan passes to this chain."""
+        if self._explicit_input_schema is not None:
+            return self._explicit_input_schema
+        names: set[str] = set()
+        for prompt in self._all_prompts():
+            names |= prompt.input_variables()
+        ordered = sorted(name for name in names if not name.startswith("_"))
+        schema: dict[str, Any] = {
+            "type": "object",
+            "properties": {name: {"type": "string"} for name in ordered},
+        }
+        if ordered:
+            schema["required"] = ordered
+        return schema
+
+    @property
+    def output_schema(self) -> dict[str, Any]:
+        """JSON Schema of what the chain returns."""
+        if self._llm_schema is None:
+            return {"type": "string"}
+        return self._llm_schema
+
+    def describe(self) -> dict[str, Any]:
+        """Name, description and schemas, as a planner prompt shows them."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": self.input_schema,
+            "output_schema": self.output_schema,
+        }
+
+    # running
+
+    def run(
+        self,
+        current_input: str | TextMessage,
+        conversation: Sequence[TextMessage | str] | None = None,
+        knowledge: Knowledge = None,
+        tools: Sequence[ToolLike] | None = None,
+        intermediate_msgs: Sequence[MessageLike] | None = None,
+    ) -> ChainResult:
+        """Blocking :meth:`async_run`."""
+        return run_sync(
+            lambda: self.async_run(current_input, conversation, knowledge, tools, intermediate_msgs)
+        )
+
+    async def async_run(
+        self,
+        current_input: str | TextMessage,
+        conversation: Sequence[TextMessage | str] | None = None,
+        knowledge: Knowledge = None,
+        tools: Sequence[ToolLike] | None = None,
+        intermediate_msgs: Sequence[MessageLike] | None = None,
+    ) -> ChainResult:
+        """Run the chain on ``current_input``; the output is ``result.content`` (str or dict).
+
+        ``conversation`` is read by a :class:`MemoPrompt`, ``knowledge`` by a
+        :class:`KnowledgePrompt`; ``tools`` add to the chain's own tools;
+        ``intermediate_msgs`` are sent after the prompts.
+        """
+        message = as_message(current_input)
+        context = PromptContext(
+            current_input=message,
+            conversation=[as_message(item) for item in conversation or []],
+            knowledge=normalize_knowledge(knowledge),
+        )
+        messages = self._render(context)
+        messages.extend(_as_chat_message(item) for item in intermediate_msgs or [])
+        if not messages:
+            raise TFChainError(f"chain {self.name!r}: its prompts rendered no message")
+        available = {tool.name: tool for tool in self.tools}
+        for extra in self._checked_tools(tools or []):
+            available.setdefault(extra.name, extra)
+        result = ChainResult(origin=message)
+        reply = await self._complete(messages, available, result)
+        if self._validator is None:
+            content: ChainOutput = reply.content
+        else:
+            content, reply = await self._structured(messages, available, reply, result)
+        result.content = content
+        result.current_generate = TextMessage(content=reply.content, role="assistant")
+        self._on_succeeded(message, content)
+        return result
+
+    def _render(self, context: PromptContext) -> list[dict[str, Any]]:
+        messages: list[dict[str, Any]] = []
+        with self._named_errors():
+            for prompt in self._all_prompts():
+                messages.extend(prompt.to_messages(context))
+        return _merge_adjacent(messages)
+
+    async def _complete(
+        self, messages: list[dict[str, Any]], tools: Mapping[str, Tool], result: ChainResult
+    ) -> LLMReply:
+        """Call the LLM, running the tools it asks for, until it answers."""
+        specs = [tool.to_openai() for tool in tools.values()] or None
+        rounds = 0
+        while True:
+            reply = await self.llm.achat(
+                messages,
+                json_schema=self._llm_schema,
+                tools=specs,
+                max_tokens=self.max_tokens,
+                temperature=self.temperature,
+            )
+            result.usage += reply.usage
+            if not reply.tool_calls:
+                result.logs.append(f"chain {self.name!r}: {reply.model} replied")
+                return reply
+            if rounds >= self.max_tool_rounds:
+                last_error = next(
+                    (r["error"] for r in reversed(result.tool_returns) if r["error"]), None
+                )
+                detail = f"; last tool error: {last_error}" if last_error else ""
+                raise TFChainError(
+                    f"chain {self.name!r}: the LLM still called tools after "
+                    f"{self.max_tool_rounds} rounds{detail}"
+                )
+            rounds += 1
+            names = ", ".join(call.name for call in reply.tool_calls)
+            result.logs.append(f"chain {self.name!r}: {reply.model} called {names}")
+            assistant = reply.to_message()
+            tool_messages = await asyncio.gather(
+                *(self._call_tool(call, tools, result) for call in reply.tool_calls)
+            )
+            for new in (assistant, *tool_messages):
+                messages.append(new)
+                result.intermediate_msgs.append(new)
+
+    async def _call_tool(
+        self, call: ToolCall, tools: Mapping[str, Tool], result: ChainResult
+    ) -> dict[str, Any]:
+        record: dict[str, Any] = {
+            "tool": call.name,
+            "call_id": call.id,
+            "arguments": call.arguments,
+            "result": None,
+            "error": None,
+        }
+        result.tool_returns.append(record)
+        tool = tools.get(call.name)
+        if tool is None:
+            known = ", ".join(sorted(tools)) or "none"
+            record["error"] = f"unknown tool {call.name!r} (available: {known})"
+        else:
+            try:
+                record["result"] = await tool.acall(**call.arguments)
+            except TFToolError as exc:  # the model can fix its arguments: tell it
+                record["error"] = str(exc)
+            except TFError:
+                raise
+            except Exception as exc:
+                raise TFChainError(
+                    f"chain {self.name!r}: tool {call.name!r} raised {type(exc).__name__}: {exc}"
+                ) from exc
+        if record["error"] is not None:
+            result.logs.append(f"chain {self.name!r}: tool error: {record['error']}")
+            content = f"Error: {record['error']}"
+        elif isinstance(record["result"], str):
+            content = record["result"]
+        else:
+            content = json.dumps(record["result"], ensure_ascii=False)
+        return {"role": "tool", "tool_call_id": call.id, "content": content}
+
+    async def _structured(
+        self,
+        messages: list[dict[str, Any]],
+        tools: Mapping[str, Tool],
+        reply: LLMReply,
+        result: ChainResult,
+    ) -> tuple[dict[str, Any], LLMReply]:
+        """The validated output; after one failed validation the model is asked once more."""
+        value, error = self._decode(reply, result)
+        if error is None:
+            return value, reply
+        result.logs.append(f"chain {self.name!r}: invalid structured output, retrying: {error}")
+        retry = [
+            {"role": "assistant", "content": reply.content},
+            {
+                "role": "user",
+                "content": f"Your reply is not valid: {error}\nReply again with only the JSON "
+                "object that conforms to the required JSON Schema.",
+            },
+        ]
+        messages.extend(retry)
+        result.intermediate_msgs.extend(retry)
+        reply = await self._complete(messages, tools, result)
+        value, error = self._decode(reply, result)
+        if error is None:
+            return value, reply
+        raise TFChainError(
+            f"chain {self.name!r}: the LLM did not return JSON matching output_json_schema "
+            f"(after a repair and a retry): {error}"
+        )
+
+    def _decode(self, reply: LLMReply, result: ChainResult) -> tuple[dict[str, Any], str | None]:
+        assert self._validator is not None
+        candidate = reply.parsed
+        if candidate is None:
+            text = _strip_code_fence(reply.content)
+            try:
+                candidate = json.loads(text)
+            except ValueError:
+                candidate = json_repair.loads(text)
+                if candidate == "" or not isinstance(candidate, dict | list):
+                    return {}, f"the reply is not JSON: {_preview(reply.content)}"
+                result.logs.append(f"chain {self.name!r}: repaired malformed JSON")
+        if self._wrapped and not (isinstance(candidate, dict) and WRAPPED_RESULT_KEY in candidate):
+            candidate = {WRAPPED_RESULT_KEY: candidate}
+        errors = sorted(self._validator.iter_errors(candidate), key=lambda e: list(e.path))
+        if errors:
+            return {}, "; ".join(_describe_error(error) for error in errors[:5])
+        if not isinstance(candidate, dict):
+            return {}, f"expected a JSON object, got {type(candidate).__name__}"
+        return candidate, None
+
+    def _on_succeeded(self, message: TextMessage, content: ChainOutput) -> None:
+        """Merge the output into ``__chains_intermediate_results`` (seed 001's table)."""
+        if not self.catch_intermediate_chain_result:
+            return
+        if isinstance(content, dict):
+            merge_intermediate_results(message.additional_kwargs, content)
+        elif self.result_cache_key:
+            merge_intermediate_results(message.additional_kwargs, {self.result_cache_key: content})
+
+    # construction helpers
+
+    def _all_prompts(self) -> list[BasePrompt]:
+        return ([self.system_prompt] if self.system_prompt else []) + self.prompts
+
+    def _checked_schema(self, schema: dict[str, Any] | None, what: str) -> dict[str, Any] | None:
+        if schema is None:
+            return None
+        if not isinstance(schema, dict):
+            raise TFChainError(
+                f"chain {self.name!r}: {what} must be a JSON Schema dict, "
+                f"got {type(schema).__name__}"
+            )
+        try:
+            validators.validator_for(schema).check_schema(schema)
+        except jsonschema_exceptions.SchemaError as exc:
+            where = "/".join(str(part) for part in exc.path) or "the top level"
+            raise TFChainError(
+                f"chain {self.name!r}: {what} is not a valid JSON Schema at {where}: {exc.message}"
+            ) from None
+        return schema
+
+    def _checked_tools(self, tools: Sequence[ToolLike]) -> list[Tool]:
+        checked: list[Tool] = []
+        for item in tools:
+            if not (isinstance(item, Tool) or callable(item)):
+                raise TFChainError(
+                    f"chain {self.name!r}: a tool must be callable, got {type(item).__name__}"
+                )
+            tool = as_tool(item)
+            if any(existing.name == tool.name for existing in checked):
+                raise TFChainError(f"chain {self.name!r}: two tools are named {tool.name!r}")
+            checked.append(tool)
+        return checked
+
+    @contextmanager
+    def _named_errors(self) -> Iterator[None]:
+        """Prefix this chain's name to the chain errors raised inside the block."""
+        try:
+            yield
+        except TFChainError as exc:
+            if str(exc).startswith("chain "):
+                raise
+            raise type(exc)(f"chain {self.name!r}: {exc}") from None
+
+
+def _llm_schema(schema: dict[str, Any] | None) -> tuple[dict[str, Any] | None, bool]:
+    """The schema sent to the LLM; a non-object schema is wrapped as ``{"result": ...}``."""
+    if schema is None:
+        return None, False
+    is_object = schema.get("type") == "object" or ("type" not in schema and "properties" in schema)
+    if is_object:
+        return schema, False
+    wrapped = {
+        "type": "object",
+        "properties": {WRAPPED_RESULT_KEY: schema},
+        "required": [WRAPPED_RESULT_KEY],
+        "additionalProperties": False,
+    }
+    return wrapped, True
+
+
+def _merge_adjacent(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Join consecutive plain messages of the same role (one system message, not three)."""
+    merged: list[dict[str, Any]] = []
+    for message in messages:
+        previous = merged[-1] if merged else None
+        if (
+            previous is not None
+            and set(previous) == {"role", "content"} == set(message)
+            and previous["role"] == message["role"]
+            and isinstance(previous["content"], str)
+            and isinstance(message["content"], str)
+        ):
+            merged[-1] = {**previous, "content": previous["content"] + "\n\n" + message["content"]}
+        else:
+            merged.append(dict(message))
+    return merged
+
+
+def _as_chat_message(item: MessageLike) -> dict[str, Any]:
+    return item.to_openai() if isinstance(item, TextMessage) else dict(item)
+
+
+_FENCE = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n(.*?)\n?```\s*$", re.DOTALL)
+
+
+def _strip_code_fence(text: str) -> str:
+    match = _FENCE.match(text)
+    return match.group(1) if match else text.strip()
+
+
+def _preview(text: str, limit: int = 200) -> str:
+    flat = " ".join(text.split())
+    return repr(flat if len(flat) <= limit else flat[:limit] + "…")
+
+
+def _describe_error(error: jsonschema_exceptions.ValidationError) -> str:
+    where = "/".join(str(part) for part in error.absolute_path)
+    return f"{where}: {error.message}" if where else error.message

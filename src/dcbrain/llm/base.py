@@ -1,0 +1,128 @@
+"""The one chat-LLM interface every provider implements, and the reply it returns."""
+
+from __future__ import annotations
+
+import json
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from dcbrain._sync import run_sync
+from dcbrain.llm.observe import llm_observer
+from dcbrain.usage import Usage
+
+DEFAULT_MAX_OUTPUT_TOKENS = 4096
+
+
+@dataclass
+class ToolCall:
+    """A function call the LLM asked for; ``arguments`` is the decoded JSON object."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+
+    def to_openai(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "arguments": json.dumps(self.arguments, ensure_ascii=False),
+            },
+        }
+
+
+@dataclass
+class LLMReply:
+    """One reply of a chat LLM.
+
+    ``parsed`` is the decoded JSON of ``content`` when the call asked for structured
+    output and the content is valid JSON, else ``None``.
+    """
+
+    content: str
+    parsed: Any | None = None
+    finish_reason: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+
+    def to_message(self) -> dict[str, Any]:
+        """The assistant message to append to the conversation (OpenAI format)."""
+        message: dict[str, Any] = {"role": "assistant", "content": self.content}
+        if self.tool_calls:
+            message["tool_calls"] = [call.to_openai() for call in self.tool_calls]
+        return message
+
+
+class ChatLLM(ABC):
+    """A chat model. Subclasses implement :meth:`_achat`; callers use :meth:`achat`/:meth:`chat`.
+
+    ``achat`` does the work shared by all providers: it notifies the observer set in
+    :data:`dcbrain.llm.observe.llm_observer` (budgets, events) before and after the call,
+    and decodes JSON content when structured output was requested.
+    """
+
+    model: str
+    max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS
+
+    async def achat(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        json_schema: dict[str, Any] | None = None,
+        tools: list[dict[str, Any]] | None = None,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+    ) -> LLMReply:
+        """Send ``messages`` and return the reply.
+
+        ``json_schema`` asks for a JSON reply matching the schema; ``tools`` are OpenAI
+        ``tools=[...]`` entries the model may call instead of answering.
+        """
+        observer = llm_observer.get()
+        if observer is not None:
+            budget = max_tokens if max_tokens is not None else self.max_output_tokens
+            observer.before_call(self, messages, budget)
+        started = time.perf_counter()
+        reply = await self._achat(
+            messages,
+            json_schema=json_schema,
+            tools=tools,
+            max_tokens=max_tokens,
+            temperature=temperature,
+        )
+        duration_s = time.perf_counter() - started
+        if json_schema is not None and reply.parsed is None and not reply.tool_calls:
+            reply = replace(reply, parsed=_decode_json(reply.content))
+        if observer is not None:
+            observer.after_call(self, messages, reply, duration_s)
+        return reply
+
+    def chat(self, messages: list[dict[str, Any]], **kwargs: Any) -> LLMReply:
+        """Blocking :meth:`achat`; usable with or without a running event loop."""
+        return run_sync(lambda: self.achat(messages, **kwargs))
+
+    @abstractmethod
+    async def _achat(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        json_schema: dict[str, Any] | None,
+        tools: list[dict[str, Any]] | None,
+        max_tokens: int | None,
+        temperature: float | None,
+    ) -> LLMReply:
+        """Make the provider call. Raise :class:`TFLLMError` on provider failure."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self.model!r})"
+
+
+def _decode_json(content: str) -> Any | None:
+    try:
+        return json.loads(content)
+    except (TypeError, ValueError):
+        return None

@@ -1,0 +1,226 @@
+"""Any OpenAI-compatible chat-completions API: OpenAI, DeepSeek, vLLM, Ollama, llama.cpp server.
+
+Retries with exponential backoff on 408/409/429/5xx and connection errors, honouring
+``Retry-After``, are the ``openai`` SDK's own; this module configures them
+(``max_retries``, ``timeout``) and turns what is left into :class:`TFLLMError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import weakref
+from typing import Any, Literal
+
+import json_repair
+import openai
+
+from dcbrain.exceptions import TFLLMError
+from dcbrain.llm.base import DEFAULT_MAX_OUTPUT_TOKENS, ChatLLM, LLMReply, ToolCall
+from dcbrain.llm.tokens import cl100k_base_length, count_message_tokens
+from dcbrain.usage import Usage
+
+StructuredOutput = Literal["json_schema", "json_object", "prompt"]
+
+_BODY_SNIPPET_CHARS = 500
+
+
+class OpenAILLM(ChatLLM):
+    """A chat model behind an OpenAI-compatible ``/chat/completions`` endpoint.
+
+    ``structured_output`` says how a ``json_schema`` request is sent: ``"json_schema"``
+    (``response_format`` with the schema; OpenAI, vLLM, Ollama, llama.cpp),
+    ``"json_object"`` (JSON mode plus the schema in the system message; e.g. DeepSeek)
+    or ``"prompt"`` (the schema in the system message only). ``api_key`` defaults to
+    ``$OPENAI_API_KEY``; servers that need none accept any value.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        extra_headers: dict[str, str] | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 2,
+        max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
+        structured_output: StructuredOutput = "json_schema",
+        strict_json_schema: bool = False,
+        max_tokens_parameter: Literal["max_tokens", "max_completion_tokens"] = "max_tokens",
+        extra_body: dict[str, Any] | None = None,
+    ) -> None:
+        resolved_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        if not resolved_key:
+            raise ValueError(
+                f"OpenAILLM({model!r}): no api_key given and OPENAI_API_KEY is not set "
+                "(for a local server that needs no key, pass any value, e.g. api_key='none')"
+            )
+        self.model = model
+        self.base_url = base_url
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.max_output_tokens = max_output_tokens
+        self.structured_output: StructuredOutput = structured_output
+        self.strict_json_schema = strict_json_schema
+        self.max_tokens_parameter = max_tokens_parameter
+        self.extra_body = dict(extra_body or {})
+        self._api_key = resolved_key
+        self._headers = dict(extra_headers or {})
+        # An SDK client holds connections bound to one event loop; the sync wrapper
+        # runs each call on its own loop, so keep one client per loop.
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, openai.AsyncOpenAI]
+        self._clients = weakref.WeakKeyDictionary()
+
+    def _client(self) -> openai.AsyncOpenAI:
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None:
+            client = openai.AsyncOpenAI(
+                api_key=self._api_key,
+                base_url=self.base_url,
+                timeout=self.timeout,
+                max_retries=self.max_retries,
+                default_headers=self._headers or None,
+            )
+            self._clients[loop] = client
+        return client
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections opened on the running event loop."""
+        client = self._clients.pop(asyncio.get_running_loop(), None)
+        if client is not None:
+            await client.close()
+
+    async def _achat(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        json_schema: dict[str, Any] | None,
+        tools: list[dict[str, Any]] | None,
+        max_tokens: int | None,
+        temperature: float | None,
+    ) -> LLMReply:
+        params: dict[str, Any] = {"model": self.model, "messages": messages}
+        if json_schema is not None:
+            params.update(self._structured_output_params(messages, json_schema))
+        if tools:
+            params["tools"] = tools
+        if max_tokens is not None:
+            params[self.max_tokens_parameter] = max_tokens
+        if temperature is not None:
+            params["temperature"] = temperature
+        if self.extra_body:
+            params["extra_body"] = self.extra_body
+        try:
+            response = await self._client().chat.completions.create(**params)
+        except openai.APIStatusError as exc:
+            raise TFLLMError(
+                f"{self._where()}: HTTP {exc.status_code}: {_snippet(exc.response.text)}"
+            ) from exc
+        except openai.APITimeoutError as exc:
+            raise TFLLMError(
+                f"{self._where()}: no response within {self.timeout}s "
+                f"(tried {self.max_retries + 1} times)"
+            ) from exc
+        except openai.APIConnectionError as exc:
+            cause = exc.__cause__ or exc
+            raise TFLLMError(f"{self._where()}: connection failed: {cause}") from exc
+        except (openai.OpenAIError, ValueError) as exc:
+            raise TFLLMError(f"{self._where()}: malformed response: {exc}") from exc
+        return self._reply(response, messages)
+
+    def _structured_output_params(
+        self, messages: list[dict[str, Any]], json_schema: dict[str, Any]
+    ) -> dict[str, Any]:
+        if self.structured_output == "json_schema":
+            return {
+                "response_format": {
+                    "type": "json_schema",
+                    "json_schema": {
+                        "name": _schema_name(json_schema),
+                        "schema": json_schema,
+                        "strict": self.strict_json_schema,
+                    },
+                }
+            }
+        instruction = (
+            "Reply with only a JSON object that conforms to this JSON Schema:\n"
+            + json.dumps(json_schema, ensure_ascii=False)
+        )
+        first = messages[0] if messages else {}
+        if first.get("role") == "system" and isinstance(first.get("content"), str):
+            system = {**first, "content": first["content"] + "\n\n" + instruction}
+            patched = [system, *messages[1:]]
+        else:
+            patched = [{"role": "system", "content": instruction}, *messages]
+        params: dict[str, Any] = {"messages": patched}
+        if self.structured_output == "json_object":
+            params["response_format"] = {"type": "json_object"}
+        return params
+
+    def _reply(self, response: Any, messages: list[dict[str, Any]]) -> LLMReply:
+        choices = getattr(response, "choices", None)
+        if not isinstance(choices, list) or not choices:
+            raise TFLLMError(
+                f"{self._where()}: malformed response: no choices in {_snippet(str(response))}"
+            )
+        choice = choices[0]
+        message = getattr(choice, "message", None)
+        if message is None:
+            raise TFLLMError(f"{self._where()}: malformed response: choice without a message")
+        content = message.content or ""
+        tool_calls = [
+            ToolCall(
+                id=call.id,
+                name=call.function.name,
+                arguments=_decode_arguments(call.function.arguments),
+            )
+            for call in (message.tool_calls or [])
+            if getattr(call, "type", "function") == "function"
+        ]
+        model = getattr(response, "model", None) or self.model
+        reported = getattr(response, "usage", None)
+        if reported is not None and reported.prompt_tokens is not None:
+            usage = Usage.of_call(model, reported.prompt_tokens, reported.completion_tokens or 0)
+        else:  # some servers omit usage: count it so budgets still hold
+            completion = cl100k_base_length(content) + sum(
+                cl100k_base_length(call.name + json.dumps(call.arguments)) for call in tool_calls
+            )
+            usage = Usage.of_call(model, count_message_tokens(messages), completion)
+        return LLMReply(
+            content=content,
+            finish_reason=getattr(choice, "finish_reason", None),
+            usage=usage,
+            model=model,
+            tool_calls=tool_calls,
+        )
+
+    def _where(self) -> str:
+        return f"OpenAILLM({self.model!r}) at {self.base_url or 'api.openai.com'}"
+
+
+def _schema_name(json_schema: dict[str, Any]) -> str:
+    title = json_schema.get("title")
+    name = re.sub(r"[^a-zA-Z0-9_-]", "_", title)[:64] if isinstance(title, str) else ""
+    return name or "output"
+
+
+def _decode_arguments(raw: str | None) -> dict[str, Any]:
+    """Tool-call arguments as a dict; malformed JSON is repaired, anything else is ``{}``."""
+    if not raw:
+        return {}
+    try:
+        decoded = json.loads(raw)
+    except ValueError:
+        decoded = json_repair.loads(raw)
+    return decoded if isinstance(decoded, dict) else {}
+
+
+def _snippet(text: str) -> str:
+    text = " ".join(text.split())
+    if len(text) > _BODY_SNIPPET_CHARS:
+        return text[:_BODY_SNIPPET_CHARS] + "…"
+    return text or "(empty body)"

@@ -1,0 +1,203 @@
+"""LLMs for tests and offline demos: replay scripted replies or compute them with a function.
+
+Both count usage with ``cl100k_base`` (prompt = the counted messages, completion = the
+counted reply) so token budgets behave as with a real provider, and both record what
+they received: ``calls`` holds the messages of every call, ``requests`` the full
+requests (messages and options).
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import json
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, replace
+from typing import Any, TypeAlias
+
+from dcbrain.exceptions import TFScriptExhaustedError
+from dcbrain.llm.base import ChatLLM, LLMReply, ToolCall
+from dcbrain.llm.tokens import cl100k_base_length, count_message_tokens
+from dcbrain.usage import Usage
+
+ScriptEntry: TypeAlias = str | dict[str, Any] | LLMReply | ToolCall | list[ToolCall] | BaseException
+"""A scripted reply: text, a JSON object, a full reply, tool call(s), or an error to raise."""
+
+FunctionResult: TypeAlias = str | dict[str, Any] | LLMReply | ToolCall | list[ToolCall]
+
+
+@dataclass
+class LLMCallInfo:
+    """What one call to a test LLM received."""
+
+    messages: list[dict[str, Any]]
+    json_schema: dict[str, Any] | None
+    tools: list[dict[str, Any]] | None
+    max_tokens: int | None
+    temperature: float | None
+    index: int
+
+
+class _RecordingLLM(ChatLLM):
+    def __init__(self, model: str, max_output_tokens: int) -> None:
+        self.model = model
+        self.max_output_tokens = max_output_tokens
+        self.calls: list[list[dict[str, Any]]] = []
+        self.requests: list[LLMCallInfo] = []
+
+    def _record(
+        self,
+        messages: list[dict[str, Any]],
+        json_schema: dict[str, Any] | None,
+        tools: list[dict[str, Any]] | None,
+        max_tokens: int | None,
+        temperature: float | None,
+    ) -> LLMCallInfo:
+        snapshot = copy.deepcopy(messages)
+        info = LLMCallInfo(
+            snapshot,
+            copy.deepcopy(json_schema),
+            copy.deepcopy(tools),
+            max_tokens,
+            temperature,
+            len(self.calls),
+        )
+        self.calls.append(snapshot)
+        self.requests.append(info)
+        return info
+
+    def _reply(self, value: FunctionResult, messages: list[dict[str, Any]]) -> LLMReply:
+        reply = _as_reply(value, self.model)
+        if reply.usage.requests == 0:
+            completion = cl100k_base_length(reply.content) + sum(
+                cl100k_base_length(call.name + json.dumps(call.arguments))
+                for call in reply.tool_calls
+            )
+            usage = Usage.of_call(reply.model, count_message_tokens(messages), completion)
+            reply = replace(reply, usage=usage)
+        return reply
+
+
+class ScriptedLLM(_RecordingLLM):
+    """Replays ``replies`` in order, one per call.
+
+    An entry is the reply text, a dict (a JSON reply), an :class:`LLMReply`, a
+    :class:`ToolCall` or a list of them (the model calls tools), or an exception to
+    raise. A call after the last entry raises :class:`TFScriptExhaustedError`.
+    """
+
+    def __init__(
+        self,
+        replies: Iterable[ScriptEntry],
+        *,
+        model: str = "scripted",
+        max_output_tokens: int = 4096,
+    ) -> None:
+        super().__init__(model, max_output_tokens)
+        self.replies: list[ScriptEntry] = list(replies)
+
+    @property
+    def remaining(self) -> int:
+        """Replies not used yet."""
+        return len(self.replies) - len(self.calls)
+
+    async def _achat(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        json_schema: dict[str, Any] | None,
+        tools: list[dict[str, Any]] | None,
+        max_tokens: int | None,
+        temperature: float | None,
+    ) -> LLMReply:
+        index = len(self.calls)
+        self._record(messages, json_schema, tools, max_tokens, temperature)
+        if index >= len(self.replies):
+            last = _last_text(messages)
+            raise TFScriptExhaustedError(
+                f"ScriptedLLM {self.model!r} has no reply for call #{index + 1}: all "
+                f"{len(self.replies)} scripted replies were used (last message: {last!r})"
+            )
+        entry = self.replies[index]
+        if isinstance(entry, BaseException):
+            raise entry
+        return self._reply(entry, messages)
+
+
+class FunctionLLM(_RecordingLLM):
+    """Computes each reply with ``function(messages)``.
+
+    The function may be sync or async, and may take an ``info`` keyword argument
+    (an :class:`LLMCallInfo` with the options and the call index). It returns what a
+    :class:`ScriptedLLM` entry may be (text, dict, reply, tool calls) or raises.
+    """
+
+    def __init__(
+        self,
+        function: Callable[..., FunctionResult | Awaitable[FunctionResult]],
+        *,
+        model: str = "function",
+        max_output_tokens: int = 4096,
+    ) -> None:
+        super().__init__(model, max_output_tokens)
+        self.function = function
+        self._wants_info = _accepts_info(function)
+
+    async def _achat(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        json_schema: dict[str, Any] | None,
+        tools: list[dict[str, Any]] | None,
+        max_tokens: int | None,
+        temperature: float | None,
+    ) -> LLMReply:
+        info = self._record(messages, json_schema, tools, max_tokens, temperature)
+        arguments = copy.deepcopy(messages)
+        if self._wants_info:
+            value = self.function(arguments, info=info)
+        else:
+            value = self.function(arguments)
+        if inspect.isawaitable(value):
+            value = await value
+        return self._reply(value, messages)
+
+
+def _as_reply(value: Any, model: str) -> LLMReply:
+    if isinstance(value, LLMReply):
+        return value if value.model else replace(value, model=model)
+    if isinstance(value, str):
+        return LLMReply(content=value, finish_reason="stop", model=model)
+    if isinstance(value, dict):
+        return LLMReply(
+            content=json.dumps(value, ensure_ascii=False),
+            parsed=value,
+            finish_reason="stop",
+            model=model,
+        )
+    if isinstance(value, ToolCall):
+        value = [value]
+    if isinstance(value, list) and all(isinstance(item, ToolCall) for item in value):
+        return LLMReply(content="", finish_reason="tool_calls", model=model, tool_calls=value)
+    raise TypeError(
+        f"a test LLM reply must be str, dict, LLMReply, ToolCall or list[ToolCall], "
+        f"got {type(value).__name__}"
+    )
+
+
+def _accepts_info(function: Callable[..., Any]) -> bool:
+    try:
+        parameters = inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        return False
+    return "info" in parameters or any(
+        parameter.kind is inspect.Parameter.VAR_KEYWORD for parameter in parameters.values()
+    )
+
+
+def _last_text(messages: list[dict[str, Any]]) -> str:
+    for message in reversed(messages):
+        content = message.get("content")
+        if isinstance(content, str) and content:
+            return content[:200]
+    return ""

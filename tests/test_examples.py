@@ -1,0 +1,77 @@
+"""Every example in ``examples/`` listed here runs as it is and exits cleanly."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+LISTED = [
+    "plan_execute.py",
+    "structured_chain.py",
+    "tool_chain.py",
+]
+
+
+@pytest.mark.parametrize("name", LISTED)
+def test_example_runs(name: str) -> None:
+    completed = subprocess.run(
+        [sys.executable, str(EXAMPLES / name)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=EXAMPLES.parent,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.strip()
+
+
+def test_plan_execute_example_shows_every_path_and_its_diffs() -> None:
+    completed = subprocess.run(
+        [sys.executable, str(EXAMPLES / "plan_execute.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    out = completed.stdout
+    for ending in (
+        "completed: goal_met",
+        "failed: no_plan",
+        "failed: replan_budget",
+        "failed: step_budget",
+    ):
+        assert f"= {ending}" in out
+    assert "- ~~[2] fetch(url='https://example.org/compare-async-runtimes')~~" in out
+    assert "+ [6] notify(message='could not finish: compare async runtimes')  (added)" in out
+    assert "\x1b[" not in out  # not a terminal: plain text strike-through
+
+
+def run_example(name: str) -> str:
+    completed = subprocess.run(
+        [sys.executable, str(EXAMPLES / name)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    return completed.stdout
+
+
+def test_structured_chain_example_retries_and_shares_intermediate_results() -> None:
+    out = run_example("structured_chain.py")
+    assert "retrying: score: 'high' is not of type 'integer'" in out
+    assert "headline: Strong Q3: growth up, churn down" in out
+    assert '"score": 8, "headline": "Strong Q3: growth up, churn down"' in out
+    assert "in 3 LLM calls" in out
+
+
+def test_tool_chain_example_recovers_from_a_wrong_tool_call() -> None:
+    out = run_example("tool_chain.py")
+    assert "multiply({'a': 0.75, 'b': 'six'}) error: tool 'multiply': argument 'b'" in out
+    assert "multiply({'a': 0.75, 'b': 6}) -> 4.5" in out
+    assert "answer: Six pears cost 4.50 euros." in out

@@ -1,0 +1,2 @@
+print(float("2.5") * 2)
+print(float("nan?"))

@@ -1,0 +1,7 @@
+print("{} + {} = {}".format(1, 2, 3))
+print("{0}{1}{0}".format("ab", "cd"))
+print("{name} is {age}".format(name="Ann", age=31))
+print("{:>6}|{:<6}|{:^6}|".format("r", "l", "c"))
+print("{:.3f} {:,} {:08.2f} {:+d} {:x} {:b} {:o}".format(3.14159, 1234567, -3.5, 7, 255, 5, 8))
+print("{:%} {:.1%} {:e} {:.2e}".format(0.25, 0.125, 12345.678, 0.000123))
+print("{{literal}} {}".format("x"))

@@ -1,0 +1,4 @@
+s = "hello"
+print(s.upper())
+s[0] = "H"
+print(s)

@@ -1,0 +1,3 @@
+word = "plan"
+for i in range(6):
+    print(i, word[i])

@@ -1,0 +1,4 @@
+count = 3
+print("count is " + str(count))
+label = "items: " + count
+print(label)

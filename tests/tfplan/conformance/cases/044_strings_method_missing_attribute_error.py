@@ -1,0 +1,3 @@
+s = "data"
+print(s.upper())
+print(s.reverse())

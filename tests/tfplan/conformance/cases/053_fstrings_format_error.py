@@ -1,0 +1,3 @@
+value = "abc"
+print(f"{value:>5}")
+print(f"{value:.2f}")

@@ -1,0 +1,5 @@
+r = range(2, 20, 3)
+print(list(r), len(r), r[0], r[-1], r[2], 11 in r, 12 in r)
+print(list(range(10, 0, -3)), list(range(0)), list(range(-3, 3)))
+print(range(5), range(1, 9, 2))
+print(sum(range(101)), list(range(5))[::-1])

@@ -1,0 +1,4 @@
+point = (1, 2)
+print(point[0] + point[1])
+point[0] = 5
+print(point)

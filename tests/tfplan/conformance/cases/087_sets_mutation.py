@@ -1,0 +1,15 @@
+s = set()
+for x in [3, 1, 3, 2, 1]:
+    s.add(x)
+print(s, len(s))
+s.discard(10)
+s.discard(1)
+s.remove(2)
+print(s)
+s.update([7, 8], {9})
+print(sorted(s))
+c = s.copy()
+s.clear()
+print(s, sorted(c))
+words = {"pear", "apple", "fig", "apple"}
+print(sorted(words), len(words))

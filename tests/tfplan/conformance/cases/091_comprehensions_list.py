@@ -1,0 +1,7 @@
+xs = range(10)
+print([x * x for x in xs])
+print([x for x in xs if x % 3 == 0])
+print([x if x % 2 else -x for x in xs])
+print([(x, y) for x in range(3) for y in range(x)])
+print([[y for y in range(x)] for x in range(4)])
+print([c.upper() for c in "abc" if c != "b"])

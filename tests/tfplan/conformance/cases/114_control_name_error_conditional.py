@@ -1,0 +1,5 @@
+flag = False
+if flag:
+    message = "set"
+print("checking")
+print(message)

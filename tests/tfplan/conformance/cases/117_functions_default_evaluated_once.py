@@ -1,0 +1,5 @@
+counter = 5
+def show(x=counter):
+    return x
+counter = 50
+print(show(), show(1))

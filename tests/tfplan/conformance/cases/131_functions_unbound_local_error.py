@@ -1,0 +1,6 @@
+count = 0
+def increment():
+    print("before")
+    count += 1
+    return count
+print(increment())

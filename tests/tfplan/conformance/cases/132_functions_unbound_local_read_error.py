@@ -1,0 +1,6 @@
+total = 10
+def report():
+    print("total is", total)
+    total = 5
+    return total
+report()

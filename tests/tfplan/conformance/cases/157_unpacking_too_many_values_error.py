@@ -1,0 +1,4 @@
+row = ("id", "name", "extra")
+print(len(row))
+key, name = row
+print(key, name)

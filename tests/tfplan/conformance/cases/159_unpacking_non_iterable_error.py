@@ -1,0 +1,3 @@
+value = 42
+print(value)
+a, b = value

@@ -1,0 +1,4 @@
+value = 10
+print(value)
+del value
+print(value)

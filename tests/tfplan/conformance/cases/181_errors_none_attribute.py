@@ -1,0 +1,3 @@
+data = {"user": None}
+print(data.get("user"))
+print(data["user"].upper())

@@ -1,0 +1,3 @@
+n = 5
+print(n.bit_length())
+print(n.upper())

@@ -1,0 +1,3 @@
+items = ["a", "b"]
+print(items[1])
+print(items["1"])

@@ -1,0 +1,2 @@
+print(round(2.567, 1))
+print(round("2.5"))

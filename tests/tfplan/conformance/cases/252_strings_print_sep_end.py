@@ -1,0 +1,7 @@
+print("a", "b", "c", sep="")
+print("x", 1, None, True, sep=" | ")
+print("no newline", end="")
+print(" continued", end="!\n")
+print()
+print(*range(4), sep=", ", end=".\n")
+print("", "", sep="-")

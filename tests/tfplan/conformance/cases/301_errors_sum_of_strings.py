@@ -1,0 +1,3 @@
+words = ["a", "b"]
+print("".join(words))
+print(sum(words, ""))

@@ -1,0 +1,2 @@
+print(list("ab"))
+print(list(5))

@@ -1,0 +1,4 @@
+items = ["a", "b", "c"]
+mid = len(items) / 2
+print(mid)
+print(items[mid])

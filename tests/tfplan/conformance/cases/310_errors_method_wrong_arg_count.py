@@ -1,0 +1,3 @@
+s = "a,b,c"
+print(s.split(",", 1))
+print(s.split(",", 1, 2))

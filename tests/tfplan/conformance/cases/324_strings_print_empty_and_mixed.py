@@ -1,0 +1,5 @@
+print(*[], sep=",")
+print("a", *[], "b")
+print(1, 2.5, None, [True], ("t",), {"k": 1.0}, sep=";")
+print("", end="")
+print(f"", f"{''}", f"{{}}")

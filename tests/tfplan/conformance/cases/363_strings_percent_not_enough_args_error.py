@@ -1,0 +1,2 @@
+print("%s and %s" % ("a", "b"))
+print("%s and %s" % ("a",))

@@ -1,0 +1,4 @@
+limit: int = 5
+print(limit)
+threshold: int
+print(threshold)
