@@ -14,7 +14,9 @@ from dcbrain.chain import (
     construct_chain,
 )
 from dcbrain.llm import ChatLLM, FunctionLLM, LLMReply, OpenAILLM, ScriptedLLM, ToolCall
+from dcbrain.memory import Memory, Recall, SQLiteMemory
 from dcbrain.messages import TextMessage
+from dcbrain.neural import Neural
 from dcbrain.usage import Usage, merge_usages
 
 __all__ = [
@@ -28,10 +30,14 @@ __all__ = [
     "KnowledgePrompt",
     "LLMReply",
     "MemoPrompt",
+    "Memory",
+    "Neural",
     "OpenAILLM",
     "ParallelChains",
     "PlanDiff",
     "PlanExecuteAgent",
+    "Recall",
+    "SQLiteMemory",
     "ScriptedLLM",
     "SeqChains",
     "SessionResult",

@@ -41,6 +41,20 @@ class TFLLMInterrupt(TFError):
     """An LLM call was interrupted (budget, cancellation, provider gave up)."""
 
 
+class TFTokenBudgetExceeded(TFLLMInterrupt):
+    """An LLM call was refused before it was sent: it could overrun the token budget.
+
+    ``requested`` is the call's projected size (counted prompt plus its maximum output),
+    ``used`` the tokens spent so far and ``limit`` the budget.
+    """
+
+    def __init__(self, message: str, *, requested: int = 0, used: int = 0, limit: int = 0) -> None:
+        super().__init__(message)
+        self.requested = requested
+        self.used = used
+        self.limit = limit
+
+
 class TFLLMError(TFLLMInterrupt):
     """The provider failed after its retries (HTTP error, timeout, malformed body)."""
 
@@ -85,6 +99,33 @@ class TFBrainError(TFError):
         self.result = result
 
 
+class TFBrainBusyError(TFBrainError, RuntimeError):
+    """A brain instance was asked to run while it is already running (use one per run)."""
+
+
+class TFOrchestrationError(TFError, ValueError):
+    """DCChains found no working plan in ``max_plan_times`` attempts.
+
+    ``failed_plans``/``failed_infos`` hold each failed script (or reply) and why it
+    failed; ``usage`` the tokens of every attempt; ``result`` the partial ChainResult.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        failed_plans: list[str],
+        failed_infos: list[str],
+        usage: Any = None,
+        result: Any = None,
+    ) -> None:
+        super().__init__(message)
+        self.failed_plans = failed_plans
+        self.failed_infos = failed_infos
+        self.usage = usage
+        self.result = result
+
+
 __all__ = [
     "CallDepthLimitExceeded",
     "CallLimitExceeded",
@@ -92,6 +133,7 @@ __all__ = [
     "OutputLimitExceeded",
     "PlanCancelled",
     "SizeLimitExceeded",
+    "TFBrainBusyError",
     "TFBrainError",
     "TFCallError",
     "TFChainError",
@@ -105,11 +147,13 @@ __all__ = [
     "TFMemoryError",
     "TFNeuralError",
     "TFNeuralTimeoutError",
+    "TFOrchestrationError",
     "TFPlanError",
     "TFPromptVariableError",
     "TFRuntimeError",
     "TFScriptExhaustedError",
     "TFSyntaxError",
+    "TFTokenBudgetExceeded",
     "TFToolError",
     "TFUserNewInputError",
     "TimeLimitExceeded",

@@ -13,7 +13,8 @@ from collections.abc import Callable
 from typing import Any
 
 from dcbrain.tfplan.errors import SizeLimitExceeded
-from dcbrain.tfplan.guards import Namespace
+from dcbrain.tfplan.guards import Namespace, TypeProxy
+from dcbrain.tfplan.methods import ALLOWED
 from dcbrain.tfplan.values import rendered_size_exceeds
 
 #: Exception types a plan may raise (``raise ValueError("...")``) and test with isinstance.
@@ -49,6 +50,7 @@ _JSON_DUMPS_OPTIONS = frozenset({"indent", "sort_keys", "ensure_ascii", "separat
 def build_builtins(guards: dict[str, Any], max_size: int) -> dict[str, Any]:
     """The names every plan can use, bound to one run's guards."""
     materialize: Callable[..., Any] = guards["materialize"]
+    iterate: Callable[[Any], Any] = guards["__tf_iter"]
     check_result: Callable[[Any], Any] = guards["check_result"]
     charge: Callable[[int], None] = guards["charge"]
     plan_str: Callable[..., str] = guards["plan_str"]
@@ -59,11 +61,19 @@ def build_builtins(guards: dict[str, Any], max_size: int) -> dict[str, Any]:
     def plan_tuple(iterable: Any = ()) -> tuple[Any, ...]:
         return tuple(materialize(iterable))
 
+    def charge_collisions(items: Any) -> Any:
+        """Values that share a hash make building a set quadratic: pay for it."""
+        if len(items) > 1024:
+            distinct = len({hash(item) for item in items})
+            if distinct * 4 < len(items):
+                charge(len(items) * len(items) // max(distinct, 1) // 4)
+        return items
+
     def plan_set(iterable: Any = ()) -> set[Any]:
-        return set(materialize(iterable))
+        return set(charge_collisions(materialize(iterable)))
 
     def plan_frozenset(iterable: Any = ()) -> frozenset[Any]:
-        return frozenset(materialize(iterable))
+        return frozenset(charge_collisions(materialize(iterable)))
 
     def plan_dict(source: Any = (), /, **kwargs: Any) -> dict[str, Any]:
         if type(source) is not dict:
@@ -79,24 +89,26 @@ def build_builtins(guards: dict[str, Any], max_size: int) -> dict[str, Any]:
 
     def consumer(func: Callable[..., Any]) -> Callable[..., Any]:
         def consume(*args: Any, **kwargs: Any) -> Any:
-            if len(args) == 1:
-                return func(materialize(args[0], allocates=False), **kwargs)
+            if len(args) == 1:  # lazily, so any()/all() stop early as in Python
+                return func(iterate(args[0]), **kwargs)
             return func(*args, **kwargs)
 
         consume.__name__ = func.__name__
         return consume
 
     def plan_sum(iterable: Any, /, start: Any = 0) -> Any:
+        if type(start) is str:
+            raise TypeError("sum() can't sum strings [use ''.join(seq) instead]")
         total = start
         add = guards["__tf_add"]
-        for item in materialize(iterable, allocates=False):
+        for item in iterate(iterable):
             total = add(total, item)
         return total
 
     def real_types(classinfo: Any) -> Any:
         if isinstance(classinfo, tuple):
             return tuple(real_types(item) for item in classinfo)
-        return real_type_of.get(id(classinfo), classinfo)
+        return classinfo.real if isinstance(classinfo, TypeProxy) else classinfo
 
     def plan_isinstance(value: Any, classinfo: Any) -> bool:
         return isinstance(value, real_types(classinfo))
@@ -136,7 +148,7 @@ def build_builtins(guards: dict[str, Any], max_size: int) -> dict[str, Any]:
     def math_prod(iterable: Any, /, *, start: Any = 1) -> Any:
         total = start
         mul = guards["__tf_mul"]
-        for item in materialize(iterable, allocates=False):
+        for item in iterate(iterable):
             total = mul(total, item)
         return total
 
@@ -150,20 +162,34 @@ def build_builtins(guards: dict[str, Any], max_size: int) -> dict[str, Any]:
         perm=combinatoric(math.perm), prod=math_prod, fsum=math_fsum, pow=math.pow,
     )
 
-    real_type_of: dict[int, type] = {}
+    attr: Callable[[Any, str], Any] = guards["__tf_attr"]
+
+    def unbound(real: type, name: str) -> Callable[..., Any]:
+        def call(obj: Any, /, *args: Any, **kwargs: Any) -> Any:
+            if type(obj) is not real:
+                raise TypeError(f"descriptor {name!r} for {real.__name__!r} objects doesn't "
+                                f"apply to a {type(obj).__name__!r} object")
+            return attr(obj, name)(*args, **kwargs)
+
+        return call
+
+    def proxy(real: type, constructor: Callable[..., Any]) -> TypeProxy:
+        members = {name: unbound(real, name) for name in ALLOWED[real]}
+        if real is dict:
+            members["fromkeys"] = lambda keys, value=None: check_result(
+                dict.fromkeys(materialize(keys), value))
+        return TypeProxy(real, constructor, members)
+
     names: dict[str, Any] = dict(PLAIN_BUILTINS)
     names.update(EXCEPTIONS)
     names.update(
-        print=guards["plan_print"], str=plan_str, repr=guards["plan_repr"], list=plan_list,
-        tuple=plan_tuple, set=plan_set, frozenset=plan_frozenset, dict=plan_dict,
+        print=guards["plan_print"], str=proxy(str, plan_str), repr=guards["plan_repr"],
+        list=proxy(list, plan_list), tuple=proxy(tuple, plan_tuple), set=proxy(set, plan_set),
+        frozenset=proxy(frozenset, plan_frozenset), dict=proxy(dict, plan_dict),
         sorted=plan_sorted, sum=plan_sum, min=consumer(min), max=consumer(max),
         any=consumer(any), all=consumer(all), isinstance=plan_isinstance, format=plan_format,
         pow=guards["power"], parallel=plan_parallel,
         json=Namespace("json", {"dumps": json_dumps, "loads": json_loads}),
         math=Namespace("math", math_members),
     )
-    real_type_of.update({
-        id(plan_str): str, id(plan_list): list, id(plan_tuple): tuple, id(plan_set): set,
-        id(plan_frozenset): frozenset, id(plan_dict): dict,
-    })
     return names

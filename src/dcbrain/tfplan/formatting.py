@@ -69,42 +69,47 @@ def safe_format(
     """``template.format(*args, **kwargs)`` with fields resolved without attribute access.
 
     ``render(value, spec)`` formats one value (it applies the size checks of the caller).
+    Automatic field numbering continues into nested specs, as in ``'{:>{}}'``.
     """
-    auto_index = 0
-    manual = False
-    pieces: list[str] = []
-    total = 0
-    for literal, field_name, spec, conversion in _FORMATTER.parse(template):
-        pieces.append(literal)
-        total += len(literal)
-        if field_name is None:
-            continue
-        value, auto_index, manual = _resolve(field_name, args, kwargs, auto_index, manual)
-        if conversion == "r":
-            value = repr(value)
-        elif conversion == "s":
-            value = str(value)
-        elif conversion == "a":
-            value = ascii(value)
-        elif conversion is not None:
-            raise ValueError(f"Unknown conversion specifier {conversion}")
-        if spec and "{" in spec:
-            spec = safe_format(spec, args, kwargs, max_size, render)
-        text = render(value, spec or "")
-        pieces.append(text)
-        total += len(text)
-        if total > max_size:
-            raise FormatLimitError(f"formatted string exceeds the size limit {max_size}")
-    return "".join(pieces)
+    numbering = {"auto": 0, "manual": False}
+
+    def expand(text: str, nested: bool) -> str:
+        pieces: list[str] = []
+        total = 0
+        for literal, field_name, spec, conversion in _FORMATTER.parse(text):
+            pieces.append(literal)
+            total += len(literal)
+            if field_name is None:
+                continue
+            value = _resolve(field_name, args, kwargs, numbering)
+            if conversion == "r":
+                value = repr(value)
+            elif conversion == "s":
+                value = str(value)
+            elif conversion == "a":
+                value = ascii(value)
+            elif conversion is not None:
+                raise ValueError(f"Unknown conversion specifier {conversion}")
+            if spec and "{" in spec:
+                if nested:
+                    raise ValueError("Max string recursion exceeded")
+                spec = expand(spec, True)
+            text_value = render(value, spec or "")
+            pieces.append(text_value)
+            total += len(text_value)
+            if total > max_size:
+                raise FormatLimitError(f"formatted string exceeds the size limit {max_size}")
+        return "".join(pieces)
+
+    return expand(template, False)
 
 
 def _resolve(
     field_name: str,
     args: Sequence[Any],
     kwargs: Mapping[str, Any],
-    auto_index: int,
-    manual: bool,
-) -> tuple[Any, int, bool]:
+    numbering: dict[str, Any],
+) -> Any:
     match = _FIELD.match(field_name)
     assert match is not None  # the pattern matches every string
     head, rest, tail = match.group("head"), match.group("rest"), match.group("tail")
@@ -112,17 +117,16 @@ def _resolve(
         raise ValueError(f"field {field_name!r}: attribute access in format fields is not "
                          "allowed in tf_plan")
     if head == "":
-        if manual:
+        if numbering["manual"]:
             raise ValueError("cannot switch from manual field specification to automatic "
                              "field numbering")
-        index = auto_index
-        auto_index += 1
-        value = _positional(args, index)
+        value = _positional(args, numbering["auto"])
+        numbering["auto"] += 1
     elif head.isdigit():
-        if auto_index:
+        if numbering["auto"]:
             raise ValueError("cannot switch from automatic field numbering to manual field "
                              "specification")
-        manual = True
+        numbering["manual"] = True
         value = _positional(args, int(head))
     else:
         if head not in kwargs:
@@ -136,7 +140,7 @@ def _resolve(
         else:
             raise ValueError(f"field {field_name!r}: index lookups in format fields work on "
                              "dicts, lists and tuples only")
-    return value, auto_index, manual
+    return value
 
 
 def _positional(args: Sequence[Any], index: int) -> Any:

@@ -59,6 +59,25 @@ class Namespace:
         return f"<module {self.name!r}>"
 
 
+class TypeProxy(Namespace):
+    """A built-in type as a plan sees it: calling it runs the guarded constructor, and its
+    members (``str.lower``, ``dict.fromkeys``) go through the same guards as methods."""
+
+    __slots__ = ("constructor", "real")
+
+    def __init__(self, real: type, constructor: Callable[..., Any],
+                 members: dict[str, Any]) -> None:
+        super().__init__(real.__name__, members)
+        self.real = real
+        self.constructor = constructor
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.constructor(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<class {self.name!r}>"
+
+
 def build_guards(state: RunState) -> dict[str, Any]:
     """The ``__tf_*`` guard functions and the charging primitives of one run."""
     limits = state.limits
@@ -198,6 +217,9 @@ def build_guards(state: RunState) -> dict[str, Any]:
                 raise SizeLimitExceeded(f"int power exceeds the size limit {max_bits} bits")
         if mod is None:
             return check_result(a**b)
+        if type(b) in _INTS and type(mod) in _INTS and b > 0:
+            # square-and-multiply: one big-int product per exponent bit
+            charge(b.bit_length() * max(1, abs(mod).bit_length() // 64))
         return check_result(pow(a, b, mod))
 
     def lshift(a: Any, b: Any) -> Any:
@@ -256,10 +278,12 @@ def build_guards(state: RunState) -> dict[str, Any]:
                 return getattr(obj, name)
             if name in CHARGED[kind]:
                 return charged_method(obj, kind, name)
-        elif kind is Namespace:
+        elif kind is Namespace or kind is TypeProxy:
             member = obj.members.get(name)
             if member is not None:
                 return member
+            if kind is TypeProxy:
+                raise AttributeError(f"type object {obj.name!r} has no attribute {name!r}")
             raise AttributeError(f"module {obj.name!r} has no attribute {name!r}")
         type_name = getattr(kind, "plan_type_name", kind.__name__)
         raise AttributeError(f"{type_name!r} object has no attribute {name!r}")

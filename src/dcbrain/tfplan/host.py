@@ -141,8 +141,10 @@ class Dispatcher:
         if count > limits.max_calls:
             raise CallLimitExceeded(f"plan made more than {limits.max_calls} chain/tool calls")
         try:
-            to_plan_value(list(args), max_items=limits.max_size, where=f"{name}() arguments")
-            to_plan_value(kwargs, max_items=limits.max_size, where=f"{name}() arguments")
+            args = to_plan_value(list(args), max_items=limits.max_size,
+                                 where=f"{name}() arguments")
+            kwargs = to_plan_value(kwargs, max_items=limits.max_size,
+                                   where=f"{name}() arguments")
         except NotPlainData as exc:
             raise TypeError(str(exc)) from None
         except OverflowError as exc:

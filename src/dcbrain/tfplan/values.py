@@ -13,55 +13,72 @@ class NotPlainData(TypeError):
     """A value handed to a plan is not plain data."""
 
 
-def to_plan_value(value: Any, *, max_items: int, where: str) -> Any:
-    """Return ``value`` if it is plain data of at most ``max_items`` elements and characters.
+#: Nesting depth of data crossing the plan/host boundary.
+MAX_DATA_DEPTH = 200
 
-    Walks iteratively, so deep or aliased structures cannot exhaust the stack; raises
-    :class:`NotPlainData` naming the first offending type.
+
+def to_plan_value(value: Any, *, max_items: int, where: str) -> Any:
+    """A deep copy of ``value`` if it is plain data of at most ``max_items`` elements and
+    characters; raises :class:`NotPlainData` naming the first offending type.
+
+    Copying keeps the two sides apart: a plan mutating a tool's result cannot change the
+    tool's own data, and a tool keeping an argument cannot see the plan's later changes.
     """
-    budget = max_items
-    stack = [value]
-    while stack:
-        item = stack.pop()
+    budget = [max_items]
+
+    def copy(item: Any, depth: int) -> Any:
         kind = type(item)
         if kind is str:
-            budget -= len(item)
-        elif kind in (type(None), bool, int, float):
-            budget -= 1
-        elif kind is dict:
-            budget -= len(item)
-            for key, val in item.items():
+            budget[0] -= len(item)
+        else:
+            budget[0] -= 1
+        if budget[0] < 0:
+            raise OverflowError(f"{where}: value larger than {max_items} elements/characters")
+        if kind in (str, int, float, bool, type(None)):
+            return item
+        if depth > MAX_DATA_DEPTH:
+            raise NotPlainData(f"{where}: data nested deeper than {MAX_DATA_DEPTH} levels")
+        if kind is list:
+            return [copy(child, depth + 1) for child in item]
+        if kind is dict:
+            result = {}
+            for key, child in item.items():
                 if type(key) not in (str, int, float, bool, type(None), tuple):
                     raise NotPlainData(f"{where}: dict key of type {type(key).__name__}")
-                stack.append(key)
-                stack.append(val)
-        elif kind in (list, tuple, set, frozenset):
-            budget -= len(item)
-            stack.extend(item)
-        else:
-            raise NotPlainData(f"{where}: {kind.__name__} is not plain data "
-                               "(use None, bool, int, float, str, list, tuple, dict, set)")
-        if budget < 0:
-            raise OverflowError(f"{where}: value larger than {max_items} elements/characters")
-    return value
+                result[copy(key, depth + 1)] = copy(child, depth + 1)
+            return result
+        if kind is tuple:
+            return tuple(copy(child, depth + 1) for child in item)
+        if kind is set or kind is frozenset:
+            return kind(copy(child, depth + 1) for child in item)
+        raise NotPlainData(f"{where}: {kind.__name__} is not plain data "
+                           "(use None, bool, int, float, str, list, tuple, dict, set)")
+
+    return copy(value, 0)
 
 
 def rendered_size_exceeds(value: Any, limit: int) -> bool:
     """Whether ``str(value)``/``repr(value)`` could exceed ``limit`` characters.
 
-    An upper-bound estimate that visits at most ``limit`` nodes: aliased structures such as
-    ``a = [a, a]`` repeated 30 times would render to 2**30 items, and are caught here
-    before ``repr`` allocates them.
+    An upper-bound estimate that visits at most about ``limit`` nodes. Aliased structures
+    count every time they appear, as ``repr`` prints them (``a = [a, a]`` repeated 30
+    times would render 2**30 items); a container inside itself renders as ``[...]``.
     """
     kind = type(value)
     if kind is str:
         return len(value) * 4 + 2 > limit  # worst case of repr() escapes
-    if kind in (int, float, bool, type(None)):
+    if kind in (float, bool, type(None)):
         return False
+    if kind is int:
+        return value.bit_length() * 3 // 10 + 2 > limit
     total = 0
-    stack = [value]
+    on_path: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(value, False)]
     while stack:
-        item = stack.pop()
+        item, leaving = stack.pop()
+        if leaving:
+            on_path.discard(id(item))
+            continue
         kind = type(item)
         if kind is str:
             total += len(item) * 4 + 4
@@ -69,13 +86,19 @@ def rendered_size_exceeds(value: Any, limit: int) -> bool:
             total += item.bit_length() * 3 // 10 + 4
         elif kind is float:
             total += 26
-        elif kind is dict:
-            total += 2 + 4 * len(item)
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif kind in (list, tuple, set, frozenset):
-            total += 2 + 2 * len(item)
-            stack.extend(item)
+        elif kind in (dict, list, tuple, set, frozenset):
+            if id(item) in on_path:
+                total += 5
+                continue
+            on_path.add(id(item))
+            stack.append((item, True))
+            if kind is dict:
+                total += 2 + 4 * len(item)
+                stack.extend((key, False) for key in item)
+                stack.extend((val, False) for val in item.values())
+            else:
+                total += 2 + 2 * len(item)
+                stack.extend((child, False) for child in item)
         else:
             total += 64
         if total > limit:

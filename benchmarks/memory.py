@@ -1,0 +1,92 @@
+"""Commit and recall latency of SQLiteMemory as a conversation grows.
+
+    python benchmarks/memory.py            # 10k and 100k messages
+    python benchmarks/memory.py --quick    # 1k and 10k messages
+
+The store is a real file in a temporary directory (WAL, synchronous=FULL). Messages are
+synthetic sentences from a Zipf-distributed vocabulary, all in one conversation (the
+worst case for recall), with 20 other conversations of background noise. At each size it
+reports the median and p95 of single commits and of full recalls with the default
+budget (16384 cl100k tokens per section), and the growth ratio between sizes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import random
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from dcbrain.memory import SQLiteMemory
+
+VOCABULARY = [f"w{n}" for n in range(5000)]
+CUMULATIVE_WEIGHTS = list(itertools.accumulate(1.0 / (rank + 1) for rank in range(5000)))
+
+
+def sentence(rng: random.Random) -> str:
+    words = rng.choices(VOCABULARY, cum_weights=CUMULATIVE_WEIGHTS, k=rng.randint(5, 40))
+    return " ".join(words)
+
+
+def timed(function: Callable[..., object], *args: object) -> float:
+    start = time.perf_counter()
+    function(*args)
+    return time.perf_counter() - start
+
+
+def summary(samples: list[float]) -> tuple[float, float]:
+    ordered = sorted(samples)
+    return statistics.median(ordered) * 1e3, ordered[int(len(ordered) * 0.95)] * 1e3
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="1k and 10k messages")
+    args = parser.parse_args()
+    sizes = [1_000, 10_000] if args.quick else [10_000, 100_000]
+    rng = random.Random(7)
+    queries = [sentence(rng)[:80] for _ in range(20)] + ["", "?!", "w1 w2 w3"]
+
+    results: dict[int, dict[str, tuple[float, float]]] = {}
+    with tempfile.TemporaryDirectory() as directory:
+        memory = SQLiteMemory(Path(directory) / "bench.db")
+        for n in range(200):
+            memory.add_knowledge("main", sentence(rng))
+            if n % 10 == 0:
+                memory.add_document("main", "\n\n".join(sentence(rng) for _ in range(30)))
+        committed = 0
+        started = time.perf_counter()
+        for size in sizes:
+            commit_times: list[float] = []
+            while committed < size:
+                role = "user" if committed % 2 == 0 else "assistant"
+                text = sentence(rng)
+                if committed % 50 == 0:  # background conversations
+                    memory.commit_message(f"other-{committed % 20}", text)
+                commit_times.append(timed(memory.commit_message, "main", text, role))
+                committed += 1
+            recall_times = [timed(memory.recall, "main", query) for query in queries]
+            search_times = [timed(memory.search, query, "main") for query in queries]
+            results[size] = {
+                "commit": summary(commit_times[-1000:]),
+                "recall": summary(recall_times),
+                "search": summary(search_times),
+            }
+            print(f"{size:>7} messages (filled in {time.perf_counter() - started:5.1f}s):")
+            for name, (median, p95) in results[size].items():
+                print(f"  {name:<7} median {median:8.2f} ms   p95 {p95:8.2f} ms")
+        memory.close()
+
+    small, large = sizes
+    print(f"growth {small} -> {large} messages ({large // small}x data), median ratio:")
+    for name in ("commit", "recall", "search"):
+        ratio = results[large][name][0] / results[small][name][0]
+        print(f"  {name:<7} {ratio:5.2f}x")
+
+
+if __name__ == "__main__":
+    main()

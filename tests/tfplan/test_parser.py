@@ -1,0 +1,90 @@
+"""Parsing: the allowlist, rejected constructs with positions, plan extraction."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from dcbrain.tfplan import TFSyntaxError, extract_plan, parse
+from dcbrain.tfplan.parser import ALLOWED_NODES, REJECTED_NODES
+
+
+@pytest.mark.parametrize(
+    ("source", "construct", "line", "col"),
+    [
+        ("import os", "import statement", 1, 1),
+        ("x = 1\nfrom os import path", "from-import statement", 2, 1),
+        ("try:\n    x = 1\nexcept Exception:\n    pass", "try statement", 1, 1),
+        ("with f() as g:\n    pass", "with statement", 1, 1),
+        ("class A:\n    pass", "class definition", 1, 1),
+        ("async def f():\n    pass", "async function", 1, 1),
+        ("def f():\n    yield 1", "yield expression", 2, 5),
+        ("def f():\n    global x", "global statement", 2, 5),
+        ("def f():\n    def g():\n        nonlocal x", "nonlocal statement", 3, 9),
+        ("@d\ndef f():\n    pass", "decorator", 2, 1),
+        ("x = ().__class__", "attribute '__class__'", 1, 5),
+        ("_secret = 1", "name '_secret'", 1, 1),
+        ("match x:\n    case 1:\n        pass", "match statement", 1, 1),
+        ("x = b'raw'", "bytes literal", 1, 5),
+    ],
+)
+def test_rejected_constructs_name_the_construct_and_position(
+    source: str, construct: str, line: int, col: int
+) -> None:
+    with pytest.raises(TFSyntaxError) as caught:
+        parse(source)
+    problem = caught.value.problems[0]
+    assert construct in problem.message
+    assert "not allowed in tf_plan" in problem.message
+    assert (problem.line, problem.col) == (line, col)
+
+
+def test_every_problem_is_reported_at_once() -> None:
+    source = "import os\nx = 1\nclass A:\n    pass\ny = x._hidden\n"
+    with pytest.raises(TFSyntaxError) as caught:
+        parse(source)
+    assert [p.line for p in caught.value.problems] == [1, 3, 5]
+
+
+def test_syntax_error_has_line_and_column_and_caret() -> None:
+    with pytest.raises(TFSyntaxError) as caught:
+        parse("x = 1\ny = (2 +\n")
+    error = caught.value
+    assert error.line == 2
+    assert error.kind == "SyntaxError"
+    assert str(error).startswith("2:")
+
+
+def test_deep_nesting_is_a_syntax_error_not_a_crash() -> None:
+    with pytest.raises(TFSyntaxError):
+        parse("x = " + "[" * 1000 + "]" * 1000)
+    with pytest.raises(TFSyntaxError):
+        parse("x = " + " + ".join(["1"] * 20000))
+
+
+def test_special_function_name_is_allowed() -> None:
+    plan = parse("c = __construct_chain(output_schema={}, tags=['a'])\nc(text='x')")
+    assert plan.tree.body
+
+
+def test_extract_plan_prefers_tf_plan_and_tolerates_a_missing_fence() -> None:
+    reply = "Thinking...\n```python\nprint(1)\n```\n```tf_plan\nx = 2\nreturn x\n```\n"
+    assert extract_plan(reply) == "x = 2\nreturn x"
+    assert extract_plan("Plan:\n```tf_plan\nprint('unterminated')\n") == "print('unterminated')"
+    assert extract_plan("```python\nprint(3)\n```") == "print(3)"
+    assert extract_plan("The answer is 42.") is None
+
+
+def test_docs_list_every_allowed_and_rejected_construct() -> None:
+    docs = (Path(__file__).parents[2] / "docs" / "tfplan.md").read_text(encoding="utf-8")
+    table = docs.split("## What a plan may contain")[1].split("## Values")[0]
+    documented = set(re.findall(r"^\| ([a-z][^|]*?) \|", table, flags=re.M)) - {"construct"}
+    described = {name for name in ALLOWED_NODES.values()
+                 if name not in {"module", "operator", "load", "store", "delete",
+                                 "comprehension clause", "parameters", "parameter",
+                                 "keyword argument", "name", "f-string field"}}
+    assert described <= documented, described - documented
+    for construct in set(REJECTED_NODES.values()):
+        assert construct in docs, construct
