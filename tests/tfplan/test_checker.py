@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from dcbrain.tfplan import CallableSpec, Interpreter, check
 
@@ -17,7 +17,7 @@ class FakeChain:
 
     description = "Summarize a text"
     callable_kind = "chain"
-    parameters_schema: dict[str, Any] = {
+    parameters_schema: ClassVar[dict[str, Any]] = {
         "type": "object",
         "properties": {"text": {"type": "string"}},
         "required": ["text"],
@@ -61,7 +61,8 @@ def test_keyword_problems_of_a_chain() -> None:
     problems = messages("summarize(txt='a')\nsummarize('a')")
     assert "1:11: chain 'summarize' has no argument 'txt' (expected: text)" in problems
     assert "1:1: chain 'summarize' is missing required argument 'text'" in problems
-    assert any(p.startswith("2:1: chain 'summarize' takes keyword arguments only") for p in problems)
+    keyword_only = "2:1: chain 'summarize' takes keyword arguments only"
+    assert any(p.startswith(keyword_only) for p in problems)
 
 
 def test_tool_signature_is_the_schema() -> None:
@@ -88,3 +89,11 @@ def test_specs_describe_themselves_for_prompts() -> None:
     assert isinstance(spec, CallableSpec)
     assert spec.describe()["description"] == "Search the web."
     assert spec.parameters["required"] == ["query"]
+
+
+def test_checking_after_running_sees_the_plan_as_written() -> None:
+    source = "hits = search(query='x')\nprint(f'{len(hits)}')\n[h for h in hits]"
+    interpreter = Interpreter({"search": search})
+    interpreter.run(source)
+    assert interpreter.check(source) == []
+    assert interpreter.run(source, check=True).stdout == "5\n"

@@ -86,5 +86,6 @@ def test_docs_list_every_allowed_and_rejected_construct() -> None:
                                  "comprehension clause", "parameters", "parameter",
                                  "keyword argument", "name", "f-string field"}}
     assert described <= documented, described - documented
+    flowing = " ".join(docs.split())
     for construct in set(REJECTED_NODES.values()):
-        assert construct in docs, construct
+        assert construct in flowing, construct

@@ -203,7 +203,7 @@ def build_guards(state: RunState) -> dict[str, Any]:
         if ta in _INTS and tb in _INTS:
             if a.bit_length() + b.bit_length() > max_bits:
                 raise SizeLimitExceeded(f"int product exceeds the size limit {max_bits} bits")
-        elif ta in _INTS and tb in _SEQUENCES or tb in _INTS and ta in _SEQUENCES:
+        elif (ta in _INTS and tb in _SEQUENCES) or (tb in _INTS and ta in _SEQUENCES):
             count, sequence = (a, b) if ta in _INTS else (b, a)
             size = len(sequence) * count
             if size > max_size:

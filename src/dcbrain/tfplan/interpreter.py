@@ -12,6 +12,7 @@ import asyncio
 import contextvars
 import threading
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from types import CodeType, TracebackType
@@ -36,7 +37,7 @@ from dcbrain.tfplan.limits import Limits
 from dcbrain.tfplan.parser import Plan, parse
 from dcbrain.tfplan.result import ConsoleResult
 from dcbrain.tfplan.rewrite import MAIN_FUNCTION, PLAN_FILENAME, compile_plan
-from dcbrain.tfplan.state import Cancelled, CallObserver, Expired, ParallelHooks, RunState, Watchdog
+from dcbrain.tfplan.state import CallObserver, Cancelled, Expired, ParallelHooks, RunState, Watchdog
 from dcbrain.tfplan.values import NotPlainData, to_plan_value
 
 
@@ -44,7 +45,9 @@ from dcbrain.tfplan.values import NotPlainData, to_plan_value
 def _compiled(source: str) -> tuple[Plan, CodeType]:
     plan = parse(source)
     try:
-        code = compile_plan(plan.tree)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            code = compile_plan(plan.tree)
     except SyntaxError as exc:
         problem = Problem(exc.lineno or 1, exc.offset or 1, f"invalid syntax: {exc.msg}",
                           kind="SyntaxError")
@@ -134,7 +137,7 @@ class Interpreter:
         def work() -> None:
             try:
                 outcome = context.run(self._execute, parsed, code, state)
-            except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
+            except BaseException as exc:
                 loop.call_soon_threadsafe(settle, exc, True)
             else:
                 loop.call_soon_threadsafe(settle, outcome, False)
@@ -178,6 +181,23 @@ class Interpreter:
         return namespace, guards
 
     def _execute(self, plan: Plan, code: CodeType, state: RunState) -> ConsoleResult:
+        try:
+            result = self._execute_plan(plan, code, state)
+        except (Expired, Cancelled) as signal:  # landed after the plan's own code
+            _stop(state, None)
+            error = self._translate(signal, plan)
+            assert error is not None
+            error.stdout = state.stdout
+            error.trace = list(state.trace)
+            raise error from None
+        if state.expired:  # a single long C-level operation outlived the deadline
+            error = TimeLimitExceeded(
+                f"plan ran longer than its limit of {self.limits.timeout_s:g} s")
+            error.stdout, error.trace = result.stdout, result.trace
+            raise error
+        return result
+
+    def _execute_plan(self, plan: Plan, code: CodeType, state: RunState) -> ConsoleResult:
         if state.loop is None:
             state.loop = background_loop()
         namespace, guards = self._namespace(plan, state)
@@ -241,12 +261,13 @@ class Interpreter:
         return error.with_position(line, col, source_line)
 
 
-def _stop(state: RunState, watchdog: Watchdog) -> None:
+def _stop(state: RunState, watchdog: Watchdog | None) -> None:
     """Make sure no stop signal reaches this thread once the plan is over."""
     while True:
         try:
             state.finish()
-            watchdog.stop()
+            if watchdog is not None:
+                watchdog.stop()
             state.remove_plan_thread()
             return
         except (Expired, Cancelled):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import re
+import warnings
 from dataclasses import dataclass, field
 
 from dcbrain.tfplan.errors import Problem, TFSyntaxError
@@ -138,7 +139,9 @@ def parse(source: str) -> Plan:
                                 f"{MAX_SOURCE_CHARS}", kind="SyntaxError")
         raise TFSyntaxError([problem], source)
     try:
-        tree = ast.parse(source, filename="<tf_plan>", mode="exec")
+        with warnings.catch_warnings():  # a plan's SyntaxWarnings must not reach host stderr
+            warnings.simplefilter("ignore")
+            tree = ast.parse(source, filename="<tf_plan>", mode="exec")
     except SyntaxError as exc:
         line, col = exc.lineno or 1, exc.offset or 1
         problem = Problem(line, col, f"invalid syntax: {exc.msg}", kind="SyntaxError")

@@ -10,6 +10,7 @@ from the original nodes, so errors point at the plan's own lines and columns.
 from __future__ import annotations
 
 import ast
+import copy
 from types import CodeType
 
 PLAN_FILENAME = "<tf_plan>"
@@ -28,8 +29,8 @@ _SAFE_WITH_NUMBER = (ast.Add, ast.Sub, ast.BitOr, ast.BitAnd, ast.BitXor)
 
 def compile_plan(tree: ast.Module) -> CodeType:
     """Compile a validated plan; raises ``SyntaxError`` for compiler-level errors."""
-    rewritten = _Rewriter().rewrite(tree)
-    return compile(rewritten, PLAN_FILENAME, "exec")  # type: ignore[no-any-return]
+    rewritten = _Rewriter().rewrite(copy.deepcopy(tree))  # the plan's own tree stays as written
+    return compile(rewritten, PLAN_FILENAME, "exec")
 
 
 def _name(identifier: str, node: ast.AST) -> ast.Name:

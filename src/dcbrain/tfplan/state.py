@@ -20,11 +20,11 @@ from dcbrain.tfplan.limits import Limits
 from dcbrain.tfplan.result import CallRecord
 
 
-class Expired(BaseException):  # noqa: N818 - internal signal, not an error class
+class Expired(BaseException):
     """Delivered asynchronously into plan threads when the wall-time limit passes."""
 
 
-class Cancelled(BaseException):  # noqa: N818
+class Cancelled(BaseException):
     """Delivered asynchronously into plan threads when the run is cancelled."""
 
 

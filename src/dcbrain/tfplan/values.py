@@ -70,7 +70,7 @@ def rendered_size_exceeds(value: Any, limit: int) -> bool:
     if kind in (float, bool, type(None)):
         return False
     if kind is int:
-        return value.bit_length() * 3 // 10 + 2 > limit
+        return bool(value.bit_length() * 3 // 10 + 2 > limit)
     total = 0
     on_path: set[int] = set()
     stack: list[tuple[Any, bool]] = [(value, False)]
