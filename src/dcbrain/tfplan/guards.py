@@ -87,7 +87,6 @@ def build_guards(state: RunState) -> dict[str, Any]:
     max_depth = limits.max_call_depth
     max_output = limits.max_output_chars
     ops = 0
-    depth = 0
 
     def over_budget() -> OperationLimitExceeded:
         return OperationLimitExceeded(
@@ -108,18 +107,10 @@ def build_guards(state: RunState) -> dict[str, Any]:
             raise over_budget()
         return True
 
-    def enter() -> None:
-        nonlocal ops, depth
-        depth += 1
-        ops += 1
-        if depth > max_depth:
-            raise CallDepthLimitExceeded(f"plan functions nested deeper than {max_depth} calls")
-        if ops > max_ops:
-            raise over_budget()
+    call_depth = [0]
 
-    def leave() -> None:
-        nonlocal depth
-        depth -= 1
+    def too_deep() -> None:
+        raise CallDepthLimitExceeded(f"plan functions nested deeper than {max_depth} calls")
 
     def operations() -> int:
         return ops
@@ -186,6 +177,20 @@ def build_guards(state: RunState) -> dict[str, Any]:
         return items
 
     # -- operators --------------------------------------------------------------------
+    def add(a: Any, b: Any) -> Any:
+        result = a + b
+        kind = result.__class__
+        if kind is int or kind is float:  # numbers grow one bit per addition at most
+            return result
+        return check_result(result)
+
+    def sub(a: Any, b: Any) -> Any:
+        result = a - b
+        kind = result.__class__
+        if kind is int or kind is float:
+            return result
+        return check_result(result)
+
     def binop(op: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
         def guarded(a: Any, b: Any) -> Any:
             result = op(a, b)
@@ -328,7 +333,24 @@ def build_guards(state: RunState) -> dict[str, Any]:
         charge(1 + len(text) // ALLOC_DIVISOR)
         return text
 
-    def formatted_value(value: Any, conversion: int, spec: str) -> str:
+    checked_specs: set[str] = set()
+
+    def formatted_value(value: Any, conversion: int, spec: str) -> Any:
+        kind = value.__class__
+        if conversion == -1 and (kind is str or kind is int or kind is float or kind is bool):
+            if not spec:
+                return value  # the f-string formats it natively
+            if spec in checked_specs:
+                return format(value, spec)
+            try:
+                check_spec(spec, max_size)
+            except FormatLimitError as exc:
+                raise SizeLimitExceeded(str(exc)) from None
+            if len(checked_specs) < 256:
+                checked_specs.add(spec)
+            text = format(value, spec)
+            charge(1 + len(text) // ALLOC_DIVISOR)
+            return text
         if conversion == ord("r"):
             value = plan_repr(value)
         elif conversion == ord("s"):
@@ -419,15 +441,17 @@ def build_guards(state: RunState) -> dict[str, Any]:
         "plan_print": plan_print,
         "power": power,
         "__tf_tick": tick,
-        "__tf_enter": enter,
-        "__tf_exit": leave,
+        "__tf_depth": call_depth,
+        "__tf_max_depth": max_depth,
+        "__tf_too_deep": too_deep,
         "__tf_iter": iterate,
         "__tf_attr": attr,
         "__tf_slice": get_slice,
         "__tf_star": star,
         "__tf_fv": formatted_value,
-        "__tf_add": binop(operator.add),
-        "__tf_sub": binop(operator.sub),
+        "__tf_checked": check_result,
+        "__tf_add": add,
+        "__tf_sub": sub,
         "__tf_bitor": binop(operator.or_),
         "__tf_bitand": binop(operator.and_),
         "__tf_bitxor": binop(operator.xor),

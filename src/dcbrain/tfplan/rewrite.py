@@ -91,10 +91,16 @@ class _Rewriter(ast.NodeTransformer):
         for special in (node.args.vararg, node.args.kwarg):
             if special is not None:
                 special.annotation = None
-        enter = ast.copy_location(ast.Expr(value=_call("__tf_enter", [], node)), node)
-        leave = ast.copy_location(ast.Expr(value=_call("__tf_exit", [], node)), node)
-        guarded = ast.Try(body=node.body, handlers=[], orelse=[], finalbody=[leave])
-        node.body = [enter, ast.copy_location(guarded, node)]
+        # depth counted inline (a list cell, not a call): function calls stay cheap
+        prologue = ast.parse(
+            "__tf_depth[0] += 1\nif __tf_depth[0] > __tf_max_depth:\n    __tf_too_deep()"
+        ).body
+        epilogue = ast.parse("__tf_depth[0] -= 1").body
+        for statement in (*prologue, *epilogue):
+            for child in ast.walk(statement):
+                ast.copy_location(child, node)
+        guarded = ast.Try(body=node.body, handlers=[], orelse=[], finalbody=epilogue)
+        node.body = [*prologue, ast.copy_location(guarded, node)]
         return node
 
     def visit_Lambda(self, node: ast.Lambda) -> ast.Lambda:
@@ -213,6 +219,12 @@ class _Rewriter(ast.NodeTransformer):
             _call("__tf_star", [value], value) if key is None else value
             for key, value in zip(node.keys, node.values, strict=True)
         ]
+        return node
+
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> ast.expr:
+        self.generic_visit(node)
+        if any(isinstance(part, ast.FormattedValue) for part in node.values):
+            return _call("__tf_checked", [node], node)  # f"{s}{s}" must not double freely
         return node
 
     def visit_FormattedValue(self, node: ast.FormattedValue) -> ast.FormattedValue:
