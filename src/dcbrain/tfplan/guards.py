@@ -228,9 +228,9 @@ def build_guards(state: RunState) -> dict[str, Any]:
         return check_result(pow(a, b, mod))
 
     def lshift(a: Any, b: Any) -> Any:
-        if type(a) in _INTS and type(b) in _INTS and a and b > 0:
-            if a.bit_length() + b > max_bits:
-                raise SizeLimitExceeded(f"int shift exceeds the size limit {max_bits} bits")
+        if (type(a) in _INTS and type(b) in _INTS and a and b > 0
+                and a.bit_length() + b > max_bits):
+            raise SizeLimitExceeded(f"int shift exceeds the size limit {max_bits} bits")
         return check_result(a << b)
 
     def mod(a: Any, b: Any) -> Any:

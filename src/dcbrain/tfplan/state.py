@@ -14,7 +14,7 @@ import ctypes
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from dcbrain.tfplan.limits import Limits
 from dcbrain.tfplan.result import CallRecord
@@ -167,11 +167,11 @@ class Watchdog:
     rather than a thread. Deadlines are therefore met within that interval.
     """
 
-    POLL_INTERVAL_S = 0.02
-    _lock = threading.Lock()
-    _active: dict[int, tuple[float, RunState]] = {}
-    _wake = threading.Event()
-    _thread: threading.Thread | None = None
+    POLL_INTERVAL_S: ClassVar[float] = 0.02
+    _lock: ClassVar[threading.Lock] = threading.Lock()
+    _active: ClassVar[dict[int, tuple[float, RunState]]] = {}
+    _wake: ClassVar[threading.Event] = threading.Event()
+    _thread: ClassVar[threading.Thread | None] = None
 
     def __init__(self, state: RunState, timeout_s: float) -> None:
         self._state = state
