@@ -4,13 +4,16 @@ from dcbrain.agent import PlanDiff, PlanExecuteAgent, SessionResult, Step
 from dcbrain.chain import (
     AdditionalInfoPrompt,
     Chain,
+    ChainContext,
     ChainResult,
     Chains,
     ChainsIntermediatePrompt,
+    DCChains,
     KnowledgePrompt,
     MemoPrompt,
     ParallelChains,
     SeqChains,
+    TFChainInterpreter,
     construct_chain,
 )
 from dcbrain.llm import ChatLLM, FunctionLLM, LLMReply, OpenAILLM, ScriptedLLM, ToolCall
@@ -22,10 +25,12 @@ from dcbrain.usage import Usage, merge_usages
 __all__ = [
     "AdditionalInfoPrompt",
     "Chain",
+    "ChainContext",
     "ChainResult",
     "Chains",
     "ChainsIntermediatePrompt",
     "ChatLLM",
+    "DCChains",
     "FunctionLLM",
     "KnowledgePrompt",
     "LLMReply",
@@ -42,6 +47,7 @@ __all__ = [
     "SeqChains",
     "SessionResult",
     "Step",
+    "TFChainInterpreter",
     "TextMessage",
     "ToolCall",
     "Usage",

@@ -1,12 +1,19 @@
-"""Chains: prompts, Chain, ChainResult, SeqChains/ParallelChains, run-time construction."""
+"""Chains: prompts, Chain, ChainResult, SeqChains/ParallelChains/DCChains, plans over chains."""
 
 from dcbrain.chain.chain import Chain
 from dcbrain.chain.construct import construct_chain
 from dcbrain.chain.containers import Chains, ParallelChains, SeqChains
+from dcbrain.chain.dc_chains import DCChains
 from dcbrain.chain.intermediate import (
     intermediate_results_added,
     merge_intermediate_results,
     read_intermediate_results,
+)
+from dcbrain.chain.orchestrate import (
+    TFPLAN_LANGUAGE_SUMMARY,
+    ChainContext,
+    default_orchestrate_chain,
+    orchestrate_messages,
 )
 from dcbrain.chain.prompts import (
     AdditionalInfoPrompt,
@@ -20,25 +27,33 @@ from dcbrain.chain.prompts import (
     json_example,
 )
 from dcbrain.chain.result import ChainOutput, ChainResult
+from dcbrain.chain.tf_interpreter import TFChainInterpreter, partial_chain_result
 
 __all__ = [
+    "TFPLAN_LANGUAGE_SUMMARY",
     "AdditionalInfoPrompt",
     "BasePrompt",
     "Chain",
+    "ChainContext",
     "ChainOutput",
     "ChainResult",
     "Chains",
     "ChainsIntermediatePrompt",
+    "DCChains",
     "JSONExamplePrompt",
     "KnowledgePrompt",
     "MemoPrompt",
     "ParallelChains",
     "PromptContext",
     "SeqChains",
+    "TFChainInterpreter",
     "TemplatePrompt",
     "construct_chain",
+    "default_orchestrate_chain",
     "intermediate_results_added",
     "json_example",
     "merge_intermediate_results",
+    "orchestrate_messages",
+    "partial_chain_result",
     "read_intermediate_results",
 ]

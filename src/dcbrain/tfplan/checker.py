@@ -51,7 +51,9 @@ class CallableSpec:
     def from_callable(cls, name: str, func: Callable[..., Any]) -> CallableSpec:
         """The spec of a chain (anything with ``parameters_schema``) or a Python function."""
         schema = getattr(func, "parameters_schema", None)
-        description = getattr(func, "description", None) or _first_paragraph(func.__doc__)
+        description = getattr(func, "description", None)
+        if description is None:
+            description = _first_paragraph(func.__doc__)
         returns = getattr(func, "returns_schema", None)
         kind = getattr(func, "callable_kind", "tool")
         signature = _signature(func)

@@ -1,0 +1,486 @@
+"""TFChainInterpreter: runs tf_plan scripts whose calls are chains and tools (seed 001).
+
+Each chain call gets its own ``current_input``: a shallow copy of the interpreter's
+``additional_info`` (shared by reference with the caller) merged with the call's keyword
+arguments. After the call only ``__chains_intermediate_results`` is copied back, so later
+chains read earlier outputs while call arguments never leak into the next call (the
+two-phase sync). ``parallel(...)`` branches work on copies of their own; what each branch
+added is merged back in argument order, whichever finished first.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import dataclasses
+import inspect
+import json
+import threading
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from dcbrain.chain._usage import UsageCollector
+from dcbrain.chain.chain import Chain
+from dcbrain.chain.construct import construct_chain
+from dcbrain.chain.containers import Chains
+from dcbrain.chain.intermediate import intermediate_results_added, merge_intermediate_results
+from dcbrain.chain.result import ChainOutput, ChainResult
+from dcbrain.exceptions import (
+    TFChainError,
+    TFTokenBudgetExceeded,
+    TFToolError,
+    TFUserNewInputError,
+)
+from dcbrain.llm.base import ChatLLM
+from dcbrain.llm.observe import llm_observer
+from dcbrain.messages import CHAINS_INTERMEDIATE_RESULTS, TextMessage
+from dcbrain.tfplan import (
+    CallableSpec,
+    CallObserver,
+    CallRecord,
+    ConsoleResult,
+    Interpreter,
+    Limits,
+    Problem,
+    TFCheckError,
+    check,
+    compile_source,
+)
+from dcbrain.tools import Tool, as_tool
+
+#: Keyword arguments that become the text (``content``) of a chain's ``current_input``.
+INPUT_KWARGS = ("input", "input_text", "text")
+
+#: Errors that end a plan as they are instead of becoming a plan error (no replan helps).
+PASSTHROUGH: tuple[type[BaseException], ...] = (TFUserNewInputError, TFTokenBudgetExceeded)
+
+_PREVIEW_CHARS = 200
+
+
+class _Scope:
+    """Where the calls of one plan run (or of one ``parallel`` branch) read and write."""
+
+    def __init__(
+        self,
+        additional_info: dict[str, Any],
+        collector: UsageCollector,
+        parent: _Scope | None = None,
+    ) -> None:
+        self.additional_info = additional_info
+        self.collector = collector
+        self.parent = parent
+        self.before: dict[str, Any] = dict(additional_info)
+        self.results: list[ChainResult] = []
+        self._lock = threading.Lock()
+
+    def branch(self) -> _Scope:
+        with self._lock:
+            return _Scope(dict(self.additional_info), self.collector, parent=self)
+
+    def record(self, result: ChainResult) -> None:
+        with self._lock:
+            self.results.append(result)
+
+    def absorb(self, branch: _Scope) -> None:
+        """Merge a finished branch: its new intermediate results, then its chain results."""
+        added = intermediate_results_added(branch.before, branch.additional_info)
+        with self._lock:
+            if added:
+                merge_intermediate_results(self.additional_info, added)
+            self.results.extend(branch.results)
+
+
+_current_scope: contextvars.ContextVar[_Scope | None] = contextvars.ContextVar(
+    "tf_chain_scope", default=None
+)
+
+
+class _BranchHooks:
+    """Gives each ``parallel`` branch its own scope; merges them back in argument order."""
+
+    def fork(self, count: int) -> list[Any]:
+        parent = _current_scope.get()
+        if parent is None:
+            return [None] * count
+        return [parent.branch() for _ in range(count)]
+
+    def enter(self, token: Any) -> None:
+        if token is not None:
+            _current_scope.set(token)
+
+    def join(self, tokens: list[Any]) -> None:
+        for branch in tokens:
+            if isinstance(branch, _Scope) and branch.parent is not None:
+                branch.parent.absorb(branch)
+
+
+class _ChainCallable:
+    """A chain as the plan interpreter sees it: keyword arguments in, str or dict out."""
+
+    callable_kind = "chain"
+
+    def __init__(self, owner: TFChainInterpreter, name: str, chain: Chain | Chains) -> None:
+        self.owner = owner
+        self.name = name
+        self.chain = chain
+
+    @property
+    def description(self) -> str:
+        return self.chain.description
+
+    @property
+    def parameters_schema(self) -> dict[str, Any]:
+        return self.chain.input_schema
+
+    @property
+    def returns_schema(self) -> dict[str, Any]:
+        return self.chain.output_schema
+
+    def __call__(self, **kwargs: Any) -> Awaitable[ChainOutput]:
+        return self.owner._call_chain(self.chain, kwargs)
+
+    def __repr__(self) -> str:
+        return f"<chain {self.name}>"
+
+
+class _ToolCallable:
+    """A tool as the plan interpreter sees it; sync tools run in the plan's thread."""
+
+    callable_kind = "tool"
+
+    def __init__(self, owner: TFChainInterpreter, tool: Tool) -> None:
+        self.owner = owner
+        self.tool = tool
+        self.name = tool.name
+        self.description = tool.description
+        self.parameters_schema = tool.parameters_schema
+        self.returns_schema = tool.returns_schema
+        self.signature = tool.signature
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        arguments = self._keyword_arguments(args, kwargs)
+        if self.tool.is_async:
+            return self.owner._in_scope(self.tool.acall(**arguments))
+        return self.tool.call(**arguments)
+
+    def _keyword_arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise TFToolError(f"tool {self.name!r}: {exc}") from None
+        arguments: dict[str, Any] = {}
+        for name, value in bound.arguments.items():
+            kind = self.signature.parameters[name].kind
+            if kind is inspect.Parameter.VAR_KEYWORD:
+                arguments.update(value)
+            elif kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.VAR_POSITIONAL):
+                raise TFToolError(f"tool {self.name!r}: parameter {name!r} cannot be passed "
+                                  "from a plan (positional-only)")
+            else:
+                arguments[name] = value
+        return arguments
+
+    def __repr__(self) -> str:
+        return f"<tool {self.name}>"
+
+
+class TFChainInterpreter:
+    """Checks and runs tf_plan scripts that call ``chains_map``'s chains and ``tools``.
+
+    ``additional_info`` is used by reference (usually ``current_input.additional_kwargs``
+    of the caller): the intermediate results of the plan's chains land in it.
+    ``default_llm`` backs ``__construct_chain(...)``; chains built that way register
+    with ``neural`` when one is given. With ``neural`` and ``conversation_id``, new user
+    input is checked before every chain call and raises :class:`TFUserNewInputError`
+    out of the plan; that error and :class:`TFTokenBudgetExceeded` pass through untouched.
+    """
+
+    def __init__(
+        self,
+        chains_map: Mapping[str, Chain | Chains],
+        *,
+        tools: Sequence[Callable[..., Any] | Tool] = (),
+        additional_info: dict[str, Any] | None = None,
+        limits: Limits | None = None,
+        default_llm: ChatLLM | None = None,
+        conversation: list[TextMessage] | None = None,
+        knowledge: list[Any] | None = None,
+        observer: CallObserver | None = None,
+        neural: Any | None = None,
+        conversation_id: str | None = None,
+    ) -> None:
+        self.chains_map: dict[str, Chain | Chains] = dict(chains_map)
+        self.tools: list[Tool] = [as_tool(item) for item in tools]
+        self.additional_info: dict[str, Any] = additional_info if additional_info is not None \
+            else {}
+        self.default_llm = default_llm
+        self.conversation: list[TextMessage] = list(conversation or [])
+        self.knowledge: list[Any] = list(knowledge or [])
+        self.neural = neural
+        self.conversation_id = conversation_id
+        callables: dict[str, Callable[..., Any]] = {}
+        for name, chain in self.chains_map.items():
+            if not isinstance(chain, Chain | Chains):
+                raise TFChainError(f"chains_map[{name!r}]: expected Chain or Chains, got "
+                                   f"{type(chain).__name__}")
+            callables[name] = _ChainCallable(self, name, chain)
+        for tool in self.tools:
+            if tool.name in callables:
+                raise TFChainError(f"the name {tool.name!r} is both a chain and a tool")
+            callables[tool.name] = _ToolCallable(self, tool)
+        self._callables = callables
+        self._interpreter = Interpreter(
+            callables,
+            limits=limits,
+            construct_chain=self._construct_chain,
+            observer=observer,
+            parallel_hooks=_BranchHooks(),
+            passthrough=PASSTHROUGH,
+        )
+
+    @property
+    def limits(self) -> Limits:
+        return self._interpreter.limits
+
+    # -- what planners see -------------------------------------------------------------
+    @property
+    def specs(self) -> dict[str, CallableSpec]:
+        """Specs of the chains and tools; arguments already in ``additional_info`` are optional."""
+        specs: dict[str, CallableSpec] = {}
+        for name, func in self._callables.items():
+            # the description is the chain's/tool's own, even when empty
+            spec = dataclasses.replace(CallableSpec.from_callable(name, func),
+                                       description=getattr(func, "description", ""))
+            if spec.kind == "chain":
+                spec = self._relax_required(spec)
+            specs[name] = spec
+        return specs
+
+    def check(self, plan: str) -> list[Problem]:
+        """Every static problem of ``plan`` (syntax included) against the chains and tools."""
+        return check(plan, self.specs)
+
+    def describe_callables(self) -> list[dict[str, Any]]:
+        """Name, kind, description, input and output schema of each chain and tool."""
+        return [
+            {
+                "name": spec.name,
+                "kind": spec.kind,
+                "description": spec.description,
+                "input_schema": spec.parameters,
+                "output_schema": spec.returns,
+            }
+            for spec in self.specs.values()
+        ]
+
+    # -- running -----------------------------------------------------------------------
+    def evaluate(self, plan: str, *, check: bool = True) -> ConsoleResult:
+        """Check (unless ``check=False``) and run ``plan`` in this thread.
+
+        Raises a :class:`~dcbrain.tfplan.TFInterpreterError` when the plan fails;
+        :func:`partial_chain_result` gives what it did until then.
+        """
+        self._prepare(plan, check)
+        scope = self._root_scope()
+        with self._entered(scope):
+            try:
+                console = self._interpreter.run(plan)
+            except Exception as exc:
+                _attach_partial(exc, self._chain_result(scope, getattr(exc, "trace", []), None,
+                                                         ""))
+                raise
+        return self._finish(console, scope)
+
+    async def aevaluate(self, plan: str, *, check: bool = True) -> ConsoleResult:
+        """:meth:`evaluate` for async code: async chains run on the current event loop."""
+        self._prepare(plan, check)
+        scope = self._root_scope()
+        with self._entered(scope):
+            try:
+                console = await self._interpreter.arun(plan)
+            except Exception as exc:
+                _attach_partial(exc, self._chain_result(scope, getattr(exc, "trace", []), None,
+                                                         ""))
+                raise
+        return self._finish(console, scope)
+
+    def construct_chain_run_input(
+        self, kwargs: Mapping[str, Any], *, additional_info: Mapping[str, Any] | None = None
+    ) -> TextMessage:
+        """The ``current_input`` of one chain call: a shallow copy of ``additional_info``
+        (default: the interpreter's) updated with the call's ``kwargs``.
+
+        Its text is the ``input``/``input_text``/``text`` argument, else the arguments as JSON.
+        """
+        info = dict(self.additional_info if additional_info is None else additional_info)
+        info.update(kwargs)
+        return TextMessage(content=_input_text(kwargs), additional_kwargs=info)
+
+    # -- internals ---------------------------------------------------------------------
+    def _prepare(self, plan: str, run_check: bool) -> None:
+        parsed, _ = compile_source(plan)  # raises TFSyntaxError
+        if run_check:
+            problems = check(parsed, self.specs)
+            if problems:
+                raise TFCheckError(problems, parsed.source)
+
+    def _root_scope(self) -> _Scope:
+        return _Scope(self.additional_info, UsageCollector.under_current())
+
+    @contextmanager
+    def _entered(self, scope: _Scope) -> Iterator[None]:
+        scope_token = _current_scope.set(scope)
+        observer_token = llm_observer.set(scope.collector)
+        try:
+            yield
+        finally:
+            llm_observer.reset(observer_token)
+            _current_scope.reset(scope_token)
+
+    def _scope(self) -> _Scope:
+        scope = _current_scope.get()
+        return scope if scope is not None else self._root_scope()
+
+    def _call_chain(self, chain: Chain | Chains, kwargs: dict[str, Any]) -> Awaitable[ChainOutput]:
+        """Phase one, in the plan's thread: safe point, then the copied input."""
+        if self.neural is not None and self.conversation_id is not None:
+            self.neural.raise_if_new_input(self.conversation_id)
+        scope = self._scope()
+        message = self.construct_chain_run_input(kwargs, additional_info=scope.additional_info)
+        return self._run_chain(chain, message, scope)
+
+    async def _run_chain(
+        self, chain: Chain | Chains, message: TextMessage, scope: _Scope
+    ) -> ChainOutput:
+        """Phase two: run the chain, then sync back only the intermediate results."""
+        token = llm_observer.set(scope.collector)
+        try:
+            result = await chain.async_run(message, self.conversation, self.knowledge)
+        finally:
+            llm_observer.reset(token)
+            # also after a failure: what was written stays (no rollback, seed 001)
+            if CHAINS_INTERMEDIATE_RESULTS in message.additional_kwargs:
+                scope.additional_info[CHAINS_INTERMEDIATE_RESULTS] = \
+                    message.additional_kwargs[CHAINS_INTERMEDIATE_RESULTS]
+        scope.record(result)
+        return result.content
+
+    async def _in_scope(self, awaitable: Awaitable[Any]) -> Any:
+        """Await an async tool with the plan's LLM usage collector in place."""
+        token = llm_observer.set(self._scope().collector)
+        try:
+            return await awaitable
+        finally:
+            llm_observer.reset(token)
+
+    def _construct_chain(self, **kwargs: Any) -> Callable[..., Any]:
+        """``__construct_chain(...)``: a new chain on ``default_llm``, callable by the plan."""
+        if self.default_llm is None:
+            raise TFChainError(
+                "__construct_chain needs a default LLM: pass default_llm=... to "
+                "TFChainInterpreter (llm=... for DCChains)"
+            )
+        chain = construct_chain(self.default_llm, **kwargs)
+        if self.neural is not None:
+            self.neural.register("chain", chain.name, chain)
+        return _ChainCallable(self, chain.name, chain)
+
+    def _relax_required(self, spec: CallableSpec) -> CallableSpec:
+        required = spec.parameters.get("required")
+        if not isinstance(required, list):
+            return spec
+        remaining = [name for name in required if name not in self.additional_info]
+        if len(remaining) == len(required):
+            return spec
+        parameters = {**spec.parameters, "required": remaining}
+        if not remaining:
+            del parameters["required"]
+        return dataclasses.replace(spec, parameters=parameters)
+
+    def _finish(self, console: ConsoleResult, scope: _Scope) -> ConsoleResult:
+        console.chain_result = self._chain_result(scope, console.trace, console.value,
+                                                  console.stdout)
+        console.usage = console.chain_result.usage.copy()
+        return console
+
+    def _chain_result(
+        self, scope: _Scope, trace: Sequence[CallRecord], value: Any, stdout: str
+    ) -> ChainResult:
+        """The plan's ChainResult: its value, every sub-chain's output and the call trace."""
+        result = ChainResult(content=_as_chain_output(value, stdout), usage=scope.collector.total)
+        result.logs.extend(
+            _trace_line(index, record) for index, record in enumerate(trace, start=1)
+        )
+        for sub in list(scope.results):
+            result.intermediate_msgs.extend(sub.intermediate_msgs)
+            result.tool_returns.extend(sub.tool_returns)
+            result.logs.extend(sub.logs)
+            if sub.current_generate is not None:
+                result.current_generate = sub.current_generate
+        return result
+
+
+def partial_chain_result(error: BaseException) -> ChainResult | None:
+    """What a failed :meth:`TFChainInterpreter.evaluate` did before failing (usage, trace)."""
+    result = getattr(error, "chain_result", None)
+    return result if isinstance(result, ChainResult) else None
+
+
+def _attach_partial(error: BaseException, result: ChainResult) -> None:
+    if partial_chain_result(error) is None:
+        setattr(error, "chain_result", result)  # noqa: B010 - errors of tfplan have no slot
+
+
+def _input_text(kwargs: Mapping[str, Any]) -> str:
+    for key in INPUT_KWARGS:
+        if key in kwargs:
+            value = kwargs[key]
+            return value if isinstance(value, str) else _to_json(value)
+    return _to_json(dict(kwargs))
+
+
+def _to_json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=_jsonable)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, set | frozenset):
+        return sorted(value, key=repr)
+    return repr(value)
+
+
+def _as_chain_output(value: Any, stdout: str) -> ChainOutput:
+    """A plan's value as chain output: text or a dict (other values as ``{"result": ...}``)."""
+    if value is None:
+        return stdout
+    if isinstance(value, str):
+        return value
+    try:
+        plain = json.loads(_to_json(value))
+    except (TypeError, ValueError):
+        plain = repr(value)
+    if isinstance(plain, dict):
+        return plain
+    return {"result": plain}
+
+
+def _trace_line(index: int, record: CallRecord) -> str:
+    arguments = [_preview(arg) for arg in record.args]
+    arguments += [f"{key}={_preview(value)}" for key, value in record.kwargs.items()]
+    branch = f" [parallel branch {record.branch}]" if record.branch is not None else ""
+    if record.error is not None:
+        outcome = f"failed: {record.error}"
+    elif callable(record.result):
+        outcome = f"-> {record.result!r}"
+    else:
+        outcome = f"-> {_preview(record.result)}"
+    return (f"plan call {index} at {record.line}:{record.col}{branch}: "
+            f"{record.name}({', '.join(arguments)}) {outcome} ({record.duration_s:.3f} s)")
+
+
+def _preview(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= _PREVIEW_CHARS else text[:_PREVIEW_CHARS] + "…"
+
+
+__all__ = ["INPUT_KWARGS", "TFChainInterpreter", "partial_chain_result"]
