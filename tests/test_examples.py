@@ -11,6 +11,7 @@ import pytest
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 LISTED = [
+    "dc_chains.py",
     "plan_execute.py",
     "structured_chain.py",
     "tool_chain.py",
@@ -75,3 +76,13 @@ def test_tool_chain_example_recovers_from_a_wrong_tool_call() -> None:
     assert "multiply({'a': 0.75, 'b': 'six'}) error: tool 'multiply': argument 'b'" in out
     assert "multiply({'a': 0.75, 'b': 6}) -> 4.5" in out
     assert "answer: Six pears cost 4.50 euros." in out
+
+
+def test_dc_chains_example_replans_after_a_check_error_and_merges_the_result() -> None:
+    out = run_example("dc_chains.py")
+    assert "plan 1 failed: 2:11: chain 'sentiment' is missing required argument 'review'" in out
+    assert "plan call 5 at 6:11: brief(sentiments={'mixed': 1, 'negative': 1, 'positive': 1})" \
+        in out
+    assert '"themes": [' in out
+    assert "== intermediate results: brief, label, themes" in out
+    assert "tokens in 7 LLM calls" in out

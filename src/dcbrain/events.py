@@ -19,6 +19,7 @@ class EventType(StrEnum):
     STATE_CHANGED = "state_changed"
     PLAN_CREATED = "plan_created"
     PLAN_REVISED = "plan_revised"
+    PLAN_FINISHED = "plan_finished"
     CALL_STARTED = "call_started"
     CALL_FINISHED = "call_finished"
     STEP_STARTED = "step_started"
@@ -75,7 +76,7 @@ class EventLog:
         for subscriber in list(self._subscribers):
             try:
                 subscriber(event)
-            except Exception:  # noqa: BLE001 - an observer must not break the run
+            except Exception:
                 continue
         return event
 

@@ -122,13 +122,13 @@ def _arguments_schema(signature: inspect.Signature, func: Callable[..., Any]) ->
         annotation = hints.get(name, Any)
         try:
             schema = TypeAdapter(annotation).json_schema()
-        except Exception:  # noqa: BLE001 - an unschematizable hint still allows any value
+        except Exception:
             schema = {}
         if param.default is not param.empty:
             try:
                 TypeAdapter(Any).dump_python(param.default, mode="json")
                 schema = {**schema, "default": param.default}
-            except Exception:  # noqa: BLE001
+            except Exception:
                 pass
         else:
             required.append(name)
@@ -146,7 +146,7 @@ def _returns_schema(signature: inspect.Signature) -> dict[str, Any] | None:
         return None
     try:
         return TypeAdapter(signature.return_annotation).json_schema()
-    except Exception:  # noqa: BLE001
+    except Exception:
         return None
 
 
@@ -155,7 +155,7 @@ def _type_hints(func: Callable[..., Any]) -> dict[str, Any]:
         import typing
 
         return typing.get_type_hints(func)
-    except Exception:  # noqa: BLE001 - unresolved forward refs: fall back to no hints
+    except Exception:
         return {}
 
 
