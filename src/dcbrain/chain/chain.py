@@ -20,7 +20,6 @@ import json_repair
 from jsonschema import exceptions as jsonschema_exceptions
 from jsonschema import validators
 
-from dcbrain._sync import run_sync
 from dcbrain.chain.intermediate import merge_intermediate_results
 from dcbrain.chain.prompts import (
     AdditionalInfoPrompt,
@@ -31,19 +30,19 @@ from dcbrain.chain.prompts import (
     normalize_knowledge,
 )
 from dcbrain.chain.result import ChainOutput, ChainResult
+from dcbrain.chain.runnable import MessageLike, Runnable
 from dcbrain.exceptions import TFChainError, TFError, TFToolError
 from dcbrain.llm.base import ChatLLM, LLMReply, ToolCall
 from dcbrain.messages import TextMessage, as_message
 from dcbrain.tools import Tool, ToolLike, as_tool
 
 PromptArg = str | BasePrompt | Iterable[BasePrompt] | None
-MessageLike = TextMessage | dict[str, Any]
 
 DEFAULT_PROMPT = "{{ input }}"
 WRAPPED_RESULT_KEY = "result"
 
 
-class Chain:
+class Chain(Runnable):
     """An LLM call with prompts, advertised to planners by ``name``, ``description`` and schemas.
 
     ``prompt`` is a Jinja2 template string or prompt objects (default: the input text);
@@ -150,37 +149,15 @@ class Chain:
             return {"type": "string"}
         return self._llm_schema
 
-    def describe(self) -> dict[str, Any]:
-        """Name, description and schemas, as a planner prompt shows them."""
-        return {
-            "name": self.name,
-            "description": self.description,
-            "input_schema": self.input_schema,
-            "output_schema": self.output_schema,
-        }
-
     # running
 
-    def run(
+    async def _async_run(
         self,
-        current_input: str | TextMessage,
-        conversation: Sequence[TextMessage | str] | None = None,
-        knowledge: Knowledge = None,
-        tools: Sequence[ToolLike] | None = None,
-        intermediate_msgs: Sequence[MessageLike] | None = None,
-    ) -> ChainResult:
-        """Blocking :meth:`async_run`."""
-        return run_sync(
-            lambda: self.async_run(current_input, conversation, knowledge, tools, intermediate_msgs)
-        )
-
-    async def async_run(
-        self,
-        current_input: str | TextMessage,
-        conversation: Sequence[TextMessage | str] | None = None,
-        knowledge: Knowledge = None,
-        tools: Sequence[ToolLike] | None = None,
-        intermediate_msgs: Sequence[MessageLike] | None = None,
+        current_input: TextMessage,
+        conversation: Sequence[TextMessage | str] | None,
+        knowledge: Knowledge,
+        tools: Sequence[ToolLike] | None,
+        intermediate_msgs: Sequence[MessageLike] | None,
     ) -> ChainResult:
         """Run the chain on ``current_input``; the output is ``result.content`` (str or dict).
 
@@ -188,7 +165,7 @@ class Chain:
         :class:`KnowledgePrompt`; ``tools`` add to the chain's own tools;
         ``intermediate_msgs`` are sent after the prompts.
         """
-        message = as_message(current_input)
+        message = current_input
         context = PromptContext(
             current_input=message,
             conversation=[as_message(item) for item in conversation or []],

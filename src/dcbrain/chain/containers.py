@@ -11,21 +11,21 @@ does not depend on which finished first.
 from __future__ import annotations
 
 import asyncio
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Sequence
 from typing import Any
 
-from dcbrain._sync import run_sync
-from dcbrain.chain.chain import Chain, MessageLike
+from dcbrain.chain.chain import Chain
 from dcbrain.chain.intermediate import intermediate_results_added, merge_intermediate_results
 from dcbrain.chain.prompts import Knowledge
 from dcbrain.chain.result import ChainResult
+from dcbrain.chain.runnable import MessageLike, Runnable
 from dcbrain.exceptions import TFChainError
-from dcbrain.messages import TextMessage, as_message
+from dcbrain.messages import TextMessage
 from dcbrain.tools import ToolLike
 
 
-class Chains(ABC):
+class Chains(Runnable):
     """Several chains run as one, with the :class:`Chain` run interface."""
 
     def __init__(
@@ -70,49 +70,6 @@ class Chains(ABC):
     def output_schema(self) -> dict[str, Any]:
         """JSON Schema of what the container returns."""
 
-    def describe(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "description": self.description,
-            "input_schema": self.input_schema,
-            "output_schema": self.output_schema,
-        }
-
-    def run(
-        self,
-        current_input: str | TextMessage,
-        conversation: Sequence[TextMessage | str] | None = None,
-        knowledge: Knowledge = None,
-        tools: Sequence[ToolLike] | None = None,
-        intermediate_msgs: Sequence[MessageLike] | None = None,
-    ) -> ChainResult:
-        """Blocking :meth:`async_run`."""
-        return run_sync(
-            lambda: self.async_run(current_input, conversation, knowledge, tools, intermediate_msgs)
-        )
-
-    async def async_run(
-        self,
-        current_input: str | TextMessage,
-        conversation: Sequence[TextMessage | str] | None = None,
-        knowledge: Knowledge = None,
-        tools: Sequence[ToolLike] | None = None,
-        intermediate_msgs: Sequence[MessageLike] | None = None,
-    ) -> ChainResult:
-        """Run the children; every child gets the same arguments."""
-        return await self._async_run(
-            as_message(current_input), conversation, knowledge, tools, intermediate_msgs
-        )
-
-    @abstractmethod
-    async def _async_run(
-        self,
-        current_input: TextMessage,
-        conversation: Sequence[TextMessage | str] | None,
-        knowledge: Knowledge,
-        tools: Sequence[ToolLike] | None,
-        intermediate_msgs: Sequence[MessageLike] | None,
-    ) -> ChainResult: ...
 
 
 class SeqChains(Chains):

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from dcbrain.chain._usage import UsageCollector
-from dcbrain.chain.chain import Chain, MessageLike
+from dcbrain.chain.chain import Chain
 from dcbrain.chain.containers import Chains
 from dcbrain.chain.orchestrate import (
     DEFAULT_ABILITIES_PURPOSE,
@@ -24,6 +24,7 @@ from dcbrain.chain.orchestrate import (
 )
 from dcbrain.chain.prompts import Knowledge, normalize_knowledge
 from dcbrain.chain.result import ChainResult
+from dcbrain.chain.runnable import MessageLike
 from dcbrain.chain.tf_interpreter import TFChainInterpreter, partial_chain_result
 from dcbrain.exceptions import TFChainError, TFOrchestrationError
 from dcbrain.llm.base import ChatLLM
