@@ -11,6 +11,7 @@ import pytest
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 LISTED = [
+    "brain_replan.py",
     "dc_chains.py",
     "plan_execute.py",
     "structured_chain.py",
@@ -86,3 +87,13 @@ def test_dc_chains_example_replans_after_a_check_error_and_merges_the_result() -
     assert '"themes": [' in out
     assert "== intermediate results: brief, label, themes" in out
     assert "tokens in 7 LLM calls" in out
+
+
+def test_brain_replan_example_shows_the_revision_and_its_diff() -> None:
+    out = run_example("brain_replan.py")
+    assert "validation: solved=False 0.9 is a guess" in out
+    assert "-price = convert(amount=120, rate=0.9)" in out
+    assert "+rate = lookup_rate(currency=\"EUR\")" in out
+    assert "+ lookup_rate(currency='EUR')" in out
+    assert "= succeeded: validated" in out
+    assert "answer: {'price_eur': 110.4, 'rate': 0.92}" in out

@@ -1,6 +1,14 @@
 """dcbrain: LLM agents that plan in code."""
 
 from dcbrain.agent import PlanDiff, PlanExecuteAgent, SessionResult, Step
+from dcbrain.brain import (
+    DEFAULT_PLANNING_TEMPLATE,
+    DEFAULT_VALIDATE_TEMPLATE,
+    BaseBrain,
+    BrainContext,
+    BrainResult,
+    DCBrain,
+)
 from dcbrain.chain import (
     AdditionalInfoPrompt,
     Chain,
@@ -23,13 +31,19 @@ from dcbrain.neural import Neural
 from dcbrain.usage import Usage, merge_usages
 
 __all__ = [
+    "DEFAULT_PLANNING_TEMPLATE",
+    "DEFAULT_VALIDATE_TEMPLATE",
     "AdditionalInfoPrompt",
+    "BaseBrain",
+    "BrainContext",
+    "BrainResult",
     "Chain",
     "ChainContext",
     "ChainResult",
     "Chains",
     "ChainsIntermediatePrompt",
     "ChatLLM",
+    "DCBrain",
     "DCChains",
     "FunctionLLM",
     "KnowledgePrompt",

@@ -9,6 +9,7 @@ registered callable, and executes it. Synchronous runs execute in the calling th
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import threading
 import time
@@ -136,11 +137,12 @@ class Interpreter:
 
         def work() -> None:
             try:
-                outcome = context.run(self._execute, parsed, code, state)
-            except BaseException as exc:
-                loop.call_soon_threadsafe(settle, exc, True)
-            else:
-                loop.call_soon_threadsafe(settle, outcome, False)
+                outcome: Any = context.run(self._execute, parsed, code, state)
+                failed = False
+            except BaseException as exc:  # handed to the awaiting task
+                outcome, failed = exc, True
+            with contextlib.suppress(RuntimeError):  # the loop closed after a cancellation
+                loop.call_soon_threadsafe(settle, outcome, failed)
 
         threading.Thread(target=work, name="tf_plan", daemon=True).start()
         try:

@@ -1,0 +1,88 @@
+"""DCBrain framework overhead and the speedup of ``parallel(...)``, offline.
+
+    python benchmarks/brain.py [--cycles N] [--repeat N]
+
+1. Overhead: one plan -> run -> validate cycle with zero-latency scripted LLMs (the
+   plan calls one tool), best of ``--repeat`` batches of ``--cycles`` runs; reported in
+   microseconds per cycle. Everything but the LLMs is real: the state machine, prompts,
+   token counting and budget, the sandboxed plan run, events.
+2. Latency: a plan with 8 independent chain calls whose LLM takes 200 ms each, written
+   with ``parallel(...)`` and written sequentially; reports both and the speedup.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from typing import Any
+
+from dcbrain import Chain, DCBrain, FunctionLLM, ScriptedLLM
+
+CHAIN_LATENCY_S = 0.2
+CALLS = 8
+
+
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+async def overhead_us(cycles: int, repeat: int) -> float:
+    """Best mean microseconds of one full cycle (planning, plan run, validation)."""
+    best = float("inf")
+    reply_plan = "```tf_plan\nreturn add(a=1, b=2)\n```"
+    reply_verdict = {"is_solved": True, "suggestion": ""}
+    for _ in range(repeat):
+        brains = [
+            DCBrain(default_llm=ScriptedLLM([reply_plan, reply_verdict]), tools=[add])
+            for _ in range(cycles)
+        ]
+        started = time.perf_counter()
+        for brain in brains:
+            result = await brain.async_run("1 + 2?", conversation_id="bench")
+            assert result.final_result == 3, result.reason
+        best = min(best, (time.perf_counter() - started) / cycles)
+    return best * 1e6
+
+
+async def plan_latency_s(parallel: bool) -> float:
+    async def slow(messages: list[dict[str, Any]]) -> str:
+        await asyncio.sleep(CHAIN_LATENCY_S)
+        return "done"
+
+    chain = Chain(name="lookup", description="A slow lookup", llm=FunctionLLM(slow),
+                  prompt="Look up {{ key }}")
+    calls = [f"lookup(key='k{i}')" for i in range(CALLS)]
+    if parallel:
+        source = f"results = parallel({', '.join(calls)})\nreturn len(results)"
+    else:
+        source = "results = []\n" + "".join(f"results.append({c})\n" for c in calls) + \
+            "return len(results)"
+    llm = ScriptedLLM([f"```tf_plan\n{source}\n```", {"is_solved": True, "suggestion": ""}])
+    brain = DCBrain(spec_chains={"lookup": chain}, default_llm=llm)
+    started = time.perf_counter()
+    result = await brain.async_run("look up 8 keys", conversation_id="bench")
+    elapsed = time.perf_counter() - started
+    assert result.final_result == CALLS, result.reason
+    return elapsed
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cycles", type=int, default=200)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    await overhead_us(20, 1)  # warm up caches (encodings, compiled plans)
+    per_cycle = await overhead_us(args.cycles, args.repeat)
+    print(f"framework overhead per plan->run->validate cycle: {per_cycle:,.0f} us "
+          f"(best of {args.repeat} x {args.cycles} runs, zero-latency scripted LLMs)")
+    sequential = await plan_latency_s(parallel=False)
+    concurrent = await plan_latency_s(parallel=True)
+    print(f"{CALLS} independent chain calls of {CHAIN_LATENCY_S * 1000:.0f} ms each: "
+          f"sequential {sequential:.3f} s, parallel(...) {concurrent:.3f} s, "
+          f"speedup {sequential / concurrent:.1f}x")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,25 @@
+"""Brains: DCBrain plans in tf_plan, runs the plan, validates the result and replans (seed 000)."""
+
+from dcbrain.brain.base import BaseBrain
+from dcbrain.brain.budget import TokenBudget
+from dcbrain.brain.context import BrainContext, BrainIntermediateResult, BrainResult
+from dcbrain.brain.dc_brain import DCBrain
+from dcbrain.brain.plan_diff import PlanCall, ScriptDiff
+from dcbrain.brain.templates import DEFAULT_PLANNING_TEMPLATE, DEFAULT_VALIDATE_TEMPLATE
+from dcbrain.brain.trace import JSONLTrace, OTelSpans, RunRecorder
+
+__all__ = [
+    "DEFAULT_PLANNING_TEMPLATE",
+    "DEFAULT_VALIDATE_TEMPLATE",
+    "BaseBrain",
+    "BrainContext",
+    "BrainIntermediateResult",
+    "BrainResult",
+    "DCBrain",
+    "JSONLTrace",
+    "OTelSpans",
+    "PlanCall",
+    "RunRecorder",
+    "ScriptDiff",
+    "TokenBudget",
+]

@@ -1,0 +1,186 @@
+"""The token budget of a run, enforced before every LLM call.
+
+:class:`TokenBudget` is the run's LLM observer (:mod:`dcbrain.llm.observe`): every
+``ChatLLM.achat`` in the run's context — the planner, the validator and every chain a
+plan calls, in any thread — passes through ``before_call``, which reserves the call's
+projected size (the counted prompt plus the call's maximum output) and refuses the call
+with :class:`~dcbrain.exceptions.TFTokenBudgetExceeded` when that could overrun
+``max_tokens``. ``after_call`` replaces the reservation with the reply's real usage. So
+the tokens spent never exceed the budget as long as a provider's reported usage stays
+within the projection (a real API may add a few tokens of framing for tool or schema
+definitions that the prompt count cannot see).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any
+
+from dcbrain.events import EventType
+from dcbrain.exceptions import TFTokenBudgetExceeded
+from dcbrain.llm.tokens import count_message_tokens
+from dcbrain.usage import Usage
+
+if TYPE_CHECKING:
+    from dcbrain.llm.base import ChatLLM, LLMReply
+    from dcbrain.llm.observe import LLMObserver
+
+#: Which part of the run an LLM call belongs to: ``plan``, ``validate`` or ``run``.
+llm_phase: ContextVar[str] = ContextVar("dcbrain_brain_llm_phase", default="run")
+
+Emit = Callable[..., Any]
+
+
+class TokenBudget:
+    """Counts and limits the tokens of every LLM call of one run (thread-safe).
+
+    ``emit(type, **data)`` receives ``call_started``/``call_finished`` events for LLM
+    calls and a ``budget`` event after each call or refusal. ``parent`` is the observer
+    that was active when the run started (an enclosing run); it sees every call too.
+    """
+
+    def __init__(
+        self,
+        max_tokens: int,
+        *,
+        emit: Emit | None = None,
+        parent: LLMObserver | None = None,
+        max_iterations: int | None = None,
+    ) -> None:
+        self.max_tokens = max_tokens
+        self.usage = Usage()
+        self.exhausted: TFTokenBudgetExceeded | None = None
+        self.iterations_used = 0
+        self.max_iterations = max_iterations
+        self._emit = emit
+        self._parent = parent
+        self._lock = threading.Lock()
+        self._reserved = 0
+        self._pending: dict[int, list[tuple[str, int, int, float]]] = {}
+        self._calls = 0
+
+    @property
+    def used(self) -> int:
+        """Tokens spent by finished calls."""
+        return self.usage.total_tokens
+
+    @property
+    def remaining(self) -> int:
+        """Tokens left for new calls (calls in flight hold their reservation)."""
+        with self._lock:
+            return max(self.max_tokens - self.usage.total_tokens - self._reserved, 0)
+
+    def before_call(
+        self, llm: ChatLLM, messages: list[dict[str, Any]], max_output_tokens: int
+    ) -> None:
+        if self._parent is not None:
+            self._parent.before_call(llm, messages, max_output_tokens)
+        prompt_tokens = count_message_tokens(messages)
+        projected = prompt_tokens + max_output_tokens
+        phase = llm_phase.get()
+        with self._lock:
+            used = self.usage.total_tokens
+            if used + self._reserved + projected > self.max_tokens:
+                error = TFTokenBudgetExceeded(
+                    f"token budget exhausted: this LLM call may use {projected} tokens "
+                    f"({prompt_tokens} prompt + {max_output_tokens} max output) but only "
+                    f"{max(self.max_tokens - used - self._reserved, 0)} of "
+                    f"{self.max_tokens} are left",
+                    requested=projected,
+                    used=used,
+                    limit=self.max_tokens,
+                )
+                if self.exhausted is None:
+                    self.exhausted = error
+                refused = True
+            else:
+                refused = False
+                self._reserved += projected
+                self._calls += 1
+                call_id = f"llm-{self._calls}"
+                self._pending.setdefault(id(messages), []).append(
+                    (call_id, projected, prompt_tokens, time.perf_counter())
+                )
+        if refused:
+            self._budget_event(exhausted=True, requested=projected, phase=phase)
+            raise error
+        self._event(
+            EventType.CALL_STARTED,
+            call_id=call_id,
+            kind="llm",
+            name=getattr(llm, "model", type(llm).__name__),
+            model=getattr(llm, "model", ""),
+            phase=phase,
+            prompt_tokens=prompt_tokens,
+            max_output_tokens=max_output_tokens,
+        )
+
+    def after_call(
+        self,
+        llm: ChatLLM,
+        messages: list[dict[str, Any]],
+        reply: LLMReply,
+        duration_s: float,
+    ) -> None:
+        usage = reply.usage
+        with self._lock:
+            entries = self._pending.get(id(messages))
+            call_id, projected, prompt_tokens = "llm-?", 0, 0
+            if entries:
+                call_id, projected, prompt_tokens, _ = entries.pop(0)
+                if not entries:
+                    del self._pending[id(messages)]
+                self._reserved -= projected
+            if usage.requests == 0:  # a provider that reports no usage: count it ourselves
+                usage = Usage.of_call(reply.model or getattr(llm, "model", ""), prompt_tokens, 0)
+            self.usage += usage
+        self._event(
+            EventType.CALL_FINISHED,
+            call_id=call_id,
+            kind="llm",
+            name=getattr(llm, "model", type(llm).__name__),
+            model=reply.model or getattr(llm, "model", ""),
+            phase=llm_phase.get(),
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+            total_tokens=usage.total_tokens,
+            duration_s=duration_s,
+            finish_reason=reply.finish_reason,
+        )
+        self._budget_event(exhausted=False, phase=llm_phase.get())
+        if self._parent is not None:
+            self._parent.after_call(llm, messages, reply, duration_s)
+
+    def release_pending(self) -> None:
+        """Forget the reservations of calls that failed (they never reported usage)."""
+        with self._lock:
+            self._pending.clear()
+            self._reserved = 0
+
+    def snapshot(self) -> dict[str, Any]:
+        """Budget figures for events and planning prompts."""
+        with self._lock:
+            used = self.usage.total_tokens
+            left = max(self.max_tokens - used - self._reserved, 0)
+        data: dict[str, Any] = {"tokens_used": used, "tokens_left": left,
+                                "max_tokens": self.max_tokens}
+        if self.max_iterations is not None:
+            data["iterations_used"] = self.iterations_used
+            data["iterations_left"] = max(self.max_iterations - self.iterations_used, 0)
+            data["max_iterations"] = self.max_iterations
+        return data
+
+    def _budget_event(self, *, exhausted: bool, phase: str, requested: int | None = None) -> None:
+        data = self.snapshot()
+        if exhausted:
+            data.update(budget="max_tokens", exhausted=True, requested=requested)
+        else:
+            data["exhausted"] = False
+        self._event(EventType.BUDGET, phase=phase, **data)
+
+    def _event(self, type: str, **data: Any) -> None:
+        if self._emit is not None:
+            self._emit(type, **data)

@@ -1,0 +1,154 @@
+"""What a brain run works on and what it returns.
+
+``BrainContext`` is the input side of one run (the seed's ``brain_ctx``),
+``BrainIntermediateResult`` the state the lifecycle callbacks read and write, and
+``BrainResult`` what the caller gets back on every stop.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from dcbrain.messages import TextMessage
+from dcbrain.usage import Usage
+
+if TYPE_CHECKING:
+    from dcbrain.memory import Recall
+    from dcbrain.tfplan import ConsoleResult
+    from dcbrain.tools import Tool
+
+BrainStatus = Literal["succeeded", "failed", "aborted"]
+BrainReason = Literal[
+    "validated", "direct_answer", "max_iterations", "max_tokens", "timeout", "aborted", "error"
+]
+
+
+@dataclass
+class BrainContext:
+    """The input of one run: the user's message, where it belongs, what the plan may use.
+
+    ``current_input.additional_kwargs`` is the planning context: the brain writes the
+    capability descriptions, memory recall, budgets and earlier attempts there, and the
+    plan's chains share ``__chains_intermediate_results`` through it.
+    """
+
+    current_input: TextMessage
+    conversation_id: str
+    run_id: str
+    tools: list[Tool] = field(default_factory=list)
+    recall: Recall | None = None
+    conversation: list[TextMessage] = field(default_factory=list)
+    knowledge: list[str] = field(default_factory=list)
+
+
+@dataclass
+class BrainIntermediateResult:
+    """The state of a run between lifecycle callbacks.
+
+    ``current_plan``/``current_result`` are the plan being worked on and its result;
+    ``interpreter_err`` the recoverable error of its run (it triggers a replan without
+    validation); ``intermediate_plans_and_results`` archives earlier attempts of this run.
+    """
+
+    context: BrainContext
+    current_plan: str | None = None
+    current_result: ConsoleResult | None = None
+    interpreter_err: Exception | None = None
+    final_result: Any = None
+    direct_answer: bool = False
+    suggestion: str | None = None
+    suggestions: list[str] = field(default_factory=list)
+    plans: list[str] = field(default_factory=list)
+    intermediate_plans_and_results: list[dict[str, Any]] = field(default_factory=list)
+    last_result: Any = None
+    last_error: str | None = None
+    iterations: int = 0
+    attempt_recorded: bool = False
+    status: BrainStatus | None = None
+    reason: BrainReason | None = None
+    error: str | None = None
+
+    def attempt_record(self) -> dict[str, Any]:
+        """The current plan, its result and what went wrong, as the planner will see it."""
+        result = None
+        if self.current_result is not None:
+            result = describe_value(self.current_result.value)
+        return {
+            "plan": self.current_plan or "",
+            "result": result or "",
+            "error": str(self.interpreter_err) if self.interpreter_err is not None else "",
+            "suggestion": self.suggestion or "",
+        }
+
+
+@dataclass
+class BrainResult:
+    """How a run ended and everything that happened on the way.
+
+    ``status`` is ``succeeded``, ``failed`` or ``aborted``; ``reason`` says why
+    (``validated``, ``direct_answer``, ``max_iterations``, ``max_tokens``, ``timeout``,
+    ``aborted``, ``error``). ``plans`` holds every tf_plan script in order,
+    ``last_result`` the value of the last plan that ran, ``suggestions`` every validator
+    suggestion, ``usage`` the tokens of every LLM call (chains inside plans included),
+    ``events`` the whole event stream as dicts.
+    """
+
+    status: BrainStatus
+    reason: BrainReason
+    final_result: Any
+    plans: list[str]
+    last_result: Any
+    suggestions: list[str]
+    usage: Usage
+    events: list[dict[str, Any]]
+    conversation_id: str
+    run_id: str
+    iterations: int = 0
+    error: str | None = None
+    last_error: str | None = None
+    duration_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "succeeded"
+
+    @property
+    def last_plan(self) -> str | None:
+        return self.plans[-1] if self.plans else None
+
+    def to_dict(self, *, include_events: bool = True) -> dict[str, Any]:
+        """A JSON-able dict of the result (``include_events=False`` leaves the events out)."""
+        record: dict[str, Any] = {
+            "status": self.status,
+            "reason": self.reason,
+            "final_result": _jsonable(self.final_result),
+            "plans": list(self.plans),
+            "last_result": _jsonable(self.last_result),
+            "suggestions": list(self.suggestions),
+            "usage": self.usage.to_dict(),
+            "conversation_id": self.conversation_id,
+            "run_id": self.run_id,
+            "iterations": self.iterations,
+            "error": self.error,
+            "last_error": self.last_error,
+            "duration_s": self.duration_s,
+        }
+        if include_events:
+            record["events"] = list(self.events)
+        return record
+
+
+def describe_value(value: Any, limit: int = 4000) -> str:
+    """A plan value as text for prompts: strings as they are, other data as JSON."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[: limit - 12] + "…[truncated]"
+
+
+def _jsonable(value: Any) -> Any:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return json.loads(json.dumps(value, default=str))
+    return value

@@ -1,0 +1,163 @@
+"""What changed between two tf_plan scripts: a text diff and the change in calls.
+
+The call-level part compares the sequence of chain/tool calls of both scripts (name and
+the source of each keyword argument, in source order), in the spirit of the
+plan-execute agent's :class:`~dcbrain.agent.PlanDiff`: calls are ``removed``, ``added``,
+``changed`` (same callable at the same place, other arguments) or ``unchanged``.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class PlanCall:
+    """One call in a plan: the callable's name, its keyword arguments as source, its line."""
+
+    name: str
+    kwargs: dict[str, str]
+    line: int = 0
+
+    @property
+    def key(self) -> tuple[str, tuple[tuple[str, str], ...]]:
+        return self.name, tuple(sorted(self.kwargs.items()))
+
+    def describe(self) -> str:
+        args = ", ".join(f"{key}={value}" for key, value in self.kwargs.items())
+        return f"{self.name}({args})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "kwargs": dict(self.kwargs), "line": self.line}
+
+
+@dataclass(frozen=True)
+class ScriptDiff:
+    """The change from one tf_plan script to the next.
+
+    ``unified`` is a unified text diff (difflib); ``removed``/``added`` list calls only
+    in the old/new script, ``changed`` pairs ``(old, new)`` of the same callable whose
+    arguments changed, ``unchanged`` calls present in both.
+    """
+
+    revision: int
+    unified: str
+    removed: list[PlanCall] = field(default_factory=list)
+    added: list[PlanCall] = field(default_factory=list)
+    changed: list[tuple[PlanCall, PlanCall]] = field(default_factory=list)
+    unchanged: list[PlanCall] = field(default_factory=list)
+
+    @classmethod
+    def compute(
+        cls,
+        old: str,
+        new: str,
+        *,
+        callables: Collection[str] | None = None,
+        revision: int = 1,
+    ) -> ScriptDiff:
+        """Compare ``old`` with ``new``; ``callables`` limits the calls compared to these names."""
+        unified = "".join(
+            difflib.unified_diff(
+                _lines(old), _lines(new), fromfile=f"plan {revision}",
+                tofile=f"plan {revision + 1}",
+            )
+        )
+        old_calls, new_calls = plan_calls(old, callables), plan_calls(new, callables)
+        matcher = difflib.SequenceMatcher(
+            a=[call.key for call in old_calls], b=[call.key for call in new_calls], autojunk=False
+        )
+        removed: list[PlanCall] = []
+        added: list[PlanCall] = []
+        changed: list[tuple[PlanCall, PlanCall]] = []
+        unchanged: list[PlanCall] = []
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+            if tag == "equal":
+                unchanged.extend(new_calls[j1:j2])
+            elif tag == "delete":
+                removed.extend(old_calls[i1:i2])
+            elif tag == "insert":
+                added.extend(new_calls[j1:j2])
+            else:
+                _pair_replaced(old_calls[i1:i2], new_calls[j1:j2], removed, added, changed)
+        return cls(revision, unified, removed, added, changed, unchanged)
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.unified
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "revision": self.revision,
+            "unified": self.unified,
+            "removed": [call.to_dict() for call in self.removed],
+            "added": [call.to_dict() for call in self.added],
+            "changed": [{"old": old.to_dict(), "new": new.to_dict()} for old, new in self.changed],
+            "unchanged": [call.to_dict() for call in self.unchanged],
+        }
+
+    def render(self) -> str:
+        """The call-level change as lines: ``-`` removed, ``+`` added, ``~`` changed."""
+        lines = [f"plan revision {self.revision}"]
+        lines.extend(f"- {call.describe()}" for call in self.removed)
+        lines.extend(f"~ {old.describe()} -> {new.describe()}" for old, new in self.changed)
+        lines.extend(f"+ {call.describe()}" for call in self.added)
+        return "\n".join(lines)
+
+
+def plan_calls(source: str, callables: Collection[str] | None = None) -> list[PlanCall]:
+    """The calls of ``source`` to plain names, in source order; ``[]`` if it does not parse.
+
+    With ``callables`` only calls to those names count; without it, every call to a name
+    (builtins included).
+    """
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError):
+        return []
+    calls: list[tuple[int, int, PlanCall]] = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+            continue
+        name = node.func.id
+        if callables is not None and name not in callables:
+            continue
+        kwargs = {
+            keyword.arg if keyword.arg is not None else "**": ast.unparse(keyword.value)
+            for keyword in node.keywords
+        }
+        for index, arg in enumerate(node.args):
+            kwargs[f"#{index}"] = ast.unparse(arg)
+        calls.append((node.lineno, node.col_offset, PlanCall(name, kwargs, node.lineno)))
+    calls.sort(key=lambda item: (item[0], item[1]))
+    return [call for _, _, call in calls]
+
+
+def _pair_replaced(
+    old: list[PlanCall],
+    new: list[PlanCall],
+    removed: list[PlanCall],
+    added: list[PlanCall],
+    changed: list[tuple[PlanCall, PlanCall]],
+) -> None:
+    """Within a replaced block, a new call takes the first unmatched old call of its name."""
+    unmatched = list(old)
+    for call in new:
+        partner = next((item for item in unmatched if item.name == call.name), None)
+        if partner is None:
+            added.append(call)
+        else:
+            unmatched.remove(partner)
+            changed.append((partner, call))
+    removed.extend(unmatched)
+
+
+def _lines(text: str) -> list[str]:
+    lines = text.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    return lines

@@ -1,0 +1,278 @@
+"""Recording a run: events in order, to subscribers, a JSONL file and OpenTelemetry spans.
+
+:class:`RunRecorder` is the one place a run's events go through. It is thread-safe
+(plans call chains and tools from worker threads), numbers events in order, keeps them
+for the result and fans them out to subscribers, the optional JSONL trace and the
+OpenTelemetry exporter. Without an OpenTelemetry SDK configured, spans are no-ops.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import IO, Any
+
+from opentelemetry import trace as otel_trace
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+
+from dcbrain.brain.context import describe_value
+from dcbrain.events import Event, EventLog, EventType
+from dcbrain.tfplan import CallRecord
+
+Subscriber = Callable[[Event], None]
+
+TRACER_NAME = "dcbrain.brain"
+
+
+class RunRecorder:
+    """Collects one run's events and delivers each, in order, to every sink."""
+
+    def __init__(
+        self,
+        run_id: str,
+        subscribers: Iterable[Subscriber] = (),
+        *,
+        trace_path: str | Path | None = None,
+        spans: bool = True,
+    ) -> None:
+        self.log = EventLog(run_id)
+        self._lock = threading.Lock()
+        self._jsonl: JSONLTrace | None = JSONLTrace(trace_path) if trace_path else None
+        self._spans = OTelSpans() if spans else None
+        for subscriber in subscribers:
+            self.log.subscribe(subscriber)
+
+    def emit(self, type: str, **data: Any) -> Event:
+        with self._lock:
+            event = self.log.emit(type, **data)
+            if self._jsonl is not None:
+                self._jsonl.write(event)
+            if self._spans is not None:
+                self._spans.handle(event)
+        return event
+
+    def close(self) -> None:
+        with self._lock:
+            if self._jsonl is not None:
+                self._jsonl.close()
+                self._jsonl = None
+            if self._spans is not None:
+                self._spans.close()
+
+    @property
+    def events(self) -> list[Event]:
+        with self._lock:
+            return list(self.log.events)
+
+    def as_dicts(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return self.log.as_dicts()
+
+
+class JSONLTrace:
+    """Appends every event as one JSON line to ``path`` (flushed per event)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file: IO[str] | None = self.path.open("a", encoding="utf-8")
+
+    def write(self, event: Event) -> None:
+        if self._file is None:
+            return
+        self._file.write(json.dumps(event.to_dict(), ensure_ascii=False, default=str) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+class OTelSpans:
+    """Turns a run's events into OpenTelemetry spans.
+
+    One ``dcbrain.brain.run`` span per run; a span per ``planning``/``running`` phase;
+    a span per chain, tool and LLM call inside the current phase. LLM call spans use the
+    GenAI semantic conventions (``gen_ai.request.model``, ``gen_ai.usage.input_tokens``,
+    ``gen_ai.usage.output_tokens`` …).
+    """
+
+    def __init__(self) -> None:
+        self._tracer = otel_trace.get_tracer(TRACER_NAME)
+        self._run: Span | None = None
+        self._phase: Span | None = None
+        self._calls: dict[str, Span] = {}
+
+    def handle(self, event: Event) -> None:
+        data = event.data
+        at = int(event.ts * 1e9)
+        kind = event.type
+        if kind == EventType.RUN_STARTED:
+            self._run = self._tracer.start_span(
+                "dcbrain.brain.run",
+                start_time=at,
+                attributes={
+                    "dcbrain.run_id": str(event.run_id),
+                    "dcbrain.conversation_id": str(data.get("conversation_id", "")),
+                    "dcbrain.max_iterations": int(data.get("max_iterations", 0)),
+                    "dcbrain.max_tokens": int(data.get("max_tokens", 0)),
+                },
+            )
+        elif kind == EventType.STATE_CHANGED:
+            self._end_phase(at)
+            dest = str(data.get("dest", ""))
+            if dest in ("planning", "running") and self._run is not None:
+                self._phase = self._tracer.start_span(
+                    f"dcbrain.brain.{dest}",
+                    context=otel_trace.set_span_in_context(self._run),
+                    start_time=at,
+                )
+        elif kind == EventType.CALL_STARTED:
+            self._start_call(data, at)
+        elif kind == EventType.CALL_FINISHED:
+            self._finish_call(data, at)
+        elif kind in (EventType.VALIDATION, EventType.PLAN_CREATED, EventType.PLAN_REVISED):
+            target = self._phase or self._run
+            if target is not None:
+                attributes = {
+                    key: value
+                    for key, value in data.items()
+                    if isinstance(value, str | bool | int | float) and key != "plan"
+                }
+                target.add_event(str(kind), attributes=attributes, timestamp=at)
+        elif kind == EventType.FINAL:
+            self._finish_run(data, at)
+
+    def close(self) -> None:
+        for span in self._calls.values():
+            span.end()
+        self._calls.clear()
+        self._end_phase(None)
+        if self._run is not None:
+            self._run.end()
+            self._run = None
+
+    def _start_call(self, data: dict[str, Any], at: int) -> None:
+        parent = self._phase or self._run
+        if parent is None:
+            return
+        context = otel_trace.set_span_in_context(parent)
+        if data.get("kind") == "llm":
+            model = str(data.get("model", ""))
+            span = self._tracer.start_span(
+                f"chat {model}".strip(),
+                context=context,
+                kind=SpanKind.CLIENT,
+                start_time=at,
+                attributes={
+                    "gen_ai.operation.name": "chat",
+                    "gen_ai.request.model": model,
+                    "gen_ai.request.max_tokens": int(data.get("max_output_tokens", 0)),
+                    "dcbrain.phase": str(data.get("phase", "")),
+                },
+            )
+        else:
+            span = self._tracer.start_span(
+                f"{data.get('kind', 'call')} {data.get('name', '')}",
+                context=context,
+                start_time=at,
+                attributes={
+                    "dcbrain.call.kind": str(data.get("kind", "")),
+                    "dcbrain.call.name": str(data.get("name", "")),
+                    "dcbrain.call.line": int(data.get("line", 0) or 0),
+                },
+            )
+        self._calls[str(data.get("call_id"))] = span
+
+    def _finish_call(self, data: dict[str, Any], at: int) -> None:
+        span = self._calls.pop(str(data.get("call_id")), None)
+        if span is None:
+            return
+        if data.get("kind") == "llm":
+            span.set_attribute("gen_ai.usage.input_tokens", int(data.get("prompt_tokens", 0)))
+            span.set_attribute("gen_ai.usage.output_tokens", int(data.get("completion_tokens", 0)))
+            span.set_attribute("gen_ai.response.model", str(data.get("model", "")))
+            if data.get("finish_reason"):
+                span.set_attribute("gen_ai.response.finish_reasons", [str(data["finish_reason"])])
+        error = data.get("error")
+        if error:
+            span.set_status(Status(StatusCode.ERROR, str(error)))
+        span.end(end_time=at)
+
+    def _end_phase(self, at: int | None) -> None:
+        if self._phase is not None:
+            self._phase.end(end_time=at)
+            self._phase = None
+
+    def _finish_run(self, data: dict[str, Any], at: int) -> None:
+        for span in self._calls.values():
+            span.end(end_time=at)
+        self._calls.clear()
+        self._end_phase(at)
+        if self._run is None:
+            return
+        status = str(data.get("status", ""))
+        self._run.set_attribute("dcbrain.status", status)
+        self._run.set_attribute("dcbrain.reason", str(data.get("reason", "")))
+        usage = data.get("usage") or {}
+        self._run.set_attribute("gen_ai.usage.input_tokens", int(usage.get("prompt_tokens", 0)))
+        self._run.set_attribute(
+            "gen_ai.usage.output_tokens", int(usage.get("completion_tokens", 0))
+        )
+        if status != "succeeded":
+            self._run.set_status(Status(StatusCode.ERROR, str(data.get("reason", ""))))
+        self._run.end(end_time=at)
+        self._run = None
+
+
+class PlanCallEvents:
+    """The tf_plan :class:`~dcbrain.tfplan.CallObserver` of a run: chain/tool calls as events."""
+
+    def __init__(self, recorder: RunRecorder, chain_names: Iterable[str]) -> None:
+        self._recorder = recorder
+        self._chains = frozenset(chain_names)
+        self._ids: dict[int, str] = {}
+        self._counter = itertools.count(1)
+        self._lock = threading.Lock()
+
+    def on_call_start(self, record: CallRecord) -> None:
+        with self._lock:
+            call_id = f"call-{next(self._counter)}"
+            self._ids[id(record)] = call_id
+        self._recorder.emit(
+            EventType.CALL_STARTED,
+            call_id=call_id,
+            kind=self._kind(record),
+            name=record.name,
+            kwargs={key: describe_value(value, 500) for key, value in record.kwargs.items()},
+            line=record.line,
+            branch=record.branch,
+        )
+
+    def on_call_end(self, record: CallRecord) -> None:
+        with self._lock:
+            call_id = self._ids.pop(id(record), "call-?")
+        self._recorder.emit(
+            EventType.CALL_FINISHED,
+            call_id=call_id,
+            kind=self._kind(record),
+            name=record.name,
+            line=record.line,
+            branch=record.branch,
+            duration_s=record.duration_s,
+            error=record.error,
+            result=None if record.error else describe_value(record.result, 2000),
+        )
+
+    def _kind(self, record: CallRecord) -> str:
+        name = record.name
+        given = record.extra.get("kind")
+        if isinstance(given, str) and given:
+            return given
+        if name == "__construct_chain":
+            return "construct_chain"
+        return "chain" if name in self._chains else "tool"

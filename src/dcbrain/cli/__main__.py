@@ -1,0 +1,5 @@
+"""``python -m dcbrain.cli`` runs the ``dcbrain`` command."""
+
+from dcbrain.cli import main
+
+main()

@@ -1,0 +1,23 @@
+"""The typer application: one sub-app or command per module."""
+
+from __future__ import annotations
+
+import typer
+
+from dcbrain.cli import ask, config_cmd, demo, plan
+from dcbrain.server.cli import register as register_serve
+
+app = typer.Typer(
+    name="dcbrain",
+    help="LLM agents that plan in code: ask questions, run the demo, check and run tf_plan "
+    "scripts.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(plan.app, name="plan")
+app.add_typer(config_cmd.config_app, name="config")
+app.command("init")(config_cmd.init)
+app.command("ask")(ask.ask)
+app.command("demo")(demo.demo)
+register_serve(app)

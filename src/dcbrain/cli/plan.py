@@ -1,0 +1,136 @@
+"""``dcbrain plan check|run``: check and run tf_plan scripts from files.
+
+``check`` prints one ``FILE:LINE:COL: error: message`` line per problem (the format of
+compilers and linters, so editors and scripts can jump to it). ``run`` writes the plan's
+``print`` output verbatim to stdout, as CPython would, and reports an error on stderr as
+``FILE:LINE:COL: Kind: message``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from dcbrain.cli._output import ExitCode, fail_usage, print_json
+from dcbrain.config import ConfigError, load_tool_file
+from dcbrain.tfplan import Interpreter, Limits, TFInterpreterError
+
+app = typer.Typer(help="Check and run tf_plan scripts.", no_args_is_help=True)
+
+FileArg = Annotated[Path, typer.Argument(help="The tf_plan script.", show_default=False)]
+ToolsOption = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--tools",
+        help="A Python file whose public functions the plan may call (repeatable).",
+        show_default=False,
+    ),
+]
+
+
+@app.command()
+def check(file: FileArg, tools: ToolsOption = None) -> None:
+    """Check FILE statically; print every problem as FILE:LINE:COL: error: message."""
+    source = _read(file)
+    interpreter = Interpreter(_load_tools(tools))
+    problems = interpreter.check(source)
+    for problem in problems:
+        sys.stdout.write(f"{file}:{problem.line}:{problem.col}: error: {problem.message}\n")
+    if problems:
+        raise typer.Exit(ExitCode.FAILED)
+
+
+@app.command()
+def run(
+    file: FileArg,
+    tools: ToolsOption = None,
+    json_output: Annotated[
+        bool, typer.Option("--json", help="Print the result (or the error) as one JSON object.")
+    ] = False,
+    limit: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--limit",
+            metavar="NAME=VALUE",
+            help=f"Override a sandbox limit ({', '.join(Limits.names())}); repeatable.",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Check FILE, then run it; its print output goes to stdout verbatim."""
+    source = _read(file)
+    limits = _parse_limits(limit or [])
+    interpreter = Interpreter(_load_tools(tools), limits=limits)
+    try:
+        result = interpreter.run(source, check=True)
+    except TFInterpreterError as error:
+        _report_error(file, error, json_output)
+        raise typer.Exit(ExitCode.FAILED) from None
+    if json_output:
+        print_json(result.to_dict())
+    else:
+        sys.stdout.write(result.stdout)
+        sys.stdout.flush()
+
+
+def _report_error(file: Path, error: TFInterpreterError, json_output: bool) -> None:
+    problems = list(getattr(error, "problems", []))
+    if json_output:
+        payload: dict[str, Any] = {
+            "error": {
+                "kind": error.kind,
+                "line": error.line,
+                "col": error.col,
+                "message": error.message,
+                "problems": [
+                    {"line": p.line, "col": p.col, "message": p.message} for p in problems
+                ],
+            },
+            "stdout": error.stdout,
+            "trace": [record.to_dict() for record in error.trace],
+        }
+        print_json(payload)
+        return
+    sys.stdout.write(error.stdout)
+    sys.stdout.flush()
+    if problems:
+        lines = [f"{file}:{p.line}:{p.col}: {error.kind}: {p.message}" for p in problems]
+    else:
+        lines = [f"{file}:{error.line}:{max(error.col, 1)}: {error.kind}: {error.message}"]
+    sys.stderr.write("\n".join(lines) + "\n")
+
+
+def _read(file: Path) -> str:
+    try:
+        return file.read_text(encoding="utf-8")
+    except OSError as exc:
+        fail_usage(f"cannot read {file}: {exc.strerror or exc}")
+    except UnicodeDecodeError:
+        fail_usage(f"{file} is not UTF-8 text")
+
+
+def _load_tools(paths: list[Path] | None) -> dict[str, Callable[..., Any]]:
+    callables: dict[str, Callable[..., Any]] = {}
+    for path in paths or []:
+        try:
+            callables.update(load_tool_file(path))
+        except ConfigError as exc:
+            fail_usage(str(exc))
+    return callables
+
+
+def _parse_limits(items: list[str]) -> Limits:
+    overrides: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            fail_usage(f"--limit expects NAME=VALUE, got {item!r}")
+        overrides[name.strip()] = value.strip()
+    try:
+        return Limits().with_overrides(overrides)
+    except ValueError as exc:
+        fail_usage(f"--limit: {exc}")

@@ -1,0 +1,327 @@
+"""``dcbrain.toml``: LLMs, roles, chains, tools, memory and budgets in one validated file.
+
+``load_config(path)`` reads and validates the file (every error names its key path,
+``dcbrain.toml: llm.main.base_url: Input should be a valid URL``); ``build_brain(config)``
+turns it into a :class:`~dcbrain.brain.DCBrain`. Relative paths in the file (tools,
+memory) are relative to the file. With no LLM declared, every role uses the embedded
+local model (:class:`~dcbrain.llm.local.LocalLLM`).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import os
+import sys
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, HttpUrl, PositiveFloat, PositiveInt
+from pydantic import ValidationError as PydanticValidationError
+
+from dcbrain.exceptions import TFError
+
+if TYPE_CHECKING:
+    from dcbrain.brain import DCBrain
+    from dcbrain.chain import Chain
+    from dcbrain.llm import ChatLLM
+
+DEFAULT_CONFIG_FILE = "dcbrain.toml"
+LOCAL_LLM_NAME = "local"
+
+
+class ConfigError(TFError):
+    """A configuration problem; ``problems`` are ``key.path: message`` strings."""
+
+    def __init__(self, source: str, problems: list[str]) -> None:
+        self.source = source
+        self.problems = problems
+        super().__init__("\n".join(f"{source}: {problem}" for problem in problems))
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class LLMConfig(_Section):
+    """One named LLM: an OpenAI-compatible endpoint or the embedded local model."""
+
+    provider: Literal["openai", "local"] = "openai"
+    model: str | None = None
+    base_url: HttpUrl | None = None
+    api_key_env: str | None = "OPENAI_API_KEY"
+    api_key: str | None = None
+    timeout: PositiveFloat = 60.0
+    max_retries: int = Field(default=2, ge=0)
+    max_output_tokens: PositiveInt = 4096
+    structured_output: Literal["json_schema", "json_object", "prompt"] = "json_schema"
+    # the local provider
+    model_path: str | None = None
+    threads: PositiveInt | None = None
+    context_size: PositiveInt = 8192
+
+
+class RolesConfig(_Section):
+    """Which named LLM plays which part; ``plan`` and ``validate`` fall back to ``default``."""
+
+    default: str | None = None
+    plan: str | None = None
+    validate_: str | None = Field(default=None, alias="validate")
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class ChainConfig(_Section):
+    """A chain the planner may call by its key."""
+
+    description: str = ""
+    prompt: str = "{{ input }}"
+    system_prompt: str | None = None
+    output_schema: dict[str, Any] | None = None
+    llm: str | None = None
+    temperature: float | None = None
+    max_tokens: PositiveInt | None = None
+
+
+class MemoryConfig(_Section):
+    """The SQLite memory; ``path = ""`` turns memory off."""
+
+    path: str = "dcbrain.db"
+
+
+class BrainConfig(_Section):
+    max_iterations: PositiveInt = 10
+    max_tokens: PositiveInt = 128_000
+    timeout: float = Field(default=1200.0, ge=0)
+
+
+class Config(_Section):
+    """The whole ``dcbrain.toml``. ``base_dir`` anchors its relative paths."""
+
+    tools: list[str] = Field(default_factory=list)
+    llm: dict[str, LLMConfig] = Field(default_factory=dict)
+    roles: RolesConfig = Field(default_factory=RolesConfig)
+    chains: dict[str, ChainConfig] = Field(default_factory=dict)
+    memory: MemoryConfig = Field(default_factory=MemoryConfig)
+    brain: BrainConfig = Field(default_factory=BrainConfig)
+    base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
+    source: str = Field(default="(defaults)", exclude=True)
+
+    def resolve(self, relative: str) -> Path:
+        path = Path(relative).expanduser()
+        return path if path.is_absolute() else self.base_dir / path
+
+    def role(self, name: Literal["default", "plan", "validate"]) -> str | None:
+        """The LLM name that plays ``name`` (after the fallback to ``default``)."""
+        chosen = {"default": self.roles.default, "plan": self.roles.plan,
+                  "validate": self.roles.validate_}[name]
+        if chosen is None:
+            chosen = self.roles.default
+        if chosen is None and len(self.llm) == 1:
+            chosen = next(iter(self.llm))
+        return chosen
+
+
+def load_config(path: str | Path) -> Config:
+    """Read and validate a config file; raise :class:`ConfigError` naming each bad key."""
+    path = Path(path)
+    source = str(path)
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(source, ["file not found (create one with `dcbrain init`)"]) from None
+    except OSError as exc:
+        raise ConfigError(source, [f"cannot read: {exc.strerror or exc}"]) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(source, [f"invalid TOML: {exc}"]) from None
+    return config_from_dict(raw, base_dir=path.resolve().parent, source=source)
+
+
+def config_from_dict(raw: dict[str, Any], *, base_dir: Path, source: str) -> Config:
+    """Validate an already-parsed config (as from TOML)."""
+    for key in ("base_dir", "source"):
+        if key in raw:
+            raise ConfigError(source, [f"{key}: Extra inputs are not permitted"])
+    try:
+        config = Config.model_validate({**raw, "base_dir": base_dir, "source": source})
+    except PydanticValidationError as exc:
+        raise ConfigError(source, [_describe(error) for error in exc.errors()]) from None
+    problems = _cross_references(config)
+    if problems:
+        raise ConfigError(source, problems)
+    return config
+
+
+def _describe(error: Any) -> str:
+    location = ".".join(str(part) for part in error["loc"]) or "(top level)"
+    return f"{location}: {error['msg']}"
+
+
+def _cross_references(config: Config) -> list[str]:
+    known = ", ".join(config.llm) or "none"
+    problems: list[str] = []
+    roles = {"default": config.roles.default, "plan": config.roles.plan,
+             "validate": config.roles.validate_}
+    for role, name in roles.items():
+        if name is not None and name not in config.llm:
+            problems.append(f"roles.{role}: unknown LLM {name!r} (declared: {known})")
+    if len(config.llm) > 1 and config.role("default") is None:
+        problems.append("roles.default: required when more than one LLM is declared")
+    for chain_name, chain in config.chains.items():
+        if not chain_name.isidentifier() or chain_name.startswith("_"):
+            problems.append(f"chains.{chain_name}: a chain name must be an identifier "
+                            "not starting with '_'")
+        if chain.llm is not None and chain.llm not in config.llm:
+            problems.append(f"chains.{chain_name}.llm: unknown LLM {chain.llm!r} "
+                            f"(declared: {known})")
+    for name, llm in config.llm.items():
+        if llm.provider == "openai" and not llm.model:
+            problems.append(f"llm.{name}.model: required for provider 'openai'")
+    for index, tool_file in enumerate(config.tools):
+        if not config.resolve(tool_file).is_file():
+            problems.append(f"tools.{index}: file not found: {config.resolve(tool_file)}")
+    return problems
+
+
+# -- tools -------------------------------------------------------------------------------
+def load_tool_file(path: str | Path) -> dict[str, Callable[..., Any]]:
+    """The public functions defined in the Python file ``path``, by name.
+
+    Functions imported into the file, and names starting with ``_``, are not tools.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(str(path), ["tools file not found"])
+    module_name = f"dcbrain_tools_{abs(hash(str(path.resolve())))}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise ConfigError(str(path), ["cannot load as a Python module"])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        sys.modules.pop(module_name, None)
+        raise ConfigError(str(path), [f"importing failed: {type(exc).__name__}: {exc}"]) from None
+    return {
+        name: value
+        for name, value in vars(module).items()
+        if not name.startswith("_")
+        and inspect.isfunction(value)
+        and value.__module__ == module_name
+    }
+
+
+def load_tools(config: Config) -> dict[str, Callable[..., Any]]:
+    """Every tool of the config's tool files, by name (a later file wins on a clash)."""
+    tools: dict[str, Callable[..., Any]] = {}
+    for tool_file in config.tools:
+        tools.update(load_tool_file(config.resolve(tool_file)))
+    return tools
+
+
+# -- building ----------------------------------------------------------------------------
+def build_llms(config: Config) -> dict[str, ChatLLM]:
+    """One LLM object per declared name (the embedded model when none is declared)."""
+    from dcbrain.llm import OpenAILLM
+    from dcbrain.llm.local import LocalLLM, LocalModelUnavailable, ensure_local_model
+
+    if not config.llm:
+        try:
+            ensure_local_model()
+        except LocalModelUnavailable as exc:
+            raise ConfigError(config.source, [f"llm: none declared, so the embedded local "
+                                              f"model is used, but {exc}"]) from None
+        return {LOCAL_LLM_NAME: LocalLLM()}
+    llms: dict[str, ChatLLM] = {}
+    problems: list[str] = []
+    for name, spec in config.llm.items():
+        if spec.provider == "local":
+            if spec.model_path is None:
+                try:
+                    ensure_local_model()
+                except LocalModelUnavailable as exc:
+                    problems.append(f"llm.{name}.provider: {exc}")
+                    continue
+            llms[name] = LocalLLM(
+                spec.model_path,
+                threads=spec.threads,
+                context_size=spec.context_size,
+                max_output_tokens=min(spec.max_output_tokens, 1024),
+            )
+            continue
+        api_key = spec.api_key
+        if api_key is None and spec.api_key_env:
+            api_key = os.environ.get(spec.api_key_env)
+            if not api_key:
+                problems.append(f"llm.{name}.api_key_env: environment variable "
+                                f"{spec.api_key_env} is not set")
+                continue
+        llms[name] = OpenAILLM(
+            str(spec.model),
+            base_url=str(spec.base_url) if spec.base_url is not None else None,
+            api_key=api_key or "none",
+            timeout=spec.timeout,
+            max_retries=spec.max_retries,
+            max_output_tokens=spec.max_output_tokens,
+            structured_output=spec.structured_output,
+        )
+    if problems:
+        raise ConfigError(config.source, problems)
+    return llms
+
+
+def build_chains(config: Config, llms: dict[str, ChatLLM], default: ChatLLM) -> dict[str, Chain]:
+    from dcbrain.chain import Chain
+
+    return {
+        name: Chain(
+            name=name,
+            description=spec.description,
+            llm=llms[spec.llm] if spec.llm is not None else default,
+            prompt=spec.prompt,
+            system_prompt=spec.system_prompt,
+            output_json_schema=spec.output_schema,
+            temperature=spec.temperature,
+            max_tokens=spec.max_tokens,
+        )
+        for name, spec in config.chains.items()
+    }
+
+
+def build_brain(config: Config, *, trace_path: str | Path | None = None) -> DCBrain:
+    """The :class:`DCBrain` the config describes (LLMs, roles, chains, tools, memory, budgets)."""
+    from dcbrain.brain import DCBrain
+    from dcbrain.memory import SQLiteMemory
+
+    llms = build_llms(config)
+    tools = load_tools(config)
+    default: ChatLLM
+    plan: ChatLLM
+    validate: ChatLLM
+    if not config.llm:
+        from dcbrain.llm.local import LocalLLM
+
+        local = llms[LOCAL_LLM_NAME]
+        assert isinstance(local, LocalLLM)
+        default = plan = validate = local
+        plan = local.planner(tools)
+    else:
+        default = llms[str(config.role("default"))]
+        plan = llms[str(config.role("plan"))]
+        validate = llms[str(config.role("validate"))]
+    memory = SQLiteMemory(str(config.resolve(config.memory.path))) if config.memory.path else None
+    return DCBrain(
+        spec_chains=build_chains(config, llms, default),
+        default_llm=default,
+        default_plan_llm=plan,
+        default_validate_llm=validate,
+        tools=list(tools.values()),
+        memory=memory,
+        max_iterations=config.brain.max_iterations,
+        max_tokens=config.brain.max_tokens,
+        timeout=config.brain.timeout,
+        trace_path=str(trace_path) if trace_path is not None else None,
+    )

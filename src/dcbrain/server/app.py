@@ -1,0 +1,365 @@
+"""The HTTP API and the web page, as one Starlette (ASGI) application.
+
+``create_app(brain_factory, memory)`` is all a deployment or a test needs: the factory
+builds a fresh brain per run, ``memory`` stores conversations, runs and their events.
+Every error is a JSON body ``{"error": code, "detail": message}`` with a 4xx status.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import os
+import re
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from importlib import resources
+from typing import Any, Final
+from urllib.parse import parse_qs
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from dcbrain.memory import Memory
+from dcbrain.neural import Neural
+from dcbrain.server.runs import (
+    DEFAULT_MAX_CONCURRENT_RUNS,
+    DEFAULT_SUPERSEDE_GRACE_S,
+    BrainFactory,
+    RunManager,
+    TooManyRuns,
+    record_summary,
+)
+from dcbrain.server.sse import event_stream_response, parse_last_event_id
+
+logger = logging.getLogger("dcbrain.server")
+
+API_TOKEN_ENV: Final = "DCBRAIN_API_TOKEN"
+DEFAULT_MAX_BODY_BYTES: Final = 64 * 1024
+LOOPBACK_HOSTS: Final = ("127.0.0.1", "localhost", "::1")
+
+#: Conversation ids are chosen by clients: short, printable, no path tricks.
+CONVERSATION_ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}")
+RUN_ID: Final = re.compile(r"[0-9a-f]{32}")
+
+_CONTENT_SECURITY_POLICY: Final = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+
+
+class ApiError(Exception):
+    """An error answered as ``{"error": code, "detail": message}`` with ``status``."""
+
+    def __init__(
+        self, status: int, code: str, detail: str, headers: dict[str, str] | None = None
+    ) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.code = code
+        self.detail = detail
+        self.headers = headers
+
+
+def error_response(
+    status: int, code: str, detail: str, headers: Mapping[str, str] | None = None
+) -> JSONResponse:
+    return JSONResponse({"error": code, "detail": detail}, status_code=status, headers=headers)
+
+
+def create_app(
+    brain_factory: BrainFactory,
+    memory: Memory,
+    *,
+    api_token: str | None = None,
+    max_concurrent_runs: int = DEFAULT_MAX_CONCURRENT_RUNS,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    supersede_grace_s: float = DEFAULT_SUPERSEDE_GRACE_S,
+    allowed_hosts: Sequence[str] = LOOPBACK_HOSTS,
+    list_conversations: bool = True,
+    neural: Neural | None = None,
+) -> Starlette:
+    """The server as an ASGI app.
+
+    ``api_token`` (default: the ``DCBRAIN_API_TOKEN`` environment variable) makes every
+    ``/v1`` request need ``Authorization: Bearer <token>``. ``max_concurrent_runs`` caps
+    conversations with an unfinished run (429 beyond it), ``max_body_bytes`` request
+    bodies (413). ``allowed_hosts`` are the ``Host`` names answered (``"*"``: any); the
+    loopback default stops DNS-rebinding pages from reaching a local server.
+    ``list_conversations=False`` turns off ``GET /v1/conversations``, so a conversation
+    is reachable only by whoever knows its id. ``supersede_grace_s`` is how long a
+    superseded run may take to reach its next safe point before it is aborted.
+    """
+    if max_body_bytes < 1:
+        raise ValueError("max_body_bytes must be at least 1")
+    token = api_token if api_token is not None else os.environ.get(API_TOKEN_ENV) or None
+    runs = RunManager(
+        brain_factory,
+        memory,
+        neural=neural,
+        max_concurrent_runs=max_concurrent_runs,
+        supersede_grace_s=supersede_grace_s,
+    )
+    api = _Api(runs, memory, max_body_bytes=max_body_bytes,
+               list_conversations=list_conversations)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        interrupted = await runs.start()
+        if interrupted:
+            logger.warning("marked %d unfinished run(s) as interrupted", len(interrupted))
+        yield
+        await runs.stop()
+
+    routes = [
+        Route("/", _index, methods=["GET"]),
+        Mount("/static", StaticFiles(packages=[("dcbrain.server", "static")]), name="static"),
+        Route("/v1/health", api.health, methods=["GET"]),
+        Route("/v1/conversations", api.list_conversations, methods=["GET"]),
+        Route("/v1/conversations/{cid}", api.get_conversation, methods=["GET"]),
+        Route("/v1/conversations/{cid}/messages", api.post_message, methods=["POST"]),
+        Route("/v1/runs/{run_id}", api.get_run, methods=["GET"]),
+        Route("/v1/runs/{run_id}/events", api.run_events, methods=["GET"]),
+        Route("/v1/runs/{run_id}/abort", api.abort_run, methods=["POST"]),
+    ]
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={
+            ApiError: _api_error,
+            HTTPException: _http_error,
+            Exception: _unexpected_error,
+        },
+    )
+    app.state.runs = runs
+    app.add_middleware(_Guard, token=token, allowed_hosts=tuple(allowed_hosts))
+    return app
+
+
+async def _index(request: Request) -> Response:
+    path = resources.files("dcbrain.server").joinpath("static", "index.html")
+    return FileResponse(str(path), media_type="text/html; charset=utf-8")
+
+
+class _Api:
+    """The ``/v1`` endpoints."""
+
+    def __init__(
+        self, runs: RunManager, memory: Memory, *, max_body_bytes: int, list_conversations: bool
+    ) -> None:
+        self.runs = runs
+        self.memory = memory
+        self.max_body_bytes = max_body_bytes
+        self.allow_listing = list_conversations
+
+    async def health(self, request: Request) -> Response:
+        return JSONResponse({"ok": True, "active_runs": self.runs.active_count,
+                             "max_concurrent_runs": self.runs.max_concurrent_runs})
+
+    async def list_conversations(self, request: Request) -> Response:
+        if not self.allow_listing:
+            raise ApiError(404, "not_found", "listing conversations is turned off")
+        return JSONResponse({"conversations": await self.runs.conversations()})
+
+    async def get_conversation(self, request: Request) -> Response:
+        cid = _conversation_id(request)
+        messages = await self.memory.amessages(cid)
+        records = await self.memory.alist_runs(cid, limit=100)
+        if not messages and not records:
+            raise ApiError(404, "not_found", f"no conversation {cid!r}")
+        summaries = []
+        for record in records:
+            live = await self.runs.describe(record.run_id)
+            summaries.append(live if live is not None else record_summary(record))
+        return JSONResponse({
+            "conversation_id": cid,
+            "messages": [
+                {
+                    "role": message.role,
+                    "content": message.content,
+                    "created_at": message.created_at,
+                    **{key: message.additional_kwargs[key]
+                       for key in ("run_id", "status", "reason")
+                       if key in message.additional_kwargs},
+                }
+                for message in messages
+            ],
+            "runs": summaries,
+        })
+
+    async def post_message(self, request: Request) -> Response:
+        cid = _conversation_id(request)
+        body = await self._json_body(request)
+        content = body.get("content") if isinstance(body, dict) else None
+        if not isinstance(content, str) or not content.strip():
+            raise ApiError(422, "invalid_message",
+                           'the body must be a JSON object {"content": "<non-empty text>"}')
+        try:
+            run = await self.runs.submit(cid, content)
+        except TooManyRuns as exc:
+            raise ApiError(429, "too_many_runs", str(exc), headers={"Retry-After": "1"}) from None
+        return JSONResponse(
+            {
+                "run_id": run.run_id,
+                "conversation_id": cid,
+                "supersedes": run.supersedes,
+                "run_url": f"/v1/runs/{run.run_id}",
+                "events_url": f"/v1/runs/{run.run_id}/events",
+            },
+            status_code=202,
+        )
+
+    async def get_run(self, request: Request) -> Response:
+        run_id = _run_id(request)
+        summary = await self.runs.describe(run_id)
+        if summary is None:
+            raise ApiError(404, "not_found", f"no run {run_id!r}")
+        return JSONResponse(summary)
+
+    async def run_events(self, request: Request) -> Response:
+        run_id = _run_id(request)
+        after = parse_last_event_id(
+            request.headers.get("last-event-id"), request.query_params.get("after")
+        )
+        if after is None:
+            raise ApiError(400, "invalid_last_event_id",
+                           "Last-Event-ID (or ?after=) must be an event seq (an integer >= -1)")
+        if not await self.runs.exists(run_id):
+            raise ApiError(404, "not_found", f"no run {run_id!r}")
+        return event_stream_response(self.runs, run_id, after)
+
+    async def abort_run(self, request: Request) -> Response:
+        run_id = _run_id(request)
+        run = self.runs.abort(run_id)
+        if run is not None:
+            return JSONResponse({"run_id": run_id, "aborting": True}, status_code=202)
+        summary = await self.runs.describe(run_id)
+        if summary is None:
+            raise ApiError(404, "not_found", f"no run {run_id!r}")
+        raise ApiError(409, "run_finished", f"run {run_id!r} has already ended "
+                       f"({summary['status']})")
+
+    async def _json_body(self, request: Request) -> Any:
+        media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if media_type != "application/json":
+            raise ApiError(415, "unsupported_media_type", "send the body as application/json")
+        declared = request.headers.get("content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.max_body_bytes):
+            raise _too_large(self.max_body_bytes)
+        body = bytearray()
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > self.max_body_bytes:
+                raise _too_large(self.max_body_bytes)
+        try:
+            return json.loads(body)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ApiError(400, "invalid_json", f"the body is not valid JSON: {exc}") from None
+
+
+def _too_large(limit: int) -> ApiError:
+    return ApiError(413, "body_too_large", f"the body is larger than {limit} bytes")
+
+
+def _conversation_id(request: Request) -> str:
+    cid = str(request.path_params["cid"])
+    if not CONVERSATION_ID.fullmatch(cid):
+        raise ApiError(400, "invalid_conversation_id",
+                       "a conversation id is 1-128 characters: letters, digits and _ . : @ -, "
+                       "starting with a letter or digit")
+    return cid
+
+
+def _run_id(request: Request) -> str:
+    run_id = str(request.path_params["run_id"])
+    if not RUN_ID.fullmatch(run_id):
+        raise ApiError(404, "not_found", f"no run {run_id!r}")
+    return run_id
+
+
+async def _api_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ApiError)
+    return error_response(exc.status, exc.code, exc.detail, exc.headers)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+    return error_response(exc.status_code, code, str(exc.detail), exc.headers)
+
+
+async def _unexpected_error(request: Request, exc: Exception) -> Response:
+    logger.exception("unexpected error on %s %s", request.method, request.url.path)
+    return error_response(500, "internal_error", "the server failed; see its log")
+
+
+class _Guard:
+    """Host check, bearer-token auth for ``/v1`` and security headers on every response."""
+
+    def __init__(self, app: ASGIApp, *, token: str | None, allowed_hosts: tuple[str, ...]) -> None:
+        self.app = app
+        self.token = token
+        self.any_host = "*" in allowed_hosts
+        self.allowed_hosts = frozenset(host.lower() for host in allowed_hosts)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {key.decode("latin-1").lower(): value.decode("latin-1")
+                   for key, value in scope["headers"]}
+        if not self.any_host and _host_name(headers.get("host", "")) not in self.allowed_hosts:
+            await error_response(400, "invalid_host", "this Host is not served")(
+                scope, receive, send)
+            return
+        path: str = scope["path"]
+        needs_token = self.token is not None and path.startswith("/v1/") and path != "/v1/health"
+        if needs_token and not self._authorized(headers, scope):
+            response = error_response(
+                401, "unauthorized", "send Authorization: Bearer <token>",
+                headers={"WWW-Authenticate": 'Bearer realm="dcbrain"'},
+            )
+            await response(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                extra = [
+                    (b"x-content-type-options", b"nosniff"),
+                    (b"referrer-policy", b"no-referrer"),
+                    (b"x-frame-options", b"DENY"),
+                    (b"content-security-policy", _CONTENT_SECURITY_POLICY.encode()),
+                ]
+                message["headers"] = [*message.get("headers", []), *extra]
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+    def _authorized(self, headers: dict[str, str], scope: Scope) -> bool:
+        assert self.token is not None
+        scheme, _, given = headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not given:
+            # EventSource cannot send headers: the event stream also takes ?access_token=.
+            given = ""
+            if scope["method"] == "GET" and scope["path"].endswith("/events"):
+                given = _query_value(scope, "access_token")
+        return bool(given) and hmac.compare_digest(given.strip().encode(), self.token.encode())
+
+
+def _host_name(host: str) -> str:
+    host = host.strip().lower()
+    if host.startswith("["):  # [::1]:8765
+        return host[1:].split("]", 1)[0]
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def _query_value(scope: Scope, name: str) -> str:
+    raw = scope.get("query_string", b"").decode("latin-1")
+    values = parse_qs(raw).get(name)
+    return values[0] if values else ""

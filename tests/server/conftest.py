@@ -1,0 +1,46 @@
+"""Fixtures for server tests: a store on disk, scripted brains, a live server on loopback."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dcbrain import SQLiteMemory
+from dcbrain.memory import Memory
+from dcbrain.server import create_app
+from dcbrain.server.testing import serve_in_thread
+from support.server_app import Api, BrainScripts, ServeFn
+
+
+@pytest.fixture
+def memory(tmp_path: Path) -> Iterator[SQLiteMemory]:
+    store = SQLiteMemory(tmp_path / "server.db")
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def brains(memory: SQLiteMemory) -> BrainScripts:
+    return BrainScripts(memory)
+
+
+@pytest.fixture
+def serve(brains: BrainScripts, memory: SQLiteMemory) -> ServeFn:
+    """``with serve(**create_app_options) as api:`` a live server on loopback."""
+
+    @contextmanager
+    def start(*, token: str | None = None, store: Memory | None = None,
+              **options: Any) -> Iterator[Api]:
+        app = create_app(brains, store or memory, api_token=token, **options)
+        with serve_in_thread(app) as base_url:
+            api = Api(base_url, token)
+            try:
+                yield api
+            finally:
+                api.http.close()
+
+    return start

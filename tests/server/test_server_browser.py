@@ -1,0 +1,112 @@
+"""The web page in a real browser (Debian's chromium driven by Playwright).
+
+A message typed into the page starts a run; the page shows the plan, the revision as a
+diff (removed lines struck through, added lines highlighted), the parallel calls side by
+side, the state machine and the final answer, all from the live event stream.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from support.server_app import (
+    PATIENCE_S,
+    TRIP_ANSWER,
+    BrainScripts,
+    ServeFn,
+    direct_brain,
+    trip_brain,
+)
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run",
+]
+
+pytestmark = pytest.mark.skipif(
+    not CHROMIUM.exists() or shutil.which("chromium") is None,
+    reason="browser test needs Debian's chromium at /usr/bin/chromium "
+    "(apt-get install -y chromium)",
+)
+
+playwright_api = pytest.importorskip("playwright.sync_api", reason="needs the playwright package")
+
+
+def test_the_page_shows_the_plan_its_revision_diff_the_calls_and_the_answer(
+    serve: ServeFn, brains: BrainScripts, tmp_path: Path
+) -> None:
+    brains.then(trip_brain)
+    brains.then(lambda memory: direct_brain(memory, "You are welcome."))
+    expect = playwright_api.expect
+    with serve() as api, playwright_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1440, "height": 1600})
+            page.set_default_timeout(PATIENCE_S * 1000)
+            console_errors: list[str] = []
+            page.on("console", lambda m: console_errors.append(m.text) if m.type == "error"
+                    else None)
+            page.goto(api.base_url + "/")
+            page.fill("#message-input", "How much do 3 nights in Lisbon cost in USD?")
+            page.click("#send")
+
+            expect(page.locator("#final-answer")).to_have_text(TRIP_ANSWER)
+            expect(page.locator("#final-badge")).to_have_text("succeeded · validated")
+            expect(page.locator(".state.active")).to_have_text("succeeded")
+            assert page.locator(".state.visited").all_inner_texts() == [
+                "init", "planning", "running"]
+
+            plan_lines = page.locator("#plan .code-line .src").all_inner_texts()
+            assert plan_lines[1].startswith("nightly, rate = parallel(hotel_price(")
+            assert page.locator("#plan .ln").all_inner_texts()[:2] == ["1", "2"]
+            assert page.locator("#plan .tok-callable").first.inner_text() == "hotel_price"
+            assert page.locator("#plan .tok-comment").count() == 1
+
+            removed = page.locator(".diff-line.del del").all_inner_texts()
+            added = page.locator(".diff-line.add ins").all_inner_texts()
+            assert "total = nightly * 3" in removed
+            assert "total_usd = round(nightly * 3 * rate, 2)" in added
+            struck = page.locator(".diff-line.del del").first.evaluate(
+                "node => getComputedStyle(node).textDecorationLine")
+            assert "line-through" in struck
+            added_bg = page.locator(".diff-line.add").first.evaluate(
+                "node => getComputedStyle(node).backgroundColor")
+            assert added_bg not in ("rgba(0, 0, 0, 0)", "transparent")
+            assert "US dollars" in page.locator(".revision-reason").inner_text()
+            assert page.locator(".chip.added").count() >= 1
+
+            columns = page.locator(".tl-parallel .tl-column")
+            assert columns.count() == 2
+            assert columns.nth(0).locator(".tl-name").inner_text() == "hotel_price"
+            assert columns.nth(1).locator(".tl-name").inner_text() == "exchange_rate"
+            left, right = columns.nth(0).bounding_box(), columns.nth(1).bounding_box()
+            assert left is not None and right is not None
+            assert right["x"] > left["x"] + left["width"] - 1  # side by side, not stacked
+            assert abs(right["y"] - left["y"]) < 1
+            assert page.locator(".tl-call.done").count() == 4
+            assert page.locator("#timeline-meta").inner_text() == "4 calls"
+
+            tokens = page.locator("#tokens-text").inner_text()
+            used, limit = (int(part.replace(",", "")) for part in tokens.split(" / "))
+            assert 0 < used < limit == 128_000
+
+            messages = page.locator("#messages .bubble")
+            expect(messages).to_have_count(2)
+            assert messages.nth(1).inner_text() == TRIP_ANSWER
+            expect(page.locator(".conversation")).to_have_count(1)
+            page.screenshot(path=str(tmp_path / "run.png"), full_page=True)
+
+            # A second message in the same conversation: a new run, shown from the start.
+            page.fill("#message-input", "Thanks!")
+            page.keyboard.press("Enter")
+            expect(page.locator("#final-answer")).to_have_text("You are welcome.")
+            expect(page.locator("#final-badge")).to_have_text("succeeded · direct_answer")
+            expect(page.locator("#plan")).to_contain_text("No plan yet.")
+            expect(page.locator("#messages .bubble")).to_have_count(4)
+            assert console_errors == [], console_errors
+        finally:
+            browser.close()

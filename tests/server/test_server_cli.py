@@ -1,0 +1,100 @@
+"""``dcbrain serve --config F``: the real command, its brain on an OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from dcbrain.server.cli import is_loopback
+from support.fake_openai import FakeOpenAIServer
+from support.server_app import PATIENCE_S, Api
+
+TOOLS = '''\
+def multiply(a: int, b: int) -> int:
+    """Multiply two numbers."""
+    return a * b
+'''
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def test_serve_answers_over_http_with_the_configured_brain(
+    tmp_path: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    (tmp_path / "tools.py").write_text(TOOLS)
+    config = tmp_path / "dcbrain.toml"
+    config.write_text(
+        'tools = ["tools.py"]\n[llm.main]\n'
+        f'base_url = "{fake_openai.base_url}"\nmodel = "fake-model"\n'
+        'api_key_env = "FAKE_API_KEY"\nmax_retries = 0\n[memory]\npath = "brain.db"\n'
+    )
+    fake_openai.reply("```tf_plan\nreturn multiply(a=6, b=7)\n```", usage=(120, 20))
+    fake_openai.reply_json({"is_solved": True, "suggestion": ""}, usage=(80, 10))
+    port = free_port()
+    env = dict(os.environ, FAKE_API_KEY="sk-test", DCBRAIN_API_TOKEN="t0ken",
+               PYTHONPATH=os.pathsep.join(sys.path))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "dcbrain.cli", "serve", "--config", str(config),
+         "--port", str(port)],
+        env=env, stderr=subprocess.PIPE, text=True,
+    )
+    base_url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + PATIENCE_S
+        while True:  # wait until it listens
+            assert process.poll() is None, process.stderr.read() if process.stderr else ""
+            try:
+                if httpx.get(base_url + "/v1/health").status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, "dcbrain serve did not start"
+            time.sleep(0.05)
+        refused = httpx.get(base_url + "/v1/conversations")
+        api = Api(base_url, token="t0ken")
+        run_id = api.send("c-42", "What is 6 times 7?")
+        run = api.wait_for(run_id)
+        messages = api.http.get("/v1/conversations/c-42").json()["messages"]
+        page = api.http.get("/")
+        api.http.close()
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=PATIENCE_S)
+
+    assert refused.status_code == 401  # DCBRAIN_API_TOKEN is honoured
+    assert (run["status"], run["result"]["final_result"]) == ("succeeded", 42)
+    assert [m["content"] for m in messages] == ["What is 6 times 7?", "42"]
+    assert page.status_code == 200 and "dcbrain" in page.text
+    assert f"dcbrain serving on http://127.0.0.1:{port}/" in stderr
+    assert "Application shutdown complete" in stderr  # SIGTERM shuts down gracefully
+    assert process.returncode in (0, -signal.SIGTERM)  # uvicorn re-raises the signal it caught
+    assert (tmp_path / "brain.db").exists()
+
+
+def test_serve_with_a_broken_config_exits_2(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[brain]\nmax_tokens = -5\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "dcbrain.cli", "serve", "--config", str(bad)],
+        capture_output=True, text=True, timeout=PATIENCE_S,
+        env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)),
+    )
+    assert done.returncode == 2
+    assert "brain.max_tokens" in done.stderr
+
+
+def test_only_loopback_addresses_count_as_local() -> None:
+    assert [is_loopback(h) for h in ("127.0.0.1", "::1", "localhost", "127.0.0.2")] == [True] * 4
+    assert [is_loopback(h) for h in ("0.0.0.0", "192.168.1.4", "example.org")] == [False] * 3

@@ -1,0 +1,98 @@
+"""Runs and their events live in SQLite: a restarted server still shows them."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from dcbrain import SQLiteMemory
+from support.server_app import (
+    PATIENCE_S,
+    Api,
+    BrainScripts,
+    ServeFn,
+    replanning_brain,
+    stuck_brain,
+)
+
+SERVER_PROCESS = Path(__file__).parent.parent / "support" / "server_process.py"
+
+
+def test_a_second_server_on_the_same_file_shows_runs_events_and_messages(
+    serve: ServeFn, brains: BrainScripts, tmp_path: Path
+) -> None:
+    brains.then(replanning_brain)
+    with serve() as api:
+        run_id = api.send("trip", "What is 2+3+1?")
+        before = api.stream(run_id)
+        run_before = api.http.get(f"/v1/runs/{run_id}").json()
+
+    reopened = SQLiteMemory(tmp_path / "server.db")
+    try:
+        with serve(store=reopened) as api:
+            after = api.stream(run_id)
+            resumed = api.stream(run_id, last_event_id=9)
+            run_after = api.http.get(f"/v1/runs/{run_id}").json()
+            conversation = api.http.get("/v1/conversations/trip").json()
+            listing = api.http.get("/v1/conversations").json()["conversations"]
+    finally:
+        reopened.close()
+
+    assert after.events == before.events and after.end == before.end
+    assert resumed.events == before.events[10:]
+    assert {k: v for k, v in run_after.items() if k != "updated_at"} == {
+        k: v for k, v in run_before.items() if k != "updated_at"}
+    assert [m["content"] for m in conversation["messages"]] == ["What is 2+3+1?", "6"]
+    assert [c["conversation_id"] for c in listing] == ["trip"]
+
+
+def test_a_graceful_shutdown_ends_live_runs_as_interrupted(
+    serve: ServeFn, brains: BrainScripts, tmp_path: Path
+) -> None:
+    brains.then(stuck_brain)
+    with serve() as api:
+        run_id = api.send("c1", "never answered")
+        api.stream(run_id, until=lambda e: e["type"] == "call_started")
+    with serve() as api:
+        run = api.http.get(f"/v1/runs/{run_id}").json()
+        stream = api.stream(run_id)
+    assert (run["status"], run["reason"]) == ("interrupted", "server_shutdown")
+    assert stream.events[-1]["type"] == "final"
+    assert stream.events[-1]["status"] == "interrupted"
+    assert stream.end == {"run_id": run_id, "status": "interrupted"}
+
+
+def test_a_run_in_flight_when_the_server_died_is_marked_interrupted_at_startup(
+    serve: ServeFn, tmp_path: Path
+) -> None:
+    db, port_file = tmp_path / "server.db", tmp_path / "port"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    process = subprocess.Popen([sys.executable, str(SERVER_PROCESS), str(db), str(port_file)],
+                               env=env)
+    try:
+        deadline = time.monotonic() + PATIENCE_S
+        while not port_file.exists():
+            assert process.poll() is None, "the server process exited"
+            assert time.monotonic() < deadline, "the server process did not start"
+            time.sleep(0.05)
+        dead = Api(f"http://127.0.0.1:{port_file.read_text()}")
+        run_id = dead.send("c1", "a question the server will not live to answer")
+        seen = dead.stream(run_id, until=lambda e: e["type"] == "call_started").events
+        dead.http.close()
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait(PATIENCE_S)
+
+    with serve() as api:
+        run = api.http.get(f"/v1/runs/{run_id}").json()
+        stream = api.stream(run_id)
+    assert (run["status"], run["reason"]) == ("interrupted", "server_restart")
+    assert stream.events[: len(seen)] == seen
+    final = stream.events[-1]
+    assert (final["type"], final["status"], final["seq"]) == (
+        "final", "interrupted", len(stream.events) - 1)
+    assert stream.end == {"run_id": run_id, "status": "interrupted"}
