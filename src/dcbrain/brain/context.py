@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import json
+from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -23,6 +24,9 @@ BrainStatus = Literal["succeeded", "failed", "aborted"]
 BrainReason = Literal[
     "validated", "direct_answer", "max_iterations", "max_tokens", "timeout", "aborted", "error"
 ]
+
+#: Failed attempts kept per conversation for the next planning (seed 000).
+CONTEXTUAL_PLAN_INFO_SIZE = 10
 
 
 @dataclass
@@ -41,6 +45,19 @@ class BrainContext:
     recall: Recall | None = None
     conversation: list[TextMessage] = field(default_factory=list)
     knowledge: list[str] = field(default_factory=list)
+
+    @classmethod
+    def for_question(
+        cls, message: TextMessage, conversation_id: str, run_id: str, tools: list[Tool]
+    ) -> BrainContext:
+        """A context for ``message``; ``current_input`` is a copy the run may write into."""
+        current_input = TextMessage(
+            content=message.content,
+            role=message.role,
+            additional_kwargs=dict(message.additional_kwargs),
+            created_at=message.created_at,
+        )
+        return cls(current_input, conversation_id, run_id, tools=tools)
 
 
 @dataclass
@@ -70,6 +87,26 @@ class BrainIntermediateResult:
     reason: BrainReason | None = None
     error: str | None = None
 
+    def start_attempt(self) -> None:
+        """Archive the current plan and its result, if any, and clear them for the next."""
+        if self.current_plan is not None or self.interpreter_err is not None:
+            record = self.attempt_record()
+            record["iteration"] = self.iterations
+            self.intermediate_plans_and_results.append(record)
+        self.current_plan = None
+        self.current_result = None
+        self.interpreter_err = None
+        self.attempt_recorded = False
+
+    def answer_message(self, text: str) -> TextMessage:
+        """``text`` as the assistant's message of this run, with how the run ended."""
+        return TextMessage(
+            content=text,
+            role="assistant",
+            additional_kwargs={"run_id": self.context.run_id, "status": self.status,
+                               "reason": self.reason},
+        )
+
     def attempt_record(self) -> dict[str, Any]:
         """The current plan, its result and what went wrong, as the planner will see it."""
         result = None
@@ -81,6 +118,29 @@ class BrainIntermediateResult:
             "error": str(self.interpreter_err) if self.interpreter_err is not None else "",
             "suggestion": self.suggestion or "",
         }
+
+
+class ContextualPlanInfo:
+    """The last failed attempts of each conversation, shown to its next plannings."""
+
+    def __init__(self, size: int = CONTEXTUAL_PLAN_INFO_SIZE) -> None:
+        self._attempts: defaultdict[str, deque[dict[str, Any]]] = defaultdict(
+            lambda: deque(maxlen=size)
+        )
+
+    def of(self, conversation_id: str) -> list[dict[str, Any]]:
+        """The conversation's failed attempts, oldest first."""
+        return list(self._attempts.get(conversation_id, ()))
+
+    def record(self, ir: BrainIntermediateResult) -> None:
+        """Remember the current attempt of ``ir`` if it failed (once per attempt)."""
+        if ir.attempt_recorded or (ir.current_plan is None and ir.interpreter_err is None):
+            return
+        ir.attempt_recorded = True
+        self._attempts[ir.context.conversation_id].append(ir.attempt_record())
+
+    def clear(self, conversation_id: str) -> None:
+        self._attempts.pop(conversation_id, None)
 
 
 @dataclass
@@ -109,6 +169,29 @@ class BrainResult:
     error: str | None = None
     last_error: str | None = None
     duration_s: float = 0.0
+
+    @classmethod
+    def from_intermediate(
+        cls, ir: BrainIntermediateResult, usage: Usage, duration_s: float
+    ) -> BrainResult:
+        """The result of a finished run; a run that never reached a terminal state aborted."""
+        status = ir.status or "aborted"
+        return cls(
+            status=status,
+            reason=ir.reason or "error",
+            final_result=ir.final_result if status == "succeeded" else None,
+            plans=list(ir.plans),
+            last_result=ir.last_result,
+            suggestions=list(ir.suggestions),
+            usage=usage,
+            events=[],
+            conversation_id=ir.context.conversation_id,
+            run_id=ir.context.run_id,
+            iterations=ir.iterations,
+            error=ir.error,
+            last_error=ir.last_error,
+            duration_s=duration_s,
+        )
 
     @property
     def ok(self) -> bool:

@@ -14,40 +14,41 @@ many questions one after another. ``abort`` and ``init`` from a terminal state a
 allowed (the seed: "from any state"): they move the machine and change no finished
 result. The FSM's ``abort`` event is fired by the run itself; the public :meth:`abort`
 only requests it (and cancels the LLM call or plan in flight), from any task or thread.
+The work of each phase lives in its own module (``planning``, ``running``, ``validation``);
+stopping a run in ``control``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 import time
 import uuid
-from collections import defaultdict, deque
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 from transitions import EventData
-from transitions.extensions.asyncio import AsyncMachine
 
 from dcbrain.brain.base import BaseBrain, EventCallback, answer_text
-from dcbrain.brain.budget import TokenBudget, llm_phase
+from dcbrain.brain.budget import TokenBudget
 from dcbrain.brain.context import (
     BrainContext,
     BrainIntermediateResult,
     BrainReason,
     BrainResult,
-    describe_value,
+    ContextualPlanInfo,
 )
-from dcbrain.brain.plan_diff import ScriptDiff, plan_calls
+from dcbrain.brain.control import AbortRequested, BrainMachine, RunControl
+from dcbrain.brain.planning import as_prompt, ask_planner, write_planning_context, write_recall
+from dcbrain.brain.running import run_plan
 from dcbrain.brain.templates import (
     DEFAULT_PLANNING_TEMPLATE,
     DEFAULT_VALIDATE_TEMPLATE,
     QUESTION_TEMPLATE,
-    VERDICT_SCHEMA,
 )
 from dcbrain.brain.trace import PlanCallEvents, RunRecorder
+from dcbrain.brain.validation import validate
 from dcbrain.chain import (
     AdditionalInfoPrompt,
     Chain,
@@ -57,44 +58,13 @@ from dcbrain.chain import (
     TFChainInterpreter,
 )
 from dcbrain.events import EventType
-from dcbrain.exceptions import (
-    TFBrainBusyError,
-    TFBrainError,
-    TFChainError,
-    TFError,
-    TFInterpreterError,
-    TFLLMInterrupt,
-    TFTokenBudgetExceeded,
-    TFUserNewInputError,
-)
+from dcbrain.exceptions import TFBrainBusyError, TFBrainError, TFError, TFUserNewInputError
 from dcbrain.llm.base import ChatLLM
 from dcbrain.llm.observe import llm_observer, observe_llm_calls
 from dcbrain.memory.recall import DEFAULT_MEMORY_CHUNK_SIZE, MemoryChunkSize
 from dcbrain.messages import TextMessage, as_message
-from dcbrain.tfplan import Limits, extract_plan
+from dcbrain.tfplan import Limits
 from dcbrain.tools import Tool, ToolLike, as_tool
-
-T = TypeVar("T")
-
-#: Failed attempts kept per conversation for the next planning (seed 000).
-CONTEXTUAL_PLAN_INFO_SIZE = 10
-
-#: Errors of a plan run the brain recovers from by replanning (seed 000).
-RECOVERABLE_ERRORS: tuple[type[Exception], ...] = (TFLLMInterrupt, TFInterpreterError, TFChainError)
-
-
-class _AbortRequested(Exception):
-    """Raised inside the run when :meth:`DCBrain.abort` was called."""
-
-
-class _BrainMachine(AsyncMachine):
-    """The brain's machine; the brain's own ``abort()`` method stays, the event is fired
-    with ``trigger("abort")``."""
-
-    def _checked_assignment(self, model: Any, name: str, func: Any) -> None:
-        if name == "abort" and isinstance(model, DCBrain):
-            return
-        super()._checked_assignment(model, name, func)
 
 
 class DCBrain(BaseBrain):
@@ -178,8 +148,8 @@ class DCBrain(BaseBrain):
                 "DCBrain needs default_llm (or both default_plan_llm and default_validate_llm)"
             )
         self.tools: list[Tool] = [as_tool(tool) for tool in tools]
-        self.planning_prompt = _as_prompt(planning_prompt, DEFAULT_PLANNING_TEMPLATE, "system")
-        self.validate_prompt = _as_prompt(validate_prompt, DEFAULT_VALIDATE_TEMPLATE, "user")
+        self.planning_prompt = as_prompt(planning_prompt, DEFAULT_PLANNING_TEMPLATE, "system")
+        self.validate_prompt = as_prompt(validate_prompt, DEFAULT_VALIDATE_TEMPLATE, "user")
         # Prompts are stateless; compiling their templates once keeps planning cheap.
         self._memo_prompt = MemoPrompt()
         self._knowledge_prompt = KnowledgePrompt()
@@ -188,19 +158,15 @@ class DCBrain(BaseBrain):
         self.max_tokens = max_tokens
         self.timeout = timeout
         self.limits = limits
-        self._contextual_plan_info: defaultdict[str, deque[dict[str, Any]]] = defaultdict(
-            lambda: deque(maxlen=CONTEXTUAL_PLAN_INFO_SIZE)
-        )
+        self._contextual_plan_info = ContextualPlanInfo()
         self._run_lock = threading.Lock()
-        self._control = threading.Lock()
-        self._abort_requested = False
-        self._inflight: asyncio.Future[Any] | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._control = RunControl()
         self._ir: BrainIntermediateResult | None = None
         self._budget: TokenBudget | None = None
         self._recorder: RunRecorder | None = None
+        self._plan_calls: PlanCallEvents | None = None
         self._started = 0.0
-        self.machine = _BrainMachine(
+        self.machine = BrainMachine(
             model=self,
             states=self.states,
             transitions=self.transitions,
@@ -236,7 +202,7 @@ class DCBrain(BaseBrain):
 
     def contextual_plan_info(self, conversation_id: str) -> list[dict[str, Any]]:
         """The last failed attempts of a conversation, oldest first (at most 10)."""
-        return list(self._contextual_plan_info.get(conversation_id, ()))
+        return self._contextual_plan_info.of(conversation_id)
 
     # -- public control ----------------------------------------------------------------
 
@@ -246,14 +212,7 @@ class DCBrain(BaseBrain):
         Callable from any task or thread; the LLM call or plan in flight is cancelled.
         Returns ``False`` when no run is active.
         """
-        with self._control:
-            if self._ir is None:
-                return False
-            self._abort_requested = True
-            inflight, loop = self._inflight, self._loop
-        if inflight is not None and loop is not None and not loop.is_closed():
-            loop.call_soon_threadsafe(inflight.cancel)
-        return True
+        return self._control.request_abort()
 
     @property
     def busy(self) -> bool:
@@ -283,22 +242,14 @@ class DCBrain(BaseBrain):
         try:
             return await self._run(question, conversation_id, on_event)
         finally:
-            with self._control:
-                self._ir = self._budget = None
-                self._inflight = self._loop = None
-                self._abort_requested = False
+            self._control.finish()
+            self._ir = self._budget = None
             self._run_lock.release()
 
     async def _run(
         self, question: str | TextMessage, conversation_id: str, on_event: EventCallback | None
     ) -> BrainResult:
         message = as_message(question)
-        current_input = TextMessage(
-            content=message.content,
-            role=message.role,
-            additional_kwargs=dict(message.additional_kwargs),
-            created_at=message.created_at,
-        )
         run_id = uuid.uuid4().hex
         subscribers = [*self._subscribers, *([on_event] if on_event else [])]
         recorder = RunRecorder(run_id, subscribers, trace_path=self.trace_path)
@@ -308,15 +259,16 @@ class DCBrain(BaseBrain):
             parent=llm_observer.get(),
             max_iterations=self.max_iterations,
         )
-        context = BrainContext(current_input, conversation_id, run_id, tools=list(self.tools))
+        context = BrainContext.for_question(message, conversation_id, run_id, list(self.tools))
         ir = BrainIntermediateResult(context)
-        with self._control:
-            self._ir, self._budget, self._recorder = ir, budget, recorder
-            self._loop = asyncio.get_running_loop()
+        self._ir, self._budget, self._recorder = ir, budget, recorder
+        # one observer for every plan of the run, so call ids stay unique in the run
+        self._plan_calls = PlanCallEvents(recorder, self.spec_chains)
+        self._control.start(asyncio.get_running_loop())
         self._started = time.monotonic()
         recorder.emit(
             EventType.RUN_STARTED,
-            question=current_input.content,
+            question=message.content,
             conversation_id=conversation_id,
             chains=sorted(self.spec_chains),
             tools=[tool.name for tool in self.tools],
@@ -332,7 +284,9 @@ class DCBrain(BaseBrain):
             recorder.emit(EventType.ERROR, source="brain", error=f"{type(exc).__name__}: {exc}")
             recorder.close()
             raise
-        result = self._result(ir, budget, recorder)
+        result = BrainResult.from_intermediate(
+            ir, budget.usage.copy(), time.monotonic() - self._started
+        )
         recorder.emit(EventType.FINAL, **result.to_dict(include_events=False))
         recorder.close()
         result.events = recorder.as_dicts()
@@ -348,24 +302,24 @@ class DCBrain(BaseBrain):
         try:
             await self._fire("init")
             while True:
-                self._check_abort()
+                self._control.check()
                 if not await self._fire("plan"):
                     await self._stop(ir.reason or "error")
                     return
-                self._check_abort()
+                self._control.check()
                 if ir.direct_answer:
                     await self._fire("succeed")
                     return
                 if ir.current_plan is None:  # an unusable reply: plan again
                     continue
                 await self._fire("exec_plan")
-                self._check_abort()
+                self._control.check()
                 if self._budget is not None and self._budget.exhausted is not None:
                     await self._stop("max_tokens")
                     return
                 if await self._fire("succeed"):
                     return
-        except _AbortRequested:
+        except AbortRequested:
             await self._stop("aborted")
         except TFUserNewInputError:
             raise
@@ -378,8 +332,12 @@ class DCBrain(BaseBrain):
             await self._stop("error", unexpected=True)
 
     async def _fire(self, trigger: str, **kwargs: Any) -> bool:
-        """Fire ``trigger``; the library swallows a cancellation of this task, so re-raise it."""
+        """Fire ``trigger``; re-raise the stop the machine held back, and a cancellation of
+        this task, which the library swallows."""
         done = await self.trigger(trigger, **kwargs)
+        stop = self.machine.take_stop()
+        if stop is not None:
+            raise stop
         task = asyncio.current_task()
         if task is not None and task.cancelling():
             raise asyncio.CancelledError
@@ -390,32 +348,6 @@ class DCBrain(BaseBrain):
             await self._fire("abort", reason=reason)
         else:
             await self._fire("fail", reason=reason)
-
-    def _check_abort(self) -> None:
-        if self._abort_requested:
-            raise _AbortRequested
-
-    async def _interruptible(self, phase: str, work: Coroutine[Any, Any, T]) -> T:
-        """Await ``work`` as a task :meth:`abort` can cancel; LLM calls are tagged ``phase``."""
-        token = llm_phase.set(phase)
-        try:
-            task = asyncio.ensure_future(work)
-        finally:
-            llm_phase.reset(token)
-        with self._control:
-            self._inflight = task
-            if self._abort_requested:
-                task.cancel()
-        try:
-            return await task
-        except asyncio.CancelledError:
-            current = asyncio.current_task()
-            if self._abort_requested and not (current is not None and current.cancelling()):
-                raise _AbortRequested from None
-            raise
-        finally:
-            with self._control:
-                self._inflight = None
 
     # -- machine callbacks: events -----------------------------------------------------
 
@@ -436,17 +368,9 @@ class DCBrain(BaseBrain):
         ir = self._ir
         if ir is None:
             return
-        info = ir.context.current_input.additional_kwargs
-        described = self._interpreter(ir, observer=None).describe_callables()
-        chains = [item for item in described if item["kind"] == "chain"]
-        tools = [item for item in described if item["kind"] != "chain"]
-        info["spec_chains"] = _json_lines(chains)
-        info["tools"] = _json_lines(tools)
-        info.update(
-            contextual_plan_info=[],
-            previous_suggestion="",
-            memory_documents="",
-            memory_keyword_hits="",
+        write_planning_context(
+            ir.context.current_input.additional_kwargs,
+            self._interpreter(ir, observer=None).describe_callables(),
             max_iterations=self.max_iterations,
             max_tokens=self.max_tokens,
         )
@@ -464,12 +388,7 @@ class DCBrain(BaseBrain):
         if context.recall is None and self.memory is not None:
             recall = await self.arecall(context.conversation_id, context.current_input.content)
             if recall is not None:
-                context.recall = recall
-                context.conversation = list(recall.conversation)
-                context.knowledge = [item.text for item in recall.knowledge]
-                info = context.current_input.additional_kwargs
-                info["memory_documents"] = recall.documents_text()
-                info["memory_keyword_hits"] = recall.keyword_text()
+                write_recall(context, recall)
         info = context.current_input.additional_kwargs
         info["previous_suggestion"] = ir.suggestion or ""
         info["contextual_plan_info"] = self.contextual_plan_info(context.conversation_id)
@@ -494,17 +413,8 @@ class DCBrain(BaseBrain):
 
     def before_plan(self, event: EventData) -> None:
         """Archive the previous plan and result; start a fresh attempt."""
-        ir = self._ir
-        if ir is None:
-            return
-        if ir.current_plan is not None or ir.interpreter_err is not None:
-            record = ir.attempt_record()
-            record["iteration"] = ir.iterations
-            ir.intermediate_plans_and_results.append(record)
-        ir.current_plan = None
-        ir.current_result = None
-        ir.interpreter_err = None
-        ir.attempt_recorded = False
+        if self._ir is not None:
+            self._ir.start_attempt()
 
     async def on_enter_planning(self, event: EventData) -> None:
         """Run a freshly built plan chain; a ```tf_plan block is the plan, else the answer."""
@@ -515,62 +425,13 @@ class DCBrain(BaseBrain):
             raise budget.exhausted
         ir.iterations += 1
         budget.iterations_used = ir.iterations
-        context = ir.context
-        chain = self._plan_chain()
-        reply = await self._interruptible(
-            "plan",
-            chain.async_run(context.current_input, context.conversation, context.knowledge),
-        )
-        text = reply.content if isinstance(reply.content, str) else answer_text(reply.content)
-        plan = extract_plan(text)
-        if plan is not None and plan.strip():
-            self._new_plan(ir, plan)
-        elif text.strip():
-            ir.final_result = text.strip()
-            ir.direct_answer = True
-        else:
-            ir.interpreter_err = TFChainError("the planner replied with nothing")
-            self._record_attempt(ir)
-
-    def _plan_chain(self) -> Chain:
-        """A fresh plan chain: prompts cleared, then planning, memo, knowledge, the question."""
-        assert self.plan_llm is not None
-        chain = Chain(name="dcbrain_planner", llm=self.plan_llm, prompt=None,
-                      description="writes tf_plan")
-        chain.clear_prompts()
-        chain.set_prompts(
-            [self.planning_prompt, self._memo_prompt, self._knowledge_prompt,
-             self._question_prompt]
-        )
-        chain.catch_intermediate_chain_result = False
-        return chain
-
-    def _new_plan(self, ir: BrainIntermediateResult, plan: str) -> None:
-        assert self._recorder is not None
-        previous = ir.plans[-1] if ir.plans else None
-        ir.current_plan = plan
-        ir.plans.append(plan)
+        assert self.plan_llm is not None and self._recorder is not None
+        prompts = [self.planning_prompt, self._memo_prompt, self._knowledge_prompt,
+                   self._question_prompt]
         callables = [*self.spec_chains, *(tool.name for tool in self.tools)]
-        if previous is None:
-            self._recorder.emit(
-                EventType.PLAN_CREATED,
-                iteration=ir.iterations,
-                revision=0,
-                plan=plan,
-                calls=[call.to_dict() for call in plan_calls(plan, callables)],
-            )
-            return
-        diff = ScriptDiff.compute(previous, plan, callables=callables, revision=len(ir.plans) - 1)
-        self._recorder.emit(
-            EventType.PLAN_REVISED,
-            iteration=ir.iterations,
-            revision=diff.revision,
-            plan=plan,
-            previous_plan=previous,
-            reason=ir.suggestion or (ir.last_error or ""),
-            diff=diff.to_dict(),
-            summary=diff.render(),
-        )
+        await ask_planner(ir, self.plan_llm, prompts, self._control, self._recorder, callables)
+        if ir.interpreter_err is not None:  # the planner replied with nothing
+            self._contextual_plan_info.record(ir)
 
     # -- machine callbacks: running ----------------------------------------------------
 
@@ -585,39 +446,8 @@ class DCBrain(BaseBrain):
         ir = self._ir
         if ir is None or ir.current_plan is None or self._recorder is None:
             return
-        interpreter = self._interpreter(ir, PlanCallEvents(self._recorder, self.spec_chains))
-        started = time.perf_counter()
-        try:
-            result = await self._interruptible("run", interpreter.aevaluate(ir.current_plan))
-        except TFTokenBudgetExceeded:
-            raise
-        except RECOVERABLE_ERRORS as exc:
-            ir.interpreter_err = exc
-            ir.last_error = str(exc)
-            problems = getattr(exc, "problems", None)
-            self._recorder.emit(
-                EventType.PLAN_FINISHED,
-                iteration=ir.iterations,
-                ok=False,
-                error=str(exc),
-                error_kind=getattr(exc, "kind", type(exc).__name__),
-                problems=[str(problem) for problem in problems] if problems else [],
-                stdout=getattr(exc, "stdout", ""),
-                duration_s=time.perf_counter() - started,
-            )
-            return
-        ir.current_result = result
-        ir.last_result = result.value
-        ir.last_error = None
-        self._recorder.emit(
-            EventType.PLAN_FINISHED,
-            iteration=ir.iterations,
-            ok=True,
-            result=describe_value(result.value, 2000),
-            stdout=result.stdout[-2000:],
-            calls=len(result.trace),
-            duration_s=time.perf_counter() - started,
-        )
+        await run_plan(ir, self._interpreter(ir, self._plan_calls), self._recorder,
+                       self._control)
 
     def _interpreter(self, ir: BrainIntermediateResult, observer: Any) -> TFChainInterpreter:
         context = ir.context
@@ -645,57 +475,17 @@ class DCBrain(BaseBrain):
             ir.reason = "direct_answer"
             return True
         if ir.interpreter_err is not None or ir.current_result is None:
-            self._record_attempt(ir)
+            self._contextual_plan_info.record(ir)
             return False
         if self.neural is not None:
             self.neural.raise_if_new_input(ir.context.conversation_id)
-        is_solved, suggestion, parse_error = await self._validate(ir)
-        self._recorder.emit(
-            EventType.VALIDATION,
-            iteration=ir.iterations,
-            is_solved=is_solved,
-            suggestion=suggestion,
-            parse_error=parse_error,
+        assert self.validate_llm is not None
+        solved = await validate(
+            ir, self.validate_llm, self.validate_prompt, self._control, self._recorder
         )
-        if is_solved:
-            ir.final_result = _answer_of(ir)
-            ir.reason = "validated"
-            return True
-        ir.suggestion = suggestion
-        ir.suggestions.append(suggestion)
-        self._record_attempt(ir)
-        return False
-
-    async def _validate(self, ir: BrainIntermediateResult) -> tuple[bool, str, str | None]:
-        """The validator's verdict; a malformed one is "not solved" with the parse error."""
-        assert self.validate_llm is not None and ir.current_result is not None
-        chain = Chain(
-            name="dcbrain_validator",
-            llm=self.validate_llm,
-            prompt=[self.validate_prompt],
-            output_json_schema=VERDICT_SCHEMA,
-            catch_intermediate_chain_result=False,
-        )
-        result = ir.current_result
-        message = TextMessage(
-            content=ir.context.current_input.content,
-            additional_kwargs={
-                "plan": ir.current_plan or "",
-                "plan_result": describe_value(result.value),
-                "plan_output": result.stdout[-4000:],
-            },
-        )
-        try:
-            verdict = await self._interruptible("validate", chain.async_run(message))
-        except TFChainError as exc:
-            error = f"the validator's verdict could not be parsed: {exc}"
-            return False, error, str(exc)
-        content = verdict.content
-        if not isinstance(content, dict) or not isinstance(content.get("is_solved"), bool):
-            error = f"the validator's verdict could not be parsed: {content!r}"
-            return False, error, error
-        suggestion = content.get("suggestion")
-        return content["is_solved"], suggestion if isinstance(suggestion, str) else "", None
+        if not solved:
+            self._contextual_plan_info.record(ir)
+        return solved
 
     # -- machine callbacks: terminal states --------------------------------------------
 
@@ -704,8 +494,10 @@ class DCBrain(BaseBrain):
         if ir is None:
             return
         ir.status = "succeeded"
-        self._contextual_plan_info.pop(ir.context.conversation_id, None)
-        await self._commit_answer(ir, answer_text(ir.final_result))
+        self._contextual_plan_info.clear(ir.context.conversation_id)
+        await self.acommit_message(
+            ir.context.conversation_id, ir.answer_message(answer_text(ir.final_result))
+        )
 
     async def on_enter_failed(self, event: EventData) -> None:
         ir = self._ir
@@ -713,9 +505,10 @@ class DCBrain(BaseBrain):
             return
         ir.status = "failed"
         ir.reason = event.kwargs.get("reason", ir.reason or "error")
-        self._record_attempt(ir)
+        self._contextual_plan_info.record(ir)
         detail = ir.error or ir.suggestion or ir.last_error or ""
-        await self._commit_answer(ir, f"(no answer: {ir.reason}) {detail}".strip())
+        answer = ir.answer_message(f"(no answer: {ir.reason}) {detail}".strip())
+        await self.acommit_message(ir.context.conversation_id, answer)
 
     async def on_enter_aborted(self, event: EventData) -> None:
         ir = self._ir
@@ -723,79 +516,11 @@ class DCBrain(BaseBrain):
             return
         ir.status = "aborted"
         ir.reason = event.kwargs.get("reason", "aborted")
-        self._record_attempt(ir)
-
-    async def _commit_answer(self, ir: BrainIntermediateResult, text: str) -> None:
-        assert ir.status is not None
-        await self.acommit_message(
-            ir.context.conversation_id,
-            TextMessage(
-                content=text,
-                role="assistant",
-                additional_kwargs={"run_id": ir.context.run_id, "status": ir.status,
-                                   "reason": ir.reason},
-            ),
-        )
+        self._contextual_plan_info.record(ir)
 
     # -- helpers -----------------------------------------------------------------------
-
-    def _record_attempt(self, ir: BrainIntermediateResult) -> None:
-        """Remember a failed attempt for the next planning of this conversation (once)."""
-        if ir.attempt_recorded or (ir.current_plan is None and ir.interpreter_err is None):
-            return
-        ir.attempt_recorded = True
-        self._contextual_plan_info[ir.context.conversation_id].append(ir.attempt_record())
 
     def _budget_stop(self, budget: str, used: float, limit: float) -> None:
         if self._recorder is not None:
             self._recorder.emit(EventType.BUDGET, budget=budget, used=used, limit=limit,
                                 exhausted=True)
-
-    def _result(
-        self, ir: BrainIntermediateResult, budget: TokenBudget, recorder: RunRecorder
-    ) -> BrainResult:
-        status = ir.status or "aborted"
-        reason = ir.reason or "error"
-        return BrainResult(
-            status=status,
-            reason=reason,
-            final_result=ir.final_result if status == "succeeded" else None,
-            plans=list(ir.plans),
-            last_result=ir.last_result,
-            suggestions=list(ir.suggestions),
-            usage=budget.usage.copy(),
-            events=[],
-            conversation_id=ir.context.conversation_id,
-            run_id=ir.context.run_id,
-            iterations=ir.iterations,
-            error=ir.error,
-            last_error=ir.last_error,
-            duration_s=time.monotonic() - self._started,
-        )
-
-
-def _as_prompt(
-    prompt: str | AdditionalInfoPrompt | None, default: str, role: str
-) -> AdditionalInfoPrompt:
-    if prompt is None:
-        return AdditionalInfoPrompt(default, role=role)
-    if isinstance(prompt, str):
-        return AdditionalInfoPrompt(prompt, role=role)
-    return prompt
-
-
-def _json_lines(items: list[dict[str, Any]]) -> str:
-    """One JSON object per line: compact for the prompt, still readable."""
-    if not items:
-        return "(none)"
-    return "\n".join(json.dumps(item, ensure_ascii=False) for item in items)
-
-
-def _answer_of(ir: BrainIntermediateResult) -> Any:
-    """The final result of a validated plan: its value, else what it printed."""
-    result = ir.current_result
-    if result is None:
-        return None
-    if result.value is not None:
-        return result.value
-    return result.stdout.strip() or None

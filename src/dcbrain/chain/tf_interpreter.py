@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from dcbrain.chain._announce import CallAnnouncer
 from dcbrain.chain._usage import UsageCollector
 from dcbrain.chain.chain import Chain
 from dcbrain.chain.construct import construct_chain
@@ -158,6 +159,7 @@ class _ToolCallable:
         self.signature = tool.signature
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        self.owner._announce("tool")
         arguments = self._keyword_arguments(args, kwargs)
         if self.tool.is_async:
             return self.owner._in_scope(self.tool.acall(**arguments))
@@ -193,6 +195,7 @@ class TFChainInterpreter:
     with ``neural`` when one is given. With ``neural`` and ``conversation_id``, new user
     input is checked before every chain call and raises :class:`TFUserNewInputError`
     out of the plan; that error and :class:`TFTokenBudgetExceeded` pass through untouched.
+    ``observer`` hears of a call after that check, its kind in ``record.extra["kind"]``.
     """
 
     def __init__(
@@ -229,11 +232,12 @@ class TFChainInterpreter:
                 raise TFChainError(f"the name {tool.name!r} is both a chain and a tool")
             callables[tool.name] = _ToolCallable(self, tool)
         self._callables = callables
+        self._announcer = CallAnnouncer(observer) if observer is not None else None
         self._interpreter = Interpreter(
             callables,
             limits=limits,
             construct_chain=self._construct_chain,
-            observer=observer,
+            observer=self._announcer,
             parallel_hooks=_BranchHooks(),
             passthrough=PASSTHROUGH,
         )
@@ -342,9 +346,10 @@ class TFChainInterpreter:
         return scope if scope is not None else self._root_scope()
 
     def _call_chain(self, chain: Chain | Chains, kwargs: dict[str, Any]) -> Awaitable[ChainOutput]:
-        """Phase one, in the plan's thread: safe point, then the copied input."""
+        """Phase one, in the plan's thread: safe point, announcement, then the copied input."""
         if self.neural is not None and self.conversation_id is not None:
             self.neural.raise_if_new_input(self.conversation_id)
+        self._announce("chain")
         scope = self._scope()
         message = self.construct_chain_run_input(kwargs, additional_info=scope.additional_info)
         return self._run_chain(chain, message, scope)
@@ -375,6 +380,7 @@ class TFChainInterpreter:
 
     def _construct_chain(self, **kwargs: Any) -> Callable[..., Any]:
         """``__construct_chain(...)``: a new chain on ``default_llm``, callable by the plan."""
+        self._announce("construct_chain")
         if self.default_llm is None:
             raise TFChainError(
                 "__construct_chain needs a default LLM: pass default_llm=... to "
@@ -384,6 +390,10 @@ class TFChainInterpreter:
         if self.neural is not None:
             self.neural.register("chain", chain.name, chain)
         return _ChainCallable(self, chain.name, chain)
+
+    def _announce(self, kind: str) -> None:
+        if self._announcer is not None:
+            self._announcer.announce(kind)
 
     def _relax_required(self, spec: CallableSpec) -> CallableSpec:
         required = spec.parameters.get("required")

@@ -1,0 +1,67 @@
+"""Running a plan: check it, run it, and announce how it finished (``plan_finished``).
+
+A recoverable error of the run (``TFLLMInterrupt``, ``TFInterpreterError``,
+``TFChainError``) becomes the attempt's ``interpreter_err``: no validation, and the
+error reaches the next planning. Anything else, a spent token budget included, leaves.
+"""
+
+from __future__ import annotations
+
+import time
+
+from dcbrain.brain.context import BrainIntermediateResult, describe_value
+from dcbrain.brain.control import RunControl
+from dcbrain.brain.trace import RunRecorder
+from dcbrain.chain import TFChainInterpreter
+from dcbrain.events import EventType
+from dcbrain.exceptions import (
+    TFChainError,
+    TFInterpreterError,
+    TFLLMInterrupt,
+    TFTokenBudgetExceeded,
+)
+
+#: Errors of a plan run the brain recovers from by replanning (seed 000).
+RECOVERABLE_ERRORS: tuple[type[Exception], ...] = (TFLLMInterrupt, TFInterpreterError, TFChainError)
+
+
+async def run_plan(
+    ir: BrainIntermediateResult,
+    interpreter: TFChainInterpreter,
+    recorder: RunRecorder,
+    control: RunControl,
+) -> None:
+    """Run ``ir.current_plan``; its result or its recoverable error lands on ``ir``."""
+    assert ir.current_plan is not None
+    started = time.perf_counter()
+    try:
+        result = await control.interruptible("run", interpreter.aevaluate(ir.current_plan))
+    except TFTokenBudgetExceeded:
+        raise  # an LLM interrupt, but no replanning helps when the budget is spent
+    except RECOVERABLE_ERRORS as exc:
+        ir.interpreter_err = exc
+        ir.last_error = str(exc)
+        problems = getattr(exc, "problems", None)
+        recorder.emit(
+            EventType.PLAN_FINISHED,
+            iteration=ir.iterations,
+            ok=False,
+            error=str(exc),
+            error_kind=getattr(exc, "kind", type(exc).__name__),
+            problems=[str(problem) for problem in problems] if problems else [],
+            stdout=getattr(exc, "stdout", ""),
+            duration_s=time.perf_counter() - started,
+        )
+        return
+    ir.current_result = result
+    ir.last_result = result.value
+    ir.last_error = None
+    recorder.emit(
+        EventType.PLAN_FINISHED,
+        iteration=ir.iterations,
+        ok=True,
+        result=describe_value(result.value, 2000),
+        stdout=result.stdout[-2000:],
+        calls=len(result.trace),
+        duration_s=time.perf_counter() - started,
+    )

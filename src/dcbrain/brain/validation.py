@@ -1,0 +1,100 @@
+"""Validation: the validator's verdict on a plan's result, and the answer it accepts.
+
+The verdict is structured output (``VERDICT_SCHEMA``). A verdict that is not valid JSON
+of that shape, even after the chain's repair and one retry, counts as *not solved* with
+the parse error as the suggestion: a confused validator costs an iteration, never the run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from dcbrain.brain.context import BrainIntermediateResult, describe_value
+from dcbrain.brain.control import RunControl
+from dcbrain.brain.templates import VERDICT_SCHEMA
+from dcbrain.brain.trace import RunRecorder
+from dcbrain.chain import AdditionalInfoPrompt, Chain
+from dcbrain.events import EventType
+from dcbrain.exceptions import TFChainError
+from dcbrain.llm.base import ChatLLM
+from dcbrain.messages import TextMessage
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether the plan's result answers the question, and what to change if not."""
+
+    is_solved: bool
+    suggestion: str
+    parse_error: str | None = None
+
+
+async def validate(
+    ir: BrainIntermediateResult,
+    llm: ChatLLM,
+    prompt: AdditionalInfoPrompt,
+    control: RunControl,
+    recorder: RunRecorder,
+) -> bool:
+    """Whether the validator accepts the current plan's result.
+
+    Accepted, it becomes the final result; rejected, the suggestion is kept for the next
+    planning.
+    """
+    verdict = await ask_validator(ir, llm, prompt, control)
+    recorder.emit(EventType.VALIDATION, iteration=ir.iterations, **asdict(verdict))
+    if verdict.is_solved:
+        ir.final_result = answer_of(ir)
+        ir.reason = "validated"
+        return True
+    ir.suggestion = verdict.suggestion
+    ir.suggestions.append(verdict.suggestion)
+    return False
+
+
+async def ask_validator(
+    ir: BrainIntermediateResult, llm: ChatLLM, prompt: AdditionalInfoPrompt, control: RunControl
+) -> Verdict:
+    """The validator's verdict on the current plan and its result."""
+    assert ir.current_result is not None
+    chain = Chain(
+        name="dcbrain_validator",
+        llm=llm,
+        prompt=[prompt],
+        output_json_schema=VERDICT_SCHEMA,
+        catch_intermediate_chain_result=False,
+    )
+    result = ir.current_result
+    message = TextMessage(
+        content=ir.context.current_input.content,
+        additional_kwargs={
+            "plan": ir.current_plan or "",
+            "plan_result": describe_value(result.value),
+            "plan_output": result.stdout[-4000:],
+        },
+    )
+    try:
+        verdict = await control.interruptible("validate", chain.async_run(message))
+    except TFChainError as exc:
+        return Verdict(False, f"the validator's verdict could not be parsed: {exc}", str(exc))
+    return parse_verdict(verdict.content)
+
+
+def parse_verdict(content: Any) -> Verdict:
+    """The verdict in the validator's structured output; a malformed one is "not solved"."""
+    if not isinstance(content, dict) or not isinstance(content.get("is_solved"), bool):
+        error = f"the validator's verdict could not be parsed: {content!r}"
+        return Verdict(False, error, error)
+    suggestion = content.get("suggestion")
+    return Verdict(content["is_solved"], suggestion if isinstance(suggestion, str) else "")
+
+
+def answer_of(ir: BrainIntermediateResult) -> Any:
+    """The final result of a validated plan: its value, else what it printed."""
+    result = ir.current_result
+    if result is None:
+        return None
+    if result.value is not None:
+        return result.value
+    return result.stdout.strip() or None

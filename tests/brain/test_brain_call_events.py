@@ -1,0 +1,68 @@
+"""Chain and tool calls of a plan as events: when they are announced, their ids and kinds."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from dcbrain import Chain, ScriptedLLM
+from dcbrain.brain import DCBrain
+from dcbrain.events import Event
+from dcbrain.exceptions import TFUserNewInputError
+from dcbrain.neural import Neural
+from support.brain_scripts import add, plan, verdict
+
+
+def plan_calls(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [e for e in events if e["type"].startswith("call_") and e["kind"] != "llm"]
+
+
+def test_a_chain_call_superseded_by_new_input_is_never_announced() -> None:
+    neural = Neural()
+
+    def user_writes(text: str) -> str:
+        """Simulates the user typing while the plan runs."""
+        neural.post_user_input("c1", text)
+        return "posted"
+
+    summarize = Chain(name="summarize", llm=ScriptedLLM(["never"]), prompt="{{ text }}")
+    planner = ScriptedLLM([plan("user_writes(text='stop')\nreturn summarize(text='a')")])
+    brain = DCBrain(spec_chains={"summarize": summarize}, default_llm=planner,
+                    tools=[user_writes], neural=neural)
+    seen: list[Event] = []
+    brain.subscribe(seen.append)
+    with pytest.raises(TFUserNewInputError):
+        brain.run("q", conversation_id="c1")
+    calls = [(e["type"], e["name"], e.get("error"))
+             for e in plan_calls([event.to_dict() for event in seen])]
+    assert calls == [("call_started", "user_writes", None),
+                     ("call_finished", "user_writes", None)]
+
+
+def test_call_ids_are_unique_across_the_plans_of_a_run() -> None:
+    summarize = Chain(name="summarize", llm=ScriptedLLM(["short"]), prompt="{{ text }}")
+    planner = ScriptedLLM([plan("x = add(a=1, b=2)\nreturn summarize(text='old')"),
+                           plan("x = add(a=1, b=3)\nreturn add(a=x, b=1)")])
+    validator = ScriptedLLM([verdict(False, "again"), verdict(True)])
+    brain = DCBrain(spec_chains={"summarize": summarize}, default_llm=planner,
+                    default_validate_llm=validator, tools=[add])
+    result = brain.run("q", conversation_id="c1")
+    started = [e["call_id"] for e in plan_calls(result.events) if e["type"] == "call_started"]
+    finished = [e["call_id"] for e in plan_calls(result.events) if e["type"] == "call_finished"]
+    assert len(started) == 4 and len(set(started)) == 4
+    assert sorted(finished) == sorted(started)
+
+
+def test_calls_of_a_constructed_chain_are_chain_calls() -> None:
+    planner = ScriptedLLM([plan("city = __construct_chain(tags=['city'])\n"
+                                "return city(input='where?')")])
+    brain = DCBrain(default_plan_llm=planner, default_llm=ScriptedLLM(["Paris"]),
+                    default_validate_llm=ScriptedLLM([verdict(True)]))
+    result = brain.run("q", conversation_id="c1")
+    assert result.final_result == "Paris"
+    kinds = [(e["type"], e["kind"], e["name"]) for e in plan_calls(result.events)]
+    assert kinds == [("call_started", "construct_chain", "__construct_chain"),
+                     ("call_finished", "construct_chain", "__construct_chain"),
+                     ("call_started", "chain", "constructed_chain_1"),
+                     ("call_finished", "chain", "constructed_chain_1")]
