@@ -70,6 +70,11 @@ def attempt(host: Any, source: str, **limit_overrides: Any) -> Any:
         return exc
 
 
+#: 41 objects, 2**40 leaves: the same part shared twice at every level.
+DAG_TUPLE = "a = (1,)\nfor i in range(40):\n    a = (a, a)\n"
+DAG_LIST = "a = [1]\nfor i in range(40):\n    a = [a, a]\n"
+
+
 def attack(case_id: str, source: str, expected: Any, **limit_overrides: Any) -> Any:
     return pytest.param(source, expected, limit_overrides, id=case_id)
 
@@ -219,16 +224,25 @@ ATTACKS = [
     attack("repr_deep_list", "x = []\nfor i in range(5000):\n    x = [x]\nstr(x)", ANY),
     attack("compare_deep_lists", "a = []\nb = []\nfor i in range(5000):\n    a = [a]\n"
            "    b = [b]\na == b", ANY),
-    attack("repr_aliased_dag", "a = [1]\nfor i in range(40):\n    a = [a, a]\nstr(a)", ANY),
-    # Known limitation: one C-level comparison or hash of a structure that shares its own
-    # sub-structures exponentially runs to its end before the time limit can act; the
-    # plan then fails with TimeLimitExceeded, but late.
-    pytest.param("a = [1]\nb = [1]\nfor i in range(29):\n    a = [a, a]\n    b = [b, b]\na == b",
-                 ANY, {}, id="compare_aliased_dags",
-                 marks=pytest.mark.xfail(strict=False, reason="C-level work outlives the limit")),
-    pytest.param("a = (1,)\nfor i in range(29):\n    a = (a, a)\n{a: 1}", ANY, {},
-                 id="hash_aliased_tuple_dag",
-                 marks=pytest.mark.xfail(strict=False, reason="C-level work outlives the limit")),
+    attack("repr_aliased_dag", DAG_LIST + "str(a)", ANY),
+    # Structures that share their own parts: 41 objects, 2**40 leaves. Python compares and
+    # hashes them leaf by leaf in one C call, so they must be refused before that call.
+    attack("compare_aliased_dags",
+           DAG_LIST + "b = [1]\nfor i in range(40):\n    b = [b, b]\na == b", SIZE),
+    attack("hash_aliased_tuple_dag", DAG_TUPLE + "{a: 1}", SIZE),
+    attack("dag_subscript_key", DAG_TUPLE + "d = {}\nd[a] = 1", SIZE),
+    attack("dag_in_list", DAG_LIST + "b = [a]\nx = [1] in b", SIZE),
+    attack("dag_chained_compare", DAG_LIST + "x = 1\nx < a < a", SIZE),
+    attack("dag_set_add", DAG_TUPLE + "s = set()\ns.add(a)", SIZE),
+    attack("dag_dict_get", DAG_TUPLE + "d = {}\nd.get(a)", SIZE),
+    attack("dag_set_display", DAG_TUPLE + "s = {a}", SIZE),
+    attack("dag_set_comprehension", DAG_TUPLE + "s = {a for i in range(2)}", SIZE),
+    attack("dag_sorted", DAG_LIST + "sorted([a, a])", SIZE),
+    attack("dag_max_key", DAG_LIST + "max([1, 2], key=lambda i: a)", SIZE),
+    attack("dag_list_index", DAG_LIST + "[a, a].index([2])", SIZE),
+    attack("dag_list_remove", DAG_LIST + "b = [a]\nb.remove([2])", SIZE),
+    attack("dag_set_constructor", DAG_TUPLE + "set([a])", SIZE),
+    attack("dag_set_update", DAG_TUPLE + "s = set()\ns.update([a])", SIZE),
     attack("print_file_argument", "print('x', file=SENTINEL_PATH)", ANY),
     # --- sizes: ints, strings, collections ----------------------------------------------
     attack("power_tower", "9 ** 9 ** 9", SIZE),

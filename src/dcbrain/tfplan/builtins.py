@@ -51,6 +51,7 @@ def build_builtins(guards: dict[str, Any], max_size: int) -> dict[str, Any]:
     """The names every plan can use, bound to one run's guards."""
     materialize: Callable[..., Any] = guards["materialize"]
     iterate: Callable[[Any], Any] = guards["__tf_iter"]
+    deep: Callable[[Any], Any] = guards["__tf_deep"]
     check_result: Callable[[Any], Any] = guards["check_result"]
     charge: Callable[[int], None] = guards["charge"]
     plan_str: Callable[..., str] = guards["plan_str"]
@@ -70,14 +71,14 @@ def build_builtins(guards: dict[str, Any], max_size: int) -> dict[str, Any]:
         return items
 
     def plan_set(iterable: Any = ()) -> set[Any]:
-        return set(charge_collisions(materialize(iterable)))
+        return set(charge_collisions(deep(materialize(iterable))))
 
     def plan_frozenset(iterable: Any = ()) -> frozenset[Any]:
-        return frozenset(charge_collisions(materialize(iterable)))
+        return frozenset(charge_collisions(deep(materialize(iterable))))
 
     def plan_dict(source: Any = (), /, **kwargs: Any) -> dict[str, Any]:
         if type(source) is not dict:
-            source = materialize(source)
+            source = deep(materialize(source))
         else:
             charge(1 + len(source))
         return check_result(dict(source, **kwargs))  # type: ignore[no-any-return]
@@ -85,12 +86,22 @@ def build_builtins(guards: dict[str, Any], max_size: int) -> dict[str, Any]:
     def plan_sorted(iterable: Any, /, *, key: Any = None, reverse: bool = False) -> list[Any]:
         items = materialize(iterable)
         charge(len(items) * max(len(items).bit_length(), 1) // 4)
-        return sorted(items, key=key, reverse=reverse)
+        if key is None:  # the items are compared; with a key only the keys are
+            return sorted(deep(items), reverse=reverse)
+        return sorted(items, key=lambda item: deep(key(item)), reverse=reverse)
 
-    def consumer(func: Callable[..., Any]) -> Callable[..., Any]:
+    def consumer(func: Callable[..., Any], compares: bool = False) -> Callable[..., Any]:
         def consume(*args: Any, **kwargs: Any) -> Any:
+            key = kwargs.get("key")
+            if compares and key is not None:
+                kwargs["key"] = lambda item: deep(key(item))
             if len(args) == 1:  # lazily, so any()/all() stop early as in Python
-                return func(iterate(args[0]), **kwargs)
+                items = iterate(args[0])
+                if compares:
+                    items = (deep(item) for item in items)
+                return func(items, **kwargs)
+            if compares:
+                deep(args)
             return func(*args, **kwargs)
 
         consume.__name__ = func.__name__
@@ -186,7 +197,8 @@ def build_builtins(guards: dict[str, Any], max_size: int) -> dict[str, Any]:
         print=guards["plan_print"], str=proxy(str, plan_str), repr=guards["plan_repr"],
         list=proxy(list, plan_list), tuple=proxy(tuple, plan_tuple), set=proxy(set, plan_set),
         frozenset=proxy(frozenset, plan_frozenset), dict=proxy(dict, plan_dict),
-        sorted=plan_sorted, sum=plan_sum, min=consumer(min), max=consumer(max),
+        sorted=plan_sorted, sum=plan_sum, min=consumer(min, compares=True),
+        max=consumer(max, compares=True),
         any=consumer(any), all=consumer(all), isinstance=plan_isinstance, format=plan_format,
         pow=guards["power"], parallel=plan_parallel,
         json=Namespace("json", {"dumps": json_dumps, "loads": json_loads}),

@@ -26,7 +26,7 @@ from dcbrain.tfplan.formatting import (
 )
 from dcbrain.tfplan.methods import CHARGED, FREE, STR_GROWING
 from dcbrain.tfplan.state import RunState
-from dcbrain.tfplan.values import rendered_size_exceeds
+from dcbrain.tfplan.values import expanded_size_exceeds, rendered_size_exceeds
 
 _SEQUENCES = (str, list, tuple)
 _SIZED_RESULTS = frozenset({str, list, tuple, dict, set, frozenset})
@@ -42,6 +42,12 @@ _CONSUMING = frozenset({
     "intersection_update", "difference_update", "symmetric_difference_update",
     "issubset", "issuperset", "isdisjoint",
 })
+#: dict/set methods whose first argument is hashed (a key or an element).
+_KEYED = frozenset({"get", "pop", "setdefault", "add", "discard", "remove"})
+#: Containers inside a container: only then can comparing or hashing it expand.
+_NESTED = frozenset({list, tuple, dict, set, frozenset})
+#: Methods that compare their argument with the object's elements (or sort them).
+_COMPARING = frozenset({"count", "index", "sort"})
 #: One operation per this many elements/characters a plan allocates.
 ALLOC_DIVISOR = 4
 
@@ -176,6 +182,55 @@ def build_guards(state: RunState) -> dict[str, Any]:
         charge(len(items) // ALLOC_DIVISOR)
         return items
 
+    # -- structures compared or hashed in one C call ---------------------------------
+    def deep(value: Any) -> Any:
+        """``value``, once it is known not to expand past the size limit when compared."""
+        kind = value.__class__
+        if kind not in _NESTED:
+            return value
+        if len(value) > 16:
+            charge(1 + len(value) // ALLOC_DIVISOR)
+        if kind is dict:
+            for item in value.items():
+                if item[0].__class__ in _NESTED or item[1].__class__ in _NESTED:
+                    break
+            else:
+                return value
+        else:
+            for item in value:
+                if item.__class__ in _NESTED:
+                    break
+            else:
+                return value  # flat: comparing it visits len(value) elements at most
+        if expanded_size_exceeds(value, max_size):
+            raise SizeLimitExceeded(
+                f"{kind.__name__} repeats its own parts more than {max_size} times over; "
+                "comparing or hashing it would not finish in time"
+            )
+        return value
+
+    def key(value: Any) -> Any:
+        """A dict key or set element: only tuples and frozensets hash recursively."""
+        kind = value.__class__
+        if kind is tuple or kind is frozenset:
+            return deep(value)
+        return value
+
+    def keyed(method: Callable[..., Any], *args: Any) -> Any:
+        if args:
+            key(args[0])
+        return method(*args)
+
+    def keyed_deep(method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        if args:
+            deep(args[0])
+        return method(*args, **kwargs)
+
+    def deep_items(items: Any) -> Any:
+        for item in items:
+            deep(item)
+        return items
+
     # -- operators --------------------------------------------------------------------
     def add(a: Any, b: Any) -> Any:
         result = a + b
@@ -280,6 +335,11 @@ def build_guards(state: RunState) -> dict[str, Any]:
         free = FREE.get(kind)
         if free is not None:
             if name in free:
+                if name in _KEYED and (kind is dict or kind is set):
+                    return functools.partial(keyed, getattr(obj, name))
+                if name == "remove" and kind is list:
+                    deep(obj)
+                    return functools.partial(keyed_deep, getattr(obj, name))
                 return getattr(obj, name)
             if name in CHARGED[kind]:
                 return charged_method(obj, kind, name)
@@ -300,12 +360,15 @@ def build_guards(state: RunState) -> dict[str, Any]:
         method = getattr(obj, name)
         if name in _CONSUMING:
             return functools.partial(consuming, obj, method)
+        if name in _COMPARING:
+            deep(obj)
+            return functools.partial(keyed_deep, method)
         if name == "copy" or kind is str:
             return functools.partial(returning_checked, method)
         return method
 
     def consuming(obj: Any, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        result = method(*(materialize(arg) for arg in args), **kwargs)
+        result = method(*(deep(materialize(arg)) for arg in args), **kwargs)
         check_result(obj)
         return check_result(result)
 
@@ -449,6 +512,9 @@ def build_guards(state: RunState) -> dict[str, Any]:
         "__tf_slice": get_slice,
         "__tf_star": star,
         "__tf_fv": formatted_value,
+        "__tf_deep": deep,
+        "__tf_key": key,
+        "deep_items": deep_items,
         "__tf_checked": check_result,
         "__tf_add": add,
         "__tf_sub": sub,

@@ -42,6 +42,20 @@ def _call(func: str, args: list[ast.expr], node: ast.AST) -> ast.Call:
     return ast.copy_location(call, node)
 
 
+def _is_scalar_constant(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) or _is_number(node)
+
+
+def _deep(node: ast.expr) -> ast.expr:
+    """``node`` checked before Python compares it (it may expand exponentially)."""
+    return node if _is_scalar_constant(node) else _call("__tf_deep", [node], node)
+
+
+def _key(node: ast.expr) -> ast.expr:
+    """``node`` checked before Python hashes it as a dict key or set element."""
+    return node if _is_scalar_constant(node) else _call("__tf_key", [node], node)
+
+
 def _is_number(node: ast.expr) -> bool:
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
         node = node.operand
@@ -193,6 +207,42 @@ class _Rewriter(ast.NodeTransformer):
         self._temporaries += 1
         return f"__tf_t{self._temporaries}"
 
+    # -- comparing and hashing -------------------------------------------------------
+    def visit_Compare(self, node: ast.Compare) -> ast.Compare:
+        self.generic_visit(node)
+        if all(isinstance(op, ast.Is | ast.IsNot) for op in node.ops):
+            return node
+        operands = [node.left, *node.comparators]
+        if len(operands) == 2 and any(_is_scalar_constant(part) for part in operands):
+            return node  # comparing with a literal never walks a structure
+        node.left = _deep(node.left)
+        node.comparators = [_deep(part) for part in node.comparators]
+        return node
+
+    def visit_Dict(self, node: ast.Dict) -> ast.Dict:
+        self.generic_visit(node)
+        node.keys = [None if key is None else _key(key) for key in node.keys]
+        node.values = [
+            _call("__tf_star", [value], value) if key is None else value
+            for key, value in zip(node.keys, node.values, strict=True)
+        ]
+        return node
+
+    def visit_Set(self, node: ast.Set) -> ast.Set:
+        self.generic_visit(node)
+        node.elts = [elt if isinstance(elt, ast.Starred) else _key(elt) for elt in node.elts]
+        return node
+
+    def visit_SetComp(self, node: ast.SetComp) -> ast.SetComp:
+        self.generic_visit(node)
+        node.elt = _key(node.elt)
+        return node
+
+    def visit_DictComp(self, node: ast.DictComp) -> ast.DictComp:
+        self.generic_visit(node)
+        node.key = _key(node.key)
+        return node
+
     # -- access ----------------------------------------------------------------------
     def visit_Attribute(self, node: ast.Attribute) -> ast.expr:
         self.generic_visit(node)
@@ -201,24 +251,19 @@ class _Rewriter(ast.NodeTransformer):
 
     def visit_Subscript(self, node: ast.Subscript) -> ast.expr:
         self.generic_visit(node)
-        if isinstance(node.slice, ast.Slice) and isinstance(node.ctx, ast.Load):
-            bounds = [part or ast.Constant(value=None)
-                      for part in (node.slice.lower, node.slice.upper, node.slice.step)]
-            return _call("__tf_slice", [node.value, *bounds], node)
+        if isinstance(node.slice, ast.Slice):
+            if isinstance(node.ctx, ast.Load):
+                bounds = [part or ast.Constant(value=None)
+                          for part in (node.slice.lower, node.slice.upper, node.slice.step)]
+                return _call("__tf_slice", [node.value, *bounds], node)
+            return node
+        node.slice = _key(node.slice)
         return node
 
     def visit_Starred(self, node: ast.Starred) -> ast.Starred:
         self.generic_visit(node)
         if isinstance(node.ctx, ast.Load):
             node.value = _call("__tf_star", [node.value], node.value)
-        return node
-
-    def visit_Dict(self, node: ast.Dict) -> ast.Dict:
-        self.generic_visit(node)
-        node.values = [
-            _call("__tf_star", [value], value) if key is None else value
-            for key, value in zip(node.keys, node.values, strict=True)
-        ]
         return node
 
     def visit_JoinedStr(self, node: ast.JoinedStr) -> ast.expr:

@@ -106,5 +106,45 @@ def rendered_size_exceeds(value: Any, limit: int) -> bool:
     return False
 
 
+_CONTAINERS = frozenset({list, tuple, dict, set, frozenset})
+
+
+def expanded_size_exceeds(value: Any, limit: int) -> bool:
+    """Whether comparing or hashing ``value`` would visit more than ``limit`` elements.
+
+    ``a = (a, a)`` repeated 40 times holds 41 objects but 2**40 leaves; Python's C code
+    compares and hashes it leaf by leaf, in one uninterruptible call. The expanded size is
+    computed here once per distinct object (dynamic programming over ``id``), so the
+    check costs what the structure holds, not what it expands to.
+    """
+    if type(value) not in _CONTAINERS:
+        return False
+    sizes: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(value, False)]
+    while stack:
+        node, leaving = stack.pop()
+        key = id(node)
+        children = [*node.keys(), *node.values()] if type(node) is dict else node
+        if leaving:
+            on_path.discard(key)
+            total = 1
+            for child in children:
+                total += sizes.get(id(child), 1) if type(child) in _CONTAINERS else 1
+                if total > limit:
+                    return True
+            sizes[key] = total
+            continue
+        if key in sizes or key in on_path:
+            continue
+        on_path.add(key)
+        stack.append((node, True))
+        stack.extend(
+            (child, False) for child in children
+            if type(child) in _CONTAINERS and id(child) not in sizes
+        )
+    return sizes[id(value)] > limit
+
+
 def plan_type_name(value: Any) -> str:
     return type(value).__name__
