@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import cProfile
 import threading
 from typing import Any
 
@@ -230,3 +231,18 @@ def test_limits_overrides_are_validated() -> None:
         Limits().with_overrides({"max_cals": "5"})
     with pytest.raises(ValueError, match="positive"):
         Limits(max_calls=0)
+
+
+def test_plans_run_under_a_profiler_before_and_after_a_time_limit() -> None:
+    # Profilers, debuggers and coverage trace every call; a stop signal left pending in
+    # CPython would make a traced thread spin forever.
+    profiler = cProfile.Profile()
+    profiler.enable()
+    try:
+        assert Interpreter().run("sum(range(10))").value == 45
+        limits = Limits(timeout_s=0.1, max_operations=10**12)
+        with pytest.raises(TimeLimitExceeded):
+            Interpreter(limits=limits).run("while True:\n    pass")
+        assert Interpreter().run("max([3, 9, 2])").value == 9
+    finally:
+        profiler.disable()

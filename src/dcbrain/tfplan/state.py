@@ -52,16 +52,12 @@ class ParallelHooks(Protocol):
 
 
 _PY_SET_ASYNC_EXC: Any
-_PY_CLEAR_ASYNC_EXC: Any
 try:
     _PY_SET_ASYNC_EXC = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.py_object)(
         ("PyThreadState_SetAsyncExc", ctypes.pythonapi)
     )
-    _PY_CLEAR_ASYNC_EXC = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p)(
-        ("PyThreadState_SetAsyncExc", ctypes.pythonapi)
-    )
 except (AttributeError, OSError):  # not CPython: limits still apply at host-call boundaries
-    _PY_SET_ASYNC_EXC = _PY_CLEAR_ASYNC_EXC = None
+    _PY_SET_ASYNC_EXC = None
 
 
 @dataclass
@@ -83,6 +79,7 @@ class RunState:
     plan_threads: set[int] = field(default_factory=set)
     host_depth: dict[int, int] = field(default_factory=dict)
     active_futures: set[concurrent.futures.Future[Any]] = field(default_factory=set)
+    signalled: set[int] = field(default_factory=set)
     branch: threading.local = field(default_factory=threading.local)
 
     # -- threads running plan code -------------------------------------------------
@@ -133,6 +130,7 @@ class RunState:
             for tid in self.plan_threads:
                 if self.host_depth.get(tid, 0) == 0 and _PY_SET_ASYNC_EXC is not None:
                     _PY_SET_ASYNC_EXC(tid, signal)
+                    self.signalled.add(tid)
             for future in list(self.active_futures):
                 future.cancel()
 
@@ -148,10 +146,22 @@ class RunState:
             except (Expired, Cancelled):
                 continue
 
-    @staticmethod
-    def _clear_pending(tid: int) -> None:
-        if _PY_CLEAR_ASYNC_EXC is not None:
-            _PY_CLEAR_ASYNC_EXC(tid, None)
+    def _clear_pending(self, tid: int) -> None:
+        """Take delivery of a signal sent to this thread but not yet raised.
+
+        Clearing it with ``PyThreadState_SetAsyncExc(tid, NULL)`` would leave CPython's
+        pending flag set, which makes a traced or profiled thread spin; letting it raise
+        here, where it is expected, resets the flag.
+        """
+        with self.lock:
+            if tid not in self.signalled:
+                return
+            self.signalled.discard(tid)
+        try:
+            for _ in range(100):  # backward jumps: where CPython raises pending signals
+                pass
+        except (Expired, Cancelled):
+            pass
 
     # -- output ----------------------------------------------------------------------
     @property
