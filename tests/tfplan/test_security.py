@@ -73,6 +73,8 @@ def attempt(host: Any, source: str, **limit_overrides: Any) -> Any:
 #: 41 objects, 2**40 leaves: the same part shared twice at every level.
 DAG_TUPLE = "a = (1,)\nfor i in range(40):\n    a = (a, a)\n"
 DAG_LIST = "a = [1]\nfor i in range(40):\n    a = [a, a]\n"
+#: A tuple nested 300,000 levels deep.
+DEEP_TUPLE = "t = ()\nfor i in range(300000):\n    t = (t,)\n"
 
 
 def attack(case_id: str, source: str, expected: Any, **limit_overrides: Any) -> Any:
@@ -243,6 +245,24 @@ ATTACKS = [
     attack("dag_list_remove", DAG_LIST + "b = [a]\nb.remove([2])", SIZE),
     attack("dag_set_constructor", DAG_TUPLE + "set([a])", SIZE),
     attack("dag_set_update", DAG_TUPLE + "s = set()\ns.update([a])", SIZE),
+    # Hashing a tuple nested 300,000 deep recurses in C without a depth check (a crash).
+    attack("deep_tuple_dict_key", DEEP_TUPLE + "d = {}\nd[t] = 1", SIZE, max_operations=10 ** 6),
+    attack("deep_tuple_set_display", DEEP_TUPLE + "s = {t}", SIZE, max_operations=10 ** 6),
+    attack("deep_tuple_fromkeys", DEEP_TUPLE + "dict.fromkeys([t])", SIZE, max_operations=10 ** 6),
+    attack("deep_tuple_frozenset", DEEP_TUPLE + "frozenset([t])", SIZE, max_operations=10 ** 6),
+    # single built-in calls that would run long in C
+    attack("round_huge_negative_digits", "x = round(1, -10 ** 8)\nwhile True:\n    pass", RUNAWAY),
+    attack("lcm_of_a_long_range", "math.lcm(*range(1, 400000))", LIMIT),
+    attack("hash_collision_set_update",
+           "xs = [i * (2 ** 61 - 1) for i in range(60000)]\ns = set()\ns.update(xs)", LIMIT,
+           max_operations=10 ** 7),
+    attack("hash_collision_fromkeys",
+           "dict.fromkeys([i * (2 ** 61 - 1) for i in range(60000)])", LIMIT,
+           max_operations=10 ** 7),
+    attack("format_repr_conversion_of_a_dag",
+           "a = [1]\nfor i in range(24):\n    a = [a, a]\n'{!r}'.format(a)", SIZE),
+    attack("exponential_recursion", "def f(n):\n    return 0 if n == 0 else f(n - 1) + f(n - 1)\n"
+           "f(40)", RUNAWAY),
     attack("print_file_argument", "print('x', file=SENTINEL_PATH)", ANY),
     # --- sizes: ints, strings, collections ----------------------------------------------
     attack("power_tower", "9 ** 9 ** 9", SIZE),

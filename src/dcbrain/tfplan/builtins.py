@@ -29,7 +29,7 @@ EXCEPTIONS: dict[str, type[BaseException]] = {
 
 #: Builtins passed through unchanged: they neither iterate nor build large values.
 PLAIN_BUILTINS: dict[str, Any] = {
-    "len": len, "abs": abs, "round": round, "divmod": divmod, "chr": chr, "ord": ord,
+    "len": len, "abs": abs, "divmod": divmod, "chr": chr, "ord": ord,
     "hex": hex, "oct": oct, "bin": bin, "int": int, "float": float, "bool": bool,
     "range": range, "enumerate": enumerate, "zip": zip, "map": map, "filter": filter,
     "reversed": reversed, "next": next, "callable": callable,
@@ -52,6 +52,7 @@ def build_builtins(guards: dict[str, Any], max_size: int) -> dict[str, Any]:
     materialize: Callable[..., Any] = guards["materialize"]
     iterate: Callable[[Any], Any] = guards["__tf_iter"]
     deep: Callable[[Any], Any] = guards["__tf_deep"]
+    hashed_items: Callable[[Any], Any] = guards["hashed_items"]
     check_result: Callable[[Any], Any] = guards["check_result"]
     charge: Callable[[int], None] = guards["charge"]
     plan_str: Callable[..., str] = guards["plan_str"]
@@ -62,19 +63,11 @@ def build_builtins(guards: dict[str, Any], max_size: int) -> dict[str, Any]:
     def plan_tuple(iterable: Any = ()) -> tuple[Any, ...]:
         return tuple(materialize(iterable))
 
-    def charge_collisions(items: Any) -> Any:
-        """Values that share a hash make building a set quadratic: pay for it."""
-        if len(items) > 1024:
-            distinct = len({hash(item) for item in items})
-            if distinct * 4 < len(items):
-                charge(len(items) * len(items) // max(distinct, 1) // 4)
-        return items
-
     def plan_set(iterable: Any = ()) -> set[Any]:
-        return set(charge_collisions(deep(materialize(iterable))))
+        return set(hashed_items(iterable))
 
     def plan_frozenset(iterable: Any = ()) -> frozenset[Any]:
-        return frozenset(charge_collisions(deep(materialize(iterable))))
+        return frozenset(hashed_items(iterable))
 
     def plan_dict(source: Any = (), /, **kwargs: Any) -> dict[str, Any]:
         if type(source) is not dict:
@@ -120,6 +113,25 @@ def build_builtins(guards: dict[str, Any], max_size: int) -> dict[str, Any]:
         if isinstance(classinfo, tuple):
             return tuple(real_types(item) for item in classinfo)
         return classinfo.real if isinstance(classinfo, TypeProxy) else classinfo
+
+    def plan_round(number: Any, ndigits: Any = None) -> Any:
+        # round(1, -10**8) would compute 10**(10**8) first; past the digits it has, an
+        # int rounds to 0 anyway
+        if type(number) is int and type(ndigits) is int and ndigits < 0 \
+                and -ndigits > number.bit_length() * 3 // 10 + 2:
+            return 0
+        return round(number, ndigits)
+
+    def math_lcm(*numbers: Any) -> int:
+        charge(1 + len(numbers))
+        result = 1
+        for number in numbers:
+            result = check_result(math.lcm(result, number))
+        return result
+
+    def math_gcd(*numbers: Any) -> int:
+        charge(1 + len(numbers))
+        return math.gcd(*numbers)
 
     def plan_isinstance(value: Any, classinfo: Any) -> bool:
         return isinstance(value, real_types(classinfo))
@@ -171,6 +183,7 @@ def build_builtins(guards: dict[str, Any], max_size: int) -> dict[str, Any]:
     math_members.update(
         factorial=combinatoric(math.factorial), comb=combinatoric(math.comb),
         perm=combinatoric(math.perm), prod=math_prod, fsum=math_fsum, pow=math.pow,
+        lcm=math_lcm, gcd=math_gcd,
     )
 
     attr: Callable[[Any, str], Any] = guards["__tf_attr"]
@@ -188,7 +201,7 @@ def build_builtins(guards: dict[str, Any], max_size: int) -> dict[str, Any]:
         members = {name: unbound(real, name) for name in ALLOWED[real]}
         if real is dict:
             members["fromkeys"] = lambda keys, value=None: check_result(
-                dict.fromkeys(materialize(keys), value))
+                dict.fromkeys(hashed_items(keys), value))
         return TypeProxy(real, constructor, members)
 
     names: dict[str, Any] = dict(PLAIN_BUILTINS)
@@ -200,7 +213,7 @@ def build_builtins(guards: dict[str, Any], max_size: int) -> dict[str, Any]:
         sorted=plan_sorted, sum=plan_sum, min=consumer(min, compares=True),
         max=consumer(max, compares=True),
         any=consumer(any), all=consumer(all), isinstance=plan_isinstance, format=plan_format,
-        pow=guards["power"], parallel=plan_parallel,
+        pow=guards["power"], parallel=plan_parallel, round=plan_round,
         json=Namespace("json", {"dumps": json_dumps, "loads": json_loads}),
         math=Namespace("math", math_members),
     )

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dcbrain.tfplan.builtins import EXCEPTIONS, PLAIN_BUILTINS
-from dcbrain.tfplan.errors import Problem
+from dcbrain.tfplan.errors import Problem, TFSyntaxError
 from dcbrain.tfplan.methods import ALL_METHOD_NAMES
 from dcbrain.tfplan.parser import SPECIAL_NAMES, Plan, parse
 
@@ -24,6 +24,7 @@ from dcbrain.tfplan.parser import SPECIAL_NAMES, Plan, parse
 BUILTIN_NAMES = frozenset(PLAIN_BUILTINS) | frozenset(EXCEPTIONS) | {
     "print", "str", "repr", "list", "tuple", "set", "frozenset", "dict", "sorted", "sum",
     "min", "max", "any", "all", "isinstance", "format", "pow", "parallel", "json", "math",
+    "round",
 } | SPECIAL_NAMES
 
 _JSON_TYPES: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean",
@@ -105,14 +106,16 @@ def check(
 
     Syntax problems of a source string are returned as problems too.
     """
-    if isinstance(plan, str):
-        from dcbrain.tfplan.errors import TFSyntaxError
-
-        try:
-            plan = parse(plan)
-        except TFSyntaxError as exc:
-            return list(exc.problems)
     by_name = dict(specs) if isinstance(specs, Mapping) else {s.name: s for s in specs}
+    if isinstance(plan, str):
+        source = plan
+        try:
+            plan = parse(source)
+        except TFSyntaxError as exc:
+            if exc.tree is None:  # not even Python: nothing more can be said
+                return list(exc.problems)
+            rest = _Checker(Plan(source=source, tree=exc.tree), by_name).run()
+            return sorted([*exc.problems, *rest], key=lambda p: (p.line, p.col))
     return _Checker(plan, by_name).run()
 
 
@@ -160,6 +163,8 @@ class _Checker:
         has_star_args = any(isinstance(arg, ast.Starred) for arg in node.args)
         has_star_kwargs = any(keyword.arg is None for keyword in node.keywords)
         properties = spec.parameters.get("properties")
+        # seed 001: a chain's extra keyword arguments travel in its input's
+        # additional_kwargs, so only a schema that says so closes them
         accepts_extra = spec.parameters.get("additionalProperties", True) is not False
         label = f"{spec.kind} {name!r}"
         if node.args and not has_star_args:

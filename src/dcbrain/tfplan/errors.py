@@ -6,6 +6,7 @@ which is what the planner sees when a plan fails.
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,6 +84,7 @@ class TFProblemsError(TFInterpreterError):
         source_line = lines[first.line - 1] if 0 < first.line <= len(lines) else None
         super().__init__(first.message, line=first.line, col=first.col, source_line=source_line)
         self.problems = problems
+        self.tree: ast.Module | None = None
 
     def __str__(self) -> str:
         return "\n".join(str(problem) for problem in self.problems)

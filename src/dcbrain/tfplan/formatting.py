@@ -65,10 +65,12 @@ def safe_format(
     kwargs: Mapping[str, Any],
     max_size: int,
     render: Callable[[Any, str], str],
+    convert: Callable[[Any, str], Any],
 ) -> str:
     """``template.format(*args, **kwargs)`` with fields resolved without attribute access.
 
-    ``render(value, spec)`` formats one value (it applies the size checks of the caller).
+    ``render(value, spec)`` formats one value and ``convert(value, "r"|"s"|"a")`` applies a
+    ``!r``/``!s``/``!a`` conversion; both apply the size checks of the caller.
     Automatic field numbering continues into nested specs, as in ``'{:>{}}'``.
     """
     numbering = {"auto": 0, "manual": False}
@@ -82,12 +84,8 @@ def safe_format(
             if field_name is None:
                 continue
             value = _resolve(field_name, args, kwargs, numbering)
-            if conversion == "r":
-                value = repr(value)
-            elif conversion == "s":
-                value = str(value)
-            elif conversion == "a":
-                value = ascii(value)
+            if conversion in ("r", "s", "a"):
+                value = convert(value, conversion)
             elif conversion is not None:
                 raise ValueError(f"Unknown conversion specifier {conversion}")
             if spec and "{" in spec:

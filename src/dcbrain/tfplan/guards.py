@@ -26,7 +26,7 @@ from dcbrain.tfplan.formatting import (
 )
 from dcbrain.tfplan.methods import CHARGED, FREE, STR_GROWING
 from dcbrain.tfplan.state import RunState
-from dcbrain.tfplan.values import expanded_size_exceeds, rendered_size_exceeds
+from dcbrain.tfplan.values import comparison_problem, rendered_size_exceeds
 
 _SEQUENCES = (str, list, tuple)
 _SIZED_RESULTS = frozenset({str, list, tuple, dict, set, frozenset})
@@ -96,8 +96,8 @@ def build_guards(state: RunState) -> dict[str, Any]:
 
     def over_budget() -> OperationLimitExceeded:
         return OperationLimitExceeded(
-            f"plan exceeded its operation budget of {max_ops} (loop iterations, calls "
-            "and the size of values built)"
+            f"plan exceeded its operation budget of {max_ops} (loop iterations and the "
+            "size of values built)"
         )
 
     def charge(amount: int) -> None:
@@ -113,10 +113,14 @@ def build_guards(state: RunState) -> dict[str, Any]:
             raise over_budget()
         return True
 
-    call_depth = [0]
+    frames = [0, 0]  # plan functions: current depth, calls so far
 
     def too_deep() -> None:
-        raise CallDepthLimitExceeded(f"plan functions nested deeper than {max_depth} calls")
+        if frames[0] > max_depth:
+            raise CallDepthLimitExceeded(f"plan functions nested deeper than {max_depth} calls")
+        raise OperationLimitExceeded(
+            f"plan made more than {max_ops} function calls (its operation budget)"
+        )
 
     def operations() -> int:
         return ops
@@ -202,10 +206,10 @@ def build_guards(state: RunState) -> dict[str, Any]:
                     break
             else:
                 return value  # flat: comparing it visits len(value) elements at most
-        if expanded_size_exceeds(value, max_size):
+        problem = comparison_problem(value, max_size)
+        if problem is not None:
             raise SizeLimitExceeded(
-                f"{kind.__name__} repeats its own parts more than {max_size} times over; "
-                "comparing or hashing it would not finish in time"
+                f"cannot compare or hash this {kind.__name__}: {problem}"
             )
         return value
 
@@ -216,6 +220,21 @@ def build_guards(state: RunState) -> dict[str, Any]:
             return deep(value)
         return value
 
+    def charge_collisions(keys: Any) -> Any:
+        """Keys that share a hash make one C-level insert loop quadratic: pay for it first."""
+        if len(keys) > 1024:
+            try:
+                distinct = len({hash(k) for k in keys})
+            except TypeError:
+                return keys  # unhashable: Python raises the same error right away
+            if distinct * 4 < len(keys):
+                charge(len(keys) * len(keys) // max(distinct, 1) // 4)
+        return keys
+
+    def hashed_items(iterable: Any) -> Any:
+        """The items of ``iterable``, checked and paid for before Python hashes them all."""
+        return charge_collisions(deep(materialize(iterable)))
+
     def keyed(method: Callable[..., Any], *args: Any) -> Any:
         if args:
             key(args[0])
@@ -225,11 +244,6 @@ def build_guards(state: RunState) -> dict[str, Any]:
         if args:
             deep(args[0])
         return method(*args, **kwargs)
-
-    def deep_items(items: Any) -> Any:
-        for item in items:
-            deep(item)
-        return items
 
     # -- operators --------------------------------------------------------------------
     def add(a: Any, b: Any) -> Any:
@@ -368,7 +382,11 @@ def build_guards(state: RunState) -> dict[str, Any]:
         return method
 
     def consuming(obj: Any, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        result = method(*(deep(materialize(arg)) for arg in args), **kwargs)
+        hashing = type(obj) is not list  # set and dict methods hash what they consume
+        result = method(
+            *(hashed_items(arg) if hashing else deep(materialize(arg)) for arg in args),
+            **kwargs,
+        )
         check_result(obj)
         return check_result(result)
 
@@ -414,14 +432,19 @@ def build_guards(state: RunState) -> dict[str, Any]:
             text = format(value, spec)
             charge(1 + len(text) // ALLOC_DIVISOR)
             return text
-        if conversion == ord("r"):
-            value = plan_repr(value)
-        elif conversion == ord("s"):
-            value = plan_str(value)
-        elif conversion == ord("a"):
-            value = check_result(ascii(value)) if not rendered_size_exceeds(
-                value, max_size) else render(value)
+        if conversion != -1:
+            value = convert(value, chr(conversion))
         return render(value, spec)
+
+    def convert(value: Any, conversion: str) -> str:
+        """``!r``, ``!s`` and ``!a`` of f-strings and ``str.format``, size-checked first."""
+        if conversion == "r":
+            return plan_repr(value)
+        if conversion == "s":
+            return plan_str(value)
+        if rendered_size_exceeds(value, max_size):
+            raise too_large("rendered value", max_size + 1)
+        return check_result(ascii(value))  # type: ignore[no-any-return]
 
     def plan_str(value: Any = "") -> str:
         if type(value) is str:
@@ -437,7 +460,7 @@ def build_guards(state: RunState) -> dict[str, Any]:
 
     def str_format(template: str, *args: Any, **kwargs: Any) -> str:
         try:
-            return safe_format(template, args, kwargs, max_size, render)
+            return safe_format(template, args, kwargs, max_size, render, convert)
         except FormatLimitError as exc:
             raise SizeLimitExceeded(str(exc)) from None
 
@@ -504,8 +527,9 @@ def build_guards(state: RunState) -> dict[str, Any]:
         "plan_print": plan_print,
         "power": power,
         "__tf_tick": tick,
-        "__tf_depth": call_depth,
+        "__tf_frames": frames,
         "__tf_max_depth": max_depth,
+        "__tf_max_calls": max_ops,
         "__tf_too_deep": too_deep,
         "__tf_iter": iterate,
         "__tf_attr": attr,
@@ -514,7 +538,7 @@ def build_guards(state: RunState) -> dict[str, Any]:
         "__tf_fv": formatted_value,
         "__tf_deep": deep,
         "__tf_key": key,
-        "deep_items": deep_items,
+        "hashed_items": hashed_items,
         "__tf_checked": check_result,
         "__tf_add": add,
         "__tf_sub": sub,

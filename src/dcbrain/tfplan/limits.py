@@ -10,9 +10,10 @@ from typing import Any
 class Limits:
     """Limits of a plan run; the names are shared with ``dcbrain plan run --limit NAME=VALUE``.
 
-    ``max_operations`` counts loop iterations and work proportional to the
-    size of every string or collection the plan builds (one operation per 4 elements), so
-    it bounds both time and memory of pure computation.
+    ``max_operations`` counts loop iterations and work proportional to the size of every
+    string or collection the plan builds (one operation per 4 elements), so it bounds both
+    time and memory of pure computation; plan function calls are counted against the same
+    number separately.
     """
 
     max_operations: int = 10_000_000

@@ -151,7 +151,9 @@ def parse(source: str) -> Plan:
         raise TFSyntaxError([Problem(1, 1, message, kind="SyntaxError")], source) from None
     problems = _Validator().validate(tree)
     if problems:
-        raise TFSyntaxError(problems, source)
+        error = TFSyntaxError(problems, source)
+        error.tree = tree  # well-formed Python: the checker can still report the rest
+        raise error
     defined = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
     return Plan(source=source, tree=tree, defined_functions=defined)
 

@@ -105,11 +105,14 @@ class _Rewriter(ast.NodeTransformer):
         for special in (node.args.vararg, node.args.kwarg):
             if special is not None:
                 special.annotation = None
-        # depth counted inline (a list cell, not a call): function calls stay cheap
+        # depth and calls counted inline (list cells, not a call): calls stay cheap
+        # [depth, calls]; one guard call only when a limit is crossed
         prologue = ast.parse(
-            "__tf_depth[0] += 1\nif __tf_depth[0] > __tf_max_depth:\n    __tf_too_deep()"
+            "__tf_frames[0] += 1\n__tf_frames[1] += 1\n"
+            "if __tf_frames[0] > __tf_max_depth or __tf_frames[1] > __tf_max_calls:\n"
+            "    __tf_too_deep()"
         ).body
-        epilogue = ast.parse("__tf_depth[0] -= 1").body
+        epilogue = ast.parse("__tf_frames[0] -= 1").body
         for statement in (*prologue, *epilogue):
             for child in ast.walk(statement):
                 ast.copy_location(child, node)

@@ -109,16 +109,17 @@ def rendered_size_exceeds(value: Any, limit: int) -> bool:
 _CONTAINERS = frozenset({list, tuple, dict, set, frozenset})
 
 
-def expanded_size_exceeds(value: Any, limit: int) -> bool:
-    """Whether comparing or hashing ``value`` would visit more than ``limit`` elements.
+def comparison_problem(value: Any, limit: int) -> str | None:
+    """Why comparing or hashing ``value`` could not finish safely, or ``None``.
 
-    ``a = (a, a)`` repeated 40 times holds 41 objects but 2**40 leaves; Python's C code
-    compares and hashes it leaf by leaf, in one uninterruptible call. The expanded size is
-    computed here once per distinct object (dynamic programming over ``id``), so the
-    check costs what the structure holds, not what it expands to.
+    Python compares and hashes containers element by element in one uninterruptible C
+    call, recursively. ``a = (a, a)`` repeated 40 times holds 41 objects but 2**40
+    leaves, and a tuple nested 300,000 deep overflows the C stack when hashed. The
+    expanded size is computed once per distinct object (dynamic programming over
+    ``id``), so this check costs what the structure holds, not what it expands to.
     """
     if type(value) not in _CONTAINERS:
-        return False
+        return None
     sizes: dict[int, int] = {}
     on_path: set[int] = set()
     stack: list[tuple[Any, bool]] = [(value, False)]
@@ -132,18 +133,20 @@ def expanded_size_exceeds(value: Any, limit: int) -> bool:
             for child in children:
                 total += sizes.get(id(child), 1) if type(child) in _CONTAINERS else 1
                 if total > limit:
-                    return True
+                    return f"it repeats its own parts more than {limit} times over"
             sizes[key] = total
             continue
         if key in sizes or key in on_path:
             continue
         on_path.add(key)
+        if len(on_path) > MAX_DATA_DEPTH:
+            return f"it is nested deeper than {MAX_DATA_DEPTH} levels"
         stack.append((node, True))
         stack.extend(
             (child, False) for child in children
             if type(child) in _CONTAINERS and id(child) not in sizes
         )
-    return sizes[id(value)] > limit
+    return None
 
 
 def plan_type_name(value: Any) -> str:
