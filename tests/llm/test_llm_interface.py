@@ -8,16 +8,20 @@ from typing import Any
 
 import pytest
 
-from dcbrain.exceptions import TFLLMInterrupt, TFUserNewInputError
+from dcbrain.chain._usage import UsageCollector
+from dcbrain.exceptions import TFLLMError, TFLLMInterrupt, TFUserNewInputError
 from dcbrain.llm import (
     ChatLLM,
     FunctionLLM,
     LLMReply,
     ScriptedLLM,
+    ToolCall,
+    cl100k_base_length,
     count_message_tokens,
     llm_observer,
     observe_llm_calls,
 )
+from dcbrain.usage import Usage
 
 MESSAGES = [{"role": "user", "content": "What is two plus two?"}]
 
@@ -75,13 +79,113 @@ async def test_new_user_input_raised_by_the_observer_passes_through() -> None:
     assert caught.value.new_input == "stop, do something else"
 
 
-async def test_observer_is_not_notified_after_a_failed_call() -> None:
+async def test_observer_without_call_failed_sees_no_after_call_for_a_failed_call() -> None:
     observer = RecordingObserver()
     llm = ScriptedLLM([RuntimeError("provider down")])
     with observe_llm_calls(observer), pytest.raises(RuntimeError, match="provider down"):
         await llm.achat(MESSAGES)
     assert len(observer.before) == 1
     assert observer.after == []
+
+
+class FailureObserver(RecordingObserver):
+    def __init__(self) -> None:
+        super().__init__()
+        self.failed: list[tuple[str, int, BaseException, float]] = []
+
+    def call_failed(
+        self, llm: ChatLLM, messages: list[dict[str, Any]], error: BaseException,
+        duration_s: float,
+    ) -> None:
+        self.failed.append((llm.model, len(messages), error, duration_s))
+
+
+async def test_observer_call_failed_is_told_about_a_failed_call_and_the_error_passes() -> None:
+    observer = FailureObserver()
+    llm = ScriptedLLM([TFLLMError("HTTP 503"), "ok"])
+    with observe_llm_calls(observer), pytest.raises(TFLLMError, match="HTTP 503") as caught:
+        await llm.achat(MESSAGES)
+    assert [(model, n, error) for model, n, error, _ in observer.failed] == [
+        ("scripted", 1, caught.value)
+    ]
+    assert observer.failed[0][3] >= 0 and observer.after == []
+    with observe_llm_calls(observer):
+        await llm.achat(MESSAGES)
+    assert len(observer.failed) == 1 and len(observer.after) == 1
+
+
+async def test_observer_call_failed_is_told_about_a_cancelled_call() -> None:
+    observer = FailureObserver()
+    started = asyncio.Event()
+
+    async def hang(messages: list[dict[str, Any]]) -> str:
+        started.set()
+        await asyncio.sleep(30)
+        return "never"
+
+    with observe_llm_calls(observer):
+        task = asyncio.create_task(FunctionLLM(hang).achat(MESSAGES))
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert [type(error) for _, _, error, _ in observer.failed] == [asyncio.CancelledError]
+
+
+async def test_a_usage_collector_passes_a_failed_call_on_to_its_parent() -> None:
+    inner = FailureObserver()
+    with observe_llm_calls(UsageCollector(inner)), pytest.raises(TFLLMError):
+        await ScriptedLLM([TFLLMError("down")]).achat(MESSAGES)
+    assert len(inner.before) == 1 and len(inner.failed) == 1
+
+
+class NoUsageLLM(ChatLLM):
+    """A provider that reports no token usage."""
+
+    model = "no-usage"
+
+    def __init__(self, content: str, tool_calls: list[ToolCall] | None = None) -> None:
+        self.content = content
+        self.tool_calls = tool_calls or []
+
+    async def _achat(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        json_schema: dict[str, Any] | None,
+        tools: list[dict[str, Any]] | None,
+        max_tokens: int | None,
+        temperature: float | None,
+    ) -> LLMReply:
+        return LLMReply(content=self.content, tool_calls=self.tool_calls)
+
+
+async def test_usage_a_provider_did_not_report_is_counted_with_cl100k() -> None:
+    observer = RecordingObserver()
+    with observe_llm_calls(observer):
+        reply = await NoUsageLLM("word " * 2000).achat(MESSAGES)
+    expected = (count_message_tokens(MESSAGES), cl100k_base_length("word " * 2000))
+    assert (reply.usage.prompt_tokens, reply.usage.completion_tokens) == expected
+    assert reply.usage.requests == 1
+    assert reply.usage.per_model["no-usage"].completion_tokens == expected[1]
+    assert observer.after == [("no-usage", "word " * 2000, sum(expected))]
+
+
+async def test_counted_usage_includes_tool_calls() -> None:
+    call = ToolCall("call_1", "search", {"q": "weather in Paris"})
+    reply = await NoUsageLLM("", [call]).achat(MESSAGES)
+    assert reply.usage.completion_tokens == cl100k_base_length(
+        'search{"q": "weather in Paris"}'
+    )
+
+
+async def test_reported_usage_is_kept() -> None:
+    class Reporting(NoUsageLLM):
+        async def _achat(self, messages: list[dict[str, Any]], **kwargs: Any) -> LLMReply:
+            return LLMReply(content="x", usage=Usage.of_call("m", 1, 2))
+
+    reply = await Reporting("x").achat(MESSAGES)
+    assert (reply.usage.prompt_tokens, reply.usage.completion_tokens) == (1, 2)
 
 
 async def test_json_content_is_decoded_when_structured_output_was_requested() -> None:

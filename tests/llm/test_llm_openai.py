@@ -232,3 +232,25 @@ def test_api_key_defaults_to_the_environment(
     fake_openai.reply("ok")
     OpenAILLM("fake-model", base_url=fake_openai.base_url, max_retries=0).chat(MESSAGES)
     assert fake_openai.requests[0].headers["authorization"] == "Bearer from-env"
+
+
+async def test_a_call_without_max_tokens_sends_the_llms_max_output_tokens(
+    fake_openai: FakeOpenAIServer,
+) -> None:
+    """Budgets reserve ``max_output_tokens`` per call, so the server must be held to it."""
+    fake_openai.reply("ok")
+    fake_openai.reply("ok")
+    await make_llm(fake_openai, max_output_tokens=321).achat(MESSAGES)
+    await make_llm(fake_openai).achat(MESSAGES)
+    assert fake_openai.requests[0].json["max_tokens"] == 321
+    assert fake_openai.requests[1].json["max_tokens"] == 4096
+
+
+async def test_the_default_output_limit_uses_the_chosen_parameter_name(
+    fake_openai: FakeOpenAIServer,
+) -> None:
+    fake_openai.reply("ok")
+    llm = make_llm(fake_openai, max_output_tokens=77, max_tokens_parameter="max_completion_tokens")
+    await llm.achat(MESSAGES)
+    assert fake_openai.requests[0].json["max_completion_tokens"] == 77
+    assert "max_tokens" not in fake_openai.requests[0].json

@@ -5,10 +5,12 @@
 plan calls, in any thread — passes through ``before_call``, which reserves the call's
 projected size (the counted prompt plus the call's maximum output) and refuses the call
 with :class:`~dcbrain.exceptions.TFTokenBudgetExceeded` when that could overrun
-``max_tokens``. ``after_call`` replaces the reservation with the reply's real usage. So
-the tokens spent never exceed the budget as long as a provider's reported usage stays
-within the projection (a real API may add a few tokens of framing for tool or schema
-definitions that the prompt count cannot see).
+``max_tokens``. ``after_call`` replaces the reservation with the reply's real usage
+(counted with ``cl100k_base`` when the provider reported none); ``call_failed`` gives back
+the reservation of a call that raised or was cancelled and closes its ``call_started``
+with a ``call_finished`` carrying the error. So the tokens spent never exceed the budget
+as long as a provider's reported usage stays within the projection (a real API may add a
+few tokens of framing for tool or schema definitions that the prompt count cannot see).
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from dcbrain.events import EventType
 from dcbrain.exceptions import TFTokenBudgetExceeded
+from dcbrain.llm.base import reply_tokens
+from dcbrain.llm.observe import notify_call_failed
 from dcbrain.llm.tokens import count_message_tokens
 from dcbrain.usage import Usage
 
@@ -134,8 +138,12 @@ class TokenBudget:
                 if not entries:
                     del self._pending[id(messages)]
                 self._reserved -= projected
-            if usage.requests == 0:  # a provider that reports no usage: count it ourselves
-                usage = Usage.of_call(reply.model or getattr(llm, "model", ""), prompt_tokens, 0)
+            if usage.requests == 0:  # no usage reported (achat counts it; direct callers may not)
+                usage = Usage.of_call(
+                    reply.model or getattr(llm, "model", ""),
+                    prompt_tokens or count_message_tokens(messages),
+                    reply_tokens(reply),
+                )
             self.usage += usage
         self._event(
             EventType.CALL_FINISHED,
@@ -154,8 +162,43 @@ class TokenBudget:
         if self._parent is not None:
             self._parent.after_call(llm, messages, reply, duration_s)
 
+    def call_failed(
+        self,
+        llm: ChatLLM,
+        messages: list[dict[str, Any]],
+        error: BaseException,
+        duration_s: float,
+    ) -> None:
+        """Give back the reservation of a call that raised or was cancelled, and close it."""
+        with self._lock:
+            entries = self._pending.get(id(messages))
+            call_id, prompt_tokens = "llm-?", 0
+            if entries:
+                call_id, projected, prompt_tokens, _ = entries.pop(0)
+                if not entries:
+                    del self._pending[id(messages)]
+                self._reserved -= projected
+        phase = llm_phase.get()
+        self._event(
+            EventType.CALL_FINISHED,
+            call_id=call_id,
+            kind="llm",
+            name=getattr(llm, "model", type(llm).__name__),
+            model=getattr(llm, "model", ""),
+            phase=phase,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=0,
+            total_tokens=0,
+            duration_s=duration_s,
+            error=f"{type(error).__name__}: {error}",
+        )
+        self._budget_event(exhausted=False, phase=phase)
+        if self._parent is not None:
+            notify_call_failed(self._parent, llm, messages, error, duration_s)
+
     def release_pending(self) -> None:
-        """Forget the reservations of calls that failed (they never reported usage)."""
+        """Forget every reservation, calls still in flight included (failed calls give
+        theirs back themselves through :meth:`call_failed`)."""
         with self._lock:
             self._pending.clear()
             self._reserved = 0

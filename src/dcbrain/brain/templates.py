@@ -106,7 +106,7 @@ VERDICT_SCHEMA: Final[dict[str, Any]] = {
         "is_solved": {"type": "boolean"},
         "suggestion": {"type": "string"},
     },
-    "required": ["is_solved", "suggestion"],
+    "required": ["is_solved"],
 }
 
 QUESTION_TEMPLATE: Final = "{{ input }}"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
-from dcbrain.llm.observe import LLMObserver, llm_observer
+from dcbrain.llm.observe import LLMObserver, llm_observer, notify_call_failed
 from dcbrain.usage import Usage, merge_usages
 
 if TYPE_CHECKING:
@@ -43,6 +43,16 @@ class UsageCollector:
             self._usages.append(reply.usage)
         if self.parent is not None:
             self.parent.after_call(llm, messages, reply, duration_s)
+
+    def call_failed(
+        self,
+        llm: ChatLLM,
+        messages: list[dict[str, Any]],
+        error: BaseException,
+        duration_s: float,
+    ) -> None:
+        if self.parent is not None:  # the budget above released what it reserved
+            notify_call_failed(self.parent, llm, messages, error, duration_s)
 
     @property
     def total(self) -> Usage:

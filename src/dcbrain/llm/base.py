@@ -9,7 +9,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dcbrain._sync import run_sync
-from dcbrain.llm.observe import llm_observer
+from dcbrain.llm.observe import llm_observer, notify_call_failed
+from dcbrain.llm.tokens import cl100k_base_length, count_message_tokens
 from dcbrain.usage import Usage
 
 DEFAULT_MAX_OUTPUT_TOKENS = 4096
@@ -61,8 +62,10 @@ class ChatLLM(ABC):
     """A chat model. Subclasses implement :meth:`_achat`; callers use :meth:`achat`/:meth:`chat`.
 
     ``achat`` does the work shared by all providers: it notifies the observer set in
-    :data:`dcbrain.llm.observe.llm_observer` (budgets, events) before and after the call,
-    and decodes JSON content when structured output was requested.
+    :data:`dcbrain.llm.observe.llm_observer` (budgets, events) before and after the call
+    (and, when it has ``call_failed``, of a call that raised or was cancelled), counts the
+    usage with ``cl100k_base`` when the provider reported none, and decodes JSON content
+    when structured output was requested.
     """
 
     model: str
@@ -87,14 +90,24 @@ class ChatLLM(ABC):
             budget = max_tokens if max_tokens is not None else self.max_output_tokens
             observer.before_call(self, messages, budget)
         started = time.perf_counter()
-        reply = await self._achat(
-            messages,
-            json_schema=json_schema,
-            tools=tools,
-            max_tokens=max_tokens,
-            temperature=temperature,
-        )
+        try:
+            reply = await self._achat(
+                messages,
+                json_schema=json_schema,
+                tools=tools,
+                max_tokens=max_tokens,
+                temperature=temperature,
+            )
+        except BaseException as exc:  # cancellation too: the reservation must be released
+            if observer is not None:
+                notify_call_failed(observer, self, messages, exc, time.perf_counter() - started)
+            raise
         duration_s = time.perf_counter() - started
+        if reply.usage.requests == 0:  # the provider reported no usage: count it
+            usage = Usage.of_call(
+                reply.model or self.model, count_message_tokens(messages), reply_tokens(reply)
+            )
+            reply = replace(reply, usage=usage)
         if json_schema is not None and reply.parsed is None and not reply.tool_calls:
             reply = replace(reply, parsed=_decode_json(reply.content))
         if observer is not None:
@@ -119,6 +132,14 @@ class ChatLLM(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model!r})"
+
+
+def reply_tokens(reply: LLMReply) -> int:
+    """The ``cl100k_base`` tokens of a reply: its text plus the names and arguments of its
+    tool calls (how usage is counted when a provider reports none)."""
+    return cl100k_base_length(reply.content) + sum(
+        cl100k_base_length(call.name + json.dumps(call.arguments)) for call in reply.tool_calls
+    )
 
 
 def _decode_json(content: str) -> Any | None:

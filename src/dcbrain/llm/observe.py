@@ -4,7 +4,10 @@ The brain sets :data:`llm_observer` for the duration of a run; every
 :meth:`ChatLLM.achat <dcbrain.llm.base.ChatLLM.achat>` in that context calls
 ``before_call`` (which may raise to stop the call, e.g. :class:`TFLLMInterrupt` when
 a token budget would be overrun or :class:`TFUserNewInputError` when the user sent a
-new message) and, after a successful reply, ``after_call``.
+new message) and, after a successful reply, ``after_call``. An observer may also define
+``call_failed`` (see :class:`LLMFailureObserver`): it is then told about every call that
+raised or was cancelled after ``before_call`` let it through, so it can give back what it
+reserved and close what it opened.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from dcbrain.llm.base import ChatLLM, LLMReply
@@ -28,6 +31,32 @@ class LLMObserver(Protocol):
         self, llm: ChatLLM, messages: list[dict[str, Any]], reply: LLMReply, duration_s: float
     ) -> None:
         """Called with the reply (and its real usage) after a successful call."""
+
+
+@runtime_checkable
+class LLMFailureObserver(Protocol):
+    """The optional hook of an :class:`LLMObserver` for calls that did not return a reply."""
+
+    def call_failed(
+        self,
+        llm: ChatLLM,
+        messages: list[dict[str, Any]],
+        error: BaseException,
+        duration_s: float,
+    ) -> None:
+        """Called when the provider call raised ``error`` (or was cancelled); no usage."""
+
+
+def notify_call_failed(
+    observer: LLMObserver,
+    llm: ChatLLM,
+    messages: list[dict[str, Any]],
+    error: BaseException,
+    duration_s: float,
+) -> None:
+    """Tell ``observer`` that a call it let through failed, if it wants to know."""
+    if isinstance(observer, LLMFailureObserver):
+        observer.call_failed(llm, messages, error, duration_s)
 
 
 llm_observer: ContextVar[LLMObserver | None] = ContextVar("llm_observer", default=None)

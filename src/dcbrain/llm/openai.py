@@ -108,8 +108,9 @@ class OpenAILLM(ChatLLM):
             params.update(self._structured_output_params(messages, json_schema))
         if tools:
             params["tools"] = tools
-        if max_tokens is not None:
-            params[self.max_tokens_parameter] = max_tokens
+        # always send a limit: token budgets reserve at most max_output_tokens per call
+        limit = max_tokens if max_tokens is not None else self.max_output_tokens
+        params[self.max_tokens_parameter] = limit
         if temperature is not None:
             params["temperature"] = temperature
         if self.extra_body:

@@ -1,0 +1,28 @@
+"""The validator's verdict: its schema and how it is read."""
+
+from __future__ import annotations
+
+import jsonschema
+
+from dcbrain import ScriptedLLM
+from dcbrain.brain import DCBrain
+from dcbrain.brain.templates import VERDICT_SCHEMA
+from dcbrain.brain.validation import parse_verdict
+from support.brain_scripts import plan
+
+
+def test_a_solved_verdict_without_suggestion_is_accepted() -> None:
+    planner = ScriptedLLM([plan("return 42")])
+    validator = ScriptedLLM([{"is_solved": True}])
+    result = DCBrain(default_llm=planner, default_validate_llm=validator).run("q")
+    assert (result.status, result.reason, result.final_result) == (
+        "succeeded", "validated", 42
+    )
+    assert len(validator.calls) == 1  # no retry: the verdict matched the schema
+    event = next(e for e in result.events if e["type"] == "validation")
+    assert event["is_solved"] is True and event["parse_error"] is None
+
+
+def test_the_verdict_schema_requires_only_is_solved() -> None:
+    jsonschema.validate({"is_solved": False}, VERDICT_SCHEMA)
+    assert parse_verdict({"is_solved": False}).suggestion == ""
