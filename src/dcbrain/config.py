@@ -14,7 +14,7 @@ import inspect
 import os
 import sys
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -139,6 +139,19 @@ def load_config(path: str | Path) -> Config:
     return config_from_dict(raw, base_dir=path.resolve().parent, source=source)
 
 
+def find_config(path: str | Path | None = None) -> Config:
+    """The config ``dcbrain ask`` and ``dcbrain serve`` use.
+
+    ``path`` when given (it must exist); else ``./dcbrain.toml`` when it exists; else the
+    defaults: no config file, every role played by the embedded local model.
+    """
+    if path is not None:
+        return load_config(path)
+    if Path(DEFAULT_CONFIG_FILE).is_file():
+        return load_config(DEFAULT_CONFIG_FILE)
+    return Config()
+
+
 def config_from_dict(raw: dict[str, Any], *, base_dir: Path, source: str) -> Config:
     """Validate an already-parsed config (as from TOML)."""
     for key in ("base_dir", "source"):
@@ -182,7 +195,66 @@ def _cross_references(config: Config) -> list[str]:
     for index, tool_file in enumerate(config.tools):
         if not config.resolve(tool_file).is_file():
             problems.append(f"tools.{index}: file not found: {config.resolve(tool_file)}")
+    problems.extend(_chain_problems(config))
     return problems
+
+
+def _chain_problems(config: Config) -> list[str]:
+    """What building each chain would refuse: its templates and its output schema.
+
+    Each part is built on its own (with an LLM that is never called) so that a problem
+    names its key, e.g. ``chains.summarize.prompt``.
+    """
+    from dcbrain.chain import Chain
+    from dcbrain.llm.testing import ScriptedLLM
+
+    llm = ScriptedLLM([])  # never called: only the chain's construction is checked
+    problems: list[str] = []
+    for name, spec in config.chains.items():
+        parts: dict[str, dict[str, Any]] = {
+            "prompt": {"prompt": spec.prompt},
+            "system_prompt": {"system_prompt": spec.system_prompt},
+            "output_schema": {"output_json_schema": spec.output_schema},
+        }
+        for key, arguments in parts.items():
+            if next(iter(arguments.values())) is None:
+                continue
+            try:
+                Chain(name=name or "_", llm=llm, **arguments)
+            except (TFError, ValueError, TypeError) as exc:
+                problems.append(f"chains.{name}.{key}: {_without_chain_prefix(str(exc), name)}")
+    return problems
+
+
+def _without_chain_prefix(message: str, name: str) -> str:
+    for prefix in (f"chain {name!r}: ", "output_json_schema is "):
+        if message.startswith(prefix):
+            message = message[len(prefix):]
+    return message
+
+
+def check_tool_names(config: Config, tools: Mapping[str, Callable[..., Any]]) -> None:
+    """Raise :class:`ConfigError` when a chain and a tool share a name (a plan could not
+    tell which one it calls)."""
+    problems = [
+        f"chains.{name}: a tool of the same name is defined in the tool files "
+        f"({', '.join(config.tools)}); rename one of them"
+        for name in config.chains
+        if name in tools
+    ]
+    if problems:
+        raise ConfigError(config.source, problems)
+
+
+def environment_problems(config: Config) -> list[str]:
+    """Settings that depend on this machine's environment: API key variables that are
+    not set. ``build_brain`` fails on them; ``dcbrain config check`` only warns."""
+    return [
+        f"llm.{name}.api_key_env: environment variable {spec.api_key_env} is not set"
+        for name, spec in config.llm.items()
+        if spec.provider == "openai" and spec.api_key is None and spec.api_key_env
+        and not os.environ.get(spec.api_key_env)
+    ]
 
 
 # -- tools -------------------------------------------------------------------------------
@@ -256,9 +328,7 @@ def build_llms(config: Config) -> dict[str, ChatLLM]:
         if api_key is None and spec.api_key_env:
             api_key = os.environ.get(spec.api_key_env)
             if not api_key:
-                problems.append(f"llm.{name}.api_key_env: environment variable "
-                                f"{spec.api_key_env} is not set")
-                continue
+                continue  # reported by environment_problems below
         llms[name] = OpenAILLM(
             str(spec.model),
             base_url=str(spec.base_url) if spec.base_url is not None else None,
@@ -268,6 +338,7 @@ def build_llms(config: Config) -> dict[str, ChatLLM]:
             max_output_tokens=spec.max_output_tokens,
             structured_output=spec.structured_output,
         )
+    problems.extend(environment_problems(config))
     if problems:
         raise ConfigError(config.source, problems)
     return llms
@@ -294,24 +365,23 @@ def build_chains(config: Config, llms: dict[str, ChatLLM], default: ChatLLM) -> 
 def build_brain(config: Config, *, trace_path: str | Path | None = None) -> DCBrain:
     """The :class:`DCBrain` the config describes (LLMs, roles, chains, tools, memory, budgets)."""
     from dcbrain.brain import DCBrain
+    from dcbrain.llm.local import LocalLLM
     from dcbrain.memory import SQLiteMemory
 
     llms = build_llms(config)
     tools = load_tools(config)
-    default: ChatLLM
-    plan: ChatLLM
-    validate: ChatLLM
+    check_tool_names(config, tools)
     if not config.llm:
-        from dcbrain.llm.local import LocalLLM
-
-        local = llms[LOCAL_LLM_NAME]
-        assert isinstance(local, LocalLLM)
-        default = plan = validate = local
-        plan = local.planner(tools)
+        default = plan = validate = llms[LOCAL_LLM_NAME]
     else:
         default = llms[str(config.role("default"))]
         plan = llms[str(config.role("plan"))]
         validate = llms[str(config.role("validate"))]
+    if isinstance(plan, LocalLLM):
+        # A small local model plans only with a grammar and close few-shot examples; as a
+        # validator (and in chains) it decodes with the request's JSON schema as grammar,
+        # which the plain LocalLLM does by itself.
+        plan = plan.planner(tools)
     memory = SQLiteMemory(str(config.resolve(config.memory.path))) if config.memory.path else None
     return DCBrain(
         spec_chains=build_chains(config, llms, default),

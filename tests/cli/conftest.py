@@ -1,35 +1,15 @@
-"""Run the real ``dcbrain`` entry point in a subprocess (``python -m dcbrain.cli``)."""
+"""Fixtures of the CLI tests: the real ``dcbrain`` entry point in a subprocess."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-RunCLI = Callable[..., subprocess.CompletedProcess[str]]
+from support.cli_runner import RunCLI, cli_runner
 
 
 @pytest.fixture
 def run_cli(tmp_path: Path) -> RunCLI:
     """``run_cli("plan", "run", "x.tf", env={...})``: exit code, stdout and stderr."""
-
-    def run(*args: str, env: dict[str, str] | None = None,
-            cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-        environment = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
-        environment.update({"NO_COLOR": "1", "COLUMNS": "120", "PYTHONIOENCODING": "utf-8"})
-        environment.update(env or {})
-        return subprocess.run(
-            [sys.executable, "-m", "dcbrain.cli", *args],
-            capture_output=True,
-            text=True,
-            encoding="utf-8",
-            cwd=cwd or tmp_path,
-            env=environment,
-            timeout=600,
-        )
-
-    return run
+    return cli_runner(tmp_path)

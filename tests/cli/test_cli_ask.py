@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import RunCLI
 from dcbrain.llm.local import local_model_available
+from support.cli_runner import RunCLI
 from support.fake_openai import FakeOpenAIServer
 
 TOOLS = '''\

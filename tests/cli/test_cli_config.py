@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import RunCLI
 from dcbrain.config import ConfigError, load_config, load_tools
+from support.cli_runner import RunCLI
 
 SCHEMA_LINE = ('output_schema = { type = "object", properties = { summary = { type = "string" } }, '
                'required = ["summary"] }')
@@ -122,3 +122,95 @@ def test_init_writes_a_config_that_checks(tmp_path: Path, run_cli: RunCLI) -> No
     again = run_cli("init")
     assert again.returncode == 2
     assert "exists" in again.stderr
+
+
+BROKEN_CHAINS = [
+    ('prompt = "Summarize: {{ text "', "chains.summarize.prompt", "Jinja2 syntax error"),
+    ('system_prompt = "{% if %}"', "chains.summarize.system_prompt", "Jinja2 syntax error"),
+    ('output_schema = { type = "bogus" }', "chains.summarize.output_schema",
+     "not a valid JSON Schema"),
+]
+
+
+@pytest.mark.parametrize(("line", "key", "message"), BROKEN_CHAINS)
+def test_chains_that_cannot_be_built_are_config_errors(
+    tmp_path: Path, line: str, key: str, message: str
+) -> None:
+    lines = config_errors(tmp_path, f'[llm.main]\nmodel = "m"\n[chains.summarize]\n{line}\n')
+    assert len(lines) == 1
+    assert lines[0].startswith(f"{tmp_path / 'dcbrain.toml'}: {key}: ")
+    assert message in lines[0]
+
+
+CLASHING_TOOLS = 'def summarize(text: str) -> str:\n    """Shorten."""\n    return text\n'
+
+
+def _write_broken(tmp_path: Path, chain_line: str, *, clash: bool) -> None:
+    tools = CLASHING_TOOLS if clash else CLASHING_TOOLS.replace("summarize", "shorten")
+    (tmp_path / "tools.py").write_text(tools)
+    (tmp_path / "dcbrain.toml").write_text(
+        'tools = ["tools.py"]\n[llm.main]\nmodel = "m"\napi_key = "none"\n'
+        'base_url = "http://127.0.0.1:9/v1"\n[chains.summarize]\n'
+        f'{chain_line}\n[memory]\npath = ""\n'
+    )
+
+
+@pytest.mark.parametrize(
+    ("line", "key"),
+    [*((line, key) for line, key, _ in BROKEN_CHAINS),
+     ('prompt = "Summarize: {{ text }}"', "chains.summarize")],
+    ids=["prompt", "system_prompt", "output_schema", "same_name_as_a_tool"],
+)
+def test_config_check_and_ask_report_bad_chains_the_same_way(
+    tmp_path: Path, run_cli: RunCLI, line: str, key: str
+) -> None:
+    _write_broken(tmp_path, line, clash=key == "chains.summarize")
+    checked = run_cli("config", "check")
+    asked = run_cli("ask", "q", "--json")
+    for done in (checked, asked):
+        assert done.returncode == 2, (done.stdout, done.stderr)
+        assert done.stderr.startswith(f"dcbrain.toml: {key}: "), done.stderr
+        assert "Traceback" not in done.stderr
+    assert checked.stdout == "" and asked.stdout == ""
+
+
+def test_config_check_warns_about_an_unset_api_key_variable_and_ask_fails(
+    tmp_path: Path, run_cli: RunCLI
+) -> None:
+    (tmp_path / "dcbrain.toml").write_text(
+        '[llm.main]\nmodel = "m"\napi_key_env = "DCBRAIN_TEST_UNSET_KEY"\n')
+    checked = run_cli("config", "check")
+    asked = run_cli("ask", "q", "--json")
+    with_key = run_cli("config", "check", env={"DCBRAIN_TEST_UNSET_KEY": "sk-1"})
+    problem = "llm.main.api_key_env: environment variable DCBRAIN_TEST_UNSET_KEY is not set"
+    assert checked.returncode == 0 and "ok" in checked.stdout
+    assert checked.stderr == f"warning: dcbrain.toml: {problem} (ask and serve need it)\n"
+    assert asked.returncode == 2 and asked.stderr == f"dcbrain.toml: {problem}\n"
+    assert with_key.returncode == 0 and with_key.stderr == ""
+
+
+def test_a_local_llm_plans_with_the_grammar_and_examples_and_validates_by_schema(
+    tmp_path: Path,
+) -> None:
+    from dcbrain.config import build_brain
+    from dcbrain.llm.local import LocalLLM
+
+    (tmp_path / "tools.py").write_text(
+        'def lookup(city: str) -> str:\n    """The country of a city."""\n    return "PT"\n')
+    (tmp_path / "weights.gguf").write_bytes(b"")  # never loaded: no call is made
+    path = tmp_path / "dcbrain.toml"
+    path.write_text(
+        'tools = ["tools.py"]\n'
+        '[llm.small]\nprovider = "local"\nmodel_path = "weights.gguf"\nthreads = 1\n'
+        '[llm.remote]\nmodel = "m"\napi_key = "none"\n'
+        '[roles]\ndefault = "remote"\nplan = "small"\nvalidate = "small"\n[memory]\npath = ""\n')
+    brain = build_brain(load_config(path))
+    planner, validator = brain.default_plan_llm, brain.default_validate_llm
+    assert isinstance(planner, LocalLLM) and isinstance(validator, LocalLLM)
+    assert planner.grammar is not None and '"lookup"' in planner.grammar
+    assert planner.question_of is not None
+    assert any("lookup(city=" in example["content"] for example in planner.examples)
+    # The validator gets the verdict's JSON schema as its grammar: no plan grammar on it.
+    assert validator.grammar is None and validator.question_of is None
+    assert validator.model_path == planner.model_path
+    assert brain.default_llm.model == "m"

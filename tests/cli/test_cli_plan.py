@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import RunCLI
+from support.cli_runner import RunCLI
 
 TOOLS = '''\
 from os.path import join as imported_join

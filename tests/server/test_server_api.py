@@ -94,7 +94,7 @@ def test_the_conversation_holds_the_question_and_the_answer(
 ) -> None:
     brains.then(lambda memory: direct_brain(memory, "Paris."))
     brains.then(lambda memory: direct_brain(memory, "About 2.1 million."))
-    with serve() as api:
+    with serve(list_conversations=True) as api:
         first = api.send("geo", "Capital of France?")
         api.wait_for(first)
         second = api.send("geo", "How many people live there?")
@@ -107,6 +107,8 @@ def test_the_conversation_holds_the_question_and_the_answer(
                         ("user", "How many people live there?"),
                         ("assistant", "About 2.1 million.")]
     assert conversation["messages"][1]["status"] == "succeeded"
+    # An answer names the server's run it came from, the id the API knows it by.
+    assert [m.get("run_id") for m in conversation["messages"]] == [None, first, None, second]
     assert [run["run_id"] for run in conversation["runs"]] == [second, first]
     assert listing["conversations"] == [
         {"conversation_id": "geo", "last_question": "How many people live there?",
@@ -119,11 +121,29 @@ def test_runs_of_different_conversations_are_listed_newest_first(
     serve: ServeFn, brains: BrainScripts
 ) -> None:
     brains.always(lambda memory: direct_brain(memory, "ok"))
-    with serve() as api:
+    with serve(list_conversations=True) as api:
         for cid in ("alpha", "beta", "gamma"):
             api.wait_for(api.send(cid, f"hello {cid}"))
         listing = api.http.get("/v1/conversations").json()["conversations"]
     assert [c["conversation_id"] for c in listing] == ["gamma", "beta", "alpha"]
+
+
+def test_every_run_id_in_a_conversation_is_one_the_api_knows(
+    serve: ServeFn, brains: BrainScripts
+) -> None:
+    brains.then(replanning_brain)
+    brains.then(lambda memory: direct_brain(memory, "Paris."))
+    with serve() as api:
+        first = api.send("ids", "What is 2+3+1?")
+        api.wait_for(first)
+        second = api.send("ids", "Capital of France?")
+        api.wait_for(second)
+        conversation = api.http.get("/v1/conversations/ids").json()
+        answers = [m for m in conversation["messages"] if m["role"] == "assistant"]
+        looked_up = [api.http.get(f"/v1/runs/{m['run_id']}") for m in answers]
+    assert [m["run_id"] for m in answers] == [first, second]
+    assert [r.status_code for r in looked_up] == [200, 200]
+    assert [r.json()["result"]["final_result"] for r in looked_up] == [6, "Paris."]
 
 
 def test_the_web_page_and_its_assets_are_served(serve: ServeFn) -> None:

@@ -2,7 +2,8 @@
 
 A message typed into the page starts a run; the page shows the plan, the revision as a
 diff (removed lines struck through, added lines highlighted), the parallel calls side by
-side, the state machine and the final answer, all from the live event stream.
+side, the state machine and the final answer, all from the live event stream. The server
+runs with its defaults, so it lists no conversations: the page lists the ones it started.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ def test_the_page_shows_the_plan_its_revision_diff_the_calls_and_the_answer(
     brains.then(lambda memory: direct_brain(memory, "You are welcome."))
     expect = playwright_api.expect
     with serve() as api, playwright_api.sync_playwright() as playwright:
+        assert api.http.get("/v1/conversations").status_code == 404  # listing is off
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1440, "height": 1600})
@@ -106,6 +108,18 @@ def test_the_page_shows_the_plan_its_revision_diff_the_calls_and_the_answer(
             expect(page.locator("#final-answer")).to_have_text("You are welcome.")
             expect(page.locator("#final-badge")).to_have_text("succeeded · direct_answer")
             expect(page.locator("#plan")).to_contain_text("No plan yet.")
+            expect(page.locator("#messages .bubble")).to_have_count(4)
+
+            # The page keeps the conversation it started: still listed after a reload.
+            conversation_id = page.locator("#chat-title").inner_text()
+            assert conversation_id.startswith("c-")
+            page.goto(api.base_url + "/")
+            listed = page.locator(".conversation")
+            expect(listed).to_have_count(1)
+            expect(listed.locator(".conversation-id")).to_have_text(conversation_id)
+            expect(listed.locator(".conversation-question")).to_have_text("Thanks!")
+            expect(listed.locator(".dot")).to_have_class("dot status-succeeded")
+            listed.click()
             expect(page.locator("#messages .bubble")).to_have_count(4)
             assert console_errors == [], console_errors
         finally:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import httpx
 
+from dcbrain.llm.local import local_model_available
 from dcbrain.server.cli import is_loopback
 from support.fake_openai import FakeOpenAIServer
 from support.server_app import PATIENCE_S, Api
@@ -47,7 +48,7 @@ def test_serve_answers_over_http_with_the_configured_brain(
                PYTHONPATH=os.pathsep.join(sys.path))
     process = subprocess.Popen(
         [sys.executable, "-m", "dcbrain.cli", "serve", "--config", str(config),
-         "--port", str(port)],
+         "--port", str(port), "--list-conversations"],
         env=env, stderr=subprocess.PIPE, text=True,
     )
     base_url = f"http://127.0.0.1:{port}"
@@ -67,6 +68,7 @@ def test_serve_answers_over_http_with_the_configured_brain(
         run_id = api.send("c-42", "What is 6 times 7?")
         run = api.wait_for(run_id)
         messages = api.http.get("/v1/conversations/c-42").json()["messages"]
+        listing = api.http.get("/v1/conversations").json()["conversations"]
         page = api.http.get("/")
         api.http.close()
     finally:
@@ -76,6 +78,8 @@ def test_serve_answers_over_http_with_the_configured_brain(
     assert refused.status_code == 401  # DCBRAIN_API_TOKEN is honoured
     assert (run["status"], run["result"]["final_result"]) == ("succeeded", 42)
     assert [m["content"] for m in messages] == ["What is 6 times 7?", "42"]
+    assert messages[1]["run_id"] == run_id
+    assert [c["conversation_id"] for c in listing] == ["c-42"]  # --list-conversations
     assert page.status_code == 200 and "dcbrain" in page.text
     assert f"dcbrain serving on http://127.0.0.1:{port}/" in stderr
     assert "Application shutdown complete" in stderr  # SIGTERM shuts down gracefully
@@ -93,6 +97,65 @@ def test_serve_with_a_broken_config_exits_2(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert "brain.max_tokens" in done.stderr
+
+
+def wait_until_listening(process: subprocess.Popen[str], base_url: str) -> None:
+    deadline = time.monotonic() + PATIENCE_S
+    while True:
+        assert process.poll() is None, process.stderr.read() if process.stderr else ""
+        try:
+            if httpx.get(base_url + "/v1/health").status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        assert time.monotonic() < deadline, "dcbrain serve did not start"
+        time.sleep(0.05)
+
+
+def test_serve_without_a_config_file_falls_back_to_the_embedded_model_like_ask(
+    tmp_path: Path,
+) -> None:
+    """A fresh machine: no dcbrain.toml, no --config. ``serve`` takes the path ``ask`` takes."""
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k != "DCBRAIN_API_TOKEN"}
+    env["PYTHONPATH"] = os.pathsep.join(sys.path)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "dcbrain.cli", "serve", "--port", str(port)],
+        cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True,
+    )
+    base_url = f"http://127.0.0.1:{port}"
+    try:
+        if local_model_available():
+            wait_until_listening(process, base_url)
+            listing = httpx.get(base_url + "/v1/conversations")
+        else:
+            process.wait(timeout=PATIENCE_S)
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=PATIENCE_S)
+    assert "file not found" not in stderr
+    if local_model_available():
+        assert f"dcbrain serving on http://127.0.0.1:{port}/" in stderr
+        assert (tmp_path / "dcbrain.db").exists()  # the default memory, next to where it runs
+        assert listing.status_code == 404  # listing is opt-in
+    else:
+        assert process.returncode == 2
+        assert "the embedded local model is used, but" in stderr
+
+
+def test_serve_with_a_chain_that_cannot_be_built_exits_2_naming_its_key(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[llm.main]\nmodel = "m"\napi_key = "none"\n[chains.summarize]\n'
+                   'prompt = "Summarize: {{ text "\n')
+    done = subprocess.run(
+        [sys.executable, "-m", "dcbrain.cli", "serve", "--config", str(bad)],
+        capture_output=True, text=True, timeout=PATIENCE_S,
+        env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)),
+    )
+    assert done.returncode == 2
+    assert "chains.summarize.prompt: prompt template has a Jinja2 syntax error" in done.stderr
+    assert "Traceback" not in done.stderr
 
 
 def test_only_loopback_addresses_count_as_local() -> None:

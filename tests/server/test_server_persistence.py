@@ -33,7 +33,7 @@ def test_a_second_server_on_the_same_file_shows_runs_events_and_messages(
 
     reopened = SQLiteMemory(tmp_path / "server.db")
     try:
-        with serve(store=reopened) as api:
+        with serve(store=reopened, list_conversations=True) as api:
             after = api.stream(run_id)
             resumed = api.stream(run_id, last_event_id=9)
             run_after = api.http.get(f"/v1/runs/{run_id}").json()
@@ -47,6 +47,7 @@ def test_a_second_server_on_the_same_file_shows_runs_events_and_messages(
     assert {k: v for k, v in run_after.items() if k != "updated_at"} == {
         k: v for k, v in run_before.items() if k != "updated_at"}
     assert [m["content"] for m in conversation["messages"]] == ["What is 2+3+1?", "6"]
+    assert conversation["messages"][1]["run_id"] == run_id  # the mapping is stored too
     assert [c["conversation_id"] for c in listing] == ["trip"]
 
 

@@ -46,14 +46,14 @@ def test_the_token_can_come_from_the_environment(
     serve: ServeFn, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("DCBRAIN_API_TOKEN", TOKEN)
-    with serve() as api:
+    with serve(list_conversations=True) as api:
         refused = api.http.get("/v1/conversations")
         allowed = api.http.get("/v1/conversations", headers={"Authorization": f"Bearer {TOKEN}"})
     assert refused.status_code == 401 and allowed.status_code == 200
 
 
 def test_other_host_names_are_refused(serve: ServeFn) -> None:
-    with serve() as api:
+    with serve(list_conversations=True) as api:
         rebound = api.http.get("/v1/conversations", headers={"Host": "evil.example:8765"})
         local = api.http.get("/v1/conversations", headers={"Host": "localhost:8765"})
     assert rebound.status_code == 400 and rebound.json()["error"] == "invalid_host"
@@ -61,7 +61,7 @@ def test_other_host_names_are_refused(serve: ServeFn) -> None:
 
 
 def test_the_host_check_can_be_opened(serve: ServeFn) -> None:
-    with serve(allowed_hosts=["*"]) as api:
+    with serve(allowed_hosts=["*"], list_conversations=True) as api:
         response = api.http.get("/v1/conversations", headers={"Host": "dcbrain.internal"})
     assert response.status_code == 200
 
@@ -148,13 +148,24 @@ def test_a_conversation_id_longer_than_128_characters_is_refused(serve: ServeFn)
     assert response.status_code == 400
 
 
-def test_listing_conversations_can_be_turned_off(serve: ServeFn, brains: BrainScripts) -> None:
+def test_conversations_are_not_listed_by_default(serve: ServeFn, brains: BrainScripts) -> None:
     brains.always(lambda memory: direct_brain(memory, "ok"))
-    with serve(list_conversations=False) as api:
+    with serve() as api:
         api.wait_for(api.send("secret-id-7f3a", "hi"))
         listing = api.http.get("/v1/conversations")
         by_id = api.http.get("/v1/conversations/secret-id-7f3a")
-    assert listing.status_code == 404 and by_id.status_code == 200
+    assert listing.status_code == 404 and listing.json()["error"] == "listing_off"
+    assert "secret-id-7f3a" not in listing.text
+    assert by_id.status_code == 200 and by_id.json()["conversation_id"] == "secret-id-7f3a"
+
+
+def test_listing_conversations_is_opt_in(serve: ServeFn, brains: BrainScripts) -> None:
+    brains.always(lambda memory: direct_brain(memory, "ok"))
+    with serve(list_conversations=True) as api:
+        api.wait_for(api.send("listed-1", "hi"))
+        listing = api.http.get("/v1/conversations")
+    assert listing.status_code == 200
+    assert [c["conversation_id"] for c in listing.json()["conversations"]] == ["listed-1"]
 
 
 def test_runs_beyond_the_cap_get_a_clear_429(serve: ServeFn, brains: BrainScripts) -> None:
@@ -179,5 +190,22 @@ def test_runs_beyond_the_cap_get_a_clear_429(serve: ServeFn, brains: BrainScript
     assert refused.status_code == 429 and refused.json()["error"] == "too_many_runs"
     assert "2 runs are already active" in refused.json()["detail"]
     assert refused.headers["retry-after"] == "1"
-    assert health == {"ok": True, "active_runs": 2, "max_concurrent_runs": 2}
+    assert health == {"ok": True, "active_runs": 2, "max_concurrent_runs": 2,
+                      "list_conversations": False}
     assert replacing.status_code == 202 and admitted.status_code == 202
+
+
+def test_the_429_message_counts_one_run_in_the_singular(
+    serve: ServeFn, brains: BrainScripts
+) -> None:
+    gate = Gate()
+    brains.then(lambda memory: holding_brain(memory, gate))
+    with serve(max_concurrent_runs=1) as api:
+        first = api.send("c1", "one")
+        assert gate.entered.wait(PATIENCE_S)
+        refused = api.http.post("/v1/conversations/c2/messages", json={"content": "two"})
+        gate.opened.set()
+        api.wait_for(first)
+    assert refused.status_code == 429
+    assert refused.json()["detail"] == (
+        "1 run is already active (the limit); retry when one has finished")

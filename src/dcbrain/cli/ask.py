@@ -17,7 +17,7 @@ from rich.console import Console
 
 from dcbrain.cli._output import ExitCode, fail_usage, print_json
 from dcbrain.cli.progress import ProgressView
-from dcbrain.config import DEFAULT_CONFIG_FILE, Config, ConfigError, build_brain, load_config
+from dcbrain.config import DEFAULT_CONFIG_FILE, Config, ConfigError, build_brain, find_config
 from dcbrain.exceptions import TFBrainError, TFError
 
 
@@ -122,14 +122,10 @@ def _json_text(value: Any) -> str:
 
 def _load(path: Path | None) -> Config:
     try:
-        if path is not None:
-            return load_config(path)
-        if Path(DEFAULT_CONFIG_FILE).is_file():
-            return load_config(DEFAULT_CONFIG_FILE)
+        return find_config(path)
     except ConfigError as exc:
         sys.stderr.write(f"{exc}\n")
         raise typer.Exit(ExitCode.USAGE) from None
-    return Config()
 
 
 def _model_descriptions(brain: Any) -> dict[str, str]:

@@ -9,7 +9,14 @@ from typing import Annotated
 import typer
 
 from dcbrain.cli._output import ExitCode, fail_usage
-from dcbrain.config import DEFAULT_CONFIG_FILE, ConfigError, load_config, load_tools
+from dcbrain.config import (
+    DEFAULT_CONFIG_FILE,
+    ConfigError,
+    check_tool_names,
+    environment_problems,
+    load_config,
+    load_tools,
+)
 
 config_app = typer.Typer(help="Validate the configuration file.", no_args_is_help=True)
 
@@ -102,13 +109,20 @@ def init(
 
 @config_app.command("check")
 def check(config: ConfigOption = Path(DEFAULT_CONFIG_FILE)) -> None:
-    """Validate a config file (and import its tool files); exit 2 naming each bad key."""
+    """Validate a config file (and import its tool files); exit 2 naming each bad key.
+
+    API key variables that are not set in this environment are only warned about: the
+    file may be checked where its secrets are not (CI); ``ask`` and ``serve`` need them.
+    """
     try:
         loaded = load_config(config)
         tools = load_tools(loaded)
+        check_tool_names(loaded, tools)
     except ConfigError as exc:
         sys.stderr.write(f"{exc}\n")
         raise typer.Exit(ExitCode.USAGE) from None
+    for problem in environment_problems(loaded):
+        sys.stderr.write(f"warning: {loaded.source}: {problem} (ask and serve need it)\n")
     llms = ", ".join(f"{name} ({spec.provider})" for name, spec in loaded.llm.items())
     sys.stdout.write(
         f"{config}: ok — LLMs: {llms or 'embedded local model'}; "

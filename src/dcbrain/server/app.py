@@ -27,6 +27,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from dcbrain.memory import Memory
+from dcbrain.messages import TextMessage
 from dcbrain.neural import Neural
 from dcbrain.server.runs import (
     DEFAULT_MAX_CONCURRENT_RUNS,
@@ -47,6 +48,8 @@ LOOPBACK_HOSTS: Final = ("127.0.0.1", "localhost", "::1")
 #: Conversation ids are chosen by clients: short, printable, no path tricks.
 CONVERSATION_ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}")
 RUN_ID: Final = re.compile(r"[0-9a-f]{32}")
+#: Runs shown with a conversation (newest first).
+MAX_LISTED_RUNS: Final = 100
 
 _CONTENT_SECURITY_POLICY: Final = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -82,7 +85,7 @@ def create_app(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     supersede_grace_s: float = DEFAULT_SUPERSEDE_GRACE_S,
     allowed_hosts: Sequence[str] = LOOPBACK_HOSTS,
-    list_conversations: bool = True,
+    list_conversations: bool = False,
     neural: Neural | None = None,
 ) -> Starlette:
     """The server as an ASGI app.
@@ -92,8 +95,8 @@ def create_app(
     conversations with an unfinished run (429 beyond it), ``max_body_bytes`` request
     bodies (413). ``allowed_hosts`` are the ``Host`` names answered (``"*"``: any); the
     loopback default stops DNS-rebinding pages from reaching a local server.
-    ``list_conversations=False`` turns off ``GET /v1/conversations``, so a conversation
-    is reachable only by whoever knows its id. ``supersede_grace_s`` is how long a
+    ``GET /v1/conversations`` answers only with ``list_conversations=True``: by default a
+    conversation is reachable only by whoever knows its id. ``supersede_grace_s`` is how long a
     superseded run may take to reach its next safe point before it is aborted.
     """
     if max_body_bytes < 1:
@@ -160,36 +163,29 @@ class _Api:
 
     async def health(self, request: Request) -> Response:
         return JSONResponse({"ok": True, "active_runs": self.runs.active_count,
-                             "max_concurrent_runs": self.runs.max_concurrent_runs})
+                             "max_concurrent_runs": self.runs.max_concurrent_runs,
+                             "list_conversations": self.allow_listing})
 
     async def list_conversations(self, request: Request) -> Response:
         if not self.allow_listing:
-            raise ApiError(404, "not_found", "listing conversations is turned off")
+            raise ApiError(404, "listing_off", "listing conversations is turned off on this "
+                           "server (dcbrain serve --list-conversations turns it on)")
         return JSONResponse({"conversations": await self.runs.conversations()})
 
     async def get_conversation(self, request: Request) -> Response:
         cid = _conversation_id(request)
         messages = await self.memory.amessages(cid)
-        records = await self.memory.alist_runs(cid, limit=100)
+        records = await self.memory.alist_runs(cid)
         if not messages and not records:
             raise ApiError(404, "not_found", f"no conversation {cid!r}")
         summaries = []
-        for record in records:
+        for record in records[:MAX_LISTED_RUNS]:
             live = await self.runs.describe(record.run_id)
             summaries.append(live if live is not None else record_summary(record))
+        server_run_ids = self.runs.server_run_ids(records)
         return JSONResponse({
             "conversation_id": cid,
-            "messages": [
-                {
-                    "role": message.role,
-                    "content": message.content,
-                    "created_at": message.created_at,
-                    **{key: message.additional_kwargs[key]
-                       for key in ("run_id", "status", "reason")
-                       if key in message.additional_kwargs},
-                }
-                for message in messages
-            ],
+            "messages": [_message_dict(message, server_run_ids) for message in messages],
             "runs": summaries,
         })
 
@@ -200,6 +196,12 @@ class _Api:
         if not isinstance(content, str) or not content.strip():
             raise ApiError(422, "invalid_message",
                            'the body must be a JSON object {"content": "<non-empty text>"}')
+        try:
+            content.encode("utf-8")
+        except UnicodeEncodeError as exc:  # a lone surrogate such as "\ud800": unstorable
+            raise ApiError(422, "invalid_message",
+                           f"the content is not valid Unicode text (not encodable as UTF-8: "
+                           f"{exc.reason} at position {exc.start})") from None
         try:
             run = await self.runs.submit(cid, content)
         except TooManyRuns as exc:
@@ -261,6 +263,26 @@ class _Api:
             return json.loads(body)
         except (ValueError, UnicodeDecodeError) as exc:
             raise ApiError(400, "invalid_json", f"the body is not valid JSON: {exc}") from None
+        except RecursionError:
+            raise ApiError(400, "invalid_json",
+                           "the body is not JSON this server reads: nested too deeply") from None
+
+
+def _message_dict(message: TextMessage, server_run_ids: Mapping[str, str]) -> dict[str, Any]:
+    """A stored message as the API shows it.
+
+    The brain tags its answers with its own run id; the API knows runs by the server's
+    id, so ``run_id`` is the server's run the answer came from, and is left out when no
+    run of the server is known to have produced it.
+    """
+    extra = message.additional_kwargs
+    shown: dict[str, Any] = {"role": message.role, "content": message.content,
+                             "created_at": message.created_at}
+    brain_run_id = extra.get("run_id")
+    if isinstance(brain_run_id, str) and brain_run_id in server_run_ids:
+        shown["run_id"] = server_run_ids[brain_run_id]
+    shown.update({key: extra[key] for key in ("status", "reason") if key in extra})
+    return shown
 
 
 def _too_large(limit: int) -> ApiError:

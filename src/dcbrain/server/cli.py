@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from dcbrain.config import DEFAULT_CONFIG_FILE, Config, ConfigError, build_brain, load_config
+from dcbrain.config import DEFAULT_CONFIG_FILE, Config, ConfigError, build_brain, find_config
 
 if TYPE_CHECKING:
     from dcbrain.brain import DCBrain
@@ -74,8 +74,8 @@ def is_loopback(host: str) -> bool:
 def serve(
     config: Annotated[
         Path | None,
-        typer.Option("--config", "-c", help=f"Config file (default: ./{DEFAULT_CONFIG_FILE}).",
-                     show_default=False),
+        typer.Option("--config", "-c", help=f"Config file (default: ./{DEFAULT_CONFIG_FILE} "
+                     "if present, else the embedded local model).", show_default=False),
     ] = None,
     host: Annotated[str, typer.Option(help="Address to bind; keep the loopback default "
                                       "unless a proxy or a token protects the server.")]
@@ -84,15 +84,19 @@ def serve(
     max_concurrent_runs: Annotated[
         int, typer.Option(help="Conversations that may have a run at once (429 beyond).")
     ] = 16,
+    list_conversations: Annotated[
+        bool, typer.Option("--list-conversations",
+                           help="Answer GET /v1/conversations (off: a conversation is only "
+                           "reachable through its id).")
+    ] = False,
 ) -> None:
     """Serve the HTTP API (live events over SSE) and the web page at http://HOST:PORT/."""
     import uvicorn
 
     from dcbrain.server.app import API_TOKEN_ENV, LOOPBACK_HOSTS, create_app
 
-    path = config if config is not None else Path(DEFAULT_CONFIG_FILE)
     try:
-        loaded = load_config(path)
+        loaded = find_config(config)
         memory, factory = brain_factory_from_config(loaded)
     except (ConfigError, FileNotFoundError, OSError) as exc:
         sys.stderr.write(f"error: {exc}\n")
@@ -110,6 +114,7 @@ def serve(
         api_token=token,
         max_concurrent_runs=max_concurrent_runs,
         allowed_hosts=LOOPBACK_HOSTS if loopback else ("*",),
+        list_conversations=list_conversations,
     )
     shown = f"[{host}]" if ":" in host else host
     sys.stderr.write(f"dcbrain serving on http://{shown}:{port}/ (store: {memory!r})\n")

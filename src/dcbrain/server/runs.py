@@ -66,8 +66,11 @@ BrainFactory = Callable[[], RunnableBrain]
 class TooManyRuns(Exception):
     """Every run slot is taken; the caller should retry later."""
 
-    def __init__(self, limit: int) -> None:
-        super().__init__(f"{limit} runs are already active; retry when one has finished")
+    def __init__(self, limit: int, detail: str | None = None) -> None:
+        if detail is None:
+            runs = "1 run is" if limit == 1 else f"{limit} runs are"
+            detail = f"{runs} already active (the limit); retry when one has finished"
+        super().__init__(detail)
         self.limit = limit
 
 
@@ -251,6 +254,22 @@ class RunManager:
             }
         return list(seen.values())
 
+    def server_run_ids(self, records: Sequence[RunRecord]) -> dict[str, str]:
+        """The brain's run id → the server's run id, for the runs of ``records``.
+
+        A brain numbers its runs itself (it takes no run id); the server learns the brain's
+        id from the run's first event and stores it with the run as ``brain_run_id``.
+        """
+        mapping: dict[str, str] = {}
+        for record in records:
+            live = self._runs.get(record.run_id)
+            brain_run_id = live.brain_run_id if live is not None else None
+            if brain_run_id is None:
+                brain_run_id = record.data.get("brain_run_id")
+            if isinstance(brain_run_id, str):
+                mapping[brain_run_id] = record.run_id
+        return mapping
+
     async def exists(self, run_id: str) -> bool:
         return run_id in self._runs or await self.memory.aget_run(run_id) is not None
 
@@ -283,7 +302,7 @@ class RunManager:
         always gets one: it replaces a run).
         """
         if self._stopping:
-            raise TooManyRuns(0)
+            raise TooManyRuns(0, "the server is shutting down; retry when it is back")
         previous = self._active.get(conversation_id)
         if previous is None and len(self._active) >= self.max_concurrent_runs:
             raise TooManyRuns(self.max_concurrent_runs)

@@ -18,6 +18,7 @@ const BUILTINS = new Set([
 const app = {
   token: sessionStorage.getItem("dcbrain-token") || "",
   conversationId: null,
+  listing: null,      // whether the server lists conversations (from /v1/health)
   run: null,
   source: null,
   renderQueued: false,
@@ -81,7 +82,10 @@ async function api(path, options = {}) {
   }
   if (!response.ok) {
     const detail = data && data.detail ? data.detail : response.statusText;
-    throw new Error(`${response.status}: ${detail}`);
+    const error = new Error(`${response.status}: ${detail}`);
+    error.status = response.status;
+    error.code = data && data.error;
+    throw error;
   }
   return data;
 }
@@ -100,12 +104,79 @@ function setConnection(state, text) {
 
 // -- conversations and messages ------------------------------------------------------------
 
+// The server lists conversations only when started with --list-conversations. Without
+// it, the page lists the conversations it started itself, kept in this browser.
+const SAVED_CONVERSATIONS = "dcbrain-conversations";
+const MAX_SAVED_CONVERSATIONS = 200;
+
+function savedConversations() {
+  let saved;
+  try { saved = JSON.parse(localStorage.getItem(SAVED_CONVERSATIONS) || "[]"); } catch (_) {
+    saved = [];
+  }
+  if (!Array.isArray(saved)) return [];
+  return saved.filter((item) => item && typeof item.conversation_id === "string");
+}
+
+function storeConversations(items) {
+  items.sort((a, b) => (b.updated_at || 0) - (a.updated_at || 0));
+  try {
+    localStorage.setItem(SAVED_CONVERSATIONS,
+      JSON.stringify(items.slice(0, MAX_SAVED_CONVERSATIONS)));
+  } catch (_) { /* storage full or disabled: the list is only this page's memory */ }
+}
+
+function saveConversation(entry) {
+  const items = savedConversations();
+  const known = items.find((item) => item.conversation_id === entry.conversation_id);
+  if (known) Object.assign(known, entry); else items.push(entry);
+  storeConversations(items);
+}
+
+// Keep a saved conversation's summary in step with what the server says about it.
+function updateSavedConversation(conversationId, data) {
+  const items = savedConversations();
+  const known = items.find((item) => item.conversation_id === conversationId);
+  if (!known || !data.runs.length) return;
+  const latest = data.runs[0];
+  Object.assign(known, {
+    last_question: latest.question || known.last_question,
+    last_status: latest.status,
+    updated_at: latest.updated_at || known.updated_at,
+    runs: data.runs.length,
+  });
+  storeConversations(items);
+}
+
+function forgetConversation(conversationId) {
+  storeConversations(savedConversations().filter(
+    (item) => item.conversation_id !== conversationId));
+}
+
+async function serverListsConversations() {
+  if (app.listing === null) {
+    try {
+      app.listing = Boolean((await api("/v1/health")).list_conversations);
+    } catch (_) {
+      return false;  // ask again next time
+    }
+  }
+  return app.listing;
+}
+
 async function loadConversations() {
-  let data;
-  try { data = await api("/v1/conversations"); } catch (_) { return; }
+  let items = null;
+  if (await serverListsConversations()) {
+    try {
+      items = (await api("/v1/conversations")).conversations;
+    } catch (error) {
+      if (error.status !== 404) return;
+    }
+  }
+  if (items === null) items = savedConversations();  // listing is off on this server
   const list = $("conversations");
   list.replaceChildren();
-  for (const item of data.conversations) {
+  for (const item of items) {
     const active = item.conversation_id === app.conversationId;
     list.append(el("li", {}, el("button", {
       type: "button",
@@ -119,7 +190,7 @@ async function loadConversations() {
       ]),
     ])));
   }
-  if (!data.conversations.length) {
+  if (!items.length) {
     list.append(el("li", { class: "muted pad", text: "No conversations yet." }));
   }
 }
@@ -131,7 +202,9 @@ async function openConversation(conversationId, { followLatest = true } = {}) {
   let data;
   try {
     data = await api(`/v1/conversations/${encodeURIComponent(conversationId)}`);
-  } catch (_) {
+    updateSavedConversation(conversationId, data);
+  } catch (error) {
+    if (error.status === 404) forgetConversation(conversationId);
     data = { messages: [], runs: [] };
   }
   renderMessages(data.messages);
@@ -188,6 +261,12 @@ async function sendMessage(event) {
   $("send").disabled = true;
   try {
     const data = await api(path, { method: "POST", body: { content } });
+    saveConversation({
+      conversation_id: app.conversationId,
+      last_question: content,
+      last_status: "queued",
+      updated_at: Date.now() / 1000,
+    });
     input.value = "";
     const list = $("messages");
     if (list.querySelector(".center")) list.replaceChildren();
@@ -265,9 +344,12 @@ function watchRun(runId) {
 }
 
 async function refreshConversation() {
-  if (!app.conversationId) return;
+  const conversationId = app.conversationId;
+  if (!conversationId) return;
   try {
-    const data = await api(`/v1/conversations/${encodeURIComponent(app.conversationId)}`);
+    const data = await api(`/v1/conversations/${encodeURIComponent(conversationId)}`);
+    updateSavedConversation(conversationId, data);
+    if (app.conversationId !== conversationId) return;  // the user moved on meanwhile
     renderMessages(data.messages);
     renderRunHistory(data.runs);
   } catch (_) { /* the page keeps what it shows */ }
