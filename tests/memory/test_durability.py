@@ -92,7 +92,13 @@ def test_a_killed_writer_loses_no_acknowledged_commit(db_path: Path) -> None:
             if len(lines) == 120 + 37 * round_number:
                 break
         writer.send_signal(signal.SIGKILL)
-        rest, _ = writer.communicate(timeout=60)
+        # read the rest through the same buffered stream: communicate() would read the pipe
+        # underneath it and lose what the line iterator had already buffered
+        rest = writer.stdout.read()
+        writer.wait(timeout=60)
+        assert writer.stderr is not None
+        writer.stderr.close()
+        writer.stdout.close()
         assert writer.returncode == -signal.SIGKILL
         writes = acknowledged("".join(lines) + rest)
         assert len(writes) >= len(lines)
