@@ -123,7 +123,7 @@ def build_guards(state: RunState) -> dict[str, Any]:
         )
 
     def operations() -> int:
-        return ops
+        return ops + frames[1]
 
     def too_large(what: str, size: int) -> SizeLimitExceeded:
         return SizeLimitExceeded(f"{what} of size {size} exceeds the size limit {max_size}")
