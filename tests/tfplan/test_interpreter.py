@@ -246,3 +246,9 @@ def test_plans_run_under_a_profiler_before_and_after_a_time_limit() -> None:
         assert Interpreter().run("max([3, 9, 2])").value == 9
     finally:
         profiler.disable()
+
+
+def test_time_limit_reached_inside_one_long_builtin_call() -> None:
+    limits = Limits(timeout_s=0.001, max_operations=10**9, max_size=10**7)
+    with pytest.raises(TimeLimitExceeded):
+        Interpreter(limits=limits).run("sorted([(i * 7919) % 10007 for i in range(10)] * 300000)")

@@ -196,13 +196,6 @@ class TokenBudget:
         if self._parent is not None:
             notify_call_failed(self._parent, llm, messages, error, duration_s)
 
-    def release_pending(self) -> None:
-        """Forget every reservation, calls still in flight included (failed calls give
-        theirs back themselves through :meth:`call_failed`)."""
-        with self._lock:
-            self._pending.clear()
-            self._reserved = 0
-
     def snapshot(self) -> dict[str, Any]:
         """Budget figures for events and planning prompts."""
         with self._lock:

@@ -23,21 +23,6 @@ def cl100k_base_length(text: str) -> int:
     return len(cl100k_base().encode(text, disallowed_special=()))
 
 
-def truncate_to_tokens(text: str, budget: int, marker: str = "…[truncated]") -> str:
-    """``text`` cut to at most ``budget`` tokens, ending in ``marker`` when cut."""
-    encoding = cl100k_base()
-    tokens = encoding.encode(text, disallowed_special=())
-    if len(tokens) <= budget:
-        return text
-    marker_len = len(encoding.encode(marker, disallowed_special=()))
-    keep = max(budget - marker_len, 0)
-    cut = encoding.decode(tokens[:keep]) + (marker if budget >= marker_len else "")
-    while cl100k_base_length(cut) > budget and keep > 0:  # decoding can re-merge tokens
-        keep -= 1
-        cut = encoding.decode(tokens[:keep]) + (marker if budget >= marker_len else "")
-    return cut if cl100k_base_length(cut) <= budget else ""
-
-
 def count_message_tokens(messages: list[dict[str, Any]]) -> int:
     """Tokens of a chat request's messages, with OpenAI's per-message framing overhead."""
     total = 3  # every reply is primed with <|start|>assistant<|message|>

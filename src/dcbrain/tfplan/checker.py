@@ -125,6 +125,9 @@ class _Checker:
         self.specs = specs
         self.problems: list[Problem] = []
         self.bound = _bound_names(plan.tree)
+        self.called = {  # names in call position, to tell unknown functions from names
+            id(node.func) for node in ast.walk(plan.tree) if isinstance(node, ast.Call)
+        }
 
     def run(self) -> list[Problem]:
         known = self.bound | BUILTIN_NAMES | set(self.specs)
@@ -143,10 +146,7 @@ class _Checker:
     def _unknown_name(self, node: ast.Name, known: set[str]) -> None:
         close = difflib.get_close_matches(node.id, sorted(known), n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
-        parent_is_call = any(
-            isinstance(call, ast.Call) and call.func is node for call in ast.walk(self.plan.tree)
-        )
-        if parent_is_call:
+        if id(node) in self.called:
             available = ", ".join(sorted(self.specs)) or "none registered"
             self._add(node, f"unknown function {node.id!r}{hint} (chains and tools: "
                             f"{available})")

@@ -43,11 +43,6 @@ def check_spec(spec: str, max_size: int) -> None:
             )
 
 
-def safe_format_value(value: Any, spec: str, max_size: int) -> str:
-    check_spec(spec, max_size)
-    return format(value, spec)
-
-
 def check_percent_format(template: str, max_size: int) -> None:
     """Raise if a ``%``-format template asks for a huge or ``*`` width/precision."""
     for match in _PERCENT_SPEC.finditer(template):

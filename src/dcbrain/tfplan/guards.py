@@ -26,7 +26,7 @@ from dcbrain.tfplan.formatting import (
 )
 from dcbrain.tfplan.methods import CHARGED, FREE, STR_GROWING
 from dcbrain.tfplan.state import RunState
-from dcbrain.tfplan.values import comparison_problem, rendered_size_exceeds
+from dcbrain.tfplan.values import CONTAINERS, comparison_problem, rendered_size_exceeds
 
 _SEQUENCES = (str, list, tuple)
 _SIZED_RESULTS = frozenset({str, list, tuple, dict, set, frozenset})
@@ -44,8 +44,6 @@ _CONSUMING = frozenset({
 })
 #: dict/set methods whose first argument is hashed (a key or an element).
 _KEYED = frozenset({"get", "pop", "setdefault", "add", "discard", "remove"})
-#: Containers inside a container: only then can comparing or hashing it expand.
-_NESTED = frozenset({list, tuple, dict, set, frozenset})
 #: Methods that compare their argument with the object's elements (or sort them).
 _COMPARING = frozenset({"count", "index", "sort"})
 #: One operation per this many elements/characters a plan allocates.
@@ -190,19 +188,19 @@ def build_guards(state: RunState) -> dict[str, Any]:
     def deep(value: Any) -> Any:
         """``value``, once it is known not to expand past the size limit when compared."""
         kind = value.__class__
-        if kind not in _NESTED:
+        if kind not in CONTAINERS:
             return value
         if len(value) > 16:
             charge(1 + len(value) // ALLOC_DIVISOR)
         if kind is dict:
             for item in value.items():
-                if item[0].__class__ in _NESTED or item[1].__class__ in _NESTED:
+                if item[0].__class__ in CONTAINERS or item[1].__class__ in CONTAINERS:
                     break
             else:
                 return value
         else:
             for item in value:
-                if item.__class__ in _NESTED:
+                if item.__class__ in CONTAINERS:
                     break
             else:
                 return value  # flat: comparing it visits len(value) elements at most

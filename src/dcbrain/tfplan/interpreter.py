@@ -185,18 +185,17 @@ class Interpreter:
     def _execute(self, plan: Plan, code: CodeType, state: RunState) -> ConsoleResult:
         try:
             result = self._execute_plan(plan, code, state)
-        except (Expired, Cancelled) as signal:  # landed after the plan's own code
-            _stop(state, None)
-            error = self._translate(signal, plan)
-            assert error is not None
+            if state.expired:  # a single long C-level operation outlived the deadline
+                raise Expired
+        except BaseException as exc:
+            _stop(state, None)  # no stop signal may land while the error is built
+            error = self._translate(exc, plan)
+            if error is None:
+                raise
             error.stdout = state.stdout
             error.trace = list(state.trace)
-            raise error from None
-        if state.expired:  # a single long C-level operation outlived the deadline
-            error = TimeLimitExceeded(
-                f"plan ran longer than its limit of {self.limits.timeout_s:g} s")
-            error.stdout, error.trace = result.stdout, result.trace
-            raise error
+            cause = None if error is exc or isinstance(exc, Expired | Cancelled) else exc
+            raise error from cause
         return result
 
     def _execute_plan(self, plan: Plan, code: CodeType, state: RunState) -> ConsoleResult:
@@ -210,18 +209,6 @@ class Interpreter:
             watchdog.start()
             exec(code, namespace)
             returned, value = namespace[MAIN_FUNCTION]()
-        except BaseException as exc:
-            _stop(state, watchdog)
-            error = self._translate(exc, plan)
-            if error is None:
-                raise
-            error.stdout = state.stdout
-            error.trace = list(state.trace)
-            namespace.clear()
-            raise error from (None if error is exc else exc)
-        finally:
-            _stop(state, watchdog)
-        try:
             return ConsoleResult(
                 value=_plain(value, self.limits.max_size),
                 stdout=state.stdout,
@@ -231,6 +218,7 @@ class Interpreter:
                 returned=bool(returned),
             )
         finally:
+            _stop(state, watchdog)
             namespace.clear()  # plan functions and their globals form a cycle: free it now
 
     def _translate(self, exc: BaseException, plan: Plan) -> TFInterpreterError | None:

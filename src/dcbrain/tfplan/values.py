@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
-
-#: Types of plain data a plan may hold and exchange with the host.
-PLAIN_SCALARS = (type(None), bool, int, float, str)
-PLAIN_CONTAINERS = (list, tuple, dict, set, frozenset)
 
 
 class NotPlainData(TypeError):
@@ -57,56 +54,23 @@ def to_plan_value(value: Any, *, max_items: int, where: str) -> Any:
     return copy(value, 0)
 
 
+#: Plan values that hold other values.
+CONTAINERS = frozenset({list, tuple, dict, set, frozenset})
+
+
 def rendered_size_exceeds(value: Any, limit: int) -> bool:
     """Whether ``str(value)``/``repr(value)`` could exceed ``limit`` characters.
 
-    An upper-bound estimate that visits at most about ``limit`` nodes. Aliased structures
-    count every time they appear, as ``repr`` prints them (``a = [a, a]`` repeated 30
-    times would render 2**30 items); a container inside itself renders as ``[...]``.
+    An upper-bound estimate. Aliased structures count every time they appear, as ``repr``
+    prints them (``a = [a, a]`` repeated 30 times renders 2**30 items); a container inside
+    itself renders as ``[...]``.
     """
     kind = type(value)
     if kind is str:
         return len(value) * 4 + 2 > limit  # worst case of repr() escapes
-    if kind in (float, bool, type(None)):
-        return False
-    if kind is int:
-        return bool(value.bit_length() * 3 // 10 + 2 > limit)
-    total = 0
-    on_path: set[int] = set()
-    stack: list[tuple[Any, bool]] = [(value, False)]
-    while stack:
-        item, leaving = stack.pop()
-        if leaving:
-            on_path.discard(id(item))
-            continue
-        kind = type(item)
-        if kind is str:
-            total += len(item) * 4 + 4
-        elif kind is int:
-            total += item.bit_length() * 3 // 10 + 4
-        elif kind is float:
-            total += 26
-        elif kind in (dict, list, tuple, set, frozenset):
-            if id(item) in on_path:
-                total += 5
-                continue
-            on_path.add(id(item))
-            stack.append((item, True))
-            if kind is dict:
-                total += 2 + 4 * len(item)
-                stack.extend((key, False) for key in item)
-                stack.extend((val, False) for val in item.values())
-            else:
-                total += 2 + 2 * len(item)
-                stack.extend((child, False) for child in item)
-        else:
-            total += 64
-        if total > limit:
-            return True
-    return False
-
-
-_CONTAINERS = frozenset({list, tuple, dict, set, frozenset})
+    if kind not in CONTAINERS:
+        return _rendered_leaf(value) > limit
+    return _expanded_weight(value, limit, _rendered_leaf, _rendered_overhead, 5) is not None
 
 
 def comparison_problem(value: Any, limit: int) -> str | None:
@@ -114,13 +78,35 @@ def comparison_problem(value: Any, limit: int) -> str | None:
 
     Python compares and hashes containers element by element in one uninterruptible C
     call, recursively. ``a = (a, a)`` repeated 40 times holds 41 objects but 2**40
-    leaves, and a tuple nested 300,000 deep overflows the C stack when hashed. The
-    expanded size is computed once per distinct object (dynamic programming over
-    ``id``), so this check costs what the structure holds, not what it expands to.
+    leaves, and a tuple nested 300,000 deep overflows the C stack when hashed.
     """
-    if type(value) not in _CONTAINERS:
+    if type(value) not in CONTAINERS:
         return None
-    sizes: dict[int, int] = {}
+    problem = _expanded_weight(value, limit, _one, _one, 1, max_depth=MAX_DATA_DEPTH)
+    if problem == "deep":
+        return f"it is nested deeper than {MAX_DATA_DEPTH} levels"
+    if problem == "large":
+        return f"it repeats its own parts more than {limit} times over"
+    return None
+
+
+def _expanded_weight(
+    value: Any,
+    limit: int,
+    leaf: Callable[[Any], int],
+    overhead: Callable[[Any], int],
+    cycle: int,
+    max_depth: int | None = None,
+) -> str | None:
+    """``"large"`` if ``value`` expanded into a tree weighs more than ``limit``, ``"deep"``
+    if it is nested deeper than ``max_depth``, else ``None``.
+
+    A container weighs ``overhead(container)`` plus its children; a child that contains
+    its parent weighs ``cycle``. Weights are computed once per distinct object (dynamic
+    programming over ``id``), so the walk costs what the structure holds, not what it
+    expands to.
+    """
+    weights: dict[int, int] = {}
     on_path: set[int] = set()
     stack: list[tuple[Any, bool]] = [(value, False)]
     while stack:
@@ -129,25 +115,45 @@ def comparison_problem(value: Any, limit: int) -> str | None:
         children = [*node.keys(), *node.values()] if type(node) is dict else node
         if leaving:
             on_path.discard(key)
-            total = 1
+            total = overhead(node)
             for child in children:
-                total += sizes.get(id(child), 1) if type(child) in _CONTAINERS else 1
+                if type(child) in CONTAINERS:
+                    total += weights.get(id(child), cycle)
+                else:
+                    total += leaf(child)
                 if total > limit:
-                    return f"it repeats its own parts more than {limit} times over"
-            sizes[key] = total
+                    return "large"
+            weights[key] = total
             continue
-        if key in sizes or key in on_path:
+        if key in weights or key in on_path:
             continue
         on_path.add(key)
-        if len(on_path) > MAX_DATA_DEPTH:
-            return f"it is nested deeper than {MAX_DATA_DEPTH} levels"
+        if max_depth is not None and len(on_path) > max_depth:
+            return "deep"
         stack.append((node, True))
         stack.extend(
             (child, False) for child in children
-            if type(child) in _CONTAINERS and id(child) not in sizes
+            if type(child) in CONTAINERS and id(child) not in weights
         )
     return None
 
 
-def plan_type_name(value: Any) -> str:
-    return type(value).__name__
+def _one(_: Any) -> int:
+    return 1
+
+
+def _rendered_leaf(value: Any) -> int:
+    kind = type(value)
+    if kind is str:
+        return len(value) * 4 + 4
+    if kind is int:
+        return int(value.bit_length() * 3 // 10 + 4)
+    if kind is float:
+        return 26
+    if kind is bool or value is None:
+        return 5
+    return 64
+
+
+def _rendered_overhead(container: Any) -> int:
+    return 2 + (4 if type(container) is dict else 2) * len(container)
