@@ -1,0 +1,33 @@
+"""Durable runs: each run is a DBOS workflow on SQLite or PostgreSQL (``dcbrain[durable]``).
+
+A run survives the death of the process that executes it: another execution resumes it.
+Workers on one PostgreSQL database share a queue (one run at a time per conversation);
+API nodes enqueue runs, follow their events and send abort/supersede to the worker that
+runs them. See ``docs/deploy.md``. The rest of dcbrain never imports this package.
+"""
+
+from dcbrain.durable.control import CONTROL_CHANNEL, ControlChannel
+from dcbrain.durable.engine import DurableEngine, application_version
+from dcbrain.durable.executor import DurableBrainFactory, DurableRunError, RunExecutor
+from dcbrain.durable.hub import EventHub
+from dcbrain.durable.store import (
+    EVENTS_CHANNEL,
+    PostgresRunStore,
+    RunStore,
+    SQLiteRunStore,
+)
+
+__all__ = [
+    "CONTROL_CHANNEL",
+    "EVENTS_CHANNEL",
+    "ControlChannel",
+    "DurableBrainFactory",
+    "DurableEngine",
+    "DurableRunError",
+    "EventHub",
+    "PostgresRunStore",
+    "RunExecutor",
+    "RunStore",
+    "SQLiteRunStore",
+    "application_version",
+]

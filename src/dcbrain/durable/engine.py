@@ -1,0 +1,185 @@
+"""DBOS in this process: enqueueing runs, executing them (a worker), recovering dead workers.
+
+DBOS is one per process, so is :class:`DurableEngine`. A worker launches DBOS with the run
+workflow and the queue; an API-only node talks to the same database through a
+``DBOSClient`` and never executes a run. Workers on PostgreSQL write a heartbeat every
+:data:`HEARTBEAT_S`; a worker silent for :data:`DEAD_AFTER_S` is claimed by one live
+worker, which hands its pending runs back to the queue (DBOS's recovery of an executor).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from importlib.metadata import version
+from typing import Any, Final
+
+from dbos import DBOS, DBOSClient, DBOSConfig, EnqueueOptions, WorkflowSerializationFormat
+from dbos._serialization import DBOSPortableJSON
+
+from dcbrain.durable._urls import dbos_url, is_postgres
+from dcbrain.durable.control import ControlChannel
+from dcbrain.durable.executor import RunExecutor
+from dcbrain.durable.store import PostgresRunStore, RunStore
+from dcbrain.durable.workflow import QUEUE_NAME, WORKFLOW_NAME, install_executor
+
+logger = logging.getLogger("dcbrain.durable")
+
+#: Seconds between a worker's heartbeats.
+HEARTBEAT_S: Final = 2.0
+#: A worker whose heartbeat is older than this is dead: its runs go back to the queue.
+DEAD_AFTER_S: Final = 15.0
+#: How often a worker looks at the queue for runs to start (seconds).
+QUEUE_POLL_S: Final = 0.1
+
+
+def application_version(config_text: str | bytes | None = None) -> str:
+    """``dcbrain-<version>-<config hash>``: DBOS resumes a run only under the same version.
+
+    A run in flight was planned with one brain (prompts, LLMs, tools); a worker with
+    another dcbrain or another config must not replay it.
+    """
+    raw = config_text.encode() if isinstance(config_text, str) else (config_text or b"")
+    return f"dcbrain-{version('dcbrain')}-{hashlib.sha256(raw).hexdigest()[:12]}"
+
+
+def new_executor_id() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+
+
+class DurableEngine:
+    """Enqueues runs and, with an ``executor``, executes them from the queue."""
+
+    def __init__(
+        self,
+        db_url: str,
+        store: RunStore,
+        *,
+        app_version: str,
+        executor: RunExecutor | None = None,
+        concurrency: int = 16,
+        executor_id: str | None = None,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self.db_url = db_url
+        self.store = store
+        self.app_version = app_version
+        self.executor = executor
+        self.concurrency = concurrency
+        postgres = is_postgres(db_url)
+        self.executor_id = executor_id or (new_executor_id() if postgres else "local")
+        if executor is not None:
+            executor.executor_id = self.executor_id
+        self.control = ControlChannel(db_url if postgres else None,
+                                      executor.handle if executor is not None else None)
+        self._client: DBOSClient | None = None
+        self._launched = False
+        self._stop = threading.Event()
+        self._heartbeat: threading.Thread | None = None
+
+    @property
+    def executes(self) -> bool:
+        return self.executor is not None
+
+    def start(self) -> None:
+        """Launch DBOS (a worker) or connect a client (API only); blocking."""
+        if self.executor is None:
+            self._client = DBOSClient(system_database_url=dbos_url(self.db_url),
+                                      serializer=DBOSPortableJSON, lazy=True)
+            return
+        install_executor(self.executor)
+        config: DBOSConfig = {
+            "name": "dcbrain",
+            "system_database_url": dbos_url(self.db_url),
+            "application_version": self.app_version,
+            "executor_id": self.executor_id,
+            "serializer": DBOSPortableJSON,
+            "log_level": os.environ.get("DBOS_LOG_LEVEL", "WARNING"),
+            "notification_listener_polling_interval_sec": QUEUE_POLL_S,
+        }
+        DBOS(config=config)
+        DBOS.launch()
+        self._launched = True
+        DBOS.register_queue(QUEUE_NAME, worker_concurrency=self.concurrency,
+                            partition_concurrency=1, polling_interval_sec=QUEUE_POLL_S,
+                            on_conflict="always_update")
+        self.control.start()
+        if isinstance(self.store, PostgresRunStore):
+            self._heartbeat = threading.Thread(target=self._beat, args=(self.store,),
+                                               name="dcbrain-heartbeat", daemon=True)
+            self._heartbeat.start()
+
+    def stop(self) -> None:
+        """Stop executing; runs in flight stay pending and resume elsewhere or at restart."""
+        self._stop.set()
+        if self.executor is not None:
+            self.executor.stopping = True
+        self.control.close()
+        if self._heartbeat is not None:
+            self._heartbeat.join(timeout=5)
+        if self._client is not None:
+            self._client.destroy()
+            self._client = None
+        if self._launched:
+            DBOS.destroy(workflow_completion_timeout_sec=0)
+            install_executor(None)
+            self._launched = False
+
+    # -- commands ------------------------------------------------------------------------
+
+    def enqueue(self, run_id: str, conversation_id: str, question: str) -> None:
+        """Queue the run (its id is the workflow id); it starts after the conversation's last."""
+        options: EnqueueOptions = {
+            "workflow_name": WORKFLOW_NAME,
+            "queue_name": QUEUE_NAME,
+            "workflow_id": run_id,
+            "queue_partition_key": conversation_id,
+            "app_version": self.app_version,
+            "serialization_type": WorkflowSerializationFormat.PORTABLE,
+        }
+        if self._client is not None:
+            self._client.enqueue(options, conversation_id, question)
+        else:
+            DBOS.enqueue_workflow_with_options(options, conversation_id, question)
+
+    def cancel(self, run_id: str) -> None:
+        """Tell DBOS the run is over (a queued run then never starts)."""
+        if self._client is not None:
+            self._client.cancel_workflow(run_id)
+        else:
+            DBOS.cancel_workflow(run_id)
+
+    def send(self, message: dict[str, Any]) -> None:
+        """A control message to the worker executing ``message["run_id"]``."""
+        self.control.send(message)
+
+    def workflow_status(self, run_id: str) -> str | None:
+        """DBOS's status of the run's workflow (``ENQUEUED``, ``PENDING``, ``SUCCESS``, …)."""
+        if self._client is not None:
+            return str(self._client.retrieve_workflow(run_id).get_status().status)
+        status = DBOS.get_workflow_status(run_id)
+        return None if status is None else str(status.status)
+
+    # -- dead workers --------------------------------------------------------------------
+
+    def _beat(self, store: PostgresRunStore) -> None:
+        while not self._stop.is_set():
+            try:
+                store.heartbeat(self.executor_id)
+                for dead in store.claim_dead_workers(DEAD_AFTER_S):
+                    if dead == self.executor_id:
+                        continue
+                    started = time.monotonic()
+                    # DBOS has no public call for "recover this dead executor" without its Conductor
+                    handles = DBOS._recover_pending_workflows([dead])
+                    logger.warning("worker %s is silent: %d run(s) back on the queue (%.2f s)",
+                                   dead, len(handles), time.monotonic() - started)
+            except Exception:
+                logger.exception("heartbeat failed")
+            self._stop.wait(HEARTBEAT_S)

@@ -1,0 +1,197 @@
+"""Executing one run on a worker: a fresh brain, events to the store, status transitions.
+
+The DBOS workflow (``workflow.py``) calls :meth:`RunExecutor.execute` with the run id it
+was started under; everything here is plain dcbrain, so it is tested without DBOS too.
+Every exit of :meth:`execute` records a terminal status and a ``final`` event, except
+a worker shutdown, which leaves the run ``running`` for the next execution to resume.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Final, Protocol
+
+from dcbrain.brain import BrainResult
+from dcbrain.durable.sink import EventSink
+from dcbrain.durable.store import RunStore
+from dcbrain.events import Event
+from dcbrain.exceptions import TFBrainError, TFUserNewInputError
+from dcbrain.neural import Neural
+
+logger = logging.getLogger("dcbrain.durable")
+
+QUEUED: Final = "queued"
+RUNNING: Final = "running"
+DEFAULT_SUPERSEDE_GRACE_S: Final = 5.0
+
+
+class DurableBrain(Protocol):
+    """What a worker needs of a brain: :class:`~dcbrain.brain.DCBrain` is one."""
+
+    @property
+    def neural(self) -> Neural | None: ...
+
+    def connect_to_neural(self, neural: Neural) -> None: ...
+
+    async def async_run(
+        self,
+        question: str,
+        conversation_id: str = ...,
+        *,
+        on_event: Callable[[Event], None] | None = ...,
+    ) -> BrainResult: ...
+
+    def abort(self) -> bool: ...
+
+
+DurableBrainFactory = Callable[[], DurableBrain]
+
+
+class DurableRunError(Exception):
+    """A run ended by an exception the brain does not handle (recorded as ``failed``).
+
+    Also what a ``BaseException`` from inside a run becomes: one reaching DBOS would leave
+    the workflow pending forever, and its callers waiting.
+    """
+
+
+@dataclass(eq=False)
+class LiveRun:
+    """A run executing in this process."""
+
+    run_id: str
+    conversation_id: str
+    brain: DurableBrain
+    neural: Neural
+    loop: asyncio.AbstractEventLoop
+    sink: EventSink
+    abort_requested: bool = False
+    timers: list[asyncio.TimerHandle] = field(default_factory=list)
+
+
+class RunExecutor:
+    """Runs the brain for durable runs of one worker process and answers control messages."""
+
+    def __init__(self, store: RunStore, brain_factory: DurableBrainFactory, *,
+                 executor_id: str = "local",
+                 supersede_grace_s: float = DEFAULT_SUPERSEDE_GRACE_S) -> None:
+        self.store = store
+        self.brain_factory = brain_factory
+        self.executor_id = executor_id
+        self.supersede_grace_s = supersede_grace_s
+        self.live: dict[str, LiveRun] = {}
+        self.stopping = False
+
+    # -- control (any thread) ------------------------------------------------------------
+
+    def handle(self, message: dict[str, Any]) -> None:
+        """Act on a control message when its run executes here."""
+        live = self.live.get(str(message.get("run_id", "")))
+        if live is None:
+            return
+        op = message.get("op")
+        if op == "abort":
+            live.loop.call_soon_threadsafe(self._abort, live)
+        elif op == "supersede":
+            live.loop.call_soon_threadsafe(self._supersede, live,
+                                           str(message.get("by", "")),
+                                           str(message.get("text", "")))
+
+    def _abort(self, live: LiveRun) -> None:
+        live.abort_requested = True
+        live.brain.abort()
+
+    def _supersede(self, live: LiveRun, by: str, text: str) -> None:
+        """Post the new input (the run stops at its next safe point); abort after the grace."""
+        live.sink.superseded_by = by or live.sink.superseded_by
+        live.neural.post_user_input(live.conversation_id, text)
+        if self.supersede_grace_s == 0:
+            live.brain.abort()
+        else:
+            live.timers.append(live.loop.call_later(self.supersede_grace_s, live.brain.abort))
+
+    # -- a run ---------------------------------------------------------------------------
+
+    async def execute(self, run_id: str, conversation_id: str, question: str) -> dict[str, Any]:
+        """Execute (or resume) the run; returns its summary (``status``, ``reason``)."""
+        claimed = await asyncio.to_thread(
+            self.store.update_run, run_id, RUNNING,
+            {"executor_id": self.executor_id, "started_at": time.time()},
+            only_from=(QUEUED, RUNNING),
+        )
+        if claimed is None:  # ended before it started (aborted, superseded) or unknown
+            record = await asyncio.to_thread(self.store.get_run, run_id)
+            status = record.status if record is not None else "unknown"
+            return {"run_id": run_id, "status": status, "executed": False}
+        sink = EventSink(self.store, run_id)
+        brain = self.brain_factory()
+        if brain.neural is None:
+            brain.connect_to_neural(Neural())  # per run: supersede signals reach this run only
+        neural = brain.neural
+        assert neural is not None
+        live = LiveRun(run_id, conversation_id, brain, neural, asyncio.get_running_loop(), sink)
+        sink.superseded_by = claimed.data.get("superseded_by")
+        self.live[run_id] = live
+        try:
+            outcome = await self._run_brain(live, question, sink)
+        except asyncio.CancelledError:
+            if self.stopping:  # the worker stops: the run stays running and resumes later
+                await asyncio.to_thread(sink.close)
+                raise
+            outcome = ("aborted", "aborted", None, "the run was cancelled")
+        except BaseException as exc:
+            logger.exception("run %s failed", run_id)
+            outcome = ("failed", "error", None, f"{type(exc).__name__}: {exc}")
+            await self._close(live, sink, outcome)
+            raise DurableRunError(outcome[3]) from None
+        finally:
+            for timer in live.timers:
+                timer.cancel()
+            self.live.pop(run_id, None)
+        return await self._close(live, sink, outcome)
+
+    async def _run_brain(
+        self, live: LiveRun, question: str, sink: EventSink
+    ) -> tuple[str, str, dict[str, Any] | None, str | None]:
+        """The brain's outcome: (status, reason, result, error)."""
+        result: BrainResult | None = None
+        try:
+            result = await live.brain.async_run(question, live.conversation_id, on_event=sink)
+        except TFBrainError as exc:  # a timeout: the partial result is on the error
+            if not isinstance(exc.result, BrainResult):
+                return "failed", "error", None, f"{type(exc).__name__}: {exc}"
+            result = exc.result
+        except TFUserNewInputError as exc:
+            reason = "superseded" if live.sink.superseded_by else "new_input"
+            return "aborted", reason, None, str(exc)
+        reason = result.reason
+        if live.sink.superseded_by is not None and result.status == "aborted":
+            reason = "superseded"
+        return result.status, reason, result.to_dict(include_events=False), result.error
+
+    async def _close(
+        self,
+        live: LiveRun,
+        sink: EventSink,
+        outcome: tuple[str, str, dict[str, Any] | None, str | None],
+    ) -> dict[str, Any]:
+        status, reason, result, error = outcome
+        if sink.last_type != "final":
+            await asyncio.to_thread(sink.final, status, reason, error=error,
+                                    superseded_by=live.sink.superseded_by)
+        await asyncio.to_thread(sink.close)
+        if result is not None:
+            result = dict(result, run_id=live.run_id, reason=reason)
+        changes = {"reason": reason, "result": result, "error": error,
+                   "superseded_by": live.sink.superseded_by, "event_count": sink.next_seq,
+                   "finished_at": time.time()}
+        with contextlib.suppress(Exception):
+            await asyncio.to_thread(self.store.update_run, live.run_id, status, changes,
+                                    only_from=(RUNNING, QUEUED))
+        return {"run_id": live.run_id, "status": status, "reason": reason, "executed": True}
+

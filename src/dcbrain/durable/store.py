@@ -1,0 +1,380 @@
+"""Where durable runs keep their records: runs, their events and their call journals.
+
+Two backends with one interface. :class:`PostgresRunStore` keeps everything in
+``dcbrain_*`` tables of the PostgreSQL database DBOS uses, so any number of workers and
+API nodes share it; an append NOTIFYs ``dcbrain_events`` in the same transaction.
+:class:`SQLiteRunStore` keeps runs and events in the memory file the server already uses
+(its ``runs`` / ``run_events`` tables) and journals in a file of their own: one process.
+
+Every write a replay may repeat is idempotent: events are keyed by ``(run_id, seq)`` and
+journal entries by ``(run_id, key)``; a row that exists is left as it is.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import sqlite3
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Collection, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+from dcbrain.durable._urls import pg_dsn
+from dcbrain.memory import RunRecord
+
+if TYPE_CHECKING:
+    import psycopg
+
+    from dcbrain.memory import Memory
+
+#: Channel an append notifies with the run id as payload (PostgreSQL).
+EVENTS_CHANNEL: Final = "dcbrain_events"
+#: Statuses after which a run never changes again.
+TERMINAL_STATUSES: Final = frozenset({"succeeded", "failed", "aborted", "interrupted"})
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+class RunStore(ABC):
+    """Runs, events and journals of durable runs (thread-safe)."""
+
+    #: Called with a run id after its events were stored (in-process readers wake up).
+    on_append: Callable[[str], None] | None = None
+
+    # -- runs --------------------------------------------------------------------------
+
+    @abstractmethod
+    def save_run(self, run_id: str, conversation_id: str | None, status: str,
+                 data: dict[str, Any]) -> None:
+        """Create or replace a run's record."""
+
+    @abstractmethod
+    def get_run(self, run_id: str) -> RunRecord | None: ...
+
+    @abstractmethod
+    def list_runs(self, conversation_id: str | None = None,
+                  limit: int | None = None) -> list[RunRecord]:
+        """Runs, newest first."""
+
+    @abstractmethod
+    def update_run(self, run_id: str, status: str, changes: dict[str, Any], *,
+                   only_from: Collection[str]) -> RunRecord | None:
+        """Set status and merge ``changes`` into data if the status is one of ``only_from``.
+
+        Returns the new record, or ``None`` when the run is unknown or its status was not
+        one of ``only_from`` (a compare-and-set: two nodes never both win).
+        """
+
+    # -- events ------------------------------------------------------------------------
+
+    @abstractmethod
+    def append_events(self, run_id: str, events: Sequence[dict[str, Any]]) -> int:
+        """Store events (each has an int ``seq``) not stored yet; returns how many were new."""
+
+    @abstractmethod
+    def events(self, run_id: str, after: int = -1) -> list[dict[str, Any]]:
+        """The run's events with ``seq > after``, in order."""
+
+    # -- journal -----------------------------------------------------------------------
+
+    @abstractmethod
+    def journal(self, run_id: str) -> list[dict[str, Any]]:
+        """The run's journal entries in the order they were recorded."""
+
+    @abstractmethod
+    def record_journal(self, run_id: str, key: str, entry: dict[str, Any]) -> bool:
+        """Store one entry under ``key`` unless one is there; ``True`` when it was new."""
+
+    def close(self) -> None:  # noqa: B027 - optional
+        """Release connections."""
+
+
+# -- PostgreSQL ---------------------------------------------------------------------------
+
+_PG_SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS dcbrain_runs (
+    run_id text PRIMARY KEY,
+    conversation_id text,
+    status text NOT NULL,
+    data jsonb NOT NULL,
+    created_at double precision NOT NULL,
+    updated_at double precision NOT NULL
+);
+CREATE INDEX IF NOT EXISTS dcbrain_runs_by_conversation
+    ON dcbrain_runs (conversation_id, created_at);
+CREATE TABLE IF NOT EXISTS dcbrain_run_events (
+    run_id text NOT NULL,
+    seq integer NOT NULL,
+    event jsonb NOT NULL,
+    created_at double precision NOT NULL,
+    PRIMARY KEY (run_id, seq)
+);
+CREATE TABLE IF NOT EXISTS dcbrain_journal (
+    run_id text NOT NULL,
+    key text NOT NULL,
+    position bigserial,
+    entry jsonb NOT NULL,
+    PRIMARY KEY (run_id, key)
+);
+CREATE TABLE IF NOT EXISTS dcbrain_workers (
+    executor_id text PRIMARY KEY,
+    started_at double precision NOT NULL,
+    heartbeat_at double precision NOT NULL
+);
+"""
+#: Serializes schema creation between processes starting at once.
+_SCHEMA_LOCK_ID: Final = 0x6463_6272  # "dcbr"
+_RUN_COLUMNS: Final = "run_id, conversation_id, status, data, created_at, updated_at"
+
+
+class PostgresRunStore(RunStore):
+    """The ``dcbrain_*`` tables of one PostgreSQL database, through a small connection pool."""
+
+    def __init__(self, url: str, *, max_connections: int = 8) -> None:
+        import psycopg
+
+        self.dsn = pg_dsn(url)
+        self._psycopg = psycopg
+        self._idle: queue.LifoQueue[psycopg.Connection[Any]] = queue.LifoQueue()
+        self._slots = threading.BoundedSemaphore(max_connections)
+        self._all: list[psycopg.Connection[Any]] = []
+        self._lock = threading.Lock()
+        with self._connection() as conn, conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK_ID,))
+            conn.execute(_PG_SCHEMA)
+
+    def __repr__(self) -> str:
+        return f"PostgresRunStore({self.dsn.rsplit('@', 1)[-1]!r})"
+
+    @contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
+        self._slots.acquire()
+        try:
+            try:
+                conn = self._idle.get_nowait()
+            except queue.Empty:
+                conn = self._psycopg.connect(self.dsn, autocommit=True)
+                with self._lock:
+                    self._all.append(conn)
+            try:
+                yield conn
+            except self._psycopg.OperationalError:
+                conn.close()  # broken: the next use opens a new one
+                raise
+            if not conn.closed:
+                self._idle.put(conn)
+        finally:
+            self._slots.release()
+
+    def close(self) -> None:
+        with self._lock:
+            for conn in self._all:
+                conn.close()
+            self._all = []
+
+    def save_run(self, run_id: str, conversation_id: str | None, status: str,
+                 data: dict[str, Any]) -> None:
+        now = time.time()
+        with self._connection() as conn:
+            conn.execute(
+                "INSERT INTO dcbrain_runs VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (run_id) "
+                "DO UPDATE SET conversation_id = excluded.conversation_id, "
+                "status = excluded.status, data = excluded.data, updated_at = excluded.updated_at",
+                (run_id, conversation_id, status, _dumps(data), now, now),
+            )
+
+    def get_run(self, run_id: str) -> RunRecord | None:
+        with self._connection() as conn:
+            row = conn.execute(f"SELECT {_RUN_COLUMNS} FROM dcbrain_runs WHERE run_id = %s",
+                               (run_id,)).fetchone()
+        return None if row is None else RunRecord(*row)
+
+    def list_runs(self, conversation_id: str | None = None,
+                  limit: int | None = None) -> list[RunRecord]:
+        sql = f"SELECT {_RUN_COLUMNS} FROM dcbrain_runs"
+        params: list[Any] = []
+        if conversation_id is not None:
+            sql += " WHERE conversation_id = %s"
+            params.append(conversation_id)
+        sql += " ORDER BY created_at DESC LIMIT %s"
+        params.append(limit)
+        with self._connection() as conn:
+            rows = conn.execute(sql, params).fetchall()
+        return [RunRecord(*row) for row in rows]
+
+    def update_run(self, run_id: str, status: str, changes: dict[str, Any], *,
+                   only_from: Collection[str]) -> RunRecord | None:
+        with self._connection() as conn:
+            row = conn.execute(
+                f"UPDATE dcbrain_runs SET status = %s, data = data || %s::jsonb, "
+                f"updated_at = %s WHERE run_id = %s AND status = ANY(%s) "
+                f"RETURNING {_RUN_COLUMNS}",
+                (status, _dumps(changes), time.time(), run_id, list(only_from)),
+            ).fetchone()
+        return None if row is None else RunRecord(*row)
+
+    def append_events(self, run_id: str, events: Sequence[dict[str, Any]]) -> int:
+        if not events:
+            return 0
+        now = time.time()
+        with self._connection() as conn, conn.transaction():
+            inserted = 0
+            for event in events:
+                cursor = conn.execute(
+                    "INSERT INTO dcbrain_run_events VALUES (%s, %s, %s, %s) "
+                    "ON CONFLICT (run_id, seq) DO NOTHING",
+                    (run_id, event["seq"], _dumps(event), now),
+                )
+                inserted += cursor.rowcount
+            conn.execute("SELECT pg_notify(%s, %s)", (EVENTS_CHANNEL, run_id))
+        if self.on_append is not None:
+            self.on_append(run_id)
+        return inserted
+
+    def events(self, run_id: str, after: int = -1) -> list[dict[str, Any]]:
+        with self._connection() as conn:
+            rows = conn.execute(
+                "SELECT event FROM dcbrain_run_events WHERE run_id = %s AND seq > %s "
+                "ORDER BY seq", (run_id, after),
+            ).fetchall()
+        return [row[0] for row in rows]
+
+    def journal(self, run_id: str) -> list[dict[str, Any]]:
+        with self._connection() as conn:
+            rows = conn.execute(
+                "SELECT entry FROM dcbrain_journal WHERE run_id = %s ORDER BY position",
+                (run_id,),
+            ).fetchall()
+        return [row[0] for row in rows]
+
+    def record_journal(self, run_id: str, key: str, entry: dict[str, Any]) -> bool:
+        with self._connection() as conn:
+            cursor = conn.execute(
+                "INSERT INTO dcbrain_journal (run_id, key, entry) VALUES (%s, %s, %s) "
+                "ON CONFLICT (run_id, key) DO NOTHING", (run_id, key, _dumps(entry)),
+            )
+            return cursor.rowcount > 0
+
+    # -- workers (heartbeats for recovery of dead ones) ---------------------------------
+
+    def heartbeat(self, executor_id: str) -> None:
+        now = time.time()
+        with self._connection() as conn:
+            conn.execute(
+                "INSERT INTO dcbrain_workers VALUES (%s, %s, %s) ON CONFLICT (executor_id) "
+                "DO UPDATE SET heartbeat_at = excluded.heartbeat_at", (executor_id, now, now),
+            )
+
+    def forget_worker(self, executor_id: str) -> None:
+        with self._connection() as conn:
+            conn.execute("DELETE FROM dcbrain_workers WHERE executor_id = %s", (executor_id,))
+
+    def claim_dead_workers(self, silent_for_s: float) -> list[str]:
+        """Remove and return workers whose last heartbeat is older than ``silent_for_s``.
+
+        The delete is the claim: when several live workers look at once, each dead one is
+        returned to one of them only.
+        """
+        with self._connection() as conn:
+            rows = conn.execute(
+                "DELETE FROM dcbrain_workers WHERE heartbeat_at < %s RETURNING executor_id",
+                (time.time() - silent_for_s,),
+            ).fetchall()
+        return [row[0] for row in rows]
+
+
+# -- SQLite ------------------------------------------------------------------------------
+
+_SQLITE_JOURNAL: Final = """
+CREATE TABLE IF NOT EXISTS dcbrain_journal (
+    run_id TEXT NOT NULL,
+    key TEXT NOT NULL,
+    entry TEXT NOT NULL,
+    PRIMARY KEY (run_id, key)
+)
+"""
+
+
+class SQLiteRunStore(RunStore):
+    """Runs and events in a :class:`~dcbrain.memory.Memory`, journals in an SQLite file.
+
+    For one process (the embedded ``dcbrain serve``): the compare-and-set of
+    :meth:`update_run` is a lock of this process.
+    """
+
+    def __init__(self, memory: Memory, journal_path: str | Path) -> None:
+        self.memory = memory
+        self.journal_path = str(journal_path)
+        self._lock = threading.RLock()
+        self._local = threading.local()
+        with self._journal_db() as conn:
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute(_SQLITE_JOURNAL)
+
+    def __repr__(self) -> str:
+        return f"SQLiteRunStore({self.memory!r}, {self.journal_path!r})"
+
+    @contextmanager
+    def _journal_db(self) -> Iterator[sqlite3.Connection]:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.journal_path, timeout=30, isolation_level=None,
+                                   check_same_thread=False)
+            conn.execute("PRAGMA synchronous = NORMAL")
+            self._local.conn = conn
+        yield conn
+
+    def save_run(self, run_id: str, conversation_id: str | None, status: str,
+                 data: dict[str, Any]) -> None:
+        with self._lock:
+            self.memory.save_run(run_id, conversation_id, status, data)
+
+    def get_run(self, run_id: str) -> RunRecord | None:
+        return self.memory.get_run(run_id)
+
+    def list_runs(self, conversation_id: str | None = None,
+                  limit: int | None = None) -> list[RunRecord]:
+        return self.memory.list_runs(conversation_id, limit)
+
+    def update_run(self, run_id: str, status: str, changes: dict[str, Any], *,
+                   only_from: Collection[str]) -> RunRecord | None:
+        with self._lock:
+            record = self.memory.get_run(run_id)
+            if record is None or record.status not in only_from:
+                return None
+            data = {**record.data, **changes}
+            self.memory.save_run(run_id, record.conversation_id, status, data)
+            return self.memory.get_run(run_id)
+
+    def append_events(self, run_id: str, events: Sequence[dict[str, Any]]) -> int:
+        inserted = 0
+        for event in events:
+            try:
+                self.memory.append_run_event(run_id, int(event["seq"]), event)
+            except ValueError:  # stored by an earlier execution of the run
+                continue
+            inserted += 1
+        if events and self.on_append is not None:
+            self.on_append(run_id)
+        return inserted
+
+    def events(self, run_id: str, after: int = -1) -> list[dict[str, Any]]:
+        return [record.event for record in self.memory.run_events(run_id, after)]
+
+    def journal(self, run_id: str) -> list[dict[str, Any]]:
+        with self._journal_db() as conn:
+            rows = conn.execute("SELECT entry FROM dcbrain_journal WHERE run_id = ? "
+                                "ORDER BY rowid", (run_id,)).fetchall()
+        return [json.loads(row[0]) for row in rows]
+
+    def record_journal(self, run_id: str, key: str, entry: dict[str, Any]) -> bool:
+        with self._journal_db() as conn:
+            cursor = conn.execute("INSERT OR IGNORE INTO dcbrain_journal VALUES (?, ?, ?)",
+                                  (run_id, key, _dumps(entry)))
+            return cursor.rowcount > 0

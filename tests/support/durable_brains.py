@@ -1,0 +1,70 @@
+"""Brains for durable-run tests: three tools that count their calls in files.
+
+A call appends one line to ``<counters>/<tool>.started`` when it begins and to
+``<tool>.finished`` when it returns, so a test (or another process) can tell which calls
+ran, how often, and which were cut off by a crash.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from dcbrain import ScriptedLLM
+from dcbrain.brain import DCBrain
+from support.brain_scripts import plan, verdict
+
+THREE_STEPS = "a = step_one(x=1)\nb = step_two(x=a)\nc = step_three(x=b)\nreturn c"
+
+
+class CountingTools:
+    """``step_one``/``step_two``/``step_three`` (each adds 1 after ``delay_s``), counted."""
+
+    def __init__(self, counters: Path, delay_s: float = 0.0) -> None:
+        self.counters = counters
+        self.delay_s = delay_s
+        self.hold: threading.Event | None = None  # set: step_two waits for it
+        self.entered = threading.Event()
+        counters.mkdir(parents=True, exist_ok=True)
+
+    def count(self, name: str, phase: str) -> int:
+        path = self.counters / f"{name}.{phase}"
+        return len(path.read_text().splitlines()) if path.exists() else 0
+
+    def _mark(self, name: str, phase: str) -> None:
+        with (self.counters / f"{name}.{phase}").open("a") as out:
+            out.write(f"{time.time()}\n")
+
+    def _call(self, name: str, x: int) -> int:
+        self._mark(name, "started")
+        if name == "step_two":
+            self.entered.set()
+            if self.hold is not None:
+                self.hold.wait(30)
+        time.sleep(self.delay_s)
+        self._mark(name, "finished")
+        return x + 1
+
+    def tools(self) -> list[Callable[..., Any]]:
+        def step_one(x: int) -> int:
+            """Add one."""
+            return self._call("step_one", x)
+
+        def step_two(x: int) -> int:
+            """Add one."""
+            return self._call("step_two", x)
+
+        def step_three(x: int) -> int:
+            """Add one."""
+            return self._call("step_three", x)
+
+        return [step_one, step_two, step_three]
+
+    def brain(self, source: str = THREE_STEPS, **kwargs: Any) -> DCBrain:
+        planner = ScriptedLLM([plan(source)])
+        validator = ScriptedLLM([verdict(True)])
+        return DCBrain(default_llm=planner, default_validate_llm=validator,
+                       tools=self.tools(), **kwargs)

@@ -1,0 +1,58 @@
+"""Durable-run test harness: a backend (URL + store), a worker in this process, waits."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from dcbrain.durable import RunStore
+from dcbrain.memory import RunRecord
+
+TERMINAL = frozenset({"succeeded", "failed", "aborted", "interrupted"})
+
+
+@dataclass
+class Backend:
+    """A database for durable runs: its URL and the store on it."""
+
+    name: str
+    url: str
+    store: RunStore
+
+
+@contextmanager
+def running_engine(backend: Backend, factory: Callable[[], Any], *,
+                   concurrency: int = 8, supersede_grace_s: float = 5.0) -> Iterator[Any]:
+    """A worker in this process (DBOS launched) on ``backend``."""
+    from dcbrain.durable import DurableEngine, RunExecutor, application_version
+
+    executor = RunExecutor(backend.store, factory, supersede_grace_s=supersede_grace_s)
+    engine = DurableEngine(backend.url, backend.store, app_version=application_version("t"),
+                           executor=executor, concurrency=concurrency)
+    engine.start()
+    try:
+        yield engine
+    finally:
+        engine.stop()
+
+
+def submit(engine: Any, store: RunStore, conversation_id: str, question: str) -> str:
+    run_id = uuid.uuid4().hex
+    store.save_run(run_id, conversation_id, "queued", {"question": question})
+    engine.enqueue(run_id, conversation_id, question)
+    return run_id
+
+
+def wait_until_ended(store: RunStore, run_id: str, timeout_s: float = 30.0) -> RunRecord:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        record = store.get_run(run_id)
+        if record is not None and record.status in TERMINAL:
+            return record
+        time.sleep(0.02)
+    raise AssertionError(f"run {run_id} did not end within {timeout_s} s: "
+                         f"{store.get_run(run_id)}")
