@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import time
 
+from dcbrain import ScriptedLLM
+from dcbrain.brain import DCBrain
+from support.brain_scripts import plan, verdict
 from support.durable_brains import CountingTools
 from support.durable_harness import Backend, running_engine, submit, wait_until_ended
 
@@ -26,3 +29,53 @@ def test_a_run_executes_from_the_queue_and_stores_every_event(
         assert engine.workflow_status(run_id) == "SUCCESS"
     assert [counting.count(n, "finished") for n in ("step_one", "step_two", "step_three")] == [
         1, 1, 1]
+
+
+def _workflow_status(engine: object, run_id: str, wanted: str) -> str | None:
+    deadline = time.monotonic() + 10
+    status = None
+    while time.monotonic() < deadline:
+        status = engine.workflow_status(run_id)  # type: ignore[attr-defined]
+        if status == wanted:
+            break
+        time.sleep(0.05)
+    return status
+
+
+def test_a_base_exception_inside_a_run_fails_it_instead_of_leaving_it_pending(
+    backend: Backend, counting: CountingTools
+) -> None:
+    def exiting_tool() -> int:
+        """Exit the process (a BaseException)."""
+        raise SystemExit(3)
+
+    def brain() -> DCBrain:
+        return DCBrain(default_llm=ScriptedLLM([plan("return exiting_tool()")]),
+                       default_validate_llm=ScriptedLLM([verdict(True)]),
+                       tools=[exiting_tool])
+
+    with running_engine(backend, brain) as engine:
+        run_id = submit(engine, backend.store, "c1", "exit")
+        record = wait_until_ended(backend.store, run_id)
+        assert record.status == "failed"
+        assert "SystemExit" in record.data["error"]
+        assert backend.store.events(run_id)[-1]["type"] == "final"
+        assert _workflow_status(engine, run_id, "ERROR") == "ERROR"
+
+
+def test_runs_of_one_conversation_execute_one_after_the_other(
+    backend: Backend, counting: CountingTools
+) -> None:
+    counting.delay_s = 0.3
+    with running_engine(backend, counting.brain) as engine:
+        first = submit(engine, backend.store, "same", "one")
+        second = submit(engine, backend.store, "same", "two")
+        other = submit(engine, backend.store, "other", "three")
+        records = {run_id: wait_until_ended(backend.store, run_id)
+                   for run_id in (first, second, other)}
+    assert {r.status for r in records.values()} == {"succeeded"}
+    first_final = backend.store.events(first)[-1]["ts"]
+    second_start = backend.store.events(second)[0]["ts"]
+    other_start = backend.store.events(other)[0]["ts"]
+    assert second_start >= first_final  # one at a time per conversation
+    assert other_start < first_final  # other conversations do not wait

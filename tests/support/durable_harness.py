@@ -56,3 +56,28 @@ def wait_until_ended(store: RunStore, run_id: str, timeout_s: float = 30.0) -> R
         time.sleep(0.02)
     raise AssertionError(f"run {run_id} did not end within {timeout_s} s: "
                          f"{store.get_run(run_id)}")
+
+
+@contextmanager
+def durable_server(backend: Backend, factory: Callable[[], Any] | None, memory: Any, *,
+                   supersede_grace_s: float = 5.0) -> Iterator[Any]:
+    """The HTTP server on durable runs (a worker too when ``factory`` is given)."""
+    from dcbrain.durable import DurableEngine, EventHub, RunExecutor, application_version
+    from dcbrain.durable._urls import is_postgres
+    from dcbrain.server import create_app
+    from dcbrain.server.durable_runs import DurableRuns
+    from dcbrain.server.testing import serve_in_thread
+    from support.server_app import Api
+
+    executor = None if factory is None else RunExecutor(
+        backend.store, factory, supersede_grace_s=supersede_grace_s)
+    engine = DurableEngine(backend.url, backend.store, app_version=application_version("t"),
+                           executor=executor)
+    hub = EventHub(backend.store, listen_url=backend.url if is_postgres(backend.url) else None)
+    app = create_app(None, memory, runs=DurableRuns(engine, backend.store, hub))
+    with serve_in_thread(app) as base_url:
+        api = Api(base_url)
+        try:
+            yield api
+        finally:
+            api.http.close()

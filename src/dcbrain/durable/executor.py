@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ from typing import Any, Final, Protocol
 from dcbrain.brain import BrainResult
 from dcbrain.durable.sink import EventSink
 from dcbrain.durable.store import RunStore
-from dcbrain.events import Event
+from dcbrain.events import Event, EventType
 from dcbrain.exceptions import TFBrainError, TFUserNewInputError
 from dcbrain.neural import Neural
 
@@ -134,19 +135,26 @@ class RunExecutor:
             brain.connect_to_neural(Neural())  # per run: supersede signals reach this run only
         neural = brain.neural
         assert neural is not None
-        live = LiveRun(run_id, conversation_id, brain, neural, asyncio.get_running_loop(), sink)
+        live = LiveRun(run_id, conversation_id, brain, neural, asyncio.new_event_loop(), sink)
         sink.superseded_by = claimed.data.get("superseded_by")
         self.live[run_id] = live
+        # Asked to stop while no worker ran it (this is a recovery): it stops at once.
+        record = await asyncio.to_thread(self.store.get_run, run_id)
+        if record is not None and (record.data.get("abort_requested")
+                                   or record.data.get("superseded_by")):
+            live.abort_requested = True
+            sink.superseded_by = record.data.get("superseded_by")
         try:
-            outcome = await self._run_brain(live, question, sink)
+            outcome = await self._in_own_loop(live, question)
         except asyncio.CancelledError:
             if self.stopping:  # the worker stops: the run stays running and resumes later
                 await asyncio.to_thread(sink.close)
                 raise
             outcome = ("aborted", "aborted", None, "the run was cancelled")
         except BaseException as exc:
-            logger.exception("run %s failed", run_id)
-            outcome = ("failed", "error", None, f"{type(exc).__name__}: {exc}")
+            logger.warning("run %s failed: %s", run_id, exc)
+            outcome = ("failed", "error", None, str(exc) if isinstance(exc, DurableRunError)
+                       else f"{type(exc).__name__}: {exc}")
             await self._close(live, sink, outcome)
             raise DurableRunError(outcome[3]) from None
         finally:
@@ -155,13 +163,57 @@ class RunExecutor:
             self.live.pop(run_id, None)
         return await self._close(live, sink, outcome)
 
+    async def _in_own_loop(
+        self, live: LiveRun, question: str
+    ) -> tuple[str, str, dict[str, Any] | None, str | None]:
+        """Run the brain on a loop and thread of its own.
+
+        asyncio hands a ``SystemExit`` or ``KeyboardInterrupt`` raised in a task (a tool may
+        raise one) to the loop itself, which stops: on the shared DBOS loop that would
+        stall every run of the worker. On its own loop only this run ends, as ``failed``.
+        """
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[tuple[str, str, dict[str, Any] | None, str | None]] = (
+            loop.create_future())
+
+        def settle(outcome: Any, error: BaseException | None) -> None:
+            if done.done():
+                return
+            if error is not None:
+                done.set_exception(error)
+            else:
+                done.set_result(outcome)
+
+        def main() -> None:
+            outcome: Any = None
+            error: BaseException | None = None
+            try:
+                outcome = live.loop.run_until_complete(self._run_brain(live, question))
+            except BaseException as exc:  # handed to the awaiting workflow as an Exception
+                error = DurableRunError(f"{type(exc).__name__}: {exc}")
+            finally:
+                with contextlib.suppress(BaseException):
+                    _close_loop(live.loop)
+            with contextlib.suppress(RuntimeError):  # the worker's loop closed meanwhile
+                loop.call_soon_threadsafe(settle, outcome, error)
+
+        threading.Thread(target=main, name=f"run:{live.run_id[:8]}", daemon=True).start()
+        return await asyncio.shield(done)
+
     async def _run_brain(
-        self, live: LiveRun, question: str, sink: EventSink
+        self, live: LiveRun, question: str
     ) -> tuple[str, str, dict[str, Any] | None, str | None]:
         """The brain's outcome: (status, reason, result, error)."""
         result: BrainResult | None = None
+
+        def on_event(event: Event) -> None:
+            live.sink(event)
+            if event.type == EventType.RUN_STARTED and live.abort_requested:
+                live.brain.abort()  # requested before the brain had a run to abort
+
         try:
-            result = await live.brain.async_run(question, live.conversation_id, on_event=sink)
+            result = await live.brain.async_run(question, live.conversation_id,
+                                                on_event=on_event)
         except TFBrainError as exc:  # a timeout: the partial result is on the error
             if not isinstance(exc.result, BrainResult):
                 return "failed", "error", None, f"{type(exc).__name__}: {exc}"
@@ -187,11 +239,22 @@ class RunExecutor:
         await asyncio.to_thread(sink.close)
         if result is not None:
             result = dict(result, run_id=live.run_id, reason=reason)
-        changes = {"reason": reason, "result": result, "error": error,
-                   "superseded_by": live.sink.superseded_by, "event_count": sink.next_seq,
-                   "finished_at": time.time()}
+        changes = {"brain_run_id": sink.brain_run_id, "reason": reason, "result": result,
+                   "error": error, "superseded_by": live.sink.superseded_by,
+                   "event_count": sink.next_seq, "finished_at": time.time()}
         with contextlib.suppress(Exception):
             await asyncio.to_thread(self.store.update_run, live.run_id, status, changes,
                                     only_from=(RUNNING, QUEUED))
         return {"run_id": live.run_id, "status": status, "reason": reason, "executed": True}
 
+
+
+def _close_loop(loop: asyncio.AbstractEventLoop) -> None:
+    """Cancel what is left on a run's loop (after an abort or a crash) and close it."""
+    pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
+    for task in pending:
+        task.cancel()
+    if pending:
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+    loop.run_until_complete(loop.shutdown_asyncgens())
+    loop.close()

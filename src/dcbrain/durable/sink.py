@@ -30,6 +30,8 @@ class EventSink:
         self.inserted = 0
         #: The run that replaced this one: its final event then says ``superseded``.
         self.superseded_by: str | None = None
+        #: The id the brain gave the run, when it numbers its runs itself.
+        self.brain_run_id: str | None = None
         self._queue: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._write, name=f"events:{run_id[:8]}",
@@ -42,8 +44,8 @@ class EventSink:
     def add(self, record: dict[str, Any]) -> None:
         """Queue one event (its ``seq`` decides its place)."""
         brain_run_id = record.get("run_id")
-        if brain_run_id not in (None, self.run_id):
-            record["brain_run_id"] = brain_run_id
+        if isinstance(brain_run_id, str) and brain_run_id != self.run_id:
+            record["brain_run_id"] = self.brain_run_id = brain_run_id
         record["run_id"] = self.run_id
         if record.get("type") == "final" and self.superseded_by is not None:
             record["superseded_by"] = self.superseded_by

@@ -37,6 +37,7 @@ from dcbrain.server.runs import (
     TooManyRuns,
     record_summary,
 )
+from dcbrain.server.service import RunService
 from dcbrain.server.sse import event_stream_response, parse_last_event_id
 
 logger = logging.getLogger("dcbrain.server")
@@ -77,9 +78,10 @@ def error_response(
 
 
 def create_app(
-    brain_factory: BrainFactory,
+    brain_factory: BrainFactory | None,
     memory: Memory,
     *,
+    runs: RunService | None = None,
     api_token: str | None = None,
     max_concurrent_runs: int = DEFAULT_MAX_CONCURRENT_RUNS,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
@@ -98,17 +100,22 @@ def create_app(
     ``GET /v1/conversations`` answers only with ``list_conversations=True``: by default a
     conversation is reachable only by whoever knows its id. ``supersede_grace_s`` is how long a
     superseded run may take to reach its next safe point before it is aborted.
+    ``runs`` replaces the in-process :class:`RunManager` (e.g. durable runs executed by
+    workers); the run options above then belong to it.
     """
     if max_body_bytes < 1:
         raise ValueError("max_body_bytes must be at least 1")
     token = api_token if api_token is not None else os.environ.get(API_TOKEN_ENV) or None
-    runs = RunManager(
-        brain_factory,
-        memory,
-        neural=neural,
-        max_concurrent_runs=max_concurrent_runs,
-        supersede_grace_s=supersede_grace_s,
-    )
+    if runs is None:
+        if brain_factory is None:
+            raise ValueError("create_app needs a brain_factory, or runs that execute elsewhere")
+        runs = RunManager(
+            brain_factory,
+            memory,
+            neural=neural,
+            max_concurrent_runs=max_concurrent_runs,
+            supersede_grace_s=supersede_grace_s,
+        )
     api = _Api(runs, memory, max_body_bytes=max_body_bytes,
                list_conversations=list_conversations)
 
@@ -154,7 +161,7 @@ class _Api:
     """The ``/v1`` endpoints."""
 
     def __init__(
-        self, runs: RunManager, memory: Memory, *, max_body_bytes: int, list_conversations: bool
+        self, runs: RunService, memory: Memory, *, max_body_bytes: int, list_conversations: bool
     ) -> None:
         self.runs = runs
         self.memory = memory
@@ -175,7 +182,7 @@ class _Api:
     async def get_conversation(self, request: Request) -> Response:
         cid = _conversation_id(request)
         messages = await self.memory.amessages(cid)
-        records = await self.memory.alist_runs(cid)
+        records = await self.runs.list_runs(cid)
         if not messages and not records:
             raise ApiError(404, "not_found", f"no conversation {cid!r}")
         summaries = []
@@ -238,8 +245,7 @@ class _Api:
 
     async def abort_run(self, request: Request) -> Response:
         run_id = _run_id(request)
-        run = self.runs.abort(run_id)
-        if run is not None:
+        if await self.runs.abort_run(run_id):
             return JSONResponse({"run_id": run_id, "aborting": True}, status_code=202)
         summary = await self.runs.describe(run_id)
         if summary is None:

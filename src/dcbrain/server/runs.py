@@ -333,6 +333,12 @@ class RunManager:
             run.brain.abort()
         return run
 
+    async def abort_run(self, run_id: str) -> bool:
+        return self.abort(run_id) is not None
+
+    async def list_runs(self, conversation_id: str) -> list[RunRecord]:
+        return await self.memory.alist_runs(conversation_id)
+
     def _supersede(self, old: ServerRun, new: ServerRun) -> None:
         old.superseded_by = new.run_id
         if old.brain is None:  # still waiting for an earlier run: it never starts

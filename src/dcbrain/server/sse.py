@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
-from dcbrain.server.runs import RunManager
+from dcbrain.server.service import RunService
 
 #: How long a browser waits before reconnecting a dropped stream (milliseconds).
 RETRY_MS: Final = 2000
@@ -42,7 +42,7 @@ def _encode(event: dict[str, Any]) -> str:
 
 
 async def _stream(
-    runs: RunManager, run_id: str, after: int
+    runs: RunService, run_id: str, after: int
 ) -> AsyncIterator[ServerSentEvent]:
     last: dict[str, Any] | None = None
     first = True
@@ -57,6 +57,6 @@ async def _stream(
                           retry=RETRY_MS if first else None)
 
 
-def event_stream_response(runs: RunManager, run_id: str, after: int) -> EventSourceResponse:
+def event_stream_response(runs: RunService, run_id: str, after: int) -> EventSourceResponse:
     """The SSE response replaying events after ``after``, then following the live run."""
     return EventSourceResponse(_stream(runs, run_id, after), ping=PING_S)

@@ -1,0 +1,178 @@
+"""Runs executed by durable workers: the server enqueues, streams, signals (``dcbrain[durable]``).
+
+The run's record, events and status live in the durable store, so any API node answers
+for any run. A new message of a conversation with a live run supersedes it: a run still
+queued ends at once (``aborted``/``superseded``, and DBOS never starts it); a running one
+gets a control message and the worker running it stops it. The queue runs one run per
+conversation at a time, so the new run starts after the old one's final event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from dcbrain.durable import DurableEngine, EventHub, RunStore
+from dcbrain.durable.executor import QUEUED, RUNNING
+from dcbrain.memory import RunRecord
+from dcbrain.server.runs import TooManyRuns, record_summary
+
+_LIVE = (QUEUED, RUNNING)
+#: How long a stream waits after a run's final event for its terminal status (seconds).
+_STATUS_AFTER_FINAL_S = 5.0
+
+
+@dataclass(frozen=True)
+class DurableSubmittedRun:
+    run_id: str
+    conversation_id: str
+    supersedes: str | None
+
+
+class DurableRuns:
+    """:class:`~dcbrain.server.service.RunService` over a :class:`DurableEngine`."""
+
+    def __init__(self, engine: DurableEngine, store: RunStore, hub: EventHub, *,
+                 max_concurrent_runs: int = 16) -> None:
+        if max_concurrent_runs < 1:
+            raise ValueError("max_concurrent_runs must be at least 1")
+        self.engine = engine
+        self.store = store
+        self.hub = hub
+        self.max_concurrent_runs = max_concurrent_runs
+        self._active: set[str] = set()  # conversations with a live run submitted here
+
+    @property
+    def active_count(self) -> int:
+        return len(self._active)
+
+    async def start(self) -> list[str]:
+        previous = self.store.on_append
+        wake = self.hub.wake
+
+        def on_append(run_id: str) -> None:
+            if previous is not None:
+                previous(run_id)
+            wake(run_id)
+
+        self.store.on_append = on_append
+        await asyncio.to_thread(self.engine.start)
+        await self.hub.start()
+        return []
+
+    async def stop(self) -> None:
+        await self.hub.close()
+        await asyncio.to_thread(self.engine.stop)
+
+    # -- commands ------------------------------------------------------------------------
+
+    async def submit(self, conversation_id: str, content: str) -> DurableSubmittedRun:
+        live = [r for r in await asyncio.to_thread(self.store.list_runs, conversation_id, 50)
+                if r.status in _LIVE]
+        await self._refresh_active()
+        if not live and len(self._active) >= self.max_concurrent_runs:
+            raise TooManyRuns(self.max_concurrent_runs)
+        run_id = uuid.uuid4().hex
+        supersedes = live[0].run_id if live else None
+        await asyncio.to_thread(self.store.save_run, run_id, conversation_id, QUEUED,
+                                {"question": content, "supersedes": supersedes})
+        for old in live:
+            await asyncio.to_thread(self._supersede, old, run_id, content)
+        await asyncio.to_thread(self.engine.enqueue, run_id, conversation_id, content)
+        self._active.add(conversation_id)
+        return DurableSubmittedRun(run_id, conversation_id, supersedes)
+
+    def _supersede(self, old: RunRecord, by: str, text: str) -> None:
+        ended = self.store.update_run(old.run_id, "aborted",
+                                      {"reason": "superseded", "superseded_by": by},
+                                      only_from=(QUEUED,))
+        if ended is not None:  # it never started: end it here
+            self._final(old.run_id, "aborted", "superseded", superseded_by=by)
+            self.engine.cancel(old.run_id)
+            return
+        # Running (or just claimed by a worker): recorded first, so a recovered run sees it.
+        if self.store.update_run(old.run_id, RUNNING, {"superseded_by": by},
+                                 only_from=(RUNNING,)) is not None:
+            self.engine.send({"op": "supersede", "run_id": old.run_id, "by": by, "text": text})
+
+    async def abort_run(self, run_id: str) -> bool:
+        return await asyncio.to_thread(self._abort, run_id)
+
+    def _abort(self, run_id: str) -> bool:
+        if self.store.update_run(run_id, "aborted", {"reason": "aborted"},
+                                 only_from=(QUEUED,)) is not None:
+            self._final(run_id, "aborted", "aborted")
+            self.engine.cancel(run_id)
+            return True
+        if self.store.update_run(run_id, RUNNING, {"abort_requested": True},
+                                 only_from=(RUNNING,)) is None:
+            return False
+        self.engine.send({"op": "abort", "run_id": run_id})
+        return True
+
+    def _final(self, run_id: str, status: str, reason: str, **fields: Any) -> None:
+        stored = self.store.events(run_id)
+        seq = int(stored[-1]["seq"]) + 1 if stored else 0
+        self.store.append_events(run_id, [{
+            "type": "final", "seq": seq, "ts": time.time(), "run_id": run_id,
+            "status": status, "reason": reason, "final_result": None, **fields}])
+
+    async def _refresh_active(self) -> None:
+        if not self._active:
+            return
+        still: set[str] = set()
+        for cid in list(self._active):
+            runs = await asyncio.to_thread(self.store.list_runs, cid, 5)
+            if any(r.status in _LIVE for r in runs):
+                still.add(cid)
+        self._active = still
+
+    # -- queries -------------------------------------------------------------------------
+
+    async def describe(self, run_id: str) -> dict[str, Any] | None:
+        record = await asyncio.to_thread(self.store.get_run, run_id)
+        return None if record is None else record_summary(record)
+
+    async def exists(self, run_id: str) -> bool:
+        return await asyncio.to_thread(self.store.get_run, run_id) is not None
+
+    async def list_runs(self, conversation_id: str) -> list[RunRecord]:
+        return await asyncio.to_thread(self.store.list_runs, conversation_id)
+
+    async def conversations(self, limit: int = 200) -> list[dict[str, Any]]:
+        records = await asyncio.to_thread(self.store.list_runs, None, limit * 20)
+        seen: dict[str, dict[str, Any]] = {}
+        for record in records:
+            cid = record.conversation_id
+            if cid is None:
+                continue
+            if cid in seen:
+                seen[cid]["runs"] += 1
+            elif len(seen) < limit:
+                seen[cid] = {"conversation_id": cid, "last_question": record.data.get("question"),
+                             "last_status": record.status, "updated_at": record.updated_at,
+                             "runs": 1}
+        return list(seen.values())
+
+    def server_run_ids(self, records: Sequence[RunRecord]) -> dict[str, str]:
+        mapping = {record.run_id: record.run_id for record in records}
+        for record in records:
+            brain_run_id = record.data.get("brain_run_id")
+            if isinstance(brain_run_id, str):
+                mapping[brain_run_id] = record.run_id
+        return mapping
+
+    async def events(self, run_id: str, after: int = -1) -> AsyncIterator[dict[str, Any]]:
+        async for event in self.hub.follow(run_id, after):
+            yield event
+        # The worker records the status right after the final event: let it land first.
+        deadline = time.monotonic() + _STATUS_AFTER_FINAL_S
+        while time.monotonic() < deadline:
+            record = await asyncio.to_thread(self.store.get_run, run_id)
+            if record is None or record.status not in _LIVE:
+                return
+            await asyncio.sleep(0.02)

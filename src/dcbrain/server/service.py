@@ -1,0 +1,68 @@
+"""What the HTTP layer needs of whatever runs the brains: the seam between app and runs.
+
+:class:`~dcbrain.server.runs.RunManager` runs brains in the server's own process;
+:class:`~dcbrain.server.durable_runs.DurableRuns` hands them to durable workers
+(``dcbrain[durable]``). The app and the event stream only use this interface.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from typing import Any, Protocol
+
+from dcbrain.memory import RunRecord
+
+
+class SubmittedRun(Protocol):
+    """A run just accepted for a message."""
+
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def supersedes(self) -> str | None: ...
+
+
+class RunService(Protocol):
+    """Starts, supersedes, aborts and describes runs; streams their events."""
+
+    @property
+    def active_count(self) -> int: ...
+
+    @property
+    def max_concurrent_runs(self) -> int: ...
+
+    async def start(self) -> list[str]:
+        """Prepare; returns the ids of runs a previous process left that were settled now."""
+        ...
+
+    async def stop(self) -> None: ...
+
+    async def submit(self, conversation_id: str, content: str) -> SubmittedRun:
+        """Start a run for a new message (superseding the conversation's active run).
+
+        Raises :class:`~dcbrain.server.runs.TooManyRuns` when every slot is taken.
+        """
+        ...
+
+    async def abort_run(self, run_id: str) -> bool:
+        """Ask a live run to stop; ``False`` when it is not live (unknown or ended)."""
+        ...
+
+    async def describe(self, run_id: str) -> dict[str, Any] | None: ...
+
+    async def exists(self, run_id: str) -> bool: ...
+
+    async def list_runs(self, conversation_id: str) -> list[RunRecord]:
+        """The conversation's runs, newest first."""
+        ...
+
+    async def conversations(self, limit: int = 200) -> list[dict[str, Any]]: ...
+
+    def server_run_ids(self, records: Sequence[RunRecord]) -> dict[str, str]:
+        """The brain's run id → the server's run id, for the runs of ``records``."""
+        ...
+
+    def events(self, run_id: str, after: int = -1) -> AsyncIterator[dict[str, Any]]:
+        """The run's events with ``seq > after``: past ones, then live ones until the end."""
+        ...

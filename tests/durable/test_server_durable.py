@@ -1,0 +1,89 @@
+"""The HTTP API on durable runs: the same contract as in-process runs (SQLite, PostgreSQL)."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from dcbrain import SQLiteMemory
+from support.durable_brains import CountingTools
+from support.durable_harness import Backend, durable_server
+
+
+def test_a_message_runs_durably_and_streams_every_event_once(
+    backend: Backend, counting: CountingTools, tmp_path: Path
+) -> None:
+    memory = SQLiteMemory(tmp_path / "conversations.db")
+    with durable_server(backend, counting.brain, memory) as api:
+        run_id = api.send("c1", "count")
+        stream = api.stream(run_id)
+        assert stream.end == {"run_id": run_id, "status": "succeeded"}
+        assert [int(i or -1) for i in stream.ids] == list(range(len(stream.events)))
+        assert stream.events[-1]["type"] == "final"
+        resumed = api.stream(run_id, last_event_id=3)
+        assert resumed.events == stream.events[4:]
+        run = api.http.get(f"/v1/runs/{run_id}").json()
+        assert run["status"] == "succeeded" and run["result"]["final_result"] == 4
+        conversation = api.http.get("/v1/conversations/c1").json()
+        assert [r["run_id"] for r in conversation["runs"]] == [run_id]
+    memory.close()
+
+
+def test_abort_reaches_the_worker_running_the_run(
+    backend: Backend, counting: CountingTools, tmp_path: Path
+) -> None:
+    counting.hold = threading.Event()  # step_two never returns by itself
+    memory = SQLiteMemory(tmp_path / "conversations.db")
+    with durable_server(backend, counting.brain, memory) as api:
+        run_id = api.send("c1", "count")
+        assert counting.entered.wait(20)
+        response = api.http.post(f"/v1/runs/{run_id}/abort")
+        assert response.status_code == 202
+        stream = api.stream(run_id)
+        assert stream.end is not None and stream.end["status"] == "aborted"
+        assert stream.events[-1]["reason"] == "aborted"
+        assert counting.count("step_two", "finished") == 0  # the abort did not wait for it
+        assert api.http.post(f"/v1/runs/{run_id}/abort").status_code == 409
+    counting.hold.set()
+    memory.close()
+
+
+def test_a_new_message_supersedes_the_running_one_and_runs_after_it(
+    backend: Backend, counting: CountingTools, tmp_path: Path
+) -> None:
+    counting.hold = threading.Event()
+    memory = SQLiteMemory(tmp_path / "conversations.db")
+    with durable_server(backend, counting.brain, memory, supersede_grace_s=0.2) as api:
+        first = api.send("c1", "count")
+        assert counting.entered.wait(20)
+        second = api.http.post("/v1/conversations/c1/messages", json={"content": "again"}).json()
+        assert second["supersedes"] == first
+        old = api.stream(first)  # a tool is no safe point: the grace ends it
+        counting.hold.set()  # the new run's step_two goes through
+        new = api.stream(second["run_id"])
+        assert old.end is not None and old.end["status"] == "aborted"
+        assert old.events[-1]["reason"] == "superseded"
+        assert old.events[-1]["superseded_by"] == second["run_id"]
+        assert new.end is not None and new.end["status"] == "succeeded"
+        assert new.events[0]["ts"] >= old.events[-1]["ts"]
+    memory.close()
+
+
+def test_a_queued_message_superseded_by_another_never_runs(
+    backend: Backend, counting: CountingTools, tmp_path: Path
+) -> None:
+    counting.hold = threading.Event()
+    memory = SQLiteMemory(tmp_path / "conversations.db")
+    with durable_server(backend, counting.brain, memory, supersede_grace_s=0.2) as api:
+        first = api.send("c1", "one")
+        assert counting.entered.wait(20)
+        second = api.send("c1", "two")  # waits for the first
+        third = api.send("c1", "three")  # supersedes the second while it waits
+        counting.hold.set()
+        waited = api.stream(second)
+        assert waited.end is not None and waited.end["status"] == "aborted"
+        assert [e["type"] for e in waited.events] == ["final"]
+        assert waited.events[0]["reason"] == "superseded"
+        assert api.wait_for(third)["status"] == "succeeded"
+        assert api.wait_for(first)["status"] == "aborted"
+    memory.close()
