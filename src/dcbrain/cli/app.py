@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from dcbrain.cli import ask, config_cmd, demo, plan
+from dcbrain.cli import ask, config_cmd, demo, plan, worker_cmd
 from dcbrain.server.cli import register as register_serve
 
 app = typer.Typer(
@@ -21,3 +21,4 @@ app.command("init")(config_cmd.init)
 app.command("ask")(ask.ask)
 app.command("demo")(demo.demo)
 register_serve(app)
+worker_cmd.register(app)

@@ -16,6 +16,7 @@ from dcbrain.config import DEFAULT_CONFIG_FILE, Config, ConfigError, build_brain
 if TYPE_CHECKING:
     from dcbrain.brain import DCBrain
     from dcbrain.memory import Memory
+    from dcbrain.server.service import RunService
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -89,6 +90,16 @@ def serve(
                            help="Answer GET /v1/conversations (off: a conversation is only "
                            "reachable through its id).")
     ] = False,
+    db: Annotated[
+        str | None,
+        typer.Option("--db", help="PostgreSQL URL shared with workers (dcbrain[durable]); "
+                     "default: durable runs in the SQLite memory file, one process.",
+                     show_default=False),
+    ] = None,
+    role: Annotated[
+        str, typer.Option(help="all: serve and execute runs; api: only accept, enqueue and "
+                          "stream (workers execute; needs --db).")
+    ] = "all",
 ) -> None:
     """Serve the HTTP API (live events over SSE) and the web page at http://HOST:PORT/."""
     import uvicorn
@@ -101,6 +112,11 @@ def serve(
     except (ConfigError, FileNotFoundError, OSError) as exc:
         sys.stderr.write(f"error: {exc}\n")
         raise typer.Exit(2) from None
+    try:
+        runs = durable_runs(loaded, memory, factory, db, role, max_concurrent_runs)
+    except (ValueError, OSError) as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        raise typer.Exit(2) from None
     token = os.environ.get(API_TOKEN_ENV) or None
     loopback = is_loopback(host)
     if not loopback and token is None:
@@ -111,6 +127,7 @@ def serve(
     app = create_app(
         factory,
         memory,
+        runs=runs,
         api_token=token,
         max_concurrent_runs=max_concurrent_runs,
         allowed_hosts=LOOPBACK_HOSTS if loopback else ("*",),
@@ -120,6 +137,37 @@ def serve(
     sys.stderr.write(f"dcbrain serving on http://{shown}:{port}/ (store: {memory!r})\n")
     # No access log: the event stream may carry ?access_token= in its URL.
     uvicorn.run(app, host=host, port=port, access_log=False, log_level="info")
+
+
+def durable_runs(
+    config: Config,
+    memory: Memory,
+    factory: Callable[[], DCBrain],
+    db: str | None,
+    role: str,
+    max_concurrent_runs: int,
+) -> RunService | None:
+    """Durable runs for ``serve``; ``None`` (runs in this process) without the durable extra.
+
+    With ``--db`` or ``--role api`` the extra is required; without them it is used when
+    installed, on the memory's SQLite file.
+    """
+    if role not in ("all", "api"):
+        raise ValueError(f"--role must be 'all' or 'api', not {role!r}")
+    if role == "api" and db is None:
+        raise ValueError("--role api needs --db postgresql://... (the workers' database)")
+    try:
+        from dcbrain.durable.setup import build_engine, open_store
+        from dcbrain.server.durable_runs import DurableRuns
+    except ImportError:
+        if db is not None:
+            raise ValueError('--db needs the durable extra: pip install "dcbrain[durable]"') \
+                from None
+        return None
+    db_url, store = open_store(db, memory)
+    engine, hub = build_engine(db_url, store, config, factory if role == "all" else None,
+                               concurrency=max_concurrent_runs)
+    return DurableRuns(engine, store, hub, max_concurrent_runs=max_concurrent_runs)
 
 
 def register(app: typer.Typer) -> None:

@@ -1,0 +1,61 @@
+"""``dcbrain worker``: execute durable runs from a PostgreSQL queue (``dcbrain[durable]``)."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from dcbrain.config import ConfigError, find_config
+
+
+def worker(
+    db: Annotated[str, typer.Option("--db", help="PostgreSQL URL shared by workers and API "
+                                    "nodes (postgresql://user@host:port/dbname).")],
+    config: Annotated[
+        Path | None,
+        typer.Option("--config", "-c", help="Config file (default: ./dcbrain.toml if present)",
+                     show_default=False),
+    ] = None,
+    concurrency: Annotated[int, typer.Option(help="Runs this worker executes at once.")] = 16,
+    executor_id: Annotated[
+        str | None,
+        typer.Option(help="A stable id (e.g. the pod name): a restart under the same id "
+                     "resumes its runs at once. Default: host-pid-random."),
+    ] = None,
+) -> None:
+    """Execute runs from the queue until SIGTERM or Ctrl-C; runs in flight resume elsewhere."""
+    try:
+        from dcbrain.durable.setup import build_engine, open_store
+    except ImportError:
+        sys.stderr.write('error: dcbrain worker needs the durable extra: '
+                         'pip install "dcbrain[durable]"\n')
+        raise typer.Exit(2) from None
+    from dcbrain.server.cli import brain_factory_from_config
+
+    try:
+        loaded = find_config(config)
+        memory, factory = brain_factory_from_config(loaded)
+        db_url, store = open_store(db, memory)
+    except (ConfigError, FileNotFoundError, OSError, ValueError) as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        raise typer.Exit(2) from None
+    engine, _ = build_engine(db_url, store, loaded, factory, concurrency=concurrency,
+                             executor_id=executor_id)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    engine.start()
+    sys.stderr.write(f"dcbrain worker {engine.executor_id} ready (version "
+                     f"{engine.app_version}, concurrency {concurrency})\n")
+    stop.wait()
+    engine.stop()
+    store.close()
+
+
+def register(app: typer.Typer) -> None:
+    app.command("worker")(worker)

@@ -1,0 +1,57 @@
+"""Building the durable pieces a command needs from a config and a database URL."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from dcbrain.config import Config
+from dcbrain.durable._urls import is_postgres, sqlite_url
+from dcbrain.durable.engine import DurableEngine, application_version
+from dcbrain.durable.executor import DurableBrainFactory, RunExecutor
+from dcbrain.durable.hub import EventHub
+from dcbrain.durable.store import PostgresRunStore, RunStore, SQLiteRunStore
+from dcbrain.memory import Memory, SQLiteMemory
+
+
+def config_version(config: Config) -> str:
+    """The application version of runs planned with ``config`` (its content and tool files)."""
+    digest = hashlib.sha256(config.model_dump_json().encode())
+    for tool_file in config.tools:
+        path = config.resolve(tool_file)
+        digest.update(path.read_bytes() if path.is_file() else b"")
+    return application_version(digest.hexdigest())
+
+
+def open_store(db: str | None, memory: Memory) -> tuple[str, RunStore]:
+    """The DBOS database URL and the run store: PostgreSQL at ``db``, else beside ``memory``.
+
+    Without ``db``, runs and events stay in the memory file (as without durability) and
+    DBOS's own tables and the call journals go to two files next to it.
+    """
+    if db is not None:
+        if not is_postgres(db):
+            raise ValueError(f"--db must be a postgresql:// URL, not {db!r}")
+        return db, PostgresRunStore(db)
+    if not isinstance(memory, SQLiteMemory) or memory.path == ":memory:":
+        raise ValueError("durable runs without --db need the memory in an SQLite file")
+    base = Path(memory.path)
+    return (sqlite_url(base.with_name(base.name + "-dbos.sqlite")),
+            SQLiteRunStore(memory, base.with_name(base.name + "-journal.sqlite")))
+
+
+def build_engine(
+    db_url: str,
+    store: RunStore,
+    config: Config,
+    factory: DurableBrainFactory | None,
+    *,
+    concurrency: int = 16,
+    executor_id: str | None = None,
+) -> tuple[DurableEngine, EventHub]:
+    """The engine (a worker when ``factory`` is given) and an event hub on ``store``."""
+    executor = None if factory is None else RunExecutor(store, factory)
+    engine = DurableEngine(db_url, store, app_version=config_version(config), executor=executor,
+                           concurrency=concurrency, executor_id=executor_id)
+    hub = EventHub(store, listen_url=db_url if is_postgres(db_url) else None)
+    return engine, hub

@@ -1,0 +1,57 @@
+"""Crash and resume with real processes: SIGKILL mid-run, the run finishes by itself."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import httpx
+
+from support.durable_processes import (
+    answer_every_run,
+    count,
+    free_port,
+    start,
+    stop,
+    wait_healthy,
+    wait_until,
+    write_config,
+)
+from support.fake_openai import FakeOpenAIServer
+
+
+def test_serve_killed_during_a_slow_tool_resumes_the_run_on_restart(
+    tmp_path: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    answer_every_run(fake_openai)
+    config = write_config(tmp_path, fake_openai, delay_s=1.0)
+    port = free_port()
+    base_url = f"http://127.0.0.1:{port}"
+    args = ["serve", "--config", str(config), "--port", str(port)]
+    log = tmp_path / "serve.log"
+    first = start(args, log)
+    try:
+        wait_healthy(first, base_url, log)
+        sent = httpx.post(f"{base_url}/v1/conversations/c1/messages", json={"content": "go"})
+        run_id = sent.json()["run_id"]
+        wait_until(lambda: count(tmp_path, "step_two", "started") == 1, what="step_two running")
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+    finally:
+        stop(first)
+    assert count(tmp_path, "step_two", "finished") == 0  # killed in the middle of it
+    second = start(args, log)
+    try:
+        wait_healthy(second, base_url, log)
+
+        def ended() -> bool:
+            return httpx.get(f"{base_url}/v1/runs/{run_id}").json()["status"] != "running"
+
+        wait_until(ended, what="the resumed run's end")
+        run = httpx.get(f"{base_url}/v1/runs/{run_id}").json()
+        events = httpx.get(f"{base_url}/v1/runs/{run_id}/events", timeout=30).text
+    finally:
+        stop(second)
+    assert (run["status"], run["result"]["final_result"]) == ("succeeded", 4), run
+    assert events.count("event: end") == 1
+    assert count(tmp_path, "step_three", "finished") == 1

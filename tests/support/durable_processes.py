@@ -1,0 +1,147 @@
+"""Real ``dcbrain serve`` / ``dcbrain worker`` processes on a config whose tools count calls.
+
+The LLM is a fake OpenAI-compatible server answering every planner request with a plan
+calling three slow tools and every validator request with "solved". The tools append a
+line to ``<counters>/<tool>.started`` / ``.finished`` (shared by every process).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from support.fake_openai import FakeOpenAIServer, FakeResponse, RecordedRequest
+
+PLAN = "a = step_one(x=1)\nb = step_two(x=a)\nc = step_three(x=b)\nreturn c"
+
+TOOLS = '''\
+import time
+from pathlib import Path
+
+COUNTERS = Path({counters!r})
+DELAY_S = {delay_s!r}
+
+
+def _mark(name, phase):
+    with (COUNTERS / f"{{name}}.{{phase}}").open("a") as out:
+        out.write(f"{{time.time()}}\\n")
+
+
+def _step(name, x):
+    _mark(name, "started")
+    time.sleep(DELAY_S)
+    _mark(name, "finished")
+    return x + 1
+
+
+def step_one(x: int) -> int:
+    """Add one (slowly)."""
+    return _step("step_one", x)
+
+
+def step_two(x: int) -> int:
+    """Add one (slowly)."""
+    return _step("step_two", x)
+
+
+def step_three(x: int) -> int:
+    """Add one (slowly)."""
+    return _step("step_three", x)
+'''
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def answer_every_run(llm: FakeOpenAIServer, *, latency_s: float = 0.0) -> None:
+    """Plans for planner requests, "solved" for validator requests, in any order."""
+
+    def handle(request: RecordedRequest) -> FakeResponse:
+        validating = request.response_format is not None
+        content = (json.dumps({"is_solved": True, "suggestion": ""}) if validating
+                   else f"```tf_plan\n{PLAN}\n```")
+        body = json.dumps(llm.completion(content, request=request)).encode()
+        return FakeResponse(body=body, headers={"Content-Type": "application/json"},
+                            delay_s=latency_s)
+
+    llm.handler = handle
+
+
+def write_config(directory: Path, llm: FakeOpenAIServer, *, delay_s: float) -> Path:
+    counters = directory / "counters"
+    counters.mkdir(parents=True, exist_ok=True)
+    (directory / "tools.py").write_text(TOOLS.format(counters=str(counters), delay_s=delay_s))
+    config = directory / "dcbrain.toml"
+    config.write_text(
+        'tools = ["tools.py"]\n[llm.main]\n'
+        f'base_url = "{llm.base_url}"\nmodel = "fake-model"\n'
+        'api_key_env = "FAKE_API_KEY"\nmax_retries = 0\n[memory]\npath = "brain.db"\n'
+    )
+    return config
+
+
+def count(directory: Path, name: str, phase: str) -> int:
+    path = directory / "counters" / f"{name}.{phase}"
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+def start(args: list[str], log: Path) -> subprocess.Popen[bytes]:
+    """``python -m dcbrain.cli ARGS`` with this test's code and a log file."""
+    env = dict(os.environ, FAKE_API_KEY="sk-test", PYTHONPATH=os.pathsep.join(sys.path))
+    env.pop("DCBRAIN_API_TOKEN", None)
+    with log.open("ab") as out:
+        return subprocess.Popen([sys.executable, "-m", "dcbrain.cli", *args], env=env,
+                                stdout=out, stderr=subprocess.STDOUT)
+
+
+def wait_healthy(process: subprocess.Popen[bytes], base_url: str, log: Path,
+                 timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        assert process.poll() is None, log.read_text()
+        try:
+            if httpx.get(base_url + "/v1/health").status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        assert time.monotonic() < deadline, f"not healthy in time:\n{log.read_text()}"
+        time.sleep(0.05)
+
+
+def wait_for_line(log: Path, text: str, process: subprocess.Popen[bytes],
+                  timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while text not in (log.read_text() if log.exists() else ""):
+        assert process.poll() is None, log.read_text()
+        assert time.monotonic() < deadline, f"{text!r} not in time:\n{log.read_text()}"
+        time.sleep(0.05)
+
+
+def wait_until(predicate: Any, timeout_s: float = 60, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, f"{what} not reached in {timeout_s} s"
+        time.sleep(0.02)
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
