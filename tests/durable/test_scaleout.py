@@ -1,0 +1,74 @@
+"""Two workers and an API node on one PostgreSQL: a worker dies mid-run, every run succeeds."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+from pathlib import Path
+
+import httpx
+import psycopg
+
+from support.durable_processes import (
+    answer_every_run,
+    count,
+    free_port,
+    start,
+    stop,
+    wait_healthy,
+    wait_until,
+    write_config,
+)
+from support.fake_openai import FakeOpenAIServer
+
+RUNS = 6
+
+
+def _running_on(postgres_url: str, executor_id: str) -> int:
+    with psycopg.connect(postgres_url) as conn:
+        row = conn.execute("SELECT count(*) FROM dcbrain_runs WHERE status = 'running' "
+                           "AND data->>'executor_id' = %s", (executor_id,)).fetchone()
+    return int(row[0]) if row else 0
+
+
+def test_a_killed_workers_runs_finish_on_the_other_worker(
+    tmp_path: Path, fake_openai: FakeOpenAIServer, postgres_url: str
+) -> None:
+    answer_every_run(fake_openai)
+    config = write_config(tmp_path, fake_openai, delay_s=1.0)
+    port = free_port()
+    base_url = f"http://127.0.0.1:{port}"
+    processes: dict[str, subprocess.Popen[bytes]] = {}
+    logs = {name: tmp_path / f"{name}.log" for name in ("w1", "w2", "api")}
+    try:
+        for name in ("w1", "w2"):
+            processes[name] = start(["worker", "--config", str(config), "--db", postgres_url,
+                                     "--concurrency", "4", "--executor-id", name], logs[name])
+        for name in ("w1", "w2"):
+            wait_until(lambda n=name: "ready" in logs[n].read_text(), what=f"{name} ready")
+        processes["api"] = start(["serve", "--config", str(config), "--db", postgres_url,
+                                  "--role", "api", "--port", str(port)], logs["api"])
+        wait_healthy(processes["api"], base_url, logs["api"])
+        run_ids = [httpx.post(f"{base_url}/v1/conversations/c{i}/messages",
+                              json={"content": "go"}).json()["run_id"] for i in range(RUNS)]
+        wait_until(lambda: _running_on(postgres_url, "w1") > 0
+                   and count(tmp_path, "step_two", "started") > 0, what="w1 running a run")
+        processes["w1"].send_signal(signal.SIGKILL)
+        processes["w1"].wait()
+
+        def all_ended() -> bool:
+            statuses = [httpx.get(f"{base_url}/v1/runs/{run_id}").json()["status"]
+                        for run_id in run_ids]
+            return all(status not in ("queued", "running") for status in statuses)
+
+        wait_until(all_ended, timeout_s=120, what="every run's end")
+        runs = [httpx.get(f"{base_url}/v1/runs/{run_id}").json() for run_id in run_ids]
+        streams = [httpx.get(f"{base_url}/v1/runs/{run_id}/events", timeout=30).text
+                   for run_id in run_ids]
+    finally:
+        for process in processes.values():
+            stop(process)
+    assert [r["status"] for r in runs] == ["succeeded"] * RUNS, runs
+    assert all(r["result"]["final_result"] == 4 for r in runs)
+    assert all(stream.count("event: end") == 1 for stream in streams)
+    assert "back on the queue" in logs["w2"].read_text()  # w2 took over w1's runs
