@@ -1,0 +1,423 @@
+"""Durable runs at scale, offline: workers on a private PostgreSQL, the API node in this process.
+
+    python benchmarks/scaleout.py [--runs 40] [--in-flight 1000] [--only NAME ...]
+
+Needs ``pip install -e ".[durable]"`` and Debian's PostgreSQL binaries (``initdb``).
+Every LLM is fake (an OpenAI-compatible server on loopback, or a FunctionLLM); tools,
+workers (``dcbrain worker`` processes), DBOS, PostgreSQL/SQLite and SSE are real.
+
+- ``throughput``: N runs, each a plan of three 0.5 s tools, with 1 then 2 workers
+  (``--concurrency 5`` each): runs/s and the ratio (goal >= 1.8x); event latency p50/p95
+  from the worker's emit to the SSE client (goal p95 <= 100 ms).
+- ``checkpoint``: a plan of 50 fast tool calls, durable vs a plain in-process run, on
+  PostgreSQL and SQLite: the added time per call (goal <= 5 ms on PostgreSQL).
+- ``resume``: ``dcbrain serve`` (SQLite) SIGKILLed during a 1 s tool, then restarted:
+  restart -> serving, -> the interrupted tool running again, -> run succeeded.
+- ``takeover``: two workers, one SIGKILLed mid-run: kill -> its runs running on the
+  other worker (heartbeats; goal <= 30 s), -> all done.
+- ``inflight``: N runs at once on one worker (four LLM calls of 0.5 s each: plan,
+  rejected, plan, accepted), followed through the event hub: most runs in flight at
+  once and event latency p50/p95 (goal p95 <= 250 ms at 1,000).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from dcbrain import DCBrain, FunctionLLM, SQLiteMemory  # noqa: E402
+from dcbrain.config import load_config  # noqa: E402
+from dcbrain.durable import (  # noqa: E402
+    DurableEngine,
+    EventHub,
+    PostgresRunStore,
+    RunExecutor,
+    RunStore,
+    SQLiteRunStore,
+)
+from dcbrain.durable._urls import sqlite_url  # noqa: E402
+from dcbrain.durable.setup import config_version  # noqa: E402
+from dcbrain.durable.testing import fresh_database, postgres_bindir, private_postgres  # noqa: E402
+from dcbrain.server import create_app  # noqa: E402
+from dcbrain.server.durable_runs import DurableRuns  # noqa: E402
+from dcbrain.server.testing import serve_in_thread  # noqa: E402
+from support.durable_processes import (  # noqa: E402
+    answer_every_run,
+    free_port,
+    start,
+    stop,
+    wait_healthy,
+    write_config,
+)
+from support.fake_openai import FakeOpenAIServer  # noqa: E402
+from support.server_app import sse_messages  # noqa: E402
+
+TERMINAL = {"succeeded", "failed", "aborted", "interrupted"}
+
+
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.0f} ms"
+
+
+def starts(counters: Path, name: str) -> list[float]:
+    path = counters / f"{name}.started"
+    return [float(line) for line in path.read_text().split()] if path.exists() else []
+
+
+@contextmanager
+def workers(count: int, config: Path, db: str, logs: Path,
+            concurrency: int) -> Iterator[list[Any]]:
+    processes = [start(["worker", "--config", str(config), "--db", db, "--concurrency",
+                        str(concurrency), "--executor-id", f"w{i}"], logs / f"w{i}.log")
+                 for i in range(count)]
+    try:
+        for i, process in enumerate(processes):
+            log = logs / f"w{i}.log"
+            while "ready" not in (log.read_text() if log.exists() else ""):
+                if process.poll() is not None:
+                    raise RuntimeError(log.read_text())
+                time.sleep(0.05)
+        yield processes
+    finally:
+        for process in processes:
+            stop(process)
+
+
+@contextmanager
+def api_node(db: str, config: Path, directory: Path) -> Iterator[str]:
+    """An API-only node (DBOS client, LISTEN hub) served on loopback in this process."""
+    store = PostgresRunStore(db)
+    engine = DurableEngine(db, store, app_version=config_version(load_config(config)))
+    hub = EventHub(store, listen_url=db)
+    memory = SQLiteMemory(directory / "api.db")
+    app = create_app(None, memory, runs=DurableRuns(engine, store, hub,
+                                                    max_concurrent_runs=10_000))
+    with serve_in_thread(app) as base_url:
+        yield base_url
+    store.close()
+    memory.close()
+
+
+def follow(base_url: str, index: int) -> tuple[str, list[float]]:
+    latencies: list[float] = []
+    status = ""
+    with httpx.Client(base_url=base_url, timeout=120) as client:
+        response = client.post(f"/v1/conversations/bench-{index}/messages",
+                               json={"content": "count"})
+        response.raise_for_status()
+        run_id = response.json()["run_id"]
+        with client.stream("GET", f"/v1/runs/{run_id}/events") as stream:
+            for message in sse_messages(stream):
+                if message.event == "end":
+                    status = message.data["status"]
+                    break
+                latencies.append(time.time() - float(message.data["ts"]))
+    return status, latencies
+
+
+# -- throughput ----------------------------------------------------------------------------
+
+def throughput(pg: str, llm: FakeOpenAIServer, runs: int) -> None:
+    rates: dict[int, float] = {}
+    for count in (1, 2):
+        with tempfile.TemporaryDirectory() as tmp:
+            directory = Path(tmp)
+            db = fresh_database(pg)
+            config = write_config(directory, llm, delay_s=0.5)
+            with workers(count, config, db, directory, concurrency=5), \
+                    api_node(db, config, directory) as base_url:
+                started = time.monotonic()
+                with ThreadPoolExecutor(runs) as pool:
+                    results = list(pool.map(lambda i: follow(base_url, i), range(runs)))
+                wall = time.monotonic() - started
+        statuses = [status for status, _ in results]
+        latencies = [lat for _, lats in results for lat in lats]
+        rates[count] = runs / wall
+        print(f"throughput  {count} worker(s) x 5: {runs} runs in {wall:.2f} s = "
+              f"{rates[count]:.2f} runs/s; succeeded {statuses.count('succeeded')}/{runs}; "
+              f"event latency worker->SSE p50 {ms(pct(latencies, 0.5))} "
+              f"p95 {ms(pct(latencies, 0.95))} (goal p95 <= 100 ms)")
+    print(f"throughput  2 vs 1 worker: {rates[2] / rates[1]:.2f}x (goal >= 1.8x)")
+
+
+# -- checkpoint overhead -------------------------------------------------------------------
+
+CALLS = 50
+LOOP_PLAN = f"x = 0\nfor i in range({CALLS}):\n    x = inc(x=x)\nreturn x"
+
+
+def inc(x: int) -> int:
+    """Add one."""
+    return x + 1
+
+
+def loop_brain() -> DCBrain:
+    async def planner(messages: list[dict[str, Any]]) -> str:
+        return f"```tf_plan\n{LOOP_PLAN}\n```"
+
+    async def validator(messages: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"is_solved": True, "suggestion": ""}
+
+    return DCBrain(default_llm=FunctionLLM(planner),
+                   default_validate_llm=FunctionLLM(validator), tools=[inc])
+
+
+def run_span(store: RunStore, run_id: str) -> float:
+    events = store.events(run_id)
+    return float(events[-1]["ts"]) - float(events[0]["ts"])
+
+
+def submit_and_wait(engine: DurableEngine, store: RunStore, cid: str,
+                    timeout_s: float = 120) -> str:
+    run_id = uuid.uuid4().hex
+    store.save_run(run_id, cid, "queued", {"question": "loop"})
+    engine.enqueue(run_id, cid, "loop")
+    deadline = time.monotonic() + timeout_s
+    while True:
+        record = store.get_run(run_id)
+        if record is not None and record.status in TERMINAL:
+            return run_id
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"run {run_id} did not end")
+        time.sleep(0.01)
+
+
+def checkpoint(pg: str, repeats: int = 5) -> None:
+    plain = []
+    for _ in range(repeats):  # the same span as below: run_started -> final
+        events = asyncio.run(loop_brain().async_run("loop")).events
+        plain.append(float(events[-1]["ts"]) - float(events[0]["ts"]))
+    base = statistics.median(plain)
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = Path(tmp)
+        memory = SQLiteMemory(directory / "server.db")
+        pg_db = fresh_database(pg)
+        backends: list[tuple[str, str, RunStore]] = [
+            ("PostgreSQL", pg_db, PostgresRunStore(pg_db)),
+            ("SQLite", sqlite_url(directory / "dbos.sqlite"),
+             SQLiteRunStore(memory, directory / "journal.sqlite")),
+        ]
+        for name, url, store in backends:
+            engine = DurableEngine(url, store, app_version="bench",
+                                   executor=RunExecutor(store, loop_brain))
+            engine.start()
+            try:
+                spans = [run_span(store, submit_and_wait(engine, store, f"c{i}"))
+                         for i in range(repeats)]
+            finally:
+                engine.stop()
+                store.close()
+            durable = statistics.median(spans)
+            print(f"checkpoint  {name}: run of {CALLS} tool calls {durable * 1000:.0f} ms "
+                  f"durable vs {base * 1000:.0f} ms in-process: "
+                  f"{(durable - base) / CALLS * 1000:+.1f} ms per call (goal <= 5 ms on "
+                  f"PostgreSQL)")
+        memory.close()
+
+
+# -- resume after SIGKILL ------------------------------------------------------------------
+
+def resume(llm: FakeOpenAIServer) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = Path(tmp)
+        config = write_config(directory, llm, delay_s=1.0)
+        port = free_port()
+        base_url = f"http://127.0.0.1:{port}"
+        args = ["serve", "--config", str(config), "--port", str(port)]
+        log = directory / "serve.log"
+        first = start(args, log)
+        wait_healthy(first, base_url, log)
+        run_id = httpx.post(f"{base_url}/v1/conversations/c/messages",
+                            json={"content": "go"}).json()["run_id"]
+        counters = directory / "counters"
+        while not starts(counters, "step_two"):
+            time.sleep(0.01)
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+        restarted = time.time()
+        second = start(args, log)
+        try:
+            wait_healthy(second, base_url, log)
+            serving = time.time()
+            while httpx.get(f"{base_url}/v1/runs/{run_id}").json()["status"] not in TERMINAL:
+                time.sleep(0.02)
+            done = time.time()
+            status = httpx.get(f"{base_url}/v1/runs/{run_id}").json()["status"]
+        finally:
+            stop(second)
+        again = [t for t in starts(counters, "step_two") if t > restarted]
+        print(f"resume      SQLite serve, SIGKILL in a 1 s tool: restart -> serving "
+              f"{serving - restarted:.2f} s, -> tool running again "
+              f"{(again[0] - restarted) if again else float('nan'):.2f} s, -> {status} "
+              f"{done - restarted:.2f} s (includes the 1 s tool and the rest of the plan)")
+
+
+# -- a dead worker's runs ------------------------------------------------------------------
+
+def takeover(pg: str, llm: FakeOpenAIServer) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = Path(tmp)
+        db = fresh_database(pg)
+        config = write_config(directory, llm, delay_s=1.0)
+        counters = directory / "counters"
+        with workers(2, config, db, directory, concurrency=4) as processes, \
+                api_node(db, config, directory) as base_url:
+            run_ids = [httpx.post(f"{base_url}/v1/conversations/t{i}/messages",
+                                  json={"content": "go"}).json()["run_id"] for i in range(4)]
+            store = PostgresRunStore(db)
+
+            def on_w0() -> list[str]:
+                return [r.run_id for r in store.list_runs() if r.status == "running"
+                        and r.data.get("executor_id") == "w0"]
+
+            while not (on_w0() and starts(counters, "step_two")):
+                time.sleep(0.02)
+            victims = on_w0()
+            processes[0].send_signal(signal.SIGKILL)
+            processes[0].wait()
+            killed = time.time()
+            taken = None
+            while True:
+                records = [store.get_run(run_id) for run_id in victims]
+                if taken is None and any(r is not None and r.data.get("executor_id") == "w1"
+                                         for r in records):
+                    taken = time.time() - killed
+                if all(store.get_run(run_id).status in TERMINAL  # type: ignore[union-attr]
+                       for run_id in run_ids):
+                    break
+                time.sleep(0.05)
+            done = time.time() - killed
+            statuses = [store.get_run(r).status for r in run_ids]  # type: ignore[union-attr]
+            store.close()
+        print(f"takeover    2 workers, one SIGKILLed with {len(victims)} run(s): kill -> runs "
+              f"on the other worker {taken:.1f} s (goal <= 30 s), -> all ended {done:.1f} s; "
+              f"{statuses.count('succeeded')}/{len(run_ids)} succeeded")
+
+
+# -- many runs in flight on one worker -----------------------------------------------------
+
+def inflight(pg: str, count: int) -> None:
+    db = fresh_database(pg)
+    store = PostgresRunStore(db, max_connections=16)
+
+    def brain() -> DCBrain:
+        """Plan, rejected, plan again, accepted: four 0.5 s LLM calls."""
+        verdicts = iter([False, True])
+
+        async def planner(messages: list[dict[str, Any]]) -> str:
+            await asyncio.sleep(0.5)
+            return "```tf_plan\nreturn inc(x=1)\n```"
+
+        async def validator(messages: list[dict[str, Any]]) -> dict[str, Any]:
+            await asyncio.sleep(0.5)
+            return {"is_solved": next(verdicts, True), "suggestion": "again"}
+
+        return DCBrain(default_llm=FunctionLLM(planner),
+                       default_validate_llm=FunctionLLM(validator), tools=[inc])
+
+    engine = DurableEngine(db, store, app_version="bench",
+                           executor=RunExecutor(store, brain), concurrency=count)
+    engine.start()
+    hub = EventHub(store, listen_url=db)
+    latencies: list[float] = []
+    spans: list[tuple[float, float]] = []
+
+    async def main() -> list[str]:
+        await hub.start()
+        run_ids = [uuid.uuid4().hex for _ in range(count)]
+
+        def submit(i: int) -> None:
+            store.save_run(run_ids[i], f"f{i}", "queued", {"question": "one"})
+            engine.enqueue(run_ids[i], f"f{i}", "one")
+
+        def submit_all() -> None:
+            with ThreadPoolExecutor(16) as pool:
+                list(pool.map(submit, range(count)))
+
+        async def watch(run_id: str) -> str:
+            first = last = 0.0
+            status = ""
+            async for event in hub.follow(run_id):
+                latencies.append(time.time() - float(event["ts"]))
+                first = first or float(event["ts"])
+                last = float(event["ts"])
+                status = str(event.get("status", ""))
+            spans.append((first, last))
+            return status
+
+        watchers = [asyncio.create_task(watch(run_id)) for run_id in run_ids]
+        await asyncio.to_thread(submit_all)
+        statuses = await asyncio.gather(*watchers)
+        await hub.close()
+        return statuses
+
+    started = time.monotonic()
+    try:
+        statuses = asyncio.run(main())
+    finally:
+        engine.stop()
+        store.close()
+    wall = time.monotonic() - started
+    points = sorted([(s, 1) for s, _ in spans] + [(e, -1) for _, e in spans])
+    most = level = 0
+    for _, step in points:
+        level += step
+        most = max(most, level)
+    print(f"inflight    {count} runs on one worker (LLM 0.5 s): {wall:.1f} s, at most {most} "
+          f"in flight, {statuses.count('succeeded')}/{count} succeeded; event latency p50 "
+          f"{ms(pct(latencies, 0.5))} p95 {ms(pct(latencies, 0.95))} (goal p95 <= 250 ms)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=40)
+    parser.add_argument("--in-flight", type=int, default=1000)
+    parser.add_argument("--only", nargs="*", default=None,
+                        choices=["throughput", "checkpoint", "resume", "takeover", "inflight"])
+    args = parser.parse_args()
+    bindir = postgres_bindir()
+    if bindir is None:
+        sys.exit("PostgreSQL binaries not found (apt-get install postgresql)")
+
+    def wanted(name: str) -> bool:
+        return args.only is None or name in args.only
+
+    with private_postgres(bindir, max_connections=500) as pg, FakeOpenAIServer() as llm:
+        answer_every_run(llm)
+        if wanted("checkpoint"):
+            checkpoint(pg)
+        if wanted("resume"):
+            resume(llm)
+        if wanted("throughput"):
+            throughput(pg, llm, args.runs)
+        if wanted("takeover"):
+            takeover(pg, llm)
+        if wanted("inflight"):
+            inflight(pg, args.in_flight)
+
+
+if __name__ == "__main__":
+    main()
