@@ -81,6 +81,10 @@ class RunStore(ABC):
     def events(self, run_id: str, after: int = -1) -> list[dict[str, Any]]:
         """The run's events with ``seq > after``, in order."""
 
+    def events_of_runs(self, after: dict[str, int]) -> dict[str, list[dict[str, Any]]]:
+        """For each run id of ``after``, its events past the given ``seq``, in order."""
+        return {run_id: self.events(run_id, seq) for run_id, seq in after.items()}
+
     # -- journal -----------------------------------------------------------------------
 
     @abstractmethod
@@ -244,6 +248,21 @@ class PostgresRunStore(RunStore):
                 "ORDER BY seq", (run_id, after),
             ).fetchall()
         return [row[0] for row in rows]
+
+    def events_of_runs(self, after: dict[str, int]) -> dict[str, list[dict[str, Any]]]:
+        found: dict[str, list[dict[str, Any]]] = {run_id: [] for run_id in after}
+        if not after:
+            return found
+        with self._connection() as conn:
+            rows = conn.execute(
+                "SELECT e.run_id, e.event FROM dcbrain_run_events e "
+                "JOIN unnest(%s::text[], %s::int[]) AS w(run_id, after) "
+                "ON e.run_id = w.run_id AND e.seq > w.after ORDER BY e.run_id, e.seq",
+                (list(after), list(after.values())),
+            ).fetchall()
+        for run_id, event in rows:
+            found[run_id].append(event)
+        return found
 
     def journal(self, run_id: str) -> list[dict[str, Any]]:
         with self._connection() as conn:
