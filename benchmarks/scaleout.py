@@ -13,6 +13,8 @@ workers (``dcbrain worker`` processes), DBOS, PostgreSQL/SQLite and SSE are real
   PostgreSQL and SQLite: the added time per call (goal <= 5 ms on PostgreSQL).
 - ``resume``: ``dcbrain serve`` (SQLite) SIGKILLed during a 1 s tool, then restarted:
   restart -> serving, -> the interrupted tool running again, -> run succeeded.
+- ``abort``: a run on a worker process aborted through the API node during a 5 s tool:
+  request -> final event at the SSE client (goal <= 0.5 s).
 - ``takeover``: two workers, one SIGKILLed mid-run: kill -> its runs running on the
   other worker (heartbeats; goal <= 30 s), -> all done.
 - ``inflight``: N runs at once on one worker (four LLM calls of 0.5 s each: plan,
@@ -317,6 +319,38 @@ def takeover(pg: str, llm: FakeOpenAIServer) -> None:
               f"{statuses.count('succeeded')}/{len(run_ids)} succeeded")
 
 
+# -- abort across processes ---------------------------------------------------------------
+
+def abort(pg: str, llm: FakeOpenAIServer, repeats: int = 5) -> None:
+    delays: list[float] = []
+    posted: list[float] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = Path(tmp)
+        db = fresh_database(pg)
+        config = write_config(directory, llm, delay_s=5.0)
+        with workers(1, config, db, directory, concurrency=4), \
+                api_node(db, config, directory) as base_url, \
+                httpx.Client(base_url=base_url, timeout=60) as client:
+            for i in range(repeats):
+                run_id = client.post(f"/v1/conversations/a{i}/messages",
+                                     json={"content": "go"}).json()["run_id"]
+                with client.stream("GET", f"/v1/runs/{run_id}/events") as stream:
+                    asked = 0.0
+                    for message in sse_messages(stream):
+                        data = message.data
+                        if data.get("type") == "call_started" and not asked:
+                            asked = time.monotonic()  # a 5 s tool is running on the worker
+                            client.post(f"/v1/runs/{run_id}/abort").raise_for_status()
+                            posted.append(time.monotonic() - asked)
+                        if data.get("type") == "final":
+                            delays.append(time.monotonic() - asked)
+                            break
+    print(f"abort       API node -> worker, during a 5 s tool: request -> final event at "
+          f"the SSE client p50 {ms(pct(delays, 0.5))} max {ms(max(delays))} "
+          f"(goal <= 500 ms); all: {[round(d * 1000) for d in delays]}, "
+          f"of which the abort request: {[round(d * 1000) for d in posted]}")
+
+
 # -- many runs in flight on one worker -----------------------------------------------------
 
 def inflight(pg: str, count: int) -> None:
@@ -396,7 +430,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=40)
     parser.add_argument("--in-flight", type=int, default=1000)
     parser.add_argument("--only", nargs="*", default=None,
-                        choices=["throughput", "checkpoint", "resume", "takeover", "inflight"])
+                        choices=["throughput", "checkpoint", "resume", "abort", "takeover",
+                                 "inflight"])
     args = parser.parse_args()
     bindir = postgres_bindir()
     if bindir is None:
@@ -413,6 +448,8 @@ def main() -> None:
             resume(llm)
         if wanted("throughput"):
             throughput(pg, llm, args.runs)
+        if wanted("abort"):
+            abort(pg, llm)
         if wanted("takeover"):
             takeover(pg, llm)
         if wanted("inflight"):
