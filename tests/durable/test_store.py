@@ -1,0 +1,36 @@
+"""The run store: writes a replay repeats are idempotent, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from support.durable_harness import Backend
+
+
+def test_events_are_stored_once_per_seq_and_read_in_order(backend: Backend) -> None:
+    store = backend.store
+    first = [{"type": "a", "seq": 0}, {"type": "b", "seq": 1}]
+    assert store.append_events("r1", first) == 2
+    replayed = [{"type": "a", "seq": 0}, {"type": "changed", "seq": 1}, {"type": "c", "seq": 2}]
+    assert store.append_events("r1", replayed) == 1  # only the new tail
+    assert [e["type"] for e in store.events("r1")] == ["a", "b", "c"]
+    assert [e["seq"] for e in store.events("r1", after=0)] == [1, 2]
+    assert store.events_of_runs({"r1": 1, "none": -1}) == {"r1": [{"type": "c", "seq": 2}],
+                                                            "none": []}
+
+
+def test_journal_rows_keep_the_first_write_in_order(backend: Backend) -> None:
+    store = backend.store
+    assert store.record_journal("r1", "clock|0", {"value": 1.0})
+    assert store.record_journal("r1", "call|x", {"result": 1})
+    assert not store.record_journal("r1", "clock|0", {"value": 2.0})
+    assert store.journal("r1") == [{"value": 1.0}, {"result": 1}]
+    assert store.journal("r2") == []
+
+
+def test_a_status_changes_only_from_the_expected_ones(backend: Backend) -> None:
+    store = backend.store
+    store.save_run("r1", "c1", "queued", {"question": "q"})
+    assert store.update_run("r1", "aborted", {"reason": "aborted"}, only_from=("running",)) is None
+    moved = store.update_run("r1", "running", {"executor_id": "w1"}, only_from=("queued",))
+    assert moved is not None and moved.status == "running"
+    assert moved.data == {"question": "q", "executor_id": "w1"}
+    assert [r.run_id for r in store.list_runs("c1")] == ["r1"]
