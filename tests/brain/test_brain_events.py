@@ -40,7 +40,8 @@ def test_a_revised_plan_carries_a_text_and_a_call_level_diff() -> None:
          "new": {"id": "add#1", "name": "add", "args": {"a": "1", "b": "3"}, "line": 1}}]
     assert diff["removed"] == [
         {"id": "summarize#1", "name": "summarize", "args": {"text": "'old'"}, "line": 2}]
-    assert diff["added"] == [{"id": "add#2", "name": "add", "args": {"a": "x", "b": "1"}, "line": 2}]
+    assert diff["added"] == [
+        {"id": "add#2", "name": "add", "args": {"a": "x", "b": "1"}, "line": 2}]
     assert "~ add(a=1, b=2) -> add(a=1, b=3)" in revised["summary"]
 
 
