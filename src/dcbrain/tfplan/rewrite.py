@@ -12,19 +12,27 @@ from __future__ import annotations
 import ast
 import copy
 from types import CodeType
+from typing import Any
 
 PLAN_FILENAME = "<tf_plan>"
 MAIN_FUNCTION = "__tf_main"
 _RESULT = "__tf_value"
+_SUM = "__tf_sum"
+_DEPTH = "__tf_depth"
+_CALLS = "__tf_calls"
 
 #: Binary operators that can build large values; the others cannot (or only with numbers).
 _GUARDED_BINOPS: dict[type[ast.operator], str] = {
     ast.Add: "__tf_add", ast.Sub: "__tf_sub", ast.Mult: "__tf_mul", ast.Pow: "__tf_pow",
     ast.LShift: "__tf_lshift", ast.Mod: "__tf_mod", ast.BitOr: "__tf_bitor",
-    ast.BitAnd: "__tf_bitand", ast.BitXor: "__tf_bitxor",
+    ast.BitAnd: "__tf_bitand", ast.BitXor: "__tf_bitxor", ast.FloorDiv: "__tf_floordiv",
 }
-#: Operators that are safe when one operand is a number literal (the result is a number).
-_SAFE_WITH_NUMBER = (ast.Add, ast.Sub, ast.BitOr, ast.BitAnd, ast.BitXor)
+#: Operators that are safe when one operand is a number literal (the result is a number,
+#: and a division by a literal is linear in the other operand).
+_SAFE_WITH_NUMBER = (ast.Add, ast.Sub, ast.BitOr, ast.BitAnd, ast.BitXor, ast.FloorDiv)
+#: f-strings with more fields than this are joined by a guard that sizes them first; up to
+#: this many, CPython joins them (each field is bounded by the size limit, so is the sum).
+FSTRING_NATIVE_FIELDS = 8
 
 
 def compile_plan(tree: ast.Module) -> CodeType:
@@ -66,6 +74,7 @@ class _Rewriter(ast.NodeTransformer):
     def __init__(self) -> None:
         self._function_depth = 0
         self._temporaries = 0
+        self._in_iterable = 0
 
     def rewrite(self, tree: ast.Module) -> ast.Module:
         body: list[ast.stmt] = []
@@ -80,6 +89,7 @@ class _Rewriter(ast.NodeTransformer):
                 body.extend(visited if isinstance(visited, list) else [visited])
         start = ast.Assign(targets=[ast.Name(id=_RESULT, ctx=ast.Store())],
                            value=ast.Constant(value=None))
+        counters = ast.parse(f"{_DEPTH} = {_CALLS} = 0\n__tf_count_calls(lambda: {_CALLS})").body
         finish = ast.Return(value=ast.Tuple(
             elts=[ast.Constant(value=False), ast.Name(id=_RESULT, ctx=ast.Load())],
             ctx=ast.Load()))
@@ -87,7 +97,8 @@ class _Rewriter(ast.NodeTransformer):
             name=MAIN_FUNCTION,
             args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[],
                                defaults=[]),
-            body=[ast.copy_location(start, tree.body[0]) if tree.body else start, *body, finish],
+            body=[*(ast.copy_location(first, tree.body[0]) if tree.body else first
+                    for first in (start, *counters)), *body, finish],
             decorator_list=[],
         )
         module = ast.Module(body=[main], type_ignores=[])
@@ -105,14 +116,14 @@ class _Rewriter(ast.NodeTransformer):
         for special in (node.args.vararg, node.args.kwarg):
             if special is not None:
                 special.annotation = None
-        # depth and calls counted inline (list cells, not a call): calls stay cheap
-        # [depth, calls]; one guard call only when a limit is crossed
+        # depth and calls counted in cells of __tf_main (no call, no global store):
+        # calls stay cheap; one guard call only when a limit is crossed
         prologue = ast.parse(
-            "__tf_frames[0] += 1\n__tf_frames[1] += 1\n"
-            "if __tf_frames[0] > __tf_max_depth or __tf_frames[1] > __tf_max_calls:\n"
-            "    __tf_too_deep()"
+            f"nonlocal {_DEPTH}, {_CALLS}\n{_DEPTH} += 1\n{_CALLS} += 1\n"
+            f"if {_DEPTH} > __tf_max_depth or {_CALLS} > __tf_max_calls:\n"
+            f"    __tf_too_deep({_DEPTH})"
         ).body
-        epilogue = ast.parse("__tf_frames[0] -= 1").body
+        epilogue = ast.parse(f"{_DEPTH} -= 1").body
         for statement in (*prologue, *epilogue):
             for child in ast.walk(statement):
                 ast.copy_location(child, node)
@@ -124,6 +135,10 @@ class _Rewriter(ast.NodeTransformer):
         self._function_depth += 1
         self.generic_visit(node)
         self._function_depth -= 1
+        # lambda: e  ->  lambda: __tf_tick() and e  (each call is one operation)
+        tick = _call("__tf_tick", [], node.body)
+        node.body = ast.copy_location(ast.BoolOp(op=ast.And(), values=[tick, node.body]),
+                                      node.body)
         return node
 
     def visit_Return(self, node: ast.Return) -> ast.Return:
@@ -140,15 +155,37 @@ class _Rewriter(ast.NodeTransformer):
         assign = ast.Assign(targets=[node.target], value=node.value)
         return self.visit(ast.copy_location(assign, node))  # type: ignore[no-any-return]
 
-    # -- loops -----------------------------------------------------------------------
+    # -- assignments and loops -------------------------------------------------------
+    def visit_Assign(self, node: ast.Assign) -> ast.stmt:
+        self.generic_visit(node)
+        if len(node.targets) == 1:
+            target = node.targets[0]
+            if isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Slice):
+                bounds = [part or ast.Constant(value=None)
+                          for part in (target.slice.lower, target.slice.upper,
+                                       target.slice.step)]
+                call = _call("__tf_set_slice", [target.value, *bounds, node.value], node)
+                return ast.copy_location(ast.Expr(value=call), node)
+        shapes = [_shape(target) for target in node.targets]
+        shape = next((shape for shape in shapes if shape is not None), None)
+        if shape is not None:
+            if len(node.targets) > 1 and any(other not in (None, shape) for other in shapes):
+                shape = "[:]" if isinstance(shape, str) else tuple(None for _ in shape)
+            node.value = _call("__tf_unpack", [node.value, _constant(shape, node)], node.value)
+        return node
+
     def visit_For(self, node: ast.For) -> ast.For:
         self.generic_visit(node)
-        node.iter = _call("__tf_iter", [node.iter], node.iter)
+        node.iter = _iteration(node.target, node.iter)
         return node
 
     def visit_comprehension(self, node: ast.comprehension) -> ast.comprehension:
-        self.generic_visit(node)
-        node.iter = _call("__tf_iter", [node.iter], node.iter)
+        node.target = self.visit(node.target)
+        self._in_iterable += 1  # Python refuses assignment expressions here
+        node.iter = self.visit(node.iter)
+        self._in_iterable -= 1
+        node.ifs = [self.visit(condition) for condition in node.ifs]
+        node.iter = _iteration(node.target, node.iter)
         return node
 
     def visit_While(self, node: ast.While) -> ast.While:
@@ -167,6 +204,10 @@ class _Rewriter(ast.NodeTransformer):
             _is_number(node.left) or _is_number(node.right)
         ):
             return node
+        if isinstance(node.op, ast.Mod) and _is_number(node.left):
+            return node
+        if isinstance(node.op, ast.Add | ast.Sub) and not self._in_iterable:
+            return _numbers_inline(node)
         if isinstance(node.op, ast.Mult) and (
             (isinstance(node.left, ast.Constant) and type(node.left.value) is float)
             or (isinstance(node.right, ast.Constant) and type(node.right.value) is float)
@@ -219,7 +260,11 @@ class _Rewriter(ast.NodeTransformer):
         if len(operands) == 2 and any(_is_scalar_constant(part) for part in operands):
             return node  # comparing with a literal never walks a structure
         node.left = _deep(node.left)
-        node.comparators = [_deep(part) for part in node.comparators]
+        node.comparators = [
+            _call("__tf_in", [part], part) if isinstance(op, ast.In | ast.NotIn)
+            else _deep(part)
+            for op, part in zip(node.ops, node.comparators, strict=True)
+        ]
         return node
 
     def visit_Dict(self, node: ast.Dict) -> ast.Dict:
@@ -233,6 +278,10 @@ class _Rewriter(ast.NodeTransformer):
 
     def visit_Set(self, node: ast.Set) -> ast.Set:
         self.generic_visit(node)
+        for elt in node.elts:
+            if isinstance(elt, ast.Starred):  # its items are hashed: __tf_star -> hashed
+                assert isinstance(elt.value, ast.Call) and isinstance(elt.value.func, ast.Name)
+                elt.value.func.id = "__tf_hashed_star"
         node.elts = [elt if isinstance(elt, ast.Starred) else _key(elt) for elt in node.elts]
         return node
 
@@ -271,7 +320,12 @@ class _Rewriter(ast.NodeTransformer):
 
     def visit_JoinedStr(self, node: ast.JoinedStr) -> ast.expr:
         self.generic_visit(node)
-        if any(isinstance(part, ast.FormattedValue) for part in node.values):
+        fields = [part for part in node.values if isinstance(part, ast.FormattedValue)]
+        if len(fields) > FSTRING_NATIVE_FIELDS:  # sized before the pieces are joined
+            parts = [part.value if isinstance(part, ast.FormattedValue) else part
+                     for part in node.values]
+            return _call("__tf_fjoin", parts, node)
+        if fields:
             return _call("__tf_checked", [node], node)  # f"{s}{s}" must not double freely
         return node
 
@@ -318,6 +372,46 @@ class _Rewriter(ast.NodeTransformer):
             ast.Lambda(args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[],
                                           kw_defaults=[], defaults=[]), body=arg), arg)
         return _call("__tf_thunk", [function], arg)
+
+
+def _numbers_inline(node: ast.BinOp) -> ast.expr:
+    """``a + b`` -> ``v if (v := a + b).__class__ in __tf_numbers else __tf_checked(v)``:
+    numbers (the common case) are never checked, and no guard function is called for
+    them. The result is built before it is checked, which is safe: ``+`` and ``-`` make
+    at most twice the size of their operands."""
+    stored = ast.NamedExpr(target=ast.Name(id=_SUM, ctx=ast.Store()), value=node)
+    kind = ast.Attribute(value=stored, attr="__class__", ctx=ast.Load())
+    test = ast.Compare(left=kind, ops=[ast.In()], comparators=[_name("__tf_numbers", node)])
+    inline = ast.IfExp(test=test, body=_name(_SUM, node),
+                       orelse=_call("__tf_checked", [_name(_SUM, node)], node))
+    for part in (stored, kind, test, inline):
+        ast.copy_location(part, node)
+    return inline
+
+
+def _shape(target: ast.expr) -> Any:
+    """How an assignment target consumes its value (see ``Budget.unpack``); ``None`` when
+    it binds items as they are, without starred names or slices."""
+    if isinstance(target, ast.Starred):
+        return "*"
+    if isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Slice):
+        return "[:]"
+    if isinstance(target, ast.Tuple | ast.List):
+        parts = tuple(_shape(elt) for elt in target.elts)
+        if any(part is not None for part in parts):
+            return parts
+    return None
+
+
+def _constant(value: Any, node: ast.AST) -> ast.Constant:
+    return ast.copy_location(ast.Constant(value=value), node)
+
+
+def _iteration(target: ast.expr, iterable: ast.expr) -> ast.expr:
+    shape = _shape(target)
+    if shape is None:
+        return _call("__tf_iter", [iterable], iterable)
+    return _call("__tf_iter_unpack", [iterable, _constant(shape, iterable)], iterable)
 
 
 def _bound_names(generators: list[ast.comprehension]) -> list[str]:
