@@ -95,11 +95,14 @@ def build_builtins(guards: Guards) -> dict[str, Any]:
         consume.__name__ = func.__name__
         return consume
 
-    def lazy(func: Callable[..., Any]) -> Callable[..., Any]:
-        """``map``/``filter``: their input is paid for (and a chain of them is no longer
-        one C recursion) as they are consumed."""
-        def start(function: Any, *iterables: Any) -> Any:
-            return func(function, *[iterate(iterable) for iterable in iterables])
+    def lazy(func: Callable[..., Any], read: slice) -> Callable[..., Any]:
+        """``map``, ``filter``, ``zip``, ``enumerate``: the iterables they read (the
+        positional arguments in ``read``) are paid for as they are consumed, and a chain
+        of them recurses in Python, which stops cleanly, instead of in C, which crashes."""
+        def start(*args: Any, **kwargs: Any) -> Any:
+            first, last, _ = read.indices(len(args))
+            return func(*args[:first], *[iterate(arg) for arg in args[first:last]],
+                        *args[last:], **kwargs)
 
         start.__name__ = func.__name__
         return start
@@ -194,7 +197,8 @@ def build_builtins(guards: Guards) -> dict[str, Any]:
     names.update(
         print=strings.plan_print, str=proxy(str, strings.plan_str), repr=strings.plan_repr,
         int=proxy(int, arithmetic.to_int), divmod=arithmetic.divmod,
-        map=lazy(map), filter=lazy(filter),
+        map=lazy(map, slice(1, None)), filter=lazy(filter, slice(1, None)),
+        zip=lazy(zip, slice(None)), enumerate=lazy(enumerate, slice(0, 1)),
         list=proxy(list, plan_list), tuple=proxy(tuple, plan_tuple), set=proxy(set, plan_set),
         frozenset=proxy(frozenset, plan_frozenset), dict=proxy(dict, plan_dict),
         sorted=plan_sorted, sum=plan_sum, min=consumer(min, compares=True),

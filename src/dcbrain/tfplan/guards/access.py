@@ -79,7 +79,8 @@ class Access:
                     budget = self.budget
                     if len(obj) >= budget.max_size:
                         raise budget.too_large(kind.__name__, len(obj) + 1)
-                    budget.charge(1)  # loops over a list pay for its growth here
+                    # loops over a list pay for its growth here; an insert moves the rest
+                    budget.charge(1 + (len(obj) >> 4 if name == "insert" else 0))
                 if name in _KEYED and (kind is dict or kind is set):
                     return functools.partial(self._keyed, getattr(obj, name))
                 if name == "remove" and kind is list:
@@ -131,7 +132,8 @@ class Access:
         budget = self.budget
         budget.deep(value)
         if value.__class__ not in _SCALARS and rendered_size_exceeds(value, MAX_MESSAGE_CHARS) \
-                and value not in items[slice(*args)]:
+                and value not in (items[slice(*args)] if len(args) == 2 else
+                                  items[args[0]:] if args else items):
             # CPython would put repr(value) in its message, in one C call
             raise ValueError(f"{value.__class__.__name__} value is not in list")
         return items.index(value, *args)
