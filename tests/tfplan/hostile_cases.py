@@ -48,7 +48,7 @@ OPERATIONS = OperationLimitExceeded
 LIMIT = TFLimitError
 RUNTIME = TFRuntimeError
 RUNAWAY = (OperationLimitExceeded, TimeLimitExceeded)
-DEEP_LIMITS = {"max_operations": 10**6}
+DEEP_LIMITS = {"max_operations": 10**6, "timeout_s": 8.0}  # building it is slow on a busy machine
 
 #: A tuple nested 300,000 levels deep (hashing it recurses in C past the stack).
 DEEP_TUPLE = "t = ()\nfor i in range(300000):\n    t = (t,)\n"
@@ -162,8 +162,8 @@ HOSTILE_CASES: list[HostileCase] = [
                 "parallel(*[spin() for i in range(20)])",
                 RUNAWAY, {"max_parallel": 2, "max_operations": 10**12, "timeout_s": 1.0}),
     HostileCase("recursive_lambda_over_parallel",
-                "f = lambda n: parallel(f(n + 1), f(n + 1))\nf(0)", LIMIT),
+                "f = lambda n: parallel(f(n + 1), f(n + 1))\nf(0)", CallDepthLimitExceeded),
     HostileCase("recursive_function_over_parallel",
                 "def f(n):\n    return parallel(f(n + 1), f(n + 1))\nf(0)",
-                (CallDepthLimitExceeded, OperationLimitExceeded)),
+                CallDepthLimitExceeded),
 ]

@@ -76,12 +76,21 @@ def build_builtins(guards: Guards) -> dict[str, Any]:
         charge(len(items) * max(len(items).bit_length(), 1) // 4)
         if key is None:  # the items are compared; with a key only the keys are
             return sorted(deep(items), reverse=reverse)
-        return sorted(items, key=lambda item: deep(key(item)), reverse=reverse)
+        listed = items if type(items) is list else list(items)
+        return [listed[index] for index in budget.order_by_key(listed, key, reverse)]
 
     def consumer(func: Callable[..., Any], compares: bool = False) -> Callable[..., Any]:
         def consume(*args: Any, **kwargs: Any) -> Any:
             key = kwargs.get("key")
             if compares and key is not None:
+                if len(args) == 1 and set(kwargs) <= {"key", "default"}:
+                    # min/max by key: the keys computed in one pass and checked in bulk
+                    items = materialize(args[0])
+                    listed = items if type(items) is list else list(items)
+                    if not listed and "default" in kwargs:
+                        return kwargs["default"]
+                    keys = budget.checked_keys(list(map(key, listed)))
+                    return listed[func(range(len(keys)), key=keys.__getitem__)]
                 kwargs["key"] = lambda item: deep(key(item))
             if len(args) == 1:  # lazily, so any()/all() stop early as in Python
                 items = iterate(args[0])

@@ -233,7 +233,7 @@ class Dispatcher:
         The calling thread takes branches itself, helped by as many threads as the run's
         ``max_parallel`` still allows over every nesting level; a nested ``parallel`` with
         no thread to spare runs its branches in its own thread. A branch that has not
-        started when the run stops never starts.
+        started when the run stops, or when another branch failed, never starts.
         """
         state = self.state
         if len(items) < 2 or not any(isinstance(item, Thunk) for item in items):
@@ -278,12 +278,13 @@ class _Branches:
         self.errors: list[BaseException | None] = [None] * len(items)
         self.next = 0
         self.running = 0
+        self.failed = False  # once a branch failed, parallel() fails: start no more
         self.changed = threading.Condition()
 
     def _take(self) -> int | None:
         state = self.dispatcher.state
         with self.changed:
-            if self.next >= len(self.items) or state.stopping:
+            if self.next >= len(self.items) or self.failed or state.stopping:
                 return None
             self.next += 1
             self.running += 1
@@ -295,6 +296,7 @@ class _Branches:
                 self.dispatcher.run_branch, index, self.items[index], self.tokens[index])
         except BaseException as exc:
             self.errors[index] = exc
+            self.failed = True
             raise
         finally:
             with self.changed:

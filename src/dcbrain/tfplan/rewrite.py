@@ -18,6 +18,8 @@ PLAN_FILENAME = "<tf_plan>"
 MAIN_FUNCTION = "__tf_main"
 _RESULT = "__tf_value"
 _SUM = "__tf_sum"
+_OPERAND = "__tf_operand"
+_FIELD = "__tf_field"
 _DEPTH = "__tf_depth"
 _CALLS = "__tf_calls"
 
@@ -213,6 +215,13 @@ class _Rewriter(ast.NodeTransformer):
             or (isinstance(node.right, ast.Constant) and type(node.right.value) is float)
         ):
             return node
+        if not self._in_iterable:
+            if isinstance(node.op, ast.Mod) and _is_number(node.right):
+                return _small_int_inline(node, guard, "left", bounded=False)
+            if isinstance(node.op, ast.Mult) and _is_int(node.right):
+                return _small_int_inline(node, guard, "left", bounded=True)
+            if isinstance(node.op, ast.Mult) and _is_int(node.left):
+                return _small_int_inline(node, guard, "right", bounded=True)
         return _call(guard, [node.left, node.right], node)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> ast.stmt | list[ast.stmt]:
@@ -333,6 +342,17 @@ class _Rewriter(ast.NodeTransformer):
         self.generic_visit(node)
         spec: ast.expr = node.format_spec or ast.Constant(value="")
         conversion = ast.Constant(value=node.conversion)
+        if node.conversion == -1 and node.format_spec is None and not self._in_iterable:
+            # {x}: a str, int, float or bool is formatted natively without a call
+            value = node.value
+            stored = ast.NamedExpr(target=ast.Name(id=_FIELD, ctx=ast.Store()), value=value)
+            test = ast.Compare(
+                left=ast.Attribute(value=stored, attr="__class__", ctx=ast.Load()),
+                ops=[ast.In()], comparators=[_name("__tf_native", value)])
+            rendered = _call("__tf_fv", [_name(_FIELD, value), conversion, spec], value)
+            node.value = ast.fix_missing_locations(ast.copy_location(
+                ast.IfExp(test=test, body=_name(_FIELD, value), orelse=rendered), value))
+            return node
         node.value = _call("__tf_fv", [node.value, conversion, spec], node.value)
         node.conversion = -1
         node.format_spec = None
@@ -387,6 +407,34 @@ def _numbers_inline(node: ast.BinOp) -> ast.expr:
     for part in (stored, kind, test, inline):
         ast.copy_location(part, node)
     return inline
+
+
+def _small_int_inline(node: ast.BinOp, guard: str, side: str, bounded: bool) -> ast.expr:
+    """``x % 7`` -> ``t % 7 if (t := x).__class__ is __tf_int else __tf_mod(t, 7)``, and
+    ``x * 3`` alike with ``-2**64 < t < 2**64`` added to the test: the other operand is a
+    number literal, so an int (a small one, for ``*``) needs no guard and no call."""
+    operand: ast.expr = getattr(node, side)
+    stored = ast.NamedExpr(target=ast.Name(id=_OPERAND, ctx=ast.Store()), value=operand)
+    test: ast.expr = ast.Compare(
+        left=ast.Attribute(value=stored, attr="__class__", ctx=ast.Load()),
+        ops=[ast.Is()], comparators=[_name("__tf_int", node)])
+    if bounded:
+        small = ast.Compare(
+            left=ast.UnaryOp(op=ast.USub(), operand=_name("__tf_small", node)),
+            ops=[ast.Lt(), ast.Lt()],
+            comparators=[_name(_OPERAND, node), _name("__tf_small", node)])
+        test = ast.BoolOp(op=ast.And(), values=[test, small])
+    setattr(node, side, _name(_OPERAND, node))
+    other = node.right if side == "left" else node.left
+    operands = [_name(_OPERAND, node), other] if side == "left" else [other, _name(_OPERAND, node)]
+    inline = ast.IfExp(test=test, body=node, orelse=_call(guard, operands, node))
+    return ast.fix_missing_locations(ast.copy_location(inline, node))
+
+
+def _is_int(node: ast.expr) -> bool:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+        node = node.operand
+    return isinstance(node, ast.Constant) and type(node.value) is int
 
 
 def _shape(target: ast.expr) -> Any:

@@ -44,20 +44,22 @@ class Namespace:
         return f"<module {self.name!r}>"
 
 
-class TypeProxy(Namespace):
-    """A built-in type as a plan sees it: calling it runs the guarded constructor, and its
-    members (``str.lower``, ``dict.fromkeys``) go through the same guards as methods."""
+class TypeProxy(functools.partial[Any]):
+    """A built-in type as a plan sees it: calling it runs the guarded constructor (a
+    ``partial``, so the call costs no Python frame), and its members (``str.lower``,
+    ``dict.fromkeys``) go through the same guards as methods."""
 
-    __slots__ = ("constructor", "real")
+    real: type
+    name: str
+    members: dict[str, Any]
 
-    def __init__(self, real: type, constructor: Callable[..., Any],
-                 members: dict[str, Any]) -> None:
-        super().__init__(real.__name__, members)
-        self.real = real
-        self.constructor = constructor
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.constructor(*args, **kwargs)
+    def __new__(cls, real: type, constructor: Callable[..., Any],
+                members: dict[str, Any]) -> TypeProxy:
+        proxy = super().__new__(cls, constructor)
+        proxy.real = real
+        proxy.name = real.__name__
+        proxy.members = members
+        return proxy
 
     def __repr__(self) -> str:
         return f"<class {self.name!r}>"
@@ -80,7 +82,9 @@ class Access:
                     if len(obj) >= budget.max_size:
                         raise budget.too_large(kind.__name__, len(obj) + 1)
                     # loops over a list pay for its growth here; an insert moves the rest
-                    budget.charge(1 + (len(obj) >> 4 if name == "insert" else 0))
+                    budget.ops += 1 + (len(obj) >> 4 if name == "insert" else 0)
+                    if budget.ops > budget.max_ops:
+                        raise budget.over_budget()
                 if name in _KEYED and (kind is dict or kind is set):
                     return functools.partial(self._keyed, getattr(obj, name))
                 if name == "remove" and kind is list:
@@ -145,8 +149,8 @@ class Access:
             budget.deep(items)
             items.sort(reverse=reverse)
         else:
-            deep = budget.deep
-            items.sort(key=lambda item: deep(key(item)), reverse=reverse)
+            order = budget.order_by_key(items, key, reverse)
+            items[:] = [items[index] for index in order]
 
     def _consuming(self, obj: Any, method: Callable[..., Any], *args: Any,
                    **kwargs: Any) -> Any:

@@ -7,6 +7,7 @@ compared or hashed in one C call by the size they expand to.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -96,7 +97,9 @@ class Budget:
             size = len(value)
             if size > self.max_size:
                 raise self.too_large(kind.__name__, size)
-            self.charge(1 + size // ALLOC_DIVISOR)
+            self.ops += 1 + size // ALLOC_DIVISOR
+            if self.ops > self.max_ops:
+                raise self.over_budget()
         elif kind is int:
             bits = value.bit_length()
             if bits > 64:
@@ -183,7 +186,14 @@ class Budget:
         if kind not in WALKED:
             return value
         size = len(value)
-        if size > 16:
+        if size <= 16:
+            if kind is not dict:
+                for item in value:
+                    if item.__class__ in WALKED:
+                        break
+                else:
+                    return value  # a short flat tuple or list: the common key
+        else:
             self.charge(1 + size // ALLOC_DIVISOR)
         if size <= _SMALL_TREE:
             if _small_tree(value):
@@ -201,6 +211,26 @@ class Budget:
         if kind is tuple or kind is frozenset:
             return self.deep(value)
         return value
+
+    def checked_keys(self, keys: list[Any]) -> list[Any]:
+        """Sort keys, each checked as ``deep`` would; scalars and flat tuples of them (the
+        common keys) are recognised in bulk."""
+        kinds = set(map(type, keys))
+        if tuple in kinds:
+            tuples = [key for key in keys if key.__class__ is tuple]
+            inner = set(map(type, itertools.chain.from_iterable(tuples)))
+            if inner.isdisjoint(WALKED):
+                kinds.discard(tuple)
+        if not kinds.isdisjoint(WALKED):
+            deep = self.deep
+            for key in keys:
+                deep(key)
+        return keys
+
+    def order_by_key(self, items: Any, key: Any, reverse: Any = False) -> list[int]:
+        """Positions of ``items`` sorted by ``key`` (stable), its keys checked first."""
+        keys = self.checked_keys(list(map(key, items)))
+        return sorted(range(len(keys)), key=keys.__getitem__, reverse=reverse)
 
     def contained_in(self, value: Any) -> Any:
         """The right side of ``in``: checked like any comparison; an iterator is searched

@@ -24,6 +24,7 @@ from dcbrain.tfplan.values import nesting_depth, rendered_size, rendered_size_ex
 
 _INTS = (int, bool)
 _NATIVE = frozenset({str, int, float, bool})
+_SHORT_SCALARS = frozenset({int, float, bool, type(None)})
 _JSON_DUMPS_OPTIONS = frozenset({"indent", "sort_keys", "ensure_ascii", "separators"})
 
 
@@ -94,8 +95,11 @@ class Strings:
         return self.budget.check_result(ascii(value))  # type: ignore[no-any-return]
 
     def plan_str(self, value: Any = "") -> str:
-        if value.__class__ is str:
-            return value
+        kind = value.__class__
+        if kind is str:
+            return value  # type: ignore[no-any-return]
+        if kind in _SHORT_SCALARS:  # CPython caps an int's decimal digits itself
+            return str(value)
         self._fits(value, "rendered value")
         return self.budget.check_result(str(value))  # type: ignore[no-any-return]
 
