@@ -54,6 +54,7 @@ DEEP_LIMITS = {"max_operations": 10**6, "timeout_s": 8.0}  # building it is slow
 DEEP_TUPLE = "t = ()\nfor i in range(300000):\n    t = (t,)\n"
 #: 41 objects, 2**40 leaves: the same part shared twice at every level.
 DAG_LIST = "a = [1]\nfor i in range(40):\n    a = [a, a]\n"
+DAG_TUPLE = "a = (1,)\nfor i in range(40):\n    a = (a, a)\n"
 OTHER_DAG_LIST = "b = [1]\nfor i in range(40):\n    b = [b, b]\n"
 #: 2**15 leaves of 90,000 characters: small enough to compare, 3 GB to render.
 WIDE_TUPLE = "s = 'x' * 90000\nt = (s,)\nfor i in range(15):\n    t = (t, t)\n"
@@ -81,6 +82,12 @@ HOSTILE_CASES: list[HostileCase] = [
     HostileCase("values_view_of_dags_sorted",
                 DAG_LIST + OTHER_DAG_LIST + "sorted({0: a, 1: b}.values())", SIZE),
     HostileCase("values_view_of_dag_rendered", DAG_LIST + "str({0: a}.values())", SIZE),
+    # --- keys checked at the call site, through a stored method, in a generator --------
+    HostileCase("dict_get_with_a_dag_key", DAG_TUPLE + "{}.get(a)", SIZE),
+    HostileCase("stored_dict_get_with_a_dag_key", DAG_TUPLE + "g = {}.get\ng(a)", SIZE),
+    HostileCase("dict_key_in_a_generator_expression",
+                DAG_TUPLE + "d = {}\nlist(d.get(k) for k in [a])", SIZE),
+    HostileCase("set_add_of_a_dag", DAG_TUPLE + "s = set()\ns.add(a)", SIZE),
     # --- sort keys ----------------------------------------------------------------------
     HostileCase("list_sort_key_of_dags",
                 DAG_LIST + OTHER_DAG_LIST + "xs = [a, b]\nxs.sort(key=lambda v: v)", SIZE),

@@ -20,6 +20,7 @@ _RESULT = "__tf_value"
 _SUM = "__tf_sum"
 _OPERAND = "__tf_operand"
 _FIELD = "__tf_field"
+_KEY = "__tf_k"
 _DEPTH = "__tf_depth"
 _CALLS = "__tf_calls"
 
@@ -32,6 +33,8 @@ _GUARDED_BINOPS: dict[type[ast.operator], str] = {
 #: Operators that are safe when one operand is a number literal (the result is a number,
 #: and a division by a literal is linear in the other operand).
 _SAFE_WITH_NUMBER = (ast.Add, ast.Sub, ast.BitOr, ast.BitAnd, ast.BitXor, ast.FloorDiv)
+#: dict/set methods whose first argument is hashed.
+KEYED_METHODS = frozenset({"get", "pop", "setdefault", "add", "discard", "remove"})
 #: f-strings with more fields than this are joined by a guard that sizes them first; up to
 #: this many, CPython joins them (each field is bounded by the size limit, so is the sum).
 FSTRING_NATIVE_FIELDS = 8
@@ -76,7 +79,11 @@ class _Rewriter(ast.NodeTransformer):
     def __init__(self) -> None:
         self._function_depth = 0
         self._temporaries = 0
-        self._in_iterable = 0
+        # > 0 where checks may not bind temporaries with ``:=``: in a comprehension's
+        # iterable (Python refuses it) and in a generator expression (it runs later,
+        # maybe in another thread, and would share its temporaries with the enclosing
+        # function)
+        self._no_temporaries = 0
 
     def rewrite(self, tree: ast.Module) -> ast.Module:
         body: list[ast.stmt] = []
@@ -181,11 +188,23 @@ class _Rewriter(ast.NodeTransformer):
         node.iter = _iteration(node.target, node.iter)
         return node
 
+    def _key(self, node: ast.expr) -> ast.expr:
+        """``node`` checked before Python hashes it; a scalar without a call."""
+        if self._no_temporaries or _is_scalar_constant(node):
+            return _key(node)
+        return _checked_inline(node, _KEY, "__tf_flat", "__tf_key")
+
+    def visit_GeneratorExp(self, node: ast.GeneratorExp) -> ast.GeneratorExp:
+        self._no_temporaries += 1
+        self.generic_visit(node)
+        self._no_temporaries -= 1
+        return node
+
     def visit_comprehension(self, node: ast.comprehension) -> ast.comprehension:
         node.target = self.visit(node.target)
-        self._in_iterable += 1  # Python refuses assignment expressions here
+        self._no_temporaries += 1  # Python refuses assignment expressions here
         node.iter = self.visit(node.iter)
-        self._in_iterable -= 1
+        self._no_temporaries -= 1
         node.ifs = [self.visit(condition) for condition in node.ifs]
         node.iter = _iteration(node.target, node.iter)
         return node
@@ -208,14 +227,14 @@ class _Rewriter(ast.NodeTransformer):
             return node
         if isinstance(node.op, ast.Mod) and _is_number(node.left):
             return node
-        if isinstance(node.op, ast.Add | ast.Sub) and not self._in_iterable:
+        if isinstance(node.op, ast.Add | ast.Sub) and not self._no_temporaries:
             return _numbers_inline(node)
         if isinstance(node.op, ast.Mult) and (
             (isinstance(node.left, ast.Constant) and type(node.left.value) is float)
             or (isinstance(node.right, ast.Constant) and type(node.right.value) is float)
         ):
             return node
-        if not self._in_iterable:
+        if not self._no_temporaries:
             if isinstance(node.op, ast.Mod) and _is_number(node.right):
                 return _small_int_inline(node, guard, "left", bounded=False)
             if isinstance(node.op, ast.Mult) and _is_int(node.right):
@@ -278,7 +297,7 @@ class _Rewriter(ast.NodeTransformer):
 
     def visit_Dict(self, node: ast.Dict) -> ast.Dict:
         self.generic_visit(node)
-        node.keys = [None if key is None else _key(key) for key in node.keys]
+        node.keys = [None if key is None else self._key(key) for key in node.keys]
         node.values = [
             _call("__tf_star", [value], value) if key is None else value
             for key, value in zip(node.keys, node.values, strict=True)
@@ -291,17 +310,17 @@ class _Rewriter(ast.NodeTransformer):
             if isinstance(elt, ast.Starred):  # its items are hashed: __tf_star -> hashed
                 assert isinstance(elt.value, ast.Call) and isinstance(elt.value.func, ast.Name)
                 elt.value.func.id = "__tf_hashed_star"
-        node.elts = [elt if isinstance(elt, ast.Starred) else _key(elt) for elt in node.elts]
+        node.elts = [elt if isinstance(elt, ast.Starred) else self._key(elt) for elt in node.elts]
         return node
 
     def visit_SetComp(self, node: ast.SetComp) -> ast.SetComp:
         self.generic_visit(node)
-        node.elt = _key(node.elt)
+        node.elt = self._key(node.elt)
         return node
 
     def visit_DictComp(self, node: ast.DictComp) -> ast.DictComp:
         self.generic_visit(node)
-        node.key = _key(node.key)
+        node.key = self._key(node.key)
         return node
 
     # -- access ----------------------------------------------------------------------
@@ -318,7 +337,7 @@ class _Rewriter(ast.NodeTransformer):
                           for part in (node.slice.lower, node.slice.upper, node.slice.step)]
                 return _call("__tf_slice", [node.value, *bounds], node)
             return node
-        node.slice = _key(node.slice)
+        node.slice = self._key(node.slice)
         return node
 
     def visit_Starred(self, node: ast.Starred) -> ast.Starred:
@@ -342,7 +361,7 @@ class _Rewriter(ast.NodeTransformer):
         self.generic_visit(node)
         spec: ast.expr = node.format_spec or ast.Constant(value="")
         conversion = ast.Constant(value=node.conversion)
-        if node.conversion == -1 and node.format_spec is None and not self._in_iterable:
+        if node.conversion == -1 and node.format_spec is None and not self._no_temporaries:
             # {x}: a str, int, float or bool is formatted natively without a call
             value = node.value
             stored = ast.NamedExpr(target=ast.Name(id=_FIELD, ctx=ast.Store()), value=value)
@@ -367,6 +386,14 @@ class _Rewriter(ast.NodeTransformer):
         if isinstance(node.func, ast.Name) and node.func.id == "parallel" and not node.keywords:
             node.func = _name("__tf_parallel", node.func)
             node.args = [self._thunk(arg) for arg in node.args]
+        func = node.func
+        if (isinstance(func, ast.Call) and isinstance(func.func, ast.Name)
+                and func.func.id == "__tf_attr" and isinstance(func.args[1], ast.Constant)
+                and func.args[1].value in KEYED_METHODS and node.args
+                and not isinstance(node.args[0], ast.Starred)):
+            # d.get(k): the key is checked here, so the method needs no wrapper
+            func.func.id = "__tf_keyed_method"
+            node.args[0] = self._key(node.args[0])
         return node
 
     def _thunk(self, arg: ast.expr) -> ast.expr:
@@ -407,6 +434,16 @@ def _numbers_inline(node: ast.BinOp) -> ast.expr:
     for part in (stored, kind, test, inline):
         ast.copy_location(part, node)
     return inline
+
+
+def _checked_inline(node: ast.expr, temporary: str, kinds: str, guard: str) -> ast.expr:
+    """``node`` -> ``t if (t := node).__class__ in kinds else guard(t)``."""
+    stored = ast.NamedExpr(target=ast.Name(id=temporary, ctx=ast.Store()), value=node)
+    test = ast.Compare(left=ast.Attribute(value=stored, attr="__class__", ctx=ast.Load()),
+                       ops=[ast.In()], comparators=[_name(kinds, node)])
+    inline = ast.IfExp(test=test, body=_name(temporary, node),
+                       orelse=_call(guard, [_name(temporary, node)], node))
+    return ast.fix_missing_locations(ast.copy_location(inline, node))
 
 
 def _small_int_inline(node: ast.BinOp, guard: str, side: str, bounded: bool) -> ast.expr:

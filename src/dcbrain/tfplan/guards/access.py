@@ -14,6 +14,7 @@ from typing import Any
 from dcbrain.tfplan.guards.budget import Budget
 from dcbrain.tfplan.guards.strings import Strings
 from dcbrain.tfplan.methods import CHARGED, FREE, STR_GROWING
+from dcbrain.tfplan.rewrite import KEYED_METHODS as _KEYED
 from dcbrain.tfplan.values import MAX_MESSAGE_CHARS, rendered_size_exceeds
 
 #: Methods whose positional arguments are iterables to be consumed under the budget.
@@ -22,8 +23,6 @@ _CONSUMING = frozenset({
     "intersection_update", "difference_update", "symmetric_difference_update",
     "issubset", "issuperset", "isdisjoint",
 })
-#: dict/set methods whose first argument is hashed (a key or an element).
-_KEYED = frozenset({"get", "pop", "setdefault", "add", "discard", "remove"})
 #: Methods that compare their argument with the object's elements.
 _COMPARING = frozenset({"count", "index"})
 #: Methods that add one element: one operation, refused once the object is at the size
@@ -102,6 +101,19 @@ class Access:
             raise AttributeError(f"module {obj.name!r} has no attribute {name!r}")
         type_name = getattr(kind, "plan_type_name", kind.__name__)
         raise AttributeError(f"{type_name!r} object has no attribute {name!r}")
+
+    def keyed_method(self, obj: Any, name: str) -> Any:
+        """``obj.name`` called at once with a first argument the caller already checked
+        (``d.get(k)``): a dict's or set's method is handed back unwrapped."""
+        kind = obj.__class__
+        if (kind is dict or kind is set) and name in FREE[kind]:
+            if name in _GROWING:
+                budget = self.budget
+                if len(obj) >= budget.max_size:
+                    raise budget.too_large(kind.__name__, len(obj) + 1)
+                budget.tick()
+            return getattr(obj, name)
+        return self.attr(obj, name)
 
     def _charged_method(self, obj: Any, kind: type, name: str) -> Any:
         if kind is str and name in STR_GROWING:
