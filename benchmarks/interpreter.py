@@ -3,7 +3,8 @@
     python benchmarks/interpreter.py [--repeat N]
 
 Prints, per script, the best-of-N time under CPython (``exec`` of the same source), under
-dcbrain's interpreter, and the ratio; then the geometric mean of the ratios and the
+dcbrain's interpreter, and the ratio (the runners take turns, so load on the machine
+slows them alike); then the geometric mean of the ratios and the
 overhead of one call to a registered sync callable. With the ``bench`` extra installed
 (``pip install -e ".[bench]"``) pydantic-monty (a worker session fed each script) and
 smolagents' LocalPythonExecutor are measured side by side.
@@ -77,6 +78,17 @@ def best_of(repeat: int, func: Callable[[], Any]) -> float:
     return best
 
 
+def interleaved_best(repeat: int, runners: dict[str, Callable[[], Any]]) -> dict[str, float]:
+    """Best time of each runner, the runners taking turns so a busy machine slows all alike."""
+    best = dict.fromkeys(runners, math.inf)
+    for _ in range(repeat):
+        for name, func in runners.items():
+            started = time.perf_counter()
+            func()
+            best[name] = min(best[name], time.perf_counter() - started)
+    return best
+
+
 def cpython_runner(source: str) -> Callable[[], Any]:
     code = compile(source, "<bench>", "exec")
     return lambda: exec(code, {})
@@ -97,16 +109,17 @@ def main() -> None:
         print(header)
         ratios: dict[str, list[float]] = {"dcbrain": [], **{name: [] for name in others}}
         for script, source in SCRIPTS.items():
-            reference = best_of(args.repeat, cpython_runner(source))
-            ours = best_of(args.repeat, lambda source=source: interpreter.run(source))
-            ratios["dcbrain"].append(ours / reference)
-            row = f"{script:<16}{reference * 1e3:>12.2f}{ours * 1e3:>12.2f}" \
-                  f"{ours / reference:>8.2f}"
-            for name, runner in others.items():
-                repeat = args.repeat if name == "monty" else max(1, args.repeat // 2)
-                theirs = best_of(repeat, lambda source=source, run=runner: run(source))
-                ratios[name].append(theirs / reference)
-                row += f"{theirs * 1e3:>15.2f}{theirs / reference:>8.2f}"
+            runners = {"cpython": cpython_runner(source),
+                       "dcbrain": lambda source=source: interpreter.run(source),
+                       **{name: lambda source=source, run=run: run(source)
+                          for name, run in others.items()}}
+            best = interleaved_best(args.repeat, runners)
+            reference = best["cpython"]
+            row = f"{script:<16}{reference * 1e3:>12.2f}"
+            for name in ("dcbrain", *others):
+                ratios[name].append(best[name] / reference)
+                width = 12 if name == "dcbrain" else 15
+                row += f"{best[name] * 1e3:>{width}.2f}{best[name] / reference:>8.2f}"
             print(row)
         for name, values in ratios.items():
             print(f"geometric mean ratio ({name} / CPython): {_geomean(values):.2f}")
