@@ -12,15 +12,25 @@ from __future__ import annotations
 import ast
 import copy
 from types import CodeType
-from typing import Any
+
+from dcbrain.tfplan._inline import (
+    FIELD,
+    KEY,
+    checked_inline,
+    constant,
+    guard_call,
+    is_int,
+    is_number,
+    iteration,
+    load_name,
+    numbers_inline,
+    small_int_inline,
+    target_shape,
+)
 
 PLAN_FILENAME = "<tf_plan>"
 MAIN_FUNCTION = "__tf_main"
 _RESULT = "__tf_value"
-_SUM = "__tf_sum"
-_OPERAND = "__tf_operand"
-_FIELD = "__tf_field"
-_KEY = "__tf_k"
 _DEPTH = "__tf_depth"
 _CALLS = "__tf_calls"
 
@@ -37,7 +47,7 @@ _SAFE_WITH_NUMBER = (ast.Add, ast.Sub, ast.BitOr, ast.BitAnd, ast.BitXor, ast.Fl
 KEYED_METHODS = frozenset({"get", "pop", "setdefault", "add", "discard", "remove"})
 #: f-strings with more fields than this are joined by a guard that sizes them first; up to
 #: this many, CPython joins them (each field is bounded by the size limit, so is the sum).
-FSTRING_NATIVE_FIELDS = 8
+FSTRING_NATIVEFIELDS = 8
 
 
 def compile_plan(tree: ast.Module) -> CodeType:
@@ -46,33 +56,18 @@ def compile_plan(tree: ast.Module) -> CodeType:
     return compile(rewritten, PLAN_FILENAME, "exec")
 
 
-def _name(identifier: str, node: ast.AST) -> ast.Name:
-    return ast.copy_location(ast.Name(id=identifier, ctx=ast.Load()), node)
-
-
-def _call(func: str, args: list[ast.expr], node: ast.AST) -> ast.Call:
-    call = ast.Call(func=_name(func, node), args=args, keywords=[])
-    return ast.copy_location(call, node)
-
-
-def _is_scalar_constant(node: ast.expr) -> bool:
-    return isinstance(node, ast.Constant) or _is_number(node)
+def _is_scalarconstant(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) or is_number(node)
 
 
 def _deep(node: ast.expr) -> ast.expr:
     """``node`` checked before Python compares it (it may expand exponentially)."""
-    return node if _is_scalar_constant(node) else _call("__tf_deep", [node], node)
+    return node if _is_scalarconstant(node) else guard_call("__tf_deep", [node], node)
 
 
 def _key(node: ast.expr) -> ast.expr:
     """``node`` checked before Python hashes it as a dict key or set element."""
-    return node if _is_scalar_constant(node) else _call("__tf_key", [node], node)
-
-
-def _is_number(node: ast.expr) -> bool:
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
-        node = node.operand
-    return isinstance(node, ast.Constant) and type(node.value) in (int, float)
+    return node if _is_scalarconstant(node) else guard_call("__tf_key", [node], node)
 
 
 class _Rewriter(ast.NodeTransformer):
@@ -145,7 +140,7 @@ class _Rewriter(ast.NodeTransformer):
         self.generic_visit(node)
         self._function_depth -= 1
         # lambda: e  ->  lambda: __tf_tick() and e  (each call is one operation)
-        tick = _call("__tf_tick", [], node.body)
+        tick = guard_call("__tf_tick", [], node.body)
         node.body = ast.copy_location(ast.BoolOp(op=ast.And(), values=[tick, node.body]),
                                       node.body)
         return node
@@ -173,26 +168,26 @@ class _Rewriter(ast.NodeTransformer):
                 bounds = [part or ast.Constant(value=None)
                           for part in (target.slice.lower, target.slice.upper,
                                        target.slice.step)]
-                call = _call("__tf_set_slice", [target.value, *bounds, node.value], node)
+                call = guard_call("__tf_set_slice", [target.value, *bounds, node.value], node)
                 return ast.copy_location(ast.Expr(value=call), node)
-        shapes = [_shape(target) for target in node.targets]
+        shapes = [target_shape(target) for target in node.targets]
         shape = next((shape for shape in shapes if shape is not None), None)
         if shape is not None:
             if len(node.targets) > 1 and any(other not in (None, shape) for other in shapes):
                 shape = "[:]" if isinstance(shape, str) else tuple(None for _ in shape)
-            node.value = _call("__tf_unpack", [node.value, _constant(shape, node)], node.value)
+            node.value = guard_call("__tf_unpack", [node.value, constant(shape, node)], node.value)
         return node
 
     def visit_For(self, node: ast.For) -> ast.For:
         self.generic_visit(node)
-        node.iter = _iteration(node.target, node.iter)
+        node.iter = iteration(node.target, node.iter)
         return node
 
     def _key(self, node: ast.expr) -> ast.expr:
         """``node`` checked before Python hashes it; a scalar without a call."""
-        if self._no_temporaries or _is_scalar_constant(node):
+        if self._no_temporaries or _is_scalarconstant(node):
             return _key(node)
-        return _checked_inline(node, _KEY, "__tf_flat", "__tf_key")
+        return checked_inline(node, KEY, "__tf_flat", "__tf_key")
 
     def visit_GeneratorExp(self, node: ast.GeneratorExp) -> ast.GeneratorExp:
         self._no_temporaries += 1
@@ -206,12 +201,12 @@ class _Rewriter(ast.NodeTransformer):
         node.iter = self.visit(node.iter)
         self._no_temporaries -= 1
         node.ifs = [self.visit(condition) for condition in node.ifs]
-        node.iter = _iteration(node.target, node.iter)
+        node.iter = iteration(node.target, node.iter)
         return node
 
     def visit_While(self, node: ast.While) -> ast.While:
         self.generic_visit(node)
-        tick = ast.copy_location(ast.Expr(value=_call("__tf_tick", [], node)), node)
+        tick = ast.copy_location(ast.Expr(value=guard_call("__tf_tick", [], node)), node)
         node.body = [tick, *node.body]
         return node
 
@@ -222,42 +217,42 @@ class _Rewriter(ast.NodeTransformer):
         if guard is None:
             return node
         if isinstance(node.op, _SAFE_WITH_NUMBER) and (
-            _is_number(node.left) or _is_number(node.right)
+            is_number(node.left) or is_number(node.right)
         ):
             return node
-        if isinstance(node.op, ast.Mod) and _is_number(node.left):
+        if isinstance(node.op, ast.Mod) and is_number(node.left):
             return node
         if isinstance(node.op, ast.Add | ast.Sub) and not self._no_temporaries:
-            return _numbers_inline(node)
+            return numbers_inline(node)
         if isinstance(node.op, ast.Mult) and (
             (isinstance(node.left, ast.Constant) and type(node.left.value) is float)
             or (isinstance(node.right, ast.Constant) and type(node.right.value) is float)
         ):
             return node
         if not self._no_temporaries:
-            if isinstance(node.op, ast.Mod) and _is_number(node.right):
-                return _small_int_inline(node, guard, "left", bounded=False)
-            if isinstance(node.op, ast.Mult) and _is_int(node.right):
-                return _small_int_inline(node, guard, "left", bounded=True)
-            if isinstance(node.op, ast.Mult) and _is_int(node.left):
-                return _small_int_inline(node, guard, "right", bounded=True)
-        return _call(guard, [node.left, node.right], node)
+            if isinstance(node.op, ast.Mod) and is_number(node.right):
+                return small_int_inline(node, guard, "left", bounded=False)
+            if isinstance(node.op, ast.Mult) and is_int(node.right):
+                return small_int_inline(node, guard, "left", bounded=True)
+            if isinstance(node.op, ast.Mult) and is_int(node.left):
+                return small_int_inline(node, guard, "right", bounded=True)
+        return guard_call(guard, [node.left, node.right], node)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> ast.stmt | list[ast.stmt]:
         self.generic_visit(node)
         op_name = type(node.op).__name__
         if type(node.op) not in _GUARDED_BINOPS:
             return node
-        if isinstance(node.op, _SAFE_WITH_NUMBER) and _is_number(node.value):
+        if isinstance(node.op, _SAFE_WITH_NUMBER) and is_number(node.value):
             return node
         if isinstance(node.target, ast.Name):
             if isinstance(node.op, ast.Add):
                 # x += v stays a native += so CPython can append to strings in place.
-                load = _name(node.target.id, node.target)
-                node.value = _call("__tf_check_iadd", [load, node.value], node.value)
+                load = load_name(node.target.id, node.target)
+                node.value = guard_call("__tf_check_iadd", [load, node.value], node.value)
                 return node
-            load = _name(node.target.id, node.target)
-            value = _call(f"__tf_iop_{op_name}", [load, node.value], node)
+            load = load_name(node.target.id, node.target)
+            value = guard_call(f"__tf_iop_{op_name}", [load, node.value], node)
             return ast.copy_location(ast.Assign(targets=[node.target], value=value), node)
         assert isinstance(node.target, ast.Subscript)  # attributes cannot be assigned
         # d[k] op= v  ->  t1 = d; t2 = k; t1[t2] = guard(t1[t2], v)  (each evaluated once)
@@ -267,10 +262,10 @@ class _Rewriter(ast.NodeTransformer):
                        value=node.target.value),
             ast.Assign(targets=[ast.Name(id=key, ctx=ast.Store())], value=node.target.slice),
         ]
-        current = ast.Subscript(value=_name(container, node), slice=_name(key, node),
+        current = ast.Subscript(value=load_name(container, node), slice=load_name(key, node),
                                 ctx=ast.Load())
-        value = _call(f"__tf_iop_{op_name}", [current, node.value], node)
-        store = ast.Subscript(value=_name(container, node), slice=_name(key, node),
+        value = guard_call(f"__tf_iop_{op_name}", [current, node.value], node)
+        store = ast.Subscript(value=load_name(container, node), slice=load_name(key, node),
                               ctx=ast.Store())
         update = ast.Assign(targets=[store], value=value)
         return [ast.copy_location(stmt, node) for stmt in (*prelude, update)]
@@ -285,11 +280,11 @@ class _Rewriter(ast.NodeTransformer):
         if all(isinstance(op, ast.Is | ast.IsNot) for op in node.ops):
             return node
         operands = [node.left, *node.comparators]
-        if len(operands) == 2 and any(_is_scalar_constant(part) for part in operands):
+        if len(operands) == 2 and any(_is_scalarconstant(part) for part in operands):
             return node  # comparing with a literal never walks a structure
         node.left = _deep(node.left)
         node.comparators = [
-            _call("__tf_in", [part], part) if isinstance(op, ast.In | ast.NotIn)
+            guard_call("__tf_in", [part], part) if isinstance(op, ast.In | ast.NotIn)
             else _deep(part)
             for op, part in zip(node.ops, node.comparators, strict=True)
         ]
@@ -299,7 +294,7 @@ class _Rewriter(ast.NodeTransformer):
         self.generic_visit(node)
         node.keys = [None if key is None else self._key(key) for key in node.keys]
         node.values = [
-            _call("__tf_star", [value], value) if key is None else value
+            guard_call("__tf_star", [value], value) if key is None else value
             for key, value in zip(node.keys, node.values, strict=True)
         ]
         return node
@@ -327,7 +322,7 @@ class _Rewriter(ast.NodeTransformer):
     def visit_Attribute(self, node: ast.Attribute) -> ast.expr:
         self.generic_visit(node)
         attribute = ast.copy_location(ast.Constant(value=node.attr), node)
-        return _call("__tf_attr", [node.value, attribute], node)
+        return guard_call("__tf_attr", [node.value, attribute], node)
 
     def visit_Subscript(self, node: ast.Subscript) -> ast.expr:
         self.generic_visit(node)
@@ -335,7 +330,7 @@ class _Rewriter(ast.NodeTransformer):
             if isinstance(node.ctx, ast.Load):
                 bounds = [part or ast.Constant(value=None)
                           for part in (node.slice.lower, node.slice.upper, node.slice.step)]
-                return _call("__tf_slice", [node.value, *bounds], node)
+                return guard_call("__tf_slice", [node.value, *bounds], node)
             return node
         node.slice = self._key(node.slice)
         return node
@@ -343,18 +338,18 @@ class _Rewriter(ast.NodeTransformer):
     def visit_Starred(self, node: ast.Starred) -> ast.Starred:
         self.generic_visit(node)
         if isinstance(node.ctx, ast.Load):
-            node.value = _call("__tf_star", [node.value], node.value)
+            node.value = guard_call("__tf_star", [node.value], node.value)
         return node
 
     def visit_JoinedStr(self, node: ast.JoinedStr) -> ast.expr:
         self.generic_visit(node)
         fields = [part for part in node.values if isinstance(part, ast.FormattedValue)]
-        if len(fields) > FSTRING_NATIVE_FIELDS:  # sized before the pieces are joined
+        if len(fields) > FSTRING_NATIVEFIELDS:  # sized before the pieces are joined
             parts = [part.value if isinstance(part, ast.FormattedValue) else part
                      for part in node.values]
-            return _call("__tf_fjoin", parts, node)
+            return guard_call("__tf_fjoin", parts, node)
         if fields:
-            return _call("__tf_checked", [node], node)  # f"{s}{s}" must not double freely
+            return guard_call("__tf_checked", [node], node)  # f"{s}{s}" must not double freely
         return node
 
     def visit_FormattedValue(self, node: ast.FormattedValue) -> ast.FormattedValue:
@@ -364,15 +359,15 @@ class _Rewriter(ast.NodeTransformer):
         if node.conversion == -1 and node.format_spec is None and not self._no_temporaries:
             # {x}: a str, int, float or bool is formatted natively without a call
             value = node.value
-            stored = ast.NamedExpr(target=ast.Name(id=_FIELD, ctx=ast.Store()), value=value)
+            stored = ast.NamedExpr(target=ast.Name(id=FIELD, ctx=ast.Store()), value=value)
             test = ast.Compare(
                 left=ast.Attribute(value=stored, attr="__class__", ctx=ast.Load()),
-                ops=[ast.In()], comparators=[_name("__tf_native", value)])
-            rendered = _call("__tf_fv", [_name(_FIELD, value), conversion, spec], value)
+                ops=[ast.In()], comparators=[load_name("__tf_native", value)])
+            rendered = guard_call("__tf_fv", [load_name(FIELD, value), conversion, spec], value)
             node.value = ast.fix_missing_locations(ast.copy_location(
-                ast.IfExp(test=test, body=_name(_FIELD, value), orelse=rendered), value))
+                ast.IfExp(test=test, body=load_name(FIELD, value), orelse=rendered), value))
             return node
-        node.value = _call("__tf_fv", [node.value, conversion, spec], node.value)
+        node.value = guard_call("__tf_fv", [node.value, conversion, spec], node.value)
         node.conversion = -1
         node.format_spec = None
         return node
@@ -382,9 +377,9 @@ class _Rewriter(ast.NodeTransformer):
         self.generic_visit(node)
         for keyword in node.keywords:
             if keyword.arg is None:
-                keyword.value = _call("__tf_star", [keyword.value], keyword.value)
+                keyword.value = guard_call("__tf_star", [keyword.value], keyword.value)
         if isinstance(node.func, ast.Name) and node.func.id == "parallel" and not node.keywords:
-            node.func = _name("__tf_parallel", node.func)
+            node.func = load_name("__tf_parallel", node.func)
             node.args = [self._thunk(arg) for arg in node.args]
         func = node.func
         if (isinstance(func, ast.Call) and isinstance(func.func, ast.Name)
@@ -409,8 +404,8 @@ class _Rewriter(ast.NodeTransformer):
                     posonlyargs=[], args=[ast.arg(arg=name) for name in names], kwonlyargs=[],
                     kw_defaults=[], defaults=[])
                 function = ast.copy_location(ast.Lambda(args=params, body=inner.elt), inner)
-                bound = [_name(name, inner) for name in names]
-                thunk = _call("__tf_thunk", [function, *bound], inner.elt)
+                bound = [load_name(name, inner) for name in names]
+                thunk = guard_call("__tf_thunk", [function, *bound], inner.elt)
                 listing = ast.ListComp(elt=thunk, generators=inner.generators)
                 return ast.copy_location(
                     ast.Starred(value=ast.copy_location(listing, inner), ctx=ast.Load()), arg)
@@ -418,85 +413,7 @@ class _Rewriter(ast.NodeTransformer):
         function = ast.copy_location(
             ast.Lambda(args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[],
                                           kw_defaults=[], defaults=[]), body=arg), arg)
-        return _call("__tf_thunk", [function], arg)
-
-
-def _numbers_inline(node: ast.BinOp) -> ast.expr:
-    """``a + b`` -> ``v if (v := a + b).__class__ in __tf_numbers else __tf_checked(v)``:
-    numbers (the common case) are never checked, and no guard function is called for
-    them. The result is built before it is checked, which is safe: ``+`` and ``-`` make
-    at most twice the size of their operands."""
-    stored = ast.NamedExpr(target=ast.Name(id=_SUM, ctx=ast.Store()), value=node)
-    kind = ast.Attribute(value=stored, attr="__class__", ctx=ast.Load())
-    test = ast.Compare(left=kind, ops=[ast.In()], comparators=[_name("__tf_numbers", node)])
-    inline = ast.IfExp(test=test, body=_name(_SUM, node),
-                       orelse=_call("__tf_checked", [_name(_SUM, node)], node))
-    for part in (stored, kind, test, inline):
-        ast.copy_location(part, node)
-    return inline
-
-
-def _checked_inline(node: ast.expr, temporary: str, kinds: str, guard: str) -> ast.expr:
-    """``node`` -> ``t if (t := node).__class__ in kinds else guard(t)``."""
-    stored = ast.NamedExpr(target=ast.Name(id=temporary, ctx=ast.Store()), value=node)
-    test = ast.Compare(left=ast.Attribute(value=stored, attr="__class__", ctx=ast.Load()),
-                       ops=[ast.In()], comparators=[_name(kinds, node)])
-    inline = ast.IfExp(test=test, body=_name(temporary, node),
-                       orelse=_call(guard, [_name(temporary, node)], node))
-    return ast.fix_missing_locations(ast.copy_location(inline, node))
-
-
-def _small_int_inline(node: ast.BinOp, guard: str, side: str, bounded: bool) -> ast.expr:
-    """``x % 7`` -> ``t % 7 if (t := x).__class__ is __tf_int else __tf_mod(t, 7)``, and
-    ``x * 3`` alike with ``-2**64 < t < 2**64`` added to the test: the other operand is a
-    number literal, so an int (a small one, for ``*``) needs no guard and no call."""
-    operand: ast.expr = getattr(node, side)
-    stored = ast.NamedExpr(target=ast.Name(id=_OPERAND, ctx=ast.Store()), value=operand)
-    test: ast.expr = ast.Compare(
-        left=ast.Attribute(value=stored, attr="__class__", ctx=ast.Load()),
-        ops=[ast.Is()], comparators=[_name("__tf_int", node)])
-    if bounded:
-        small = ast.Compare(
-            left=ast.UnaryOp(op=ast.USub(), operand=_name("__tf_small", node)),
-            ops=[ast.Lt(), ast.Lt()],
-            comparators=[_name(_OPERAND, node), _name("__tf_small", node)])
-        test = ast.BoolOp(op=ast.And(), values=[test, small])
-    setattr(node, side, _name(_OPERAND, node))
-    other = node.right if side == "left" else node.left
-    operands = [_name(_OPERAND, node), other] if side == "left" else [other, _name(_OPERAND, node)]
-    inline = ast.IfExp(test=test, body=node, orelse=_call(guard, operands, node))
-    return ast.fix_missing_locations(ast.copy_location(inline, node))
-
-
-def _is_int(node: ast.expr) -> bool:
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
-        node = node.operand
-    return isinstance(node, ast.Constant) and type(node.value) is int
-
-
-def _shape(target: ast.expr) -> Any:
-    """How an assignment target consumes its value (see ``Budget.unpack``); ``None`` when
-    it binds items as they are, without starred names or slices."""
-    if isinstance(target, ast.Starred):
-        return "*"
-    if isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Slice):
-        return "[:]"
-    if isinstance(target, ast.Tuple | ast.List):
-        parts = tuple(_shape(elt) for elt in target.elts)
-        if any(part is not None for part in parts):
-            return parts
-    return None
-
-
-def _constant(value: Any, node: ast.AST) -> ast.Constant:
-    return ast.copy_location(ast.Constant(value=value), node)
-
-
-def _iteration(target: ast.expr, iterable: ast.expr) -> ast.expr:
-    shape = _shape(target)
-    if shape is None:
-        return _call("__tf_iter", [iterable], iterable)
-    return _call("__tf_iter_unpack", [iterable, _constant(shape, iterable)], iterable)
+        return guard_call("__tf_thunk", [function], arg)
 
 
 def _bound_names(generators: list[ast.comprehension]) -> list[str]:
