@@ -2,8 +2,10 @@
 
 The plan's statements become the body of one function, ``__tf_main``, so that a
 top-level ``return`` ends the plan with its value. Every construct that could reach the
-host or grow without bound is routed through a guard (see ``guards.py``); everything else
-runs as CPython bytecode, which is what makes the sandbox fast. Positions are copied
+host or grow without bound is routed through a guard (see ``guards/``); everything else
+runs as CPython bytecode, which is what makes the sandbox fast; where a guard would be
+called for the common case (numbers, scalar keys), the check is written inline instead
+(see ``_inline.py``). Positions are copied
 from the original nodes, so errors point at the plan's own lines and columns.
 """
 
