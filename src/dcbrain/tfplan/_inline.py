@@ -14,6 +14,10 @@ SUM = "__tf_sum"
 OPERAND = "__tf_operand"
 FIELD = "__tf_field"
 KEY = "__tf_k"
+TEXT = "__tf_text"
+#: An f-string at most this long is neither size-checked nor charged beyond the loop that
+#: builds it: a loop step then allocates about as much as one building a small tuple.
+SHORT_TEXT = 64
 
 
 def load_name(identifier: str, node: ast.AST) -> ast.Name:

@@ -18,6 +18,8 @@ from types import CodeType
 from dcbrain.tfplan._inline import (
     FIELD,
     KEY,
+    SHORT_TEXT,
+    TEXT,
     checked_inline,
     constant,
     guard_call,
@@ -49,7 +51,7 @@ _SAFE_WITH_NUMBER = (ast.Add, ast.Sub, ast.BitOr, ast.BitAnd, ast.BitXor, ast.Fl
 KEYED_METHODS = frozenset({"get", "pop", "setdefault", "add", "discard", "remove"})
 #: f-strings with more fields than this are joined by a guard that sizes them first; up to
 #: this many, CPython joins them (each field is bounded by the size limit, so is the sum).
-FSTRING_NATIVEFIELDS = 8
+FSTRING_NATIVE_FIELDS = 8
 
 
 def compile_plan(tree: ast.Module) -> CodeType:
@@ -346,13 +348,21 @@ class _Rewriter(ast.NodeTransformer):
     def visit_JoinedStr(self, node: ast.JoinedStr) -> ast.expr:
         self.generic_visit(node)
         fields = [part for part in node.values if isinstance(part, ast.FormattedValue)]
-        if len(fields) > FSTRING_NATIVEFIELDS:  # sized before the pieces are joined
+        if len(fields) > FSTRING_NATIVE_FIELDS:  # sized before the pieces are joined
             parts = [part.value if isinstance(part, ast.FormattedValue) else part
                      for part in node.values]
             return guard_call("__tf_fjoin", parts, node)
-        if fields:
+        if not fields:
+            return node
+        if self._no_temporaries:
             return guard_call("__tf_checked", [node], node)  # f"{s}{s}" must not double freely
-        return node
+        # a short result (the common case) needs neither the check nor a call
+        stored = ast.NamedExpr(target=ast.Name(id=TEXT, ctx=ast.Store()), value=node)
+        test = ast.Compare(left=guard_call("__tf_len", [stored], node), ops=[ast.LtE()],
+                           comparators=[ast.Constant(value=SHORT_TEXT)])
+        inline = ast.IfExp(test=test, body=load_name(TEXT, node),
+                           orelse=guard_call("__tf_checked", [load_name(TEXT, node)], node))
+        return ast.fix_missing_locations(ast.copy_location(inline, node))
 
     def visit_FormattedValue(self, node: ast.FormattedValue) -> ast.FormattedValue:
         self.generic_visit(node)

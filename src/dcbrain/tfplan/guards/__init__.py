@@ -52,6 +52,7 @@ class Guards:
             "__tf_checked": budget.check_result,
             "__tf_numbers": frozenset({int, float}),
             "__tf_int": int,
+            "__tf_len": len,
             "__tf_native": frozenset({str, int, float, bool}),
             "__tf_flat": frozenset({str, int, float, bool, type(None)}),
             "__tf_small": 1 << 64,
