@@ -7,6 +7,7 @@ functions; ``isinstance`` maps them back to the real types.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Callable
@@ -14,6 +15,7 @@ from typing import Any
 
 from dcbrain.tfplan.errors import SizeLimitExceeded
 from dcbrain.tfplan.guards import Guards, Namespace, TypeProxy
+from dcbrain.tfplan.guards.access import LazyMembers
 from dcbrain.tfplan.methods import ALLOWED
 
 #: Exception types a plan may raise (``raise ValueError("...")``) and test with isinstance.
@@ -195,7 +197,7 @@ def build_builtins(guards: Guards) -> dict[str, Any]:
         return call
 
     def proxy(real: type, constructor: Callable[..., Any]) -> TypeProxy:
-        members = {name: unbound(real, name) for name in ALLOWED[real]}
+        members = LazyMembers(ALLOWED[real], functools.partial(unbound, real))
         if real is dict:
             members["fromkeys"] = lambda keys, value=None: check_result(
                 dict.fromkeys(hashed_items(keys), value))

@@ -8,7 +8,7 @@ cost is paid and its inputs are checked before the C call runs.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from dcbrain.tfplan.guards.budget import Budget
@@ -41,6 +41,27 @@ class Namespace:
 
     def __repr__(self) -> str:
         return f"<module {self.name!r}>"
+
+
+class LazyMembers(dict[str, Any]):
+    """Members of a type proxy, each made on first use (a run uses few of them)."""
+
+    def __init__(self, names: Iterable[str], make: Callable[[str], Any]) -> None:
+        super().__init__()
+        self.names = frozenset(names)
+        self.make = make
+
+    def __missing__(self, name: str) -> Any:
+        if name not in self.names:
+            raise KeyError(name)
+        member = self[name] = self.make(name)
+        return member
+
+    def get(self, name: str, default: Any = None) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            return default
 
 
 class TypeProxy(functools.partial[Any]):
