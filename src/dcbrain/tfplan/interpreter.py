@@ -32,14 +32,14 @@ from dcbrain.tfplan.errors import (
     TFSyntaxError,
     TimeLimitExceeded,
 )
-from dcbrain.tfplan.guards import build_guards
+from dcbrain.tfplan.guards import Guards
 from dcbrain.tfplan.host import Dispatcher, HostCallable, Thunk, background_loop, code_position
 from dcbrain.tfplan.limits import Limits
 from dcbrain.tfplan.parser import Plan, parse
 from dcbrain.tfplan.result import ConsoleResult
 from dcbrain.tfplan.rewrite import MAIN_FUNCTION, PLAN_FILENAME, compile_plan
 from dcbrain.tfplan.state import CallObserver, Cancelled, Expired, ParallelHooks, RunState, Watchdog
-from dcbrain.tfplan.values import NotPlainData, to_plan_value
+from dcbrain.tfplan.values import NotPlainData, bounded_message, to_plan_value
 
 
 @lru_cache(maxsize=128)
@@ -169,12 +169,12 @@ class Interpreter:
             passthrough=self.passthrough,
         )
 
-    def _namespace(self, plan: Plan, state: RunState) -> tuple[dict[str, Any], dict[str, Any]]:
-        guards = build_guards(state)
+    def _namespace(self, plan: Plan, state: RunState) -> tuple[dict[str, Any], Guards]:
+        guards = Guards(state)
         dispatcher = Dispatcher(state, plan.lines, self.construct_chain)
         namespace: dict[str, Any] = {"__builtins__": {}}
-        namespace.update(build_builtins(guards, self.limits.max_size))
-        namespace.update({name: g for name, g in guards.items() if name.startswith("__tf_")})
+        namespace.update(build_builtins(guards))
+        namespace.update(guards.namespace())
         namespace["__tf_parallel"] = dispatcher.parallel
         namespace["__tf_thunk"] = Thunk
         namespace["__construct_chain"] = dispatcher.construct_chain
@@ -213,7 +213,7 @@ class Interpreter:
                 value=_plain(value, self.limits.max_size),
                 stdout=state.stdout,
                 trace=list(state.trace),
-                operations=guards["operations"](),
+                operations=guards.budget.operations(),
                 duration_s=time.perf_counter() - started,
                 returned=bool(returned),
             )
@@ -244,7 +244,7 @@ class Interpreter:
             name = str(exc).split("'")[1] if "'" in str(exc) else "?"
             error = TFRuntimeError(f"name {name!r} is not defined", kind="NameError")
         elif isinstance(exc, Exception):
-            error = TFRuntimeError(str(exc), kind=type(exc).__name__)
+            error = TFRuntimeError(bounded_message(exc), kind=type(exc).__name__)
         else:
             return None
         source_line = plan.lines[line - 1] if 0 < line <= len(plan.lines) else None

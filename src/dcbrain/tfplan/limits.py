@@ -13,13 +13,15 @@ class Limits:
     ``max_operations`` counts loop iterations and work proportional to the size of every
     string or collection the plan builds (one operation per 4 elements), so it bounds both
     time and memory of pure computation; plan function calls are counted against the same
-    number separately.
+    number separately. ``max_size`` bounds the length of every str and collection,
+    ``max_bits`` the size of every int.
     """
 
     max_operations: int = 10_000_000
     max_call_depth: int = 200
     timeout_s: float = 300.0
     max_size: int = 1_000_000
+    max_bits: int = 1_000_000
     max_output_chars: int = 100_000
     max_calls: int = 200
     max_parallel: int = 8
