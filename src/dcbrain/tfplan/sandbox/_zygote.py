@@ -111,6 +111,9 @@ def _apply_limits(memory: int) -> None:
     resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
     highest = max(int(fd) for fd in os.listdir("/proc/self/fd"))
     resource.setrlimit(resource.RLIMIT_NOFILE, (highest + 1, highest + 1))  # none opens again
+    inherited = resource.getrlimit(resource.RLIMIT_AS)[1]
+    if inherited != resource.RLIM_INFINITY:
+        memory = min(memory, inherited)
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
 
 

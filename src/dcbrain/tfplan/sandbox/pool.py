@@ -67,6 +67,7 @@ class WorkerPool:
         self.idle_target = idle
         self._lock = threading.Lock()
         self._idle: dict[int, deque[Worker]] = {}
+        self._busy: set[int] = set()
         self._spawns: deque[Future[int]] = deque()
         self._exits: dict[int, int] = {}
         self._exited = threading.Condition(self._lock)
@@ -93,12 +94,16 @@ class WorkerPool:
             worker = idle.popleft() if idle else None
         if worker is None:
             worker = self._spawn(memory)
+        with self._lock:
+            self._busy.add(worker.pid)
         self._refill(memory)
         worker.read_report()  # drop what an earlier plan left there
         return worker
 
     def release(self, worker: Worker) -> None:
         """Give back a worker that finished its plan cleanly."""
+        with self._lock:
+            self._busy.discard(worker.pid)
         worker.plans += 1
         if worker.plans >= PLANS_PER_WORKER:
             self.discard(worker)
@@ -111,6 +116,8 @@ class WorkerPool:
 
     def discard(self, worker: Worker) -> None:
         """Kill a worker that must not run another plan; a new one takes its place."""
+        with self._lock:
+            self._busy.discard(worker.pid)
         self.signal(worker, signal.SIGKILL)
         worker.close()
         self._refill(worker.memory)
@@ -121,14 +128,18 @@ class WorkerPool:
 
     def wait_exit(self, worker: Worker, timeout: float) -> int | None:
         """The wait status of a worker that ended, or ``None`` if it did not in time."""
+        return self.wait_exit_of(worker.pid, timeout)
+
+    def wait_exit_of(self, pid: int, timeout: float) -> int | None:
+        """The wait status of worker process ``pid`` once it ended (``None``: not in time)."""
         deadline = time.monotonic() + timeout
         with self._exited:
-            while worker.pid not in self._exits:
+            while pid not in self._exits:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or self._closed:
                     return None
                 self._exited.wait(remaining)
-            return self._exits.pop(worker.pid)
+            return self._exits.pop(pid)
 
     def close(self) -> None:
         """Stop every worker and the zygote."""
@@ -146,6 +157,16 @@ class WorkerPool:
             self._zygote.wait(timeout=5)
         except subprocess.TimeoutExpired:
             self._zygote.kill()
+
+    def busy_pids(self) -> set[int]:
+        """Process ids of the workers running a plan now."""
+        with self._lock:
+            return set(self._busy)
+
+    def idle_count(self, memory: int) -> int:
+        """Workers with address-space limit ``memory`` ready for a plan."""
+        with self._lock:
+            return len(self._idle.get(memory, ()))
 
     @property
     def forked_here(self) -> bool:
