@@ -41,6 +41,8 @@ class Channel:
         self.sock = sock
         self._loads = pickle.loads if trusted else plain_loads
         self._buffer = bytearray()
+        self._chunk = memoryview(bytearray(1 << 16))  # reused: a fresh big bytes per read costs
+        self._timeout: float | None = None
         self._send_lock = threading.Lock()
 
     def send(self, message: Any) -> None:
@@ -53,7 +55,9 @@ class Channel:
 
     def recv(self, timeout: float | None = None) -> Any:
         """The next message; raises ``TimeoutError`` when none came within ``timeout``."""
-        self.sock.settimeout(timeout)
+        if timeout != self._timeout:
+            self.sock.settimeout(timeout)
+            self._timeout = timeout
         buffer = self._buffer
         while True:
             if len(buffer) >= _HEADER.size:
@@ -69,14 +73,14 @@ class Channel:
                     except Exception as exc:  # malformed message: the peer is not trusted
                         raise ChannelClosed(f"unreadable message: {exc}") from None
             try:
-                chunk = self.sock.recv(1 << 20)
+                size = self.sock.recv_into(self._chunk)
             except TimeoutError:
                 raise
             except OSError as exc:
                 raise ChannelClosed(str(exc)) from None
-            if not chunk:
+            if not size:
                 raise ChannelClosed("connection closed")
-            buffer += chunk
+            buffer += self._chunk[:size]
 
     def close(self) -> None:
         self.sock.close()
