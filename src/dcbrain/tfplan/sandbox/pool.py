@@ -128,10 +128,7 @@ class WorkerPool:
 
     def wait_exit(self, worker: Worker, timeout: float) -> int | None:
         """The wait status of a worker that ended, or ``None`` if it did not in time."""
-        return self.wait_exit_of(worker.pid, timeout)
-
-    def wait_exit_of(self, pid: int, timeout: float) -> int | None:
-        """The wait status of worker process ``pid`` once it ended (``None``: not in time)."""
+        pid = worker.pid
         deadline = time.monotonic() + timeout
         with self._exited:
             while pid not in self._exits:

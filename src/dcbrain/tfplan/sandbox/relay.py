@@ -123,7 +123,6 @@ class _Relay:
         self.lock = threading.Lock()
         self.executor: ThreadPoolExecutor | None = None
         self.cancelled = False
-        self.worker_gone = False
 
     # -- the run -----------------------------------------------------------------------
     def execute(self) -> ConsoleResult:
@@ -141,7 +140,8 @@ class _Relay:
         while True:
             now = time.monotonic()
             if now >= deadline:
-                self.state.stop(Expired)  # calls from now on are refused; running ones finish
+                if not self.state.expired:  # calls from now on are refused; running ones finish
+                    self.state.stop(Expired)
                 if now >= deadline + GRACE_S and self.inflight == 0:
                     self._time_is_up()
             try:
@@ -150,10 +150,10 @@ class _Relay:
                 continue
             except ChannelClosed:
                 self._ended()
+            kind = message[0] if type(message) is tuple and message else None
+            if kind == "done" and len(message) == 2 and type(message[1]) is dict:
+                return self._done(message[1])
             try:
-                kind = message[0]
-                if kind == "done":
-                    return self._done(message[1])
                 if kind == "call":
                     self._call(*message[1:])
                 elif kind == "fork":
@@ -198,11 +198,9 @@ class _Relay:
         except RuntimeError as exc:  # the branch's context is busy: the worker misbehaves
             self.failures[call_id] = (exc, 0, 0)
             status, value = "failed", call_id
-        try:
-            self._reply(call_id, status, value)
-        finally:
-            with self.lock:
-                self.inflight -= 1
+        with self.lock:  # before the answer: the worker may end its plan right after it
+            self.inflight -= 1
+        self._reply(call_id, status, value)
 
     def _invoke(self, call_id: int, target: str | int, wire: dict[str, Any], args: list[Any],
                 kwargs: dict[str, Any]) -> tuple[str, Any]:
