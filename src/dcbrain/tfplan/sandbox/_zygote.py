@@ -1,4 +1,4 @@
-"""The preloaded parent of sandbox processes: ``python -m dcbrain.tfplan.sandbox._zygote FD``.
+"""The preloaded parent of sandbox processes (started by ``pool.py`` with ``main(FD)``).
 
 It imports the interpreter once, then forks one sandbox process per request, so a new
 process costs a fork rather than an interpreter start. Requests arrive on the
@@ -22,7 +22,6 @@ import resource
 import select
 import signal
 import socket
-import sys
 
 from dcbrain.tfplan.sandbox import _worker
 
@@ -116,6 +115,3 @@ def _apply_limits(memory: int) -> None:
         memory = min(memory, inherited)
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
 
-
-if __name__ == "__main__":
-    main(int(sys.argv[1]))

@@ -24,6 +24,8 @@ from dcbrain.tfplan.sandbox._wire import Channel
 
 #: Plans one worker runs before it is replaced (bounds what a long-lived process keeps).
 PLANS_PER_WORKER = 500
+#: Idle workers kept after a burst of concurrent plans (per memory limit).
+MAX_IDLE = 8
 
 
 class Worker:
@@ -77,7 +79,7 @@ class WorkerPool:
         self._control = control
         self._control_lock = threading.Lock()
         self._zygote = subprocess.Popen(
-            [sys.executable, "-m", "dcbrain.tfplan.sandbox._zygote", str(theirs.fileno())],
+            [sys.executable, "-c", _BOOTSTRAP, str(_PACKAGE_DIR), str(theirs.fileno())],
             pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             env=_zygote_environment(), close_fds=True,
         )
@@ -109,10 +111,12 @@ class WorkerPool:
             self.discard(worker)
             return
         with self._lock:
-            if not self._closed:
-                self._idle.setdefault(worker.memory, deque()).append(worker)
+            idle = self._idle.setdefault(worker.memory, deque())
+            if not self._closed and len(idle) < max(self.idle_target, MAX_IDLE):
+                idle.append(worker)
                 return
-        self.discard(worker)
+        self.signal(worker, signal.SIGKILL)
+        worker.close()
 
     def discard(self, worker: Worker) -> None:
         """Kill a worker that must not run another plan; a new one takes its place."""
@@ -244,9 +248,24 @@ class WorkerPool:
                     self._exited.notify_all()
 
 
+#: The ``dcbrain`` package directory this host runs.
+_PACKAGE_DIR = Path(__file__).resolve().parents[2]
+
+#: Starts the zygote with only the interpreter loaded: the package's ``__init__`` (which
+#: imports the whole library) is replaced by an empty package of the same directory.
+_BOOTSTRAP = """\
+import sys, types
+package = types.ModuleType("dcbrain")
+package.__path__ = [sys.argv[1]]
+sys.modules["dcbrain"] = package
+from dcbrain.tfplan.sandbox._zygote import main
+main(int(sys.argv[2]))
+"""
+
+
 def _zygote_environment() -> dict[str, str]:
     env = dict(os.environ)
-    package_root = str(Path(__file__).resolve().parents[3])
+    package_root = str(_PACKAGE_DIR.parent)
     env["PYTHONPATH"] = os.pathsep.join(
         [package_root, *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]]
     )
