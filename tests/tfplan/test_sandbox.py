@@ -143,12 +143,14 @@ def test_other_plans_run_while_one_worker_is_frozen() -> None:
 
 
 def test_running_out_of_address_space_is_a_clean_error() -> None:
-    plan = "rows = []\nfor i in range(40):\n    rows.append(list(range(900000)))\nlen(rows)"
+    # 100 lists of 7.2 MB each: within every language limit, past 300 MB of address space
+    plan = "rows = []\nfor i in range(100):\n    rows.append([i] * 900000)\nlen(rows)"
+    limits = Limits(max_memory_mb=300, max_operations=10**18)
     with pytest.raises(SizeLimitExceeded) as caught:
-        Interpreter(limits=Limits(max_memory_mb=400, max_operations=10**18)).run(plan)
+        Interpreter(limits=limits).run(plan)
     assert caught.value.message == "plan ran out of memory"
     assert caught.value.line == 3
-    assert Interpreter(limits=Limits(max_memory_mb=400)).run("sum(range(10))").value == 45
+    assert Interpreter(limits=limits).run("sum(range(10))").value == 45
 
 
 def test_killed_workers_are_replaced_in_the_pool() -> None:
