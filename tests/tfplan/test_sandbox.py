@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import pickle
 import signal
 import threading
 import time
@@ -26,6 +27,7 @@ from dcbrain.tfplan import (
     TimeLimitExceeded,
 )
 from dcbrain.tfplan.sandbox import shared_pool
+from dcbrain.tfplan.sandbox._wire import plain_loads
 from dcbrain.tfplan.sandbox.relay import GRACE_S, REPORT_WAIT_S
 
 PATIENCE_S = 20.0
@@ -302,3 +304,11 @@ def test_a_failing_call_is_reported_with_the_callees_error() -> None:
 def test_isolation_must_be_known() -> None:
     with pytest.raises(ValueError, match="isolation"):
         Interpreter(isolation="thread")  # type: ignore[arg-type]
+
+
+def test_messages_from_a_worker_cannot_name_a_class_or_function() -> None:
+    plain = {"value": [1, 2.5, "s", (None, True)], "set": {1}, "frozen": frozenset({2})}
+    assert plain_loads(pickle.dumps(plain, protocol=5)) == plain
+    for hostile in (os.system, CallRecord("x", [], {}), Limits()):
+        with pytest.raises(pickle.UnpicklingError, match="not allowed"):
+            plain_loads(pickle.dumps(hostile, protocol=5))

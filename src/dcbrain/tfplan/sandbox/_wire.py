@@ -16,8 +16,8 @@ from typing import Any
 
 _HEADER = struct.Struct("!I")
 
-#: Largest message accepted from a sandbox process.
-MAX_MESSAGE_BYTES = 2**30
+#: Largest message accepted (a plan's result of ``max_size`` elements pickles far smaller).
+MAX_MESSAGE_BYTES = 2**28
 
 
 class ChannelClosed(Exception):

@@ -26,6 +26,8 @@ from dcbrain.tfplan.sandbox._wire import Channel
 PLANS_PER_WORKER = 500
 #: Idle workers kept after a burst of concurrent plans (per memory limit).
 MAX_IDLE = 8
+#: Part of a worker's crash report the host keeps.
+MAX_REPORT_BYTES = 1 << 20
 
 
 class Worker:
@@ -39,19 +41,21 @@ class Worker:
         self.plans = 0
 
     def read_report(self) -> str:
-        """What the process wrote to its crash-report pipe since the last read."""
+        """What the process wrote to its crash-report pipe since the last read (the first
+        :data:`MAX_REPORT_BYTES` of it; the rest is dropped)."""
         chunks: list[bytes] = []
-        while True:
+        kept = 0
+        for _ in range(4 * MAX_REPORT_BYTES // 65536):  # a process writing on and on
             try:
                 chunk = os.read(self.report, 65536)
-            except BlockingIOError:
-                break
-            except OSError:
+            except OSError:  # BlockingIOError: nothing more for now
                 break
             if not chunk:
                 break
-            chunks.append(chunk)
-        return b"".join(chunks).decode(errors="replace")
+            if kept < MAX_REPORT_BYTES:
+                chunks.append(chunk)
+                kept += len(chunk)
+        return b"".join(chunks)[:MAX_REPORT_BYTES].decode(errors="replace")
 
     def close(self) -> None:
         self.channel.close()
