@@ -12,7 +12,18 @@ import pickle
 import socket
 import struct
 import threading
+from dataclasses import fields
 from typing import Any
+
+from dcbrain.tfplan.result import CallRecord
+
+#: Fields of a call's record that the worker fills in and sends (position, branch …);
+#: the host fills in the rest (arguments after its own copy, result, error, timing).
+WORKER_RECORD_FIELDS = tuple(
+    spec.name for spec in fields(CallRecord)
+    if spec.name not in ("args", "kwargs", "result", "error", "started_at", "duration_s",
+                         "extra")
+)
 
 _HEADER = struct.Struct("!I")
 

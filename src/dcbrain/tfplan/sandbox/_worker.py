@@ -26,15 +26,11 @@ from dcbrain.tfplan.interpreter import Interpreter
 from dcbrain.tfplan.limits import Limits
 from dcbrain.tfplan.parser import Plan
 from dcbrain.tfplan.result import CallRecord, ConsoleResult
-from dcbrain.tfplan.sandbox._wire import Channel, ChannelClosed
+from dcbrain.tfplan.sandbox._wire import WORKER_RECORD_FIELDS, Channel, ChannelClosed
 from dcbrain.tfplan.state import Cancelled, Expired, RunState
 
 #: Threads ``parallel`` may start in one sandbox process, over all nesting levels.
 MAX_PLAN_THREADS = 64
-
-#: CallRecord fields the host needs from the worker's record of a call.
-_RECORD_SKIP = frozenset({"args", "kwargs", "result", "error", "started_at", "duration_s",
-                          "extra"})
 
 #: Scope of the calling thread: 0 at top level, else the host's id of its ``parallel`` branch.
 _scope: contextvars.ContextVar[int] = contextvars.ContextVar("tf_sandbox_scope", default=0)
@@ -112,7 +108,7 @@ class _Remote:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         record = self.stash.local.record
         fields = {} if record is None else {
-            key: value for key, value in vars(record).items() if key not in _RECORD_SKIP
+            key: getattr(record, key) for key in WORKER_RECORD_FIELDS
         }
         status, value = self.requests.ask("call", self.target, fields, list(args), kwargs,
                                           _scope.get())

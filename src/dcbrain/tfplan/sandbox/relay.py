@@ -26,7 +26,6 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import fields
 from types import CodeType
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -43,7 +42,7 @@ from dcbrain.tfplan.host import Dispatcher
 from dcbrain.tfplan.parser import Plan
 from dcbrain.tfplan.result import CallRecord, ConsoleResult
 from dcbrain.tfplan.rewrite import PLAN_FILENAME
-from dcbrain.tfplan.sandbox._wire import ChannelClosed
+from dcbrain.tfplan.sandbox._wire import WORKER_RECORD_FIELDS, ChannelClosed
 from dcbrain.tfplan.sandbox.pool import Worker, WorkerPool, shared_pool
 from dcbrain.tfplan.state import Cancelled, Expired, RunState
 from dcbrain.tfplan.values import NotPlainData, to_plan_value
@@ -58,11 +57,6 @@ REPORT_WAIT_S = 0.5
 _POLL_S = 0.05
 #: Concurrent calls of ``parallel`` branches of one plan served at once.
 _BRANCH_CALLS = 64
-
-#: Fields of a call record that the worker fills in (position, branch …), with their type.
-_WIRE_FIELDS = {
-    spec.name for spec in fields(CallRecord)
-} - {"args", "kwargs", "result", "error", "started_at", "duration_s", "extra"}
 
 _ERROR_CLASSES: dict[str, type[TFInterpreterError]] = {
     name: cls for name, cls in vars(errors).items()
@@ -207,7 +201,7 @@ class _Relay:
         """Run one call through the dispatcher; the answer for the worker."""
         dispatcher = self.dispatcher
         record_fields = {key: value for key, value in wire.items()
-                         if key in _WIRE_FIELDS and type(value) in (int, str, type(None))}
+                         if key in WORKER_RECORD_FIELDS and type(value) in (int, str, type(None))}
         line, col = record_fields.get("line", 0), record_fields.get("col", 0)
         try:
             func = self.callables.get(target)
