@@ -117,6 +117,7 @@ class _Relay:
         self.lock = threading.Lock()
         self.executor: ThreadPoolExecutor | None = None
         self.cancelled = False
+        self.settled = False
 
     # -- the run -----------------------------------------------------------------------
     def execute(self) -> ConsoleResult:
@@ -164,8 +165,19 @@ class _Relay:
         self.pool.signal(self.worker, signal.SIGKILL)
 
     def close(self) -> None:
+        if not self.settled:  # left by an unexpected error: the worker may be mid-plan
+            self._settle(reuse=False)
         if self.executor is not None:
             self.executor.shutdown(wait=False)
+
+    def _settle(self, *, reuse: bool) -> None:
+        """Hand the worker back to the pool (``reuse``) or have it killed and replaced."""
+        if not self.settled:
+            self.settled = True
+            if reuse:
+                self.pool.release(self.worker)
+            else:
+                self.pool.discard(self.worker)
 
     # -- requests ----------------------------------------------------------------------
     def _call(self, call_id: int, target: str | int, wire: dict[str, Any], args: list[Any],
@@ -281,7 +293,7 @@ class _Relay:
             self._misbehaved()
         stdout = _text(outcome.get("stdout"))
         if "value" in outcome:
-            self.pool.release(self.worker)
+            self._settle(reuse=True)
             return ConsoleResult(
                 value=_plain(outcome["value"], self.limits.max_size),
                 stdout=stdout,
@@ -291,10 +303,11 @@ class _Relay:
                 returned=outcome.get("returned") is True,
             )
         if "failed_call" in outcome:
-            self.pool.release(self.worker)
-            failure = self.failures.get(outcome["failed_call"])
+            call_id = outcome["failed_call"]
+            failure = self.failures.get(call_id) if type(call_id) is int else None
             if failure is None:
                 self._misbehaved()
+            self._settle(reuse=True)
             exc, line, col = failure
             if isinstance(exc, self.state.passthrough) or not isinstance(exc, Exception):
                 raise exc
@@ -305,9 +318,9 @@ class _Relay:
         if not isinstance(report, dict):
             self._misbehaved()
         if outcome.get("retire"):
-            self.pool.discard(self.worker)
+            self._settle(reuse=False)
         else:
-            self.pool.release(self.worker)
+            self._settle(reuse=True)
         cls = _ERROR_CLASSES.get(_text(report.get("class")), TFRuntimeError)
         error = cls(_text(report.get("message")), kind=_text(report.get("kind")) or None)
         self._raise(error, _number(report.get("line")), _number(report.get("col")), stdout)
@@ -315,7 +328,7 @@ class _Relay:
     def _time_is_up(self) -> NoReturn:
         self.pool.signal(self.worker, signal.SIGUSR1)  # faulthandler: where is each thread
         report = self._read_report()
-        self.pool.discard(self.worker)
+        self._settle(reuse=False)
         line, col = _reported_position(report, self.plan.lines) or self.position
         self._raise(TimeLimitExceeded(f"plan ran longer than its limit of "
                                       f"{self.limits.timeout_s:g} s"), line, col, "")
@@ -324,7 +337,7 @@ class _Relay:
         """The worker's socket closed: it was killed or it crashed."""
         status = self.pool.wait_exit(self.worker, 5.0)
         report = self.worker.read_report()
-        self.pool.discard(self.worker)
+        self._settle(reuse=False)
         if self.cancelled:
             raise PlanCancelled("plan was cancelled")
         line, col = _reported_position(report, self.plan.lines) or self.position
@@ -340,7 +353,7 @@ class _Relay:
         self._raise(error, line, col, "")
 
     def _misbehaved(self) -> NoReturn:
-        self.pool.discard(self.worker)
+        self._settle(reuse=False)
         line, col = self.position
         self._raise(PlanProcessCrashed("plan process sent an invalid message"), line, col, "")
 
