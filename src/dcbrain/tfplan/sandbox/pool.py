@@ -74,6 +74,7 @@ class WorkerPool:
         self._lock = threading.Lock()
         self._idle: dict[int, deque[Worker]] = {}
         self._busy: set[int] = set()
+        self._coming: dict[int, int] = {}  # workers being forked for the idle list
         self._spawns: deque[Future[int]] = deque()
         self._exits: dict[int, int] = {}
         self._exited = threading.Condition(self._lock)
@@ -198,28 +199,32 @@ class WorkerPool:
         return Worker(pid, host_sock, report_r, memory)
 
     def _refill(self, memory: int) -> None:
+        """Fork workers in the background until ``idle_target`` are idle (or on their way)."""
         with self._lock:
-            missing = self.idle_target - len(self._idle.get(memory, ()))
-        if missing > 0 and not self._closed:
-            threading.Thread(target=self._add_idle, args=(memory, missing), daemon=True,
-                             name="tf_plan-sandbox-refill").start()
+            coming = self._coming.get(memory, 0)
+            missing = self.idle_target - len(self._idle.get(memory, ())) - coming
+            if missing <= 0 or self._closed:
+                return
+            self._coming[memory] = coming + missing
+        threading.Thread(target=self._add_idle, args=(memory, missing), daemon=True,
+                         name="tf_plan-sandbox-refill").start()
 
     def _add_idle(self, memory: int, count: int) -> None:
-        for _ in range(count):
+        for done in range(count):
             try:
-                worker = self._spawn(memory)
+                worker: Worker | None = self._spawn(memory)
             except (RuntimeError, OSError, TimeoutError):
-                return
+                worker = None
             with self._lock:
-                idle = self._idle.setdefault(memory, deque())
-                if self._closed or len(idle) >= self.idle_target:
-                    extra = worker
-                else:
-                    idle.append(worker)
-                    extra = None
-            if extra is not None:
-                self.signal(extra, signal.SIGKILL)
-                extra.close()
+                self._coming[memory] -= 1
+                if worker is not None and not self._closed:
+                    self._idle.setdefault(memory, deque()).append(worker)
+                    worker = None
+            if worker is not None:  # the pool closed meanwhile
+                worker.close()
+            if self._closed:
+                with self._lock:
+                    self._coming[memory] -= count - done - 1
                 return
 
     def _send(self, data: bytes) -> None:
