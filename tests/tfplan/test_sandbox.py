@@ -10,6 +10,8 @@ import asyncio
 import os
 import pickle
 import signal
+import subprocess
+import sys
 import threading
 import time
 from typing import Any
@@ -312,3 +314,19 @@ def test_messages_from_a_worker_cannot_name_a_class_or_function() -> None:
     for hostile in (os.system, CallRecord("x", [], {}), Limits()):
         with pytest.raises(pickle.UnpicklingError, match="not allowed"):
             plain_loads(pickle.dumps(hostile, protocol=5))
+
+
+def test_the_pool_stops_with_its_process() -> None:
+    script = (
+        "from dcbrain.tfplan import Interpreter\n"
+        "from dcbrain.tfplan.sandbox import shared_pool\n"
+        "assert Interpreter().run('6 * 7').value == 42\n"
+        "pool = shared_pool()\n"
+        "print(pool.zygote_pid, *pool.worker_pids())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=PATIENCE_S * 3, check=True)
+    pids = [int(word) for word in done.stdout.split()]
+    assert len(pids) >= 2  # the zygote and at least one worker
+    for pid in pids:
+        wait_gone(pid)

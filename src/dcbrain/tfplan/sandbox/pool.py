@@ -169,6 +169,15 @@ class WorkerPool:
         with self._lock:
             return set(self._busy)
 
+    def worker_pids(self) -> set[int]:
+        """Process ids of every worker, idle or busy."""
+        with self._lock:
+            return self._busy | {w.pid for idle in self._idle.values() for w in idle}
+
+    @property
+    def zygote_pid(self) -> int:
+        return self._zygote.pid
+
     def idle_count(self, memory: int) -> int:
         """Workers with address-space limit ``memory`` ready for a plan."""
         with self._lock:
