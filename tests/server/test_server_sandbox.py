@@ -13,8 +13,8 @@ from dcbrain import ScriptedLLM
 from dcbrain.brain import DCBrain
 from dcbrain.memory import Memory
 from dcbrain.tfplan import Interpreter, Limits
-from dcbrain.tfplan.sandbox import shared_pool
 from support.brain_scripts import plan
+from support.sandbox import running_worker
 from support.server_app import PATIENCE_S, Api, BrainScripts, Gate, ServeFn, direct_brain
 
 # One C call that holds the interpreter lock for hours; only the kill at the limit ends it.
@@ -97,8 +97,7 @@ def test_health_answers_while_a_plan_crashes_its_worker(brains: BrainScripts,
             run_id = api.send("c1", "loop")
             assert gate.entered.wait(PATIENCE_S)
             gate.opened.set()
-            time.sleep(0.3)  # the plan is in its loop
-            os.kill(shared_pool().busy_pids().pop(), signal.SIGSEGV)
+            os.kill(running_worker(), signal.SIGSEGV)  # in its loop, past the call
             run = api.wait_for(run_id)
     assert run["status"] == "succeeded" and run["result"]["final_result"] == GAVE_UP
     assert "plan process crashed: signal 11" in str(run["result"])

@@ -31,6 +31,7 @@ from dcbrain.tfplan import (
 from dcbrain.tfplan.sandbox import shared_pool
 from dcbrain.tfplan.sandbox._wire import plain_loads
 from dcbrain.tfplan.sandbox.relay import GRACE_S, REPORT_WAIT_S
+from support.sandbox import busy_worker, running_worker, wait_gone
 
 PATIENCE_S = 20.0
 
@@ -38,29 +39,6 @@ PATIENCE_S = 20.0
 # Operations are unlimited here so that only the time limit can end it.
 FROZEN_PLAN = "print('start')\nbase = 3\nx = pow(base, 10**200000, 10**200000 + 7)\nprint(x)"
 FROZEN_LIMITS = Limits(timeout_s=1.0, max_operations=10**18)
-
-
-def busy_worker(timeout: float = PATIENCE_S) -> int:
-    """The pid of the (only) worker running a plan now."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        busy = shared_pool().busy_pids()
-        if busy:
-            return busy.pop()
-        time.sleep(0.01)
-    raise AssertionError("no worker became busy")
-
-
-def wait_gone(pid: int) -> None:
-    """Wait until process ``pid`` no longer exists (killed and reaped)."""
-    deadline = time.monotonic() + PATIENCE_S
-    while True:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
-        assert time.monotonic() < deadline, f"worker {pid} is still alive"
-        time.sleep(0.01)
 
 
 def test_tools_run_on_the_host_and_the_plan_in_a_worker() -> None:
@@ -93,8 +71,7 @@ def test_a_segfaulting_worker_is_a_clean_error_and_is_replaced() -> None:
     thread = threading.Thread(target=run)
     thread.start()
     assert entered.wait(PATIENCE_S)
-    time.sleep(0.5)  # let the worker get the answer and enter the loop
-    os.kill(busy_worker(), signal.SIGSEGV)
+    os.kill(running_worker(), signal.SIGSEGV)  # in its loop, past the call
     thread.join(PATIENCE_S)
     error = outcome[0]
     assert isinstance(error, PlanProcessCrashed)
