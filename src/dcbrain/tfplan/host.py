@@ -133,38 +133,55 @@ class Dispatcher:
         *,
         plain_result: bool = True,
     ) -> Any:
+        self.count_call()
+        args, kwargs = self.plain_arguments(name, args, kwargs)
+        line, col = caller_position(self.lines)
+        record = CallRecord(
+            name=name, args=args, kwargs=kwargs, line=line, col=col,
+            started_at=time.time(), branch=getattr(self.state.branch, "index", None),
+        )
+        return self.invoke(record, func, plain_result=plain_result)
+
+    def count_call(self) -> None:
+        """Count one call against ``max_calls``."""
         state = self.state
-        limits = state.limits
         with state.lock:
             state.calls += 1
             count = state.calls
-        if count > limits.max_calls:
-            raise CallLimitExceeded(f"plan made more than {limits.max_calls} chain/tool calls")
+        if count > state.limits.max_calls:
+            raise CallLimitExceeded(f"plan made more than {state.limits.max_calls} "
+                                    "chain/tool calls")
+
+    def plain_arguments(
+        self, name: str, args: Sequence[Any], kwargs: dict[str, Any]
+    ) -> tuple[list[Any], dict[str, Any]]:
+        """Copies of a call's arguments as plain data (the boundary copy)."""
+        max_size = self.state.limits.max_size
         try:
-            args = to_plan_value(list(args), max_items=limits.max_size,
-                                 where=f"{name}() arguments")
-            kwargs = to_plan_value(kwargs, max_items=limits.max_size,
-                                   where=f"{name}() arguments")
+            return (to_plan_value(list(args), max_items=max_size, where=f"{name}() arguments"),
+                    to_plan_value(kwargs, max_items=max_size, where=f"{name}() arguments"))
         except NotPlainData as exc:
             raise TypeError(str(exc)) from None
         except OverflowError as exc:
             raise SizeLimitExceeded(str(exc)) from None
-        line, col = caller_position(self.lines)
-        record = CallRecord(
-            name=name, args=list(args), kwargs=dict(kwargs), line=line, col=col,
-            started_at=time.time(), branch=getattr(state.branch, "index", None),
-        )
+
+    def invoke(self, record: CallRecord, func: Callable[..., Any], *,
+               plain_result: bool = True) -> Any:
+        """Run ``func`` with the arguments of ``record``, tracing it and translating errors."""
+        state = self.state
+        name = record.name
         state.trace.append(record)
         if state.observer is not None:
             state.observer.on_call_start(record)
         started = time.perf_counter()
         state.enter_host()
         try:
-            result = func(*args, **kwargs)
+            result = func(*record.args, **record.kwargs)
             if inspect.isawaitable(result):
                 result = self._await(result)
             if plain_result:
-                result = to_plan_value(result, max_items=limits.max_size, where=f"{name}() result")
+                result = to_plan_value(result, max_items=state.limits.max_size,
+                                       where=f"{name}() result")
             record.result = result
             return result
         except state.passthrough as exc:
