@@ -18,10 +18,10 @@ import socket
 import threading
 from collections.abc import Callable
 from types import CodeType
-from typing import Any, ClassVar
+from typing import Any
 
 from dcbrain.tfplan.errors import TFInterpreterError
-from dcbrain.tfplan.host import Dispatcher, background_loop
+from dcbrain.tfplan.host import background_loop
 from dcbrain.tfplan.interpreter import Interpreter
 from dcbrain.tfplan.limits import Limits
 from dcbrain.tfplan.parser import Plan
@@ -30,7 +30,6 @@ from dcbrain.tfplan.sandbox._wire import WORKER_RECORD_FIELDS, Channel, ChannelC
 from dcbrain.tfplan.state import Cancelled, Expired, RunState
 
 #: Threads ``parallel`` may start in one sandbox process, over all nesting levels.
-MAX_PLAN_THREADS = 64
 
 #: Scope of the calling thread: 0 at top level, else the host's id of its ``parallel`` branch.
 _scope: contextvars.ContextVar[int] = contextvars.ContextVar("tf_sandbox_scope", default=0)
@@ -143,29 +142,9 @@ class _RemoteHooks:
         return value
 
 
-class _WorkerDispatcher(Dispatcher):
-    """Caps the threads ``parallel`` starts in this process."""
-
-    _threads: ClassVar[int] = 0
-    _threads_lock: ClassVar[threading.Lock] = threading.Lock()
-
-    def parallel(self, *items: Any) -> list[Any]:
-        wanted = min(len(items), self.state.limits.max_parallel) if len(items) > 1 else 0
-        cls = _WorkerDispatcher
-        with cls._threads_lock:
-            if cls._threads + wanted > MAX_PLAN_THREADS:
-                raise RuntimeError(f"can't start new thread: a plan runs at most "
-                                   f"{MAX_PLAN_THREADS} threads")
-            cls._threads += wanted
-        try:
-            return super().parallel(*items)
-        finally:
-            with cls._threads_lock:
-                cls._threads -= wanted
-
-
 class _WorkerInterpreter(Interpreter):
-    dispatcher_class = _WorkerDispatcher
+    # ``parallel`` starts at most ``max_parallel`` threads per run over every nesting
+    # level (host.Dispatcher.parallel); the worker runs one plan at a time.
 
     def _execute(self, plan: Plan, code: CodeType, state: RunState) -> ConsoleResult:
         try:
