@@ -15,7 +15,6 @@ from dcbrain.agent import PlanExecuteAgent, Step
 from dcbrain.config import ConfigError, build_brain, load_config
 from dcbrain.mcp import MCPTools, TFMCPError
 from dcbrain.tfplan import TFCheckError, TFInterpreterError
-
 from support.mcp_servers import CALC_SERVER, calc_http_server, free_port
 
 

@@ -28,8 +28,9 @@ from dcbrain.mcp._convert import identifier, plain_result, wrapped_output
 from dcbrain.tools import SchemaTool, Tool
 
 if TYPE_CHECKING:
-    from mcp import Client
     from mcp.types import Tool as MCPToolInfo
+
+    from mcp import Client
 
 
 class TFMCPError(TFToolError):
@@ -172,8 +173,9 @@ class MCPTools(Sequence[Tool]):
         """Hold the session open until :meth:`close`: the SDK's contexts need one task."""
         self._stop = asyncio.Event()
         try:
-            from mcp import Client, StdioServerParameters
             from mcp.client.stdio import stdio_client
+
+            from mcp import Client, StdioServerParameters
 
             async with AsyncExitStack() as stack:
                 if self.command:
