@@ -8,14 +8,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import dcbrain
-from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from support.fake_openai import FakeOpenAIServer
-from support.mcp_servers import CALC_SERVER, free_port, wait_for_port
 
+import dcbrain
 from dcbrain import TFChainInterpreter
 from dcbrain.mcp import MCPTools
+from mcp import Client, StdioServerParameters
+from support.fake_openai import FakeOpenAIServer
+from support.mcp_servers import CALC_SERVER, free_port, wait_for_port
 
 PLAN_REPLY = "```tf_plan\ns = add(a=40, b=2)\nreturn s['total']\n```"
 SOURCE = str(Path(dcbrain.__file__).resolve().parents[1])
@@ -143,7 +143,7 @@ def test_config_errors_and_a_busy_port_exit_2_before_serving(
     assert "dcbrain MCP server on" not in busy.stderr
 
 
-class socket_on_free_port:  # noqa: N801 - used as a context manager
+class socket_on_free_port:
     """Holds a listening socket on a free 127.0.0.1 port."""
 
     def __enter__(self) -> int:
