@@ -212,9 +212,10 @@ def _type_hints(func: Callable[..., Any]) -> dict[str, Any]:
 class SchemaTool(Tool):
     """A tool described by a JSON Schema of its keyword arguments, not by a signature.
 
-    ``call`` is an async function taking the keyword arguments. Arguments are checked
-    against ``parameters_schema`` (with ``jsonschema``) before the call; the result becomes
-    plain JSON data. With ``closed=True`` a schema that does not say otherwise rejects
+    ``call`` is an async function taking the keyword arguments. Argument names are bound
+    to the schema's properties and, with ``check_values``, values are checked against
+    ``parameters_schema`` (with ``jsonschema``) before the call; the result becomes plain
+    JSON data. With ``closed=True`` a schema that does not say otherwise rejects
     unknown arguments (``"additionalProperties": false``), so the static checker reports
     them too.
     """
@@ -228,6 +229,7 @@ class SchemaTool(Tool):
         parameters_schema: Mapping[str, Any] | None = None,
         returns_schema: dict[str, Any] | None = None,
         closed: bool = False,
+        check_values: bool = True,
     ) -> None:
         from jsonschema import validators
 
@@ -243,6 +245,7 @@ class SchemaTool(Tool):
         self.parameters_schema = schema
         self.returns_schema = returns_schema
         self.signature = _schema_signature(schema)
+        self.check_values = check_values
         validator_class = validators.validator_for(schema)
         validator_class.check_schema(schema)
         self._validator = validator_class(schema)
@@ -263,7 +266,8 @@ class SchemaTool(Tool):
 
     async def acall(self, /, **kwargs: Any) -> Any:
         self.validate_arguments(kwargs)
-        self.validate_values(kwargs)
+        if self.check_values:
+            self.validate_values(kwargs)
         result = await self.func(**kwargs)
         return to_json_data(result, f"tool {self.name!r} result")
 

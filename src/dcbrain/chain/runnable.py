@@ -48,7 +48,9 @@ class Runnable(ABC):
         """This chain as a tool: keyword arguments in, the result's ``content`` out.
 
         Agents, chains and plans take it wherever they take tools; ``as_tool`` is called
-        for them when a chain is given as a tool.
+        for them when a chain is given as a tool. Values are passed on as a plan passes
+        them to a chain (its templates render dicts and lists as JSON): only the argument
+        names are checked.
         """
         async def call(**kwargs: Any) -> Any:
             return (await self.arun(**kwargs)).content
@@ -59,6 +61,7 @@ class Runnable(ABC):
             description=self.description if description is None else description,
             parameters_schema=self.input_schema,
             returns_schema=self.output_schema,
+            check_values=False,
         )
 
     def run(
