@@ -14,7 +14,7 @@ import inspect
 import keyword
 import re
 import typing
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import ConfigDict, TypeAdapter, ValidationError, validate_call
@@ -100,6 +100,10 @@ def as_tool(obj: Tool | ToolProvider | Callable[..., Any]) -> Tool:
         return obj
     if isinstance(obj, ToolProvider) and not inspect.isroutine(obj):
         return obj.as_tool()
+    if not callable(obj):
+        hint = " (a collection of tools, such as MCPTools, goes in unpacked: " \
+               "tools=[*mcp_tools, ...])" if isinstance(obj, Iterable) else ""
+        raise TypeError(f"{type(obj).__name__} is not a tool{hint}")
     return Tool(obj)
 
 

@@ -205,3 +205,20 @@ async def test_a_chain_is_a_tool_of_another_chain() -> None:
     offered = outer_llm.requests[0].tools
     assert offered is not None and offered[0]["function"]["name"] == "quote"
     assert offered[0]["function"]["parameters"]["required"] == ["topic"]
+
+
+def test_containers_carry_the_typed_output_of_their_last_chain() -> None:
+    from dcbrain import SeqChains
+
+    first = Chain(name="first", llm=ScriptedLLM(["draft"]))
+    second = quote_chain(ScriptedLLM([{"author": "Ada", "text": "t", "year": 1}]))
+    result = SeqChains([first, second]).run(topic="x")
+    assert result.output == Quote(author="Ada", text="t", year=1)
+    assert Chain(name="plain", llm=ScriptedLLM(["hi"])).run("x").output == "hi"
+
+
+def test_a_collection_of_tools_must_be_unpacked() -> None:
+    from dcbrain.tools import as_tool
+
+    with pytest.raises(TypeError, match=r"goes in unpacked: tools=\[\*mcp_tools"):
+        as_tool([])  # type: ignore[arg-type]
