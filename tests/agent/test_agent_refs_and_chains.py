@@ -166,3 +166,14 @@ def test_the_llm_planner_is_told_about_references() -> None:
     assert request.json_schema is not None
     args_schema = request.json_schema["properties"]["steps"]["items"]["properties"]["args"]
     assert "$ref" in args_schema["description"]
+
+
+def test_absurdly_nested_arguments_are_a_plan_error_not_a_crash() -> None:
+    nested: Any = "x"
+    for _ in range(5000):
+        nested = [nested]
+    with pytest.raises(TFPlanError, match=r"step 1 \(index 0\): arguments nested deeper "
+                                          "than 100 levels"):
+        validate_plan([Step(1, "fetch", {"url": nested})], {"fetch": Tool(fetch)})
+    with pytest.raises(TFReferenceError, match="nested deeper"):
+        resolve_references({"a": nested}, {})

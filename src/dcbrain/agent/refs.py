@@ -18,6 +18,9 @@ from dcbrain.exceptions import TFPlanError
 REF_KEY = "$ref"
 """The key of a reference object: ``{"$ref": "step-<id>.result<path>"}``."""
 
+#: Deeper arguments are refused: a planner's JSON must not exhaust the Python stack.
+MAX_DEPTH = 100
+
 _REFERENCE = re.compile(r"step-(\d+)\.result((?:\.[^.\[\]]+|\[\d+\])*)")
 _SEGMENT = re.compile(r"\.([^.\[\]]+)|\[(\d+)\]")
 
@@ -31,17 +34,18 @@ def is_reference(value: object) -> bool:
     return isinstance(value, dict) and len(value) == 1 and REF_KEY in value
 
 
-def references(value: Any) -> list[str]:
+def references(value: Any, _depth: int = 0) -> list[str]:
     """Every reference text in ``value`` (arguments, nested lists and dicts), in order."""
+    _check_depth(_depth)
     found: list[str] = []
     if is_reference(value):
         found.append(value[REF_KEY])
     elif isinstance(value, dict):
         for item in value.values():
-            found.extend(references(item))
+            found.extend(references(item, _depth + 1))
     elif isinstance(value, list | tuple):
         for item in value:
-            found.extend(references(item))
+            found.extend(references(item, _depth + 1))
     return found
 
 
@@ -69,7 +73,11 @@ def reference_problems(args: Any, step_id: int, earlier_ids: set[int]) -> list[s
     steps of earlier revisions, which only the executor knows.
     """
     problems: list[str] = []
-    for text in references(args):
+    try:
+        found = references(args)
+    except TFReferenceError as exc:
+        return [str(exc)]
+    for text in found:
         try:
             target, _ = parse_reference(text)
         except TFReferenceError as exc:
@@ -82,19 +90,26 @@ def reference_problems(args: Any, step_id: int, earlier_ids: set[int]) -> list[s
     return problems
 
 
-def resolve_references(args: Any, results: Mapping[int, Any]) -> Any:
+def resolve_references(args: Any, results: Mapping[int, Any], _depth: int = 0) -> Any:
     """``args`` with every reference replaced by the value it points at.
 
     ``results`` maps the ids of steps that produced a result to that result. Raises
     :class:`TFReferenceError` naming the reference and what is wrong with it.
     """
+    _check_depth(_depth)
     if is_reference(args):
         return _resolve(args[REF_KEY], results)
     if isinstance(args, dict):
-        return {key: resolve_references(value, results) for key, value in args.items()}
+        return {key: resolve_references(value, results, _depth + 1)
+                for key, value in args.items()}
     if isinstance(args, list):
-        return [resolve_references(value, results) for value in args]
+        return [resolve_references(value, results, _depth + 1) for value in args]
     return args
+
+
+def _check_depth(depth: int) -> None:
+    if depth > MAX_DEPTH:
+        raise TFReferenceError(f"arguments nested deeper than {MAX_DEPTH} levels")
 
 
 def _resolve(text: object, results: Mapping[int, Any]) -> Any:
