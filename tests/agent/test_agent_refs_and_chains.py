@@ -9,8 +9,8 @@ from pydantic import BaseModel
 
 from dcbrain import Chain, ScriptedLLM
 from dcbrain.agent import LLMPlanner, PlanExecuteAgent, Step, validate_plan
-from dcbrain.agent.refs import TFReferenceError, resolve_references
-from dcbrain.exceptions import TFPlanError
+from dcbrain.agent.refs import resolve_references
+from dcbrain.exceptions import TFPlanError, TFReferenceError
 from dcbrain.tools import Tool
 
 

@@ -30,10 +30,10 @@ from transitions import EventData, Machine
 from dcbrain._sync import run_sync
 from dcbrain.agent.diff import PlanDiff
 from dcbrain.agent.dispatcher import Dispatcher, FailurePolicy, StepOutcome
-from dcbrain.agent.refs import TFReferenceError, resolve_references
+from dcbrain.agent.refs import resolve_references
 from dcbrain.agent.step import Step, validate_plan
 from dcbrain.events import Event, EventLog, EventType
-from dcbrain.exceptions import TFPlanError
+from dcbrain.exceptions import TFPlanError, TFReferenceError
 from dcbrain.tools import Tool, ToolLike
 
 PlanLike: TypeAlias = Sequence[Step | Mapping[str, Any]]

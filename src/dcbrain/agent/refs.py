@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from dcbrain.exceptions import TFPlanError
+from dcbrain.exceptions import TFReferenceError
 
 REF_KEY = "$ref"
 """The key of a reference object: ``{"$ref": "step-<id>.result<path>"}``."""
@@ -23,10 +23,6 @@ MAX_DEPTH = 100
 
 _REFERENCE = re.compile(r"step-(\d+)\.result((?:\.[^.\[\]]+|\[\d+\])*)")
 _SEGMENT = re.compile(r"\.([^.\[\]]+)|\[(\d+)\]")
-
-
-class TFReferenceError(TFPlanError):
-    """A ``$ref`` in a step's arguments that is malformed or cannot be resolved."""
 
 
 def is_reference(value: object) -> bool:

@@ -23,7 +23,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any, overload
 
-from dcbrain.exceptions import TFToolError
+from dcbrain.exceptions import TFMCPError, TFToolError
 from dcbrain.mcp._convert import identifier, plain_result, wrapped_output
 from dcbrain.tools import SchemaTool, Tool
 
@@ -31,10 +31,6 @@ if TYPE_CHECKING:
     from mcp.types import Tool as MCPToolInfo
 
     from mcp import Client
-
-
-class TFMCPError(TFToolError):
-    """An MCP server could not be started or reached."""
 
 
 class MCPTools(Sequence[Tool]):
@@ -116,6 +112,7 @@ class MCPTools(Sequence[Tool]):
             if self._tools is not None:
                 return self
             loop = self._start_loop()
+            self._stop = asyncio.Event()
             ready: Future[list[MCPToolInfo]] = Future()
             self._finished = asyncio.run_coroutine_threadsafe(self._serve(ready), loop)
             try:
@@ -171,7 +168,8 @@ class MCPTools(Sequence[Tool]):
 
     async def _serve(self, ready: Future[list[MCPToolInfo]]) -> None:
         """Hold the session open until :meth:`close`: the SDK's contexts need one task."""
-        self._stop = asyncio.Event()
+        stop = self._stop
+        assert stop is not None
         try:
             from mcp.client.stdio import stdio_client
 
@@ -191,7 +189,7 @@ class MCPTools(Sequence[Tool]):
                 self._client = await stack.enter_async_context(client)
                 listing = await self._list_tools(self._client)
                 ready.set_result(listing)
-                await self._stop.wait()
+                await stop.wait()
         except BaseException as exc:
             if not ready.done():
                 ready.set_exception(exc)
