@@ -177,3 +177,13 @@ def test_absurdly_nested_arguments_are_a_plan_error_not_a_crash() -> None:
         validate_plan([Step(1, "fetch", {"url": nested})], {"fetch": Tool(fetch)})
     with pytest.raises(TFReferenceError, match="nested deeper"):
         resolve_references({"a": nested}, {})
+
+
+def test_a_dict_key_renames_a_chain_tool() -> None:
+    llm = ScriptedLLM(["short"])
+    chain = Chain(name="summarize", llm=llm, description="Summarize", prompt="S: {{ text }}")
+    planner = scripted([Step(1, "brief", {"text": {"k": [1, 2]}})])
+    session = PlanExecuteAgent(planner, {"brief": chain}).run("g")
+    assert session.ok and session.history[0].result == "short"
+    assert llm.calls[0][-1]["content"] == 'S: {"k": [1, 2]}'
+    assert chain.as_tool().name == "summarize"
