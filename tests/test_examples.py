@@ -13,6 +13,7 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 LISTED = [
     "brain_replan.py",
     "dc_chains.py",
+    "mcp_tools.py",
     "plan_execute.py",
     "structured_chain.py",
     "tool_chain.py",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from dcbrain.cli import ask, config_cmd, demo, plan
+from dcbrain.cli import ask, config_cmd, demo, mcp_cmd, plan
 from dcbrain.server.cli import register as register_serve
 
 app = typer.Typer(
@@ -20,4 +20,5 @@ app.add_typer(config_cmd.config_app, name="config")
 app.command("init")(config_cmd.init)
 app.command("ask")(ask.ask)
 app.command("demo")(demo.demo)
+app.command("mcp")(mcp_cmd.mcp)
 register_serve(app)
