@@ -229,7 +229,7 @@ class SchemaTool(Tool):
     ``parameters_schema`` (with ``jsonschema``) before the call; the result becomes plain
     JSON data. With ``closed=True`` a schema that does not say otherwise rejects
     unknown arguments (``"additionalProperties": false``), so the static checker reports
-    them too.
+    them too. ``reuse`` as for :class:`Tool`.
     """
 
     def __init__(
@@ -242,6 +242,7 @@ class SchemaTool(Tool):
         returns_schema: dict[str, Any] | None = None,
         closed: bool = False,
         check_values: bool = True,
+        reuse: bool = True,
     ) -> None:
         from jsonschema import validators
 
@@ -253,6 +254,7 @@ class SchemaTool(Tool):
         self.func = call
         self.name = name
         self.description = description
+        self.reuse = reuse
         self.is_async = True
         self.parameters_schema = schema
         self.returns_schema = returns_schema
