@@ -25,7 +25,7 @@ from dcbrain.chain import (
     construct_chain,
 )
 from dcbrain.llm import ChatLLM, FunctionLLM, LLMReply, OpenAILLM, ScriptedLLM, ToolCall
-from dcbrain.memory import Memory, Recall, SQLiteMemory
+from dcbrain.memory import Memory, Recall, RunStore, SQLiteMemory, SQLiteRunStore
 from dcbrain.messages import TextMessage
 from dcbrain.neural import Neural
 from dcbrain.usage import Usage, merge_usages
@@ -56,7 +56,9 @@ __all__ = [
     "PlanDiff",
     "PlanExecuteAgent",
     "Recall",
+    "RunStore",
     "SQLiteMemory",
+    "SQLiteRunStore",
     "ScriptedLLM",
     "SeqChains",
     "SessionResult",
