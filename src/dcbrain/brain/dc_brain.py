@@ -62,6 +62,7 @@ from dcbrain.exceptions import TFBrainBusyError, TFBrainError, TFError, TFUserNe
 from dcbrain.llm.base import ChatLLM
 from dcbrain.llm.observe import llm_observer, observe_llm_calls
 from dcbrain.memory.recall import DEFAULT_MEMORY_CHUNK_SIZE, MemoryChunkSize
+from dcbrain.memory.run_store import RunStore
 from dcbrain.messages import TextMessage, as_message
 from dcbrain.tfplan import Limits
 from dcbrain.tools import Tool, ToolLike, as_tool
@@ -158,7 +159,9 @@ class DCBrain(BaseBrain):
         self.max_tokens = max_tokens
         self.timeout = timeout
         self.limits = limits
-        self._contextual_plan_info = ContextualPlanInfo()
+        # Kept in the memory's file when it is also a run store: other processes see them.
+        store = self.memory if isinstance(self.memory, RunStore) else None
+        self._contextual_plan_info = ContextualPlanInfo(store=store)
         self._run_lock = threading.Lock()
         self._control = RunControl()
         self._ir: BrainIntermediateResult | None = None
