@@ -100,12 +100,21 @@ def _create_runs(conn: sqlite3.Connection) -> None:
     )
 
 
+def _add_token_counts(conn: sqlite3.Connection) -> None:
+    # Items stored before this version keep NULL counts: recall counts those itself.
+    conn.execute("ALTER TABLE items ADD COLUMN entry_tokens INTEGER")
+    conn.execute("ALTER TABLE items ADD COLUMN hit_tokens INTEGER")
+    # Keyword search checks each match's conversation here, without reading the row.
+    conn.execute("CREATE INDEX items_conversation_by_id ON items (id, conversation_id)")
+
+
 # Schema version N is reached by applying MIGRATIONS[N - 1] to version N - 1. Released
 # migrations never change; a schema change is a new entry at the end.
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     _create_items,  # 1: conversation messages, documents, knowledge
     _create_keyword_index,  # 2: FTS5 keyword index over all items
     _create_runs,  # 3: runs, run events, key/values
+    _add_token_counts,  # 4: token counts of each item's recall entries, search index
 )
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 

@@ -33,6 +33,9 @@ class MemoryItem:
 
     ``score`` is set by searches: higher is more relevant (negated FTS5 bm25).
     For messages ``metadata`` holds the message's ``additional_kwargs``.
+    ``entry_tokens`` and ``hit_tokens`` are the cl100k token counts of the item's recall
+    entry in its own section and as a keyword hit, when the store counted them as it
+    stored the item (``None``: recall counts them itself).
     """
 
     kind: MemoryKind
@@ -46,6 +49,8 @@ class MemoryItem:
     chunk_index: int | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     score: float | None = None
+    entry_tokens: int | None = None
+    hit_tokens: int | None = None
 
     def to_message(self) -> TextMessage:
         """The item as a :class:`TextMessage` (role ``"user"`` when it has none)."""

@@ -11,6 +11,7 @@ returned yet.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import time
 from collections.abc import Sequence
@@ -18,7 +19,8 @@ from typing import Any, Final
 
 from dcbrain.llm.tokens import cl100k_base_length
 from dcbrain.memory._chunking import split_text
-from dcbrain.memory._fts import index_text, match_query
+from dcbrain.memory._frequent import DEFAULT_FREQUENT_TERM_SHARE, FrequentTerms
+from dcbrain.memory._fts import index_text, query_terms
 from dcbrain.memory._sqlite_db import SCHEMA_VERSION, dumps
 from dcbrain.memory.base import (
     ALL_KINDS,
@@ -27,6 +29,7 @@ from dcbrain.memory.base import (
     MemoryItem,
     MemoryKind,
 )
+from dcbrain.memory.recall import count_entry_tokens
 from dcbrain.memory.sqlite_runs import SQLiteRunStore
 from dcbrain.messages import TextMessage, as_message
 
@@ -34,13 +37,15 @@ __all__ = ["SCHEMA_VERSION", "SQLiteMemory"]
 
 _ITEM_COLUMNS: Final = (
     "items.id, items.conversation_id, items.kind, items.content, items.created_at, "
-    "items.role, items.source, items.document_id, items.chunk_index, items.metadata"
+    "items.role, items.source, items.document_id, items.chunk_index, items.metadata, "
+    "items.entry_tokens, items.hit_tokens"
 )
+_SCORE: Final = 12  # the column after _ITEM_COLUMNS in a search
 
 
 def _item(row: sqlite3.Row | tuple[Any, ...], score: float | None = None) -> MemoryItem:
     item_id, conversation_id, kind, content, created_at = row[:5]
-    role, source, document_id, chunk_index, metadata = row[5:10]
+    role, source, document_id, chunk_index, metadata, entry_tokens, hit_tokens = row[5:12]
     return MemoryItem(
         kind=kind,
         id=item_id,
@@ -51,8 +56,10 @@ def _item(row: sqlite3.Row | tuple[Any, ...], score: float | None = None) -> Mem
         source=source,
         document_id=document_id,
         chunk_index=chunk_index,
-        metadata=json.loads(metadata),
+        metadata=json.loads(metadata) if metadata != "{}" else {},
         score=score,
+        entry_tokens=entry_tokens,
+        hit_tokens=hit_tokens,
     )
 
 
@@ -60,43 +67,48 @@ class SQLiteMemory(SQLiteRunStore, Memory):
     """Memory and run store in one SQLite file; ``":memory:"`` keeps it in this process only.
 
     ``busy_timeout`` (seconds) is how long a write waits for another connection's.
+    Keyword search leaves out a query word found in more than ``frequent_term_share`` of
+    all items (and in more than 1000), unless every word of the query is that frequent;
+    ``None`` searches with every word.
     """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        busy_timeout: float = 30.0,
+        frequent_term_share: float | None = DEFAULT_FREQUENT_TERM_SHARE,
+    ) -> None:
+        self._frequent = FrequentTerms(frequent_term_share)
+        super().__init__(path, busy_timeout=busy_timeout)
 
     # -- conversation, documents, knowledge --------------------------------------------
 
-    def _insert_item(
-        self,
-        conn: sqlite3.Connection,
-        conversation_id: str,
-        kind: MemoryKind,
-        content: str,
-        *,
-        created_at: float,
-        role: str | None = None,
-        source: str | None = None,
-        document_id: int | None = None,
-        chunk_index: int | None = None,
-        metadata: dict[str, Any] | None = None,
-    ) -> int:
+    def _insert_item(self, conn: sqlite3.Connection, item: MemoryItem) -> int:
+        """Store ``item`` (its ``id`` is ignored) with its token counts; returns its id."""
+        entry_tokens, hit_tokens = count_entry_tokens(item)
         cursor = conn.execute(
             "INSERT INTO items (conversation_id, kind, role, source, document_id, "
-            "chunk_index, content, metadata, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "chunk_index, content, metadata, created_at, entry_tokens, hit_tokens) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
-                conversation_id,
-                kind,
-                role,
-                source,
-                document_id,
-                chunk_index,
-                content,
-                dumps(metadata or {}),
-                created_at,
+                item.conversation_id,
+                item.kind,
+                item.role,
+                item.source,
+                item.document_id,
+                item.chunk_index,
+                item.text,
+                dumps(item.metadata),
+                item.created_at,
+                entry_tokens,
+                hit_tokens,
             ),
         )
         item_id = cursor.lastrowid
         assert item_id is not None
         conn.execute(
-            "INSERT INTO items_fts (rowid, body) VALUES (?, ?)", (item_id, index_text(content))
+            "INSERT INTO items_fts (rowid, body) VALUES (?, ?)", (item_id, index_text(item.text))
         )
         return item_id
 
@@ -104,16 +116,17 @@ class SQLiteMemory(SQLiteRunStore, Memory):
         self, conversation_id: str, message: TextMessage | str, role: str = "user"
     ) -> int:
         msg = as_message(message, role=role)
+        item = MemoryItem(
+            kind="message",
+            id=0,
+            conversation_id=conversation_id,
+            text=msg.content,
+            created_at=msg.created_at,
+            role=msg.role,
+            metadata=msg.additional_kwargs,
+        )
         with self._db.write() as conn:
-            return self._insert_item(
-                conn,
-                conversation_id,
-                "message",
-                msg.content,
-                created_at=msg.created_at,
-                role=msg.role,
-                metadata=msg.additional_kwargs,
-            )
+            return self._insert_item(conn, item)
 
     def add_document(
         self,
@@ -136,29 +149,33 @@ class SQLiteMemory(SQLiteRunStore, Memory):
             for index, chunk in enumerate(chunks):
                 self._insert_item(
                     conn,
-                    conversation_id,
-                    "document",
-                    chunk,
-                    created_at=now,
-                    source=source,
-                    document_id=document_id,
-                    chunk_index=index,
-                    metadata=metadata,
+                    MemoryItem(
+                        kind="document",
+                        id=0,
+                        conversation_id=conversation_id,
+                        text=chunk,
+                        created_at=now,
+                        source=source,
+                        document_id=document_id,
+                        chunk_index=index,
+                        metadata=metadata or {},
+                    ),
                 )
             return document_id
 
     def add_knowledge(
         self, conversation_id: str, text: str, metadata: dict[str, Any] | None = None
     ) -> int:
+        item = MemoryItem(
+            kind="knowledge",
+            id=0,
+            conversation_id=conversation_id,
+            text=text.strip(),
+            created_at=time.time(),
+            metadata=metadata or {},
+        )
         with self._db.write() as conn:
-            return self._insert_item(
-                conn,
-                conversation_id,
-                "knowledge",
-                text.strip(),
-                created_at=time.time(),
-                metadata=metadata,
-            )
+            return self._insert_item(conn, item)
 
     def messages(self, conversation_id: str, limit: int | None = None) -> list[TextMessage]:
         with self._db.use() as conn:
@@ -193,24 +210,38 @@ class SQLiteMemory(SQLiteRunStore, Memory):
         limit: int = 10,
         offset: int = 0,
     ) -> list[MemoryItem]:
-        fts_query = match_query(query)
+        terms = query_terms(query)
         kinds = [kind for kind in kinds if kind in ALL_KINDS]
-        if fts_query is None or not kinds or limit <= 0:
+        if not terms or not kinds or limit <= 0:
             return []
-        sql = (
-            f"SELECT {_ITEM_COLUMNS}, bm25(items_fts) AS score FROM items_fts "
-            "JOIN items ON items.id = items_fts.rowid WHERE items_fts MATCH ? "
-            f"AND items.kind IN ({', '.join('?' * len(kinds))})"
-        )
-        params: list[Any] = [fts_query, *kinds]
+        conditions: list[str] = []
+        params: list[Any] = [None]  # the MATCH query, once the terms are chosen
         if conversation_id is not None:
-            sql += " AND items.conversation_id = ?"
+            conditions.append("conversation_id = ?")
             params.append(conversation_id)
-        sql += " ORDER BY score, items.id DESC LIMIT ? OFFSET ?"
+        if len(kinds) < len(ALL_KINDS):
+            conditions.append(f"kind IN ({', '.join('?' * len(kinds))})")
+            params.extend(kinds)
+        where = ""
+        if conditions:
+            # Probing a small index beats reading each matching row.
+            index = "items_by_conversation" if len(conditions) == 2 else (
+                "items_conversation_by_id" if conversation_id is not None else None)
+            table = "items" if index is None else f"items INDEXED BY {index}"
+            where = (f"AND EXISTS (SELECT 1 FROM {table} WHERE {' AND '.join(conditions)} "
+                     "AND id = items_fts.rowid)")
+        # Rank in the index alone; only the page's rows are read from ``items``.
+        sql = (
+            f"SELECT {_ITEM_COLUMNS}, ranked.score FROM (SELECT rowid AS id, "
+            f"bm25(items_fts) AS score FROM items_fts WHERE items_fts MATCH ? {where} "
+            "ORDER BY score, rowid DESC LIMIT ? OFFSET ?) AS ranked "
+            "JOIN items ON items.id = ranked.id ORDER BY ranked.score, items.id DESC"
+        )
         params += [limit, offset]
         with self._db.use() as conn:
+            params[0] = " OR ".join(self._frequent.informative(conn, terms))
             rows = conn.execute(sql, params).fetchall()
-        return [_item(row, score=-row[10]) for row in rows]
+        return [_item(row, score=-row[_SCORE]) for row in rows]
 
     def delete_conversation(self, conversation_id: str) -> int:
         with self._db.write() as conn:
@@ -223,4 +254,5 @@ class SQLiteMemory(SQLiteRunStore, Memory):
                 "DELETE FROM items WHERE conversation_id = ?", (conversation_id,)
             ).rowcount
             conn.execute("DELETE FROM documents WHERE conversation_id = ?", (conversation_id,))
-            return deleted
+        self._frequent.forget()
+        return deleted
