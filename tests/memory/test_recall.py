@@ -373,9 +373,20 @@ def test_a_query_of_only_frequent_words_keeps_them_all() -> None:
         assert len(memory.search("status update", "c1", limit=50)) == 50
 
 
+def test_word_counts_are_taken_again_once_the_store_has_grown() -> None:
+    with SQLiteMemory(":memory:") as memory:
+        _flood(memory, 1200)
+        assert len(memory.search("zebra status", "c1", limit=50)) == 3
+        for i in range(300):  # zebras everywhere: no longer a rare word
+            memory.commit_message("c1", f"zebra sighting {i}")
+        hits = memory.search("zebra status", "c1", limit=400)
+        assert len(hits) == 400
+        assert any("zebra" not in hit.text for hit in hits)
+
+
 def test_a_small_store_searches_with_every_word() -> None:
     with SQLiteMemory(":memory:") as memory:
-        _flood(memory, 300)
+        _flood(memory, 150)
         hits = memory.search("zebra status", "c1", limit=50)
         assert len(hits) == 50
         assert all("zebra" in hit.text for hit in hits[:3])

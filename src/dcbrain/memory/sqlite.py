@@ -68,7 +68,7 @@ class SQLiteMemory(SQLiteRunStore, Memory):
 
     ``busy_timeout`` (seconds) is how long a write waits for another connection's.
     Keyword search leaves out a query word found in more than ``frequent_term_share`` of
-    all items (and in more than 1000), unless every word of the query is that frequent;
+    all items (and in more than 200), unless every word of the query is that frequent;
     ``None`` searches with every word.
     """
 
