@@ -13,7 +13,7 @@ import threading
 from typing import Final
 
 #: A word is very frequent in more than this share of all items ...
-DEFAULT_FREQUENT_TERM_SHARE: Final = 0.02
+DEFAULT_FREQUENT_TERM_SHARE: Final = 0.01
 #: ... and in more than this many items: small stores are searched with every word.
 FREQUENT_TERM_MIN_ITEMS: Final = 200
 # Counts are reused until the index has grown by this share.
