@@ -158,6 +158,10 @@ def test_search_is_scoped_by_conversation_and_kind(memory: SQLiteMemory) -> None
         "apples in knowledge"
     ]
     assert len(memory.search("apples")) == 4
+    assert [hit.kind for hit in memory.search("apples", kinds=["knowledge", "knowledge",
+                                                                 "message"])].count("document") == 0
+    assert {hit.conversation_id for hit in memory.search("apples", kinds=["knowledge"])} == {
+        "c1", "c2"}
     assert len(memory.search("apples", "c1", limit=2)) == 2
     assert len(memory.search("apples", "c1", limit=2, offset=2)) == 1
 

@@ -219,15 +219,17 @@ class SQLiteMemory(SQLiteRunStore, Memory):
         if conversation_id is not None:
             conditions.append("conversation_id = ?")
             params.append(conversation_id)
-        if len(kinds) < len(ALL_KINDS):
+        some_kinds = set(kinds) != set(ALL_KINDS)
+        if some_kinds:
             conditions.append(f"kind IN ({', '.join('?' * len(kinds))})")
             params.extend(kinds)
+        # Probing a small index beats reading each matching row.
+        table = "items"
+        if conversation_id is not None:
+            index = "items_by_conversation" if some_kinds else "items_conversation_by_id"
+            table = f"items INDEXED BY {index}"
         where = ""
         if conditions:
-            # Probing a small index beats reading each matching row.
-            index = "items_by_conversation" if len(conditions) == 2 else (
-                "items_conversation_by_id" if conversation_id is not None else None)
-            table = "items" if index is None else f"items INDEXED BY {index}"
             where = (f"AND EXISTS (SELECT 1 FROM {table} WHERE {' AND '.join(conditions)} "
                      "AND id = items_fts.rowid)")
         # Rank in the index alone; only the page's rows are read from ``items``.
