@@ -41,8 +41,3 @@ def query_terms(text: str) -> list[str]:
         if len(terms) >= MAX_QUERY_TERMS:
             break
     return terms[:MAX_QUERY_TERMS]
-
-
-def match_query(text: str) -> str | None:
-    """A safe FTS5 query matching any word of ``text``, or ``None`` if it has no words."""
-    return " OR ".join(query_terms(text)) or None
