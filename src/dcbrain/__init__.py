@@ -27,7 +27,7 @@ from dcbrain.chain import (
 )
 from dcbrain.journal import CallJournal, current_call
 from dcbrain.llm import ChatLLM, FunctionLLM, LLMReply, OpenAILLM, ScriptedLLM, ToolCall
-from dcbrain.memory import Memory, Recall, SQLiteMemory
+from dcbrain.memory import Memory, Recall, RunStore, SQLiteMemory, SQLiteRunStore
 from dcbrain.messages import TextMessage
 from dcbrain.neural import Neural
 from dcbrain.usage import Usage, merge_usages
@@ -60,7 +60,9 @@ __all__ = [
     "PlanDiff",
     "PlanExecuteAgent",
     "Recall",
+    "RunStore",
     "SQLiteMemory",
+    "SQLiteRunStore",
     "ScriptedLLM",
     "SeqChains",
     "SessionResult",

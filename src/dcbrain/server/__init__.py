@@ -1,6 +1,6 @@
 """The HTTP server: runs over a JSON API, their events as Server-Sent Events, a live web page.
 
-``create_app(brain_factory, memory)`` builds the ASGI app; ``dcbrain serve --config F``
+``create_app(brain_factory, store)`` builds the ASGI app; ``dcbrain serve --config F``
 runs it with uvicorn. See ``docs/server.md``.
 """
 

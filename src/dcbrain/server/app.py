@@ -1,7 +1,9 @@
 """The HTTP API and the web page, as one Starlette (ASGI) application.
 
-``create_app(brain_factory, memory)`` is all a deployment or a test needs: the factory
-builds a fresh brain per run, ``memory`` stores conversations, runs and their events.
+``create_app(brain_factory, store)`` is all a deployment or a test needs: the factory
+builds a fresh brain per run, ``store`` (a :class:`~dcbrain.memory.RunStore`) keeps runs
+and their events, and the conversations come from ``memory`` (by default the store itself
+when it is also a :class:`~dcbrain.memory.Memory`, as ``SQLiteMemory`` is).
 Every error is a JSON body ``{"error": code, "detail": message}`` with a 4xx status.
 """
 
@@ -26,7 +28,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from dcbrain.memory import Memory
+from dcbrain.memory import Memory, RunStore
 from dcbrain.messages import TextMessage
 from dcbrain.neural import Neural
 from dcbrain.server.runs import (
@@ -78,8 +80,9 @@ def error_response(
 
 def create_app(
     brain_factory: BrainFactory,
-    memory: Memory,
+    store: RunStore,
     *,
+    memory: Memory | None = None,
     api_token: str | None = None,
     max_concurrent_runs: int = DEFAULT_MAX_CONCURRENT_RUNS,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
@@ -89,6 +92,10 @@ def create_app(
     neural: Neural | None = None,
 ) -> Starlette:
     """The server as an ASGI app.
+
+    ``store`` keeps runs and their events; ``memory`` is where conversations are read
+    (default: ``store`` when it is a :class:`Memory`, else none: conversations then show
+    their runs only).
 
     ``api_token`` (default: the ``DCBRAIN_API_TOKEN`` environment variable) makes every
     ``/v1`` request need ``Authorization: Bearer <token>``. ``max_concurrent_runs`` caps
@@ -102,9 +109,12 @@ def create_app(
     if max_body_bytes < 1:
         raise ValueError("max_body_bytes must be at least 1")
     token = api_token if api_token is not None else os.environ.get(API_TOKEN_ENV) or None
+    if memory is None and isinstance(store, Memory):
+        memory = store
     runs = RunManager(
         brain_factory,
-        memory,
+        store,
+        memory=memory,
         neural=neural,
         max_concurrent_runs=max_concurrent_runs,
         supersede_grace_s=supersede_grace_s,
@@ -154,7 +164,8 @@ class _Api:
     """The ``/v1`` endpoints."""
 
     def __init__(
-        self, runs: RunManager, memory: Memory, *, max_body_bytes: int, list_conversations: bool
+        self, runs: RunManager, memory: Memory | None, *, max_body_bytes: int,
+        list_conversations: bool
     ) -> None:
         self.runs = runs
         self.memory = memory
@@ -174,8 +185,8 @@ class _Api:
 
     async def get_conversation(self, request: Request) -> Response:
         cid = _conversation_id(request)
-        messages = await self.memory.amessages(cid)
-        records = await self.memory.alist_runs(cid)
+        messages = await self.memory.amessages(cid) if self.memory is not None else []
+        records = await self.runs.store.alist_runs(cid)
         if not messages and not records:
             raise ApiError(404, "not_found", f"no conversation {cid!r}")
         summaries = []

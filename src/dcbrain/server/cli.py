@@ -15,7 +15,7 @@ from dcbrain.config import DEFAULT_CONFIG_FILE, Config, ConfigError, build_brain
 
 if TYPE_CHECKING:
     from dcbrain.brain import DCBrain
-    from dcbrain.memory import Memory
+    from dcbrain.memory import RunStore
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -23,24 +23,21 @@ DEFAULT_PORT = 8765
 FALLBACK_DB = "dcbrain-server.db"
 
 
-def brain_factory_from_config(config: Config) -> tuple[Memory, Callable[[], DCBrain]]:
+def brain_factory_from_config(config: Config) -> tuple[RunStore, Callable[[], DCBrain]]:
     """The store the server uses and a factory of one fresh brain per run.
 
     LLMs, chains and tools are built once and shared; each run gets its own
     :class:`~dcbrain.brain.DCBrain` (one instance runs one question at a time), all on
-    the one store.
+    the one store. With the config's memory off, runs go to a run store of their own and
+    no conversation is kept.
     """
     from dcbrain.brain import DCBrain
-    from dcbrain.memory import SQLiteMemory
+    from dcbrain.memory import RunStore, SQLiteRunStore
 
     template = build_brain(config)
     memory = template.memory
-    if memory is None:
-        memory = SQLiteMemory(config.resolve(FALLBACK_DB))
-        commit_conversations = False
-    else:
-        commit_conversations = True
-    store = memory
+    store = memory if isinstance(memory, RunStore) else SQLiteRunStore(
+        config.resolve(FALLBACK_DB))
 
     def factory() -> DCBrain:
         return DCBrain(
@@ -51,7 +48,7 @@ def brain_factory_from_config(config: Config) -> tuple[Memory, Callable[[], DCBr
             tools=template.tools,
             planning_prompt=template.planning_prompt,
             validate_prompt=template.validate_prompt,
-            memory=store if commit_conversations else None,
+            memory=memory,
             memory_chunk_size=template.memory_chunk_size,
             max_iterations=template.max_iterations,
             max_tokens=template.max_tokens,
@@ -97,7 +94,7 @@ def serve(
 
     try:
         loaded = find_config(config)
-        memory, factory = brain_factory_from_config(loaded)
+        store, factory = brain_factory_from_config(loaded)
     except (ConfigError, FileNotFoundError, OSError) as exc:
         sys.stderr.write(f"error: {exc}\n")
         raise typer.Exit(2) from None
@@ -110,14 +107,14 @@ def serve(
         )
     app = create_app(
         factory,
-        memory,
+        store,
         api_token=token,
         max_concurrent_runs=max_concurrent_runs,
         allowed_hosts=LOOPBACK_HOSTS if loopback else ("*",),
         list_conversations=list_conversations,
     )
     shown = f"[{host}]" if ":" in host else host
-    sys.stderr.write(f"dcbrain serving on http://{shown}:{port}/ (store: {memory!r})\n")
+    sys.stderr.write(f"dcbrain serving on http://{shown}:{port}/ (store: {store!r})\n")
     # No access log: the event stream may carry ?access_token= in its URL.
     uvicorn.run(app, host=host, port=port, access_log=False, log_level="info")
 
