@@ -1,0 +1,235 @@
+"""Planning with the embedded tiny model: a short prompt, close examples, a grammar.
+
+A 135M-parameter model cannot follow the long planning template, so
+:class:`LocalPlanner` rebuilds each planning request: a short instruction listing the
+tools' signatures, few-shot examples (a revision after an error, arithmetic, one call
+of each tool), then the question. When the brain's prompt shows an earlier attempt
+that failed (the default template puts it in a ```tf_plan block followed by its error,
+result and the validator's suggestion), the question comes with that plan and what went
+wrong, and the revision is sampled instead of decoded greedily, so it is not a verbatim
+repeat. The grammar also admits a one-line direct answer for questions that need no
+computation (no example shows one: a tiny model would copy it for every question).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final
+
+from dcbrain.llm.local import LocalLLM, plain_messages
+
+#: Temperature of a revision: the greedy reply to the same question is the failed plan.
+REVISION_TEMPERATURE: Final = 0.7
+#: What the tiny model is told after a failed plan (its context window is small).
+MAX_FEEDBACK_CHARS: Final = 400
+
+_QUESTION_MARKERS = ("Question:", "question:", "User question:", "## Question", "# Question")
+_PLAN_BLOCK = re.compile(r"```tf_plan\n(.*?)\n```", re.DOTALL)
+_FEEDBACK_END = re.compile(r"\n(?:#{2,3} |Write a new plan)")
+_RETRY = ("{question}\nThis plan did not answer it:\n```tf_plan\n{plan}\n```\n{feedback}\n"
+          "Write a different plan.")
+
+
+class LocalPlanner(LocalLLM):
+    """The embedded model as a planner for ``tools``; shares the loaded model of ``base``."""
+
+    def __init__(self, base: LocalLLM, tools: Mapping[str, Callable[..., Any]]) -> None:
+        super().__init__(
+            base.model_path,
+            threads=base.threads,
+            context_size=base.context_size,
+            max_output_tokens=min(base.max_output_tokens, 256),
+            temperature=0.0,
+            seed=base.seed,
+            grammar=plan_grammar(list(tools)),
+            system_prompt=plan_system_prompt(tools),
+            examples=plan_examples(tools),
+        )
+        self.tools = dict(tools)
+
+    def _messages(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        head = [{"role": "system", "content": self.system_prompt or ""}]
+        return [*head, *self.examples, *planning_turns(plain_messages(messages))]
+
+    def _temperature(self, messages: list[dict[str, Any]]) -> float:
+        revising = "```tf_plan" in messages[-1]["content"]  # the failed plan is shown
+        return REVISION_TEMPERATURE if revising else self.temperature
+
+
+def planning_turns(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """The question, and after a failed attempt also that plan and what went wrong.
+
+    One user turn either way: a tiny model copies the reply that followed a similar
+    question, so a failed plan must never appear as a reply.
+    """
+    question = last_user_question(messages)
+    attempt = last_attempt(messages)
+    if attempt is None:
+        return [{"role": "user", "content": question}]
+    plan, feedback = attempt
+    return [{"role": "user", "content": retry_request(question, plan, feedback)}]
+
+
+def retry_request(question: str, plan: str, feedback: str) -> str:
+    """The question with the plan that failed and why, asking for a different plan."""
+    return _RETRY.format(question=question, plan=plan, feedback=feedback).replace("\n\n", "\n")
+
+
+def last_user_question(messages: list[dict[str, Any]]) -> str:
+    """The user's question in a planning request: the last user message, cut after a
+    ``Question:`` marker when the message embeds a template."""
+    users = [m["content"] for m in messages if m["role"] == "user"]
+    text = users[-1] if users else ""
+    for marker in _QUESTION_MARKERS:
+        if marker in text:
+            text = text.rsplit(marker, 1)[1]
+            break
+    return text.strip()[:1000]
+
+
+def last_attempt(messages: list[dict[str, Any]]) -> tuple[str, str] | None:
+    """The last failed plan shown in the system prompt and the text that follows it
+    (its error, result and the validator's suggestion), shortened; ``None`` if none."""
+    system = "\n".join(m["content"] for m in messages if m["role"] == "system")
+    blocks = list(_PLAN_BLOCK.finditer(system))
+    if not blocks:
+        return None
+    last = blocks[-1]
+    rest = system[last.end():]
+    end = _FEEDBACK_END.search(rest)
+    feedback_text = rest[: end.start()] if end else rest
+    lines = [line.strip() for line in feedback_text.splitlines()]
+    feedback = " ".join(line for line in lines if line and set(line) != {"^"})
+    return last.group(1).strip(), feedback[:MAX_FEEDBACK_CHARS]
+
+
+def _schema_type(annotation: Any) -> str:
+    if annotation in (int, float, "int", "float"):
+        return "number"
+    if annotation in (bool, "bool"):
+        return "bool"
+    return "text"
+
+
+def _parameters(func: Callable[..., Any]) -> list[inspect.Parameter]:
+    try:
+        signature = inspect.signature(func)
+    except (TypeError, ValueError):
+        return []
+    return [p for p in signature.parameters.values()
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+
+
+def _signature_line(name: str, func: Callable[..., Any]) -> str:
+    params = ", ".join(f"{p.name}: {_schema_type(p.annotation)}" for p in _parameters(func))
+    doc = inspect.getdoc(func) or ""
+    summary = doc.split("\n\n")[0].replace("\n", " ")
+    return f"{name}({params})" + (f"  # {summary}" if summary else "")
+
+
+def plan_system_prompt(tools: Mapping[str, Callable[..., Any]]) -> str:
+    listed = "\n".join(_signature_line(name, func) for name, func in tools.items())
+    return (
+        "You answer with a ```tf_plan block: Python statements that compute the answer "
+        "and return it. Call tools with keyword arguments. Answer in one plain sentence "
+        "only when nothing needs computing or looking up.\n"
+        f"Tools:\n{listed or '(none: use arithmetic only)'}"
+    )
+
+
+_SAMPLE = {"number": ("7", "7"), "bool": ("True", "yes"), "text": ('"paris"', "paris")}
+
+
+def _plan(body: str) -> str:
+    return f"```tf_plan\n{body}\n```"
+
+
+def plan_examples(tools: Mapping[str, Callable[..., Any]]) -> list[dict[str, str]]:
+    """Few-shot turns: a revision after an error, arithmetic, one call of each tool.
+
+    A tiny model copies what it saw last: the revision comes first, and there is no
+    direct-answer example (it would be copied for every question).
+    """
+    turns: list[tuple[str, str]] = [
+        ("user", "What is 12 times 7?"),
+        ("assistant", _plan("result = 12 * 7\nreturn result")),
+        ("user", "What is 100 minus 58, divided by 2?"),
+        ("assistant", _plan("difference = 100 - 58\nresult = difference / 2\nreturn result")),
+    ]
+    first_call: tuple[str, list[inspect.Parameter], list[tuple[str, str]]] | None = None
+    for name, func in list(tools.items())[:6]:
+        params = [p for p in _parameters(func) if p.default is p.empty]
+        samples = [_SAMPLE[_schema_type(p.annotation)] for p in params]
+        question_args = " and ".join(f"{p.name} {s[1]}" for p, s in zip(params, samples,
+                                                                         strict=True))
+        call_args = ", ".join(f"{p.name}={s[0]}" for p, s in zip(params, samples, strict=True))
+        doc = (inspect.getdoc(func) or name).split("\n")[0].rstrip(".")
+        question = f"{doc}: {question_args}?" if question_args else f"{doc}?"
+        turns += [("user", question),
+                  ("assistant", _plan(f"result = {name}({call_args})\nreturn result"))]
+        if first_call is None and params:
+            first_call = (name, params, samples)
+    turns = [*_revision_example(first_call), *turns]
+    return [{"role": role, "content": content} for role, content in turns]
+
+
+def _revision_example(
+    call: tuple[str, list[inspect.Parameter], list[tuple[str, str]]] | None,
+) -> list[tuple[str, str]]:
+    """A failed plan with its error, and the corrected plan: how to read feedback."""
+    if call is None:
+        question, wrong = "What is 6 plus 4, times 2?", "result = 6 + 4 * 2\nreturn result"
+        feedback = "Its result: 14. The validator's suggestion: add first, then multiply."
+        right = "total = 6 + 4\nresult = total * 2\nreturn result"
+    else:
+        name, params, samples = call
+        expected = ", ".join(p.name for p in params)
+        wrong_args = ", ".join(f"value{i}={s[0]}" for i, s in enumerate(samples, 1))
+        right_args = ", ".join(f"{p.name}={s[0]}" for p, s in zip(params, samples,
+                                                                  strict=True))
+        question = f"Use {name} with {' and '.join(s[1] for s in samples)}."
+        wrong = f"result = {name}({wrong_args})\nreturn result"
+        feedback = (f"It failed with this error: 1:10: tool '{name}' has no argument "
+                    f"'value1' (expected: {expected})")
+        right = f"result = {name}({right_args})\nreturn result"
+    return [("user", retry_request(question, wrong, feedback)), ("assistant", _plan(right))]
+
+
+def plan_grammar(tool_names: Sequence[str]) -> str:
+    """GBNF: a ```tf_plan block of up to six simple statements and a ``return``, or a
+    one-line direct answer.
+
+    Statements are ``name = expression`` and ``print(expression)``; expressions are
+    numbers, strings, lists, names, arithmetic, subscripts (``item["price"]``) and
+    keyword-argument calls of ``tool_names``. Names are up to 40 characters.
+    """
+    names = [name for name in tool_names if name.isidentifier()]
+    call = ""
+    if names:
+        alternatives = " | ".join(json.dumps(name) for name in names)
+        call = (f'call ::= tool "(" (kwarg (", " kwarg){{0,5}})? ")"\n'
+                f"tool ::= {alternatives}\n"
+                'kwarg ::= ident "=" expr\n')
+    head = "(call | ident)" if names else "ident"
+    return (
+        "root ::= plan | answer\n"
+        'plan ::= "```tf_plan\\n" stmt{0,6} "return " expr "\\n```"\n'
+        'answer ::= [A-Z] [^`\\n]{1,300}\n'
+        'stmt ::= (ident " = " expr | "print(" expr ")") "\\n"\n'
+        'expr ::= term (" " op " " term){0,4}\n'
+        f'term ::= {head} index? | number | string | list | "(" expr ")"\n'
+        'index ::= "[" (string | number) "]"\n'
+        'list ::= "[" (expr (", " expr){0,7})? "]"\n'
+        f"{call}"
+        'op ::= "+" | "-" | "*" | "/" | "//" | "%" | "**"\n'
+        "ident ::= [a-zA-Z_] [a-zA-Z0-9_]{0,39}\n"
+        'number ::= "-"? [0-9]{1,12} ("." [0-9]{1,6})?\n'
+        'string ::= "\\"" [^"\\\\\\n]{0,80} "\\""\n'
+    )
+
+
+__all__ = ["LocalPlanner", "last_attempt", "last_user_question", "plan_examples",
+           "plan_grammar", "plan_system_prompt", "planning_turns", "retry_request"]

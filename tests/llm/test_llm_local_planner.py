@@ -1,0 +1,106 @@
+"""The embedded model's planner: what it is asked, and the grammar its replies follow.
+
+The requests are built from what a real DCBrain sends its planner (recorded through a
+FunctionLLM), so a change of the planning template that hides the failed attempt from
+the small model fails here. Decoding itself needs the model: one test runs it when it
+is installed.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from dcbrain import DCBrain, FunctionLLM, ScriptedLLM
+from dcbrain.llm.local import LocalLLM, local_model_available
+from dcbrain.llm.local_planner import (
+    REVISION_TEMPERATURE,
+    LocalPlanner,
+    last_attempt,
+    plan_grammar,
+    planning_turns,
+)
+from dcbrain.tfplan import extract_plan
+
+
+def get_product(name: str) -> dict[str, Any]:
+    """Price (EUR) and stock of a product."""
+    return {"name": name, "price": 24.5, "stock": 12}
+
+
+FAILED_PLAN = 'result = get_product(stock=3)\nreturn result'
+
+
+def recorded_planning_requests() -> list[list[dict[str, Any]]]:
+    """The messages a DCBrain sends its planner: a plan that fails the check, then a retry."""
+    requests: list[list[dict[str, Any]]] = []
+    replies = iter([f"```tf_plan\n{FAILED_PLAN}\n```",
+                    '```tf_plan\nresult = get_product(name="lamp")\nreturn result\n```'])
+
+    def planner(messages: list[dict[str, Any]]) -> str:
+        requests.append(messages)
+        return next(replies)
+
+    brain = DCBrain(default_llm=FunctionLLM(planner),
+                    default_validate_llm=ScriptedLLM([{"is_solved": True, "suggestion": ""}]),
+                    tools=[get_product], max_iterations=2)
+    result = brain.run("What does the lamp cost?", "c1")
+    assert result.status == "succeeded", result.last_error
+    return requests
+
+
+def test_a_first_planning_asks_only_the_question() -> None:
+    first, _ = recorded_planning_requests()
+    assert last_attempt(first) is None
+    assert planning_turns(first) == [{"role": "user", "content": "What does the lamp cost?"}]
+
+
+def test_a_revision_shows_the_failed_plan_and_its_error() -> None:
+    _, second = recorded_planning_requests()
+    plan, feedback = last_attempt(second) or ("", "")
+    assert plan == FAILED_PLAN
+    assert "missing required argument 'name'" in feedback
+    assert "has no argument 'stock'" in feedback
+    (turn,) = planning_turns(second)
+    assert turn["content"].startswith("What does the lamp cost?\nThis plan did not answer it:")
+    assert f"```tf_plan\n{FAILED_PLAN}\n```" in turn["content"]
+    assert turn["content"].endswith("Write a different plan.")
+
+
+def test_the_planner_samples_revisions_and_decodes_first_plans_greedily() -> None:
+    first, second = recorded_planning_requests()
+    planner = LocalLLM().planner({"get_product": get_product})
+    assert isinstance(planner, LocalPlanner)
+    first_request, second_request = planner._messages(first), planner._messages(second)
+    assert first_request[0]["role"] == "system" and "get_product(name: text)" in \
+        first_request[0]["content"]
+    assert first_request[1:-1] == planner.examples
+    assert planner._temperature(first_request) == 0.0
+    assert planner._temperature(second_request) == REVISION_TEMPERATURE
+    # No example reply is a failed plan or a direct answer: a tiny model copies replies.
+    replies = [m["content"] for m in planner.examples if m["role"] == "assistant"]
+    assert all(reply.startswith("```tf_plan\n") for reply in replies)
+    assert not any("value1" in reply for reply in replies)
+
+
+def test_the_grammar_admits_long_names_subscripts_and_a_direct_answer() -> None:
+    grammar = plan_grammar(["get_product", "convert"])
+    rules = dict(line.split(" ::= ", 1) for line in grammar.strip().splitlines())
+    assert rules["root"] == "plan | answer"
+    assert rules["ident"] == "[a-zA-Z_] [a-zA-Z0-9_]{0,39}"
+    assert "index?" in rules["term"] and rules["tool"] == '"get_product" | "convert"'
+    assert rules["answer"].startswith("[A-Z]")  # never a backtick: a plan is a plan
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not local_model_available(), reason="embedded model not installed")
+def test_the_embedded_model_revises_a_failed_plan_into_a_different_one() -> None:
+    _, second = recorded_planning_requests()
+    planner = LocalLLM(threads=1).planner({"get_product": get_product})
+    reply = planner.chat(second).content
+    plan = extract_plan(reply)
+    assert plan is None or plan != FAILED_PLAN
+    if plan is not None:
+        assert re.search(r"return ", plan)
