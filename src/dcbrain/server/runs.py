@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
+from dcbrain._text import encodable
 from dcbrain.brain import BrainResult
 from dcbrain.events import Event, EventType
 from dcbrain.exceptions import TFBrainError, TFUserNewInputError
@@ -453,6 +454,7 @@ class RunManager:
 
     def _record(self, run: ServerRun, event: dict[str, Any]) -> None:
         """Number ``event``; readers see it once it is stored (so a seen seq survives a crash)."""
+        event = encodable(event)  # a plan may build any string; SQLite and SSE need UTF-8
         run.next_seq += 1
         run.last_type = event.get("type")
         run.pending.append(event)
@@ -481,9 +483,9 @@ class RunManager:
                          plans=_plans_of([*run.events, *run.pending]))
             self._record(run, final)
         if result is not None:
-            result = dict(result, run_id=run.run_id, reason=reason)
+            result = encodable(dict(result, run_id=run.run_id, reason=reason))
         run.result = result
-        run.error = error
+        run.error = encodable(error)
         run.reason = reason
         run.status = status
         if self._active.get(run.conversation_id) is run:  # the slot is free from now on

@@ -149,6 +149,9 @@ class Interpreter:
             return await asyncio.shield(future)
         except asyncio.CancelledError:
             state.stop(Cancelled)
+            # The plan ends later with PlanCancelled that no one awaits: retrieve it, or
+            # asyncio logs "Future exception was never retrieved" for every abort.
+            future.add_done_callback(_retrieve)
             raise
 
     # -- internals -------------------------------------------------------------------
@@ -249,6 +252,11 @@ class Interpreter:
             return None
         source_line = plan.lines[line - 1] if 0 < line <= len(plan.lines) else None
         return error.with_position(line, col, source_line)
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 def _stop(state: RunState, watchdog: Watchdog | None) -> None:
