@@ -82,16 +82,31 @@ def test_the_planner_samples_revisions_and_decodes_first_plans_greedily() -> Non
     # No example reply is a failed plan or a direct answer: a tiny model copies replies.
     replies = [m["content"] for m in planner.examples if m["role"] == "assistant"]
     assert all(reply.startswith("```tf_plan\n") for reply in replies)
-    assert not any("value1" in reply for reply in replies)
+    assert not any(reply.startswith("```tf_plan\nreturn get_product_result") for reply in replies)
+
+
+def convert(amount: float, currency: str, rounding: int = 2) -> float:
+    """Convert an amount in EUR to another currency."""
+    return amount
 
 
 def test_the_grammar_admits_long_names_subscripts_and_a_direct_answer() -> None:
-    grammar = plan_grammar(["get_product", "convert"])
+    grammar = plan_grammar({"get_product": get_product, "convert": convert})
     rules = dict(line.split(" ::= ", 1) for line in grammar.strip().splitlines())
     assert rules["root"] == "plan | answer"
     assert rules["ident"] == "[a-zA-Z_] [a-zA-Z0-9_]{0,39}"
-    assert "index?" in rules["term"] and rules["tool"] == '"get_product" | "convert"'
+    assert "index?" in rules["term"] and rules["call"] == "call0 | call1"
+    # A call names the tool's own arguments: required ones in order, then optional ones.
+    assert rules["call0"] == '"get_product(" "name=" expr ")"'
+    assert rules["call1"] == (
+        '"convert(" "amount=" expr ", currency=" expr (", rounding=" expr)? ")"')
     assert rules["answer"].startswith("[A-Z]")  # never a backtick: a plan is a plan
+    # Assigned names cannot start with "ret" (the tiny model writes "return = x" otherwise).
+    target = re.compile(rules["target"].replace(" | ", "|").replace('"', "").replace(" ", ""))
+    assert rules["stmt"].startswith("(target ")
+    assert [bool(target.fullmatch(name)) for name in ("result", "r", "re", "price_eur")] == \
+        [True] * 4
+    assert not target.fullmatch("return") and not target.fullmatch("retval")
 
 
 @pytest.mark.slow

@@ -172,6 +172,19 @@ class LocalLLM(ChatLLM):
         max_tokens: int | None,
         temperature: float | None,
     ) -> LLMReply:
+        return await self._complete_once(messages, json_schema=json_schema,
+                                         max_tokens=max_tokens, temperature=temperature,
+                                         seed=self.seed)
+
+    async def _complete_once(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        json_schema: dict[str, Any] | None,
+        max_tokens: int | None,
+        temperature: float | None,
+        seed: int,
+    ) -> LLMReply:
         local_messages = self._messages(messages)
         if temperature is None:
             temperature = self._temperature(local_messages)
@@ -179,7 +192,7 @@ class LocalLLM(ChatLLM):
             "messages": local_messages,
             "max_tokens": min(max_tokens or self.max_output_tokens, self.max_output_tokens),
             "temperature": temperature,
-            "seed": self.seed,
+            "seed": seed,
         }
         if json_schema is not None:
             request["response_format"] = {

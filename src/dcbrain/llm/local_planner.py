@@ -16,15 +16,19 @@ from __future__ import annotations
 import inspect
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
+from dcbrain.llm.base import LLMReply
 from dcbrain.llm.local import LocalLLM, plain_messages
+from dcbrain.tfplan.parser import extract_plan
 
 #: Temperature of a revision: the greedy reply to the same question is the failed plan.
 REVISION_TEMPERATURE: Final = 0.7
 #: What the tiny model is told after a failed plan (its context window is small).
 MAX_FEEDBACK_CHARS: Final = 400
+#: Samples of a revision with other seeds while it is the failed plan again.
+MAX_REVISION_SAMPLES: Final = 3
 
 _QUESTION_MARKERS = ("Question:", "question:", "User question:", "## Question", "# Question")
 _PLAN_BLOCK = re.compile(r"```tf_plan\n(.*?)\n```", re.DOTALL)
@@ -44,7 +48,7 @@ class LocalPlanner(LocalLLM):
             max_output_tokens=min(base.max_output_tokens, 256),
             temperature=0.0,
             seed=base.seed,
-            grammar=plan_grammar(list(tools)),
+            grammar=plan_grammar(tools),
             system_prompt=plan_system_prompt(tools),
             examples=plan_examples(tools),
         )
@@ -57,6 +61,30 @@ class LocalPlanner(LocalLLM):
     def _temperature(self, messages: list[dict[str, Any]]) -> float:
         revising = "```tf_plan" in messages[-1]["content"]  # the failed plan is shown
         return REVISION_TEMPERATURE if revising else self.temperature
+
+    async def _achat(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        json_schema: dict[str, Any] | None,
+        tools: list[dict[str, Any]] | None,
+        max_tokens: int | None,
+        temperature: float | None,
+    ) -> LLMReply:
+        """A plan; a revision that repeats the failed plan is sampled again (other seeds)."""
+        attempt = last_attempt(plain_messages(messages))
+        reply: LLMReply | None = None
+        for sample in range(MAX_REVISION_SAMPLES if attempt is not None else 1):
+            answer = await self._complete_once(messages, json_schema=json_schema,
+                                               max_tokens=max_tokens, temperature=temperature,
+                                               seed=self.seed + sample)
+            if reply is not None:
+                answer.usage = reply.usage + answer.usage  # every sample was paid for
+            reply = answer
+            if attempt is None or extract_plan(reply.content) != attempt[0]:
+                break
+        assert reply is not None
+        return reply
 
 
 def planning_turns(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
@@ -184,51 +212,64 @@ def _revision_example(
         question, wrong = "What is 6 plus 4, times 2?", "result = 6 + 4 * 2\nreturn result"
         feedback = "Its result: 14. The validator's suggestion: add first, then multiply."
         right = "total = 6 + 4\nresult = total * 2\nreturn result"
-    else:
+    else:  # the tiny model's usual slip: a name it never assigned
         name, params, samples = call
-        expected = ", ".join(p.name for p in params)
-        wrong_args = ", ".join(f"value{i}={s[0]}" for i, s in enumerate(samples, 1))
-        right_args = ", ".join(f"{p.name}={s[0]}" for p, s in zip(params, samples,
-                                                                  strict=True))
+        args = ", ".join(f"{p.name}={s[0]}" for p, s in zip(params, samples, strict=True))
         question = f"Use {name} with {' and '.join(s[1] for s in samples)}."
-        wrong = f"result = {name}({wrong_args})\nreturn result"
-        feedback = (f"It failed with this error: 1:10: tool '{name}' has no argument "
-                    f"'value1' (expected: {expected})")
-        right = f"result = {name}({right_args})\nreturn result"
+        wrong = f"return {name}_result"
+        feedback = (f"It failed with this error: 1:8: name '{name}_result' is never "
+                    "assigned")
+        right = f"{name}_result = {name}({args})\nreturn {name}_result"
     return [("user", retry_request(question, wrong, feedback)), ("assistant", _plan(right))]
 
 
-def plan_grammar(tool_names: Sequence[str]) -> str:
-    """GBNF: a ```tf_plan block of up to six simple statements and a ``return``, or a
+def plan_grammar(tools: Mapping[str, Callable[..., Any]]) -> str:
+    """GBNF: a ```tf_plan block of one to six simple statements and a ``return``, or a
     one-line direct answer.
 
     Statements are ``name = expression`` and ``print(expression)``; expressions are
-    numbers, strings, lists, names, arithmetic, subscripts (``item["price"]``) and
-    keyword-argument calls of ``tool_names``. Names are up to 40 characters.
+    numbers, strings, lists, names, arithmetic, subscripts (``item["price"]``) and calls
+    of ``tools`` with their own keyword arguments (required ones in order, then optional
+    ones). Names are up to 40 characters; assigned names do not start with ``ret``.
     """
-    names = [name for name in tool_names if name.isidentifier()]
-    call = ""
-    if names:
-        alternatives = " | ".join(json.dumps(name) for name in names)
-        call = (f'call ::= tool "(" (kwarg (", " kwarg){{0,5}})? ")"\n'
-                f"tool ::= {alternatives}\n"
-                'kwarg ::= ident "=" expr\n')
-    head = "(call | ident)" if names else "ident"
+    calls = {name: func for name, func in tools.items() if name.isidentifier()}
+    rules = ""
+    if calls:
+        rules += "call ::= " + " | ".join(f"call{i}" for i in range(len(calls))) + "\n"
+        for i, (name, func) in enumerate(calls.items()):
+            rules += f"call{i} ::= {json.dumps(name + '(')} {_arguments(func)} \")\"\n"
+    head = "(call | ident)" if calls else "ident"
     return (
         "root ::= plan | answer\n"
-        'plan ::= "```tf_plan\\n" stmt{0,6} "return " expr "\\n```"\n'
+        'plan ::= "```tf_plan\\n" stmt{1,6} "return " expr "\\n```"\n'
         'answer ::= [A-Z] [^`\\n]{1,300}\n'
-        'stmt ::= (ident " = " expr | "print(" expr ")") "\\n"\n'
+        'stmt ::= (target " = " expr | "print(" expr ")") "\\n"\n'
         'expr ::= term (" " op " " term){0,4}\n'
         f'term ::= {head} index? | number | string | list | "(" expr ")"\n'
         'index ::= "[" (string | number) "]"\n'
         'list ::= "[" (expr (", " expr){0,7})? "]"\n'
-        f"{call}"
+        f"{rules}"
         'op ::= "+" | "-" | "*" | "/" | "//" | "%" | "**"\n'
         "ident ::= [a-zA-Z_] [a-zA-Z0-9_]{0,39}\n"
+        # A name assigned to never starts with "ret": the model would write "return = x".
+        "target ::= [a-qs-zA-Z_] [a-zA-Z0-9_]{0,39} | \"r\" ([a-df-zA-Z0-9_] "
+        "[a-zA-Z0-9_]{0,38})? | \"re\" ([a-su-zA-Z0-9_] [a-zA-Z0-9_]{0,37})?\n"
         'number ::= "-"? [0-9]{1,12} ("." [0-9]{1,6})?\n'
         'string ::= "\\"" [^"\\\\\\n]{0,80} "\\""\n'
     )
+
+
+def _arguments(func: Callable[..., Any]) -> str:
+    """The keyword arguments of a call of ``func`` as a grammar sequence."""
+    params = _parameters(func)
+    required = [p.name for p in params if p.default is p.empty]
+    optional = [p.name for p in params if p.default is not p.empty]
+    parts = [json.dumps(("" if i == 0 else ", ") + f"{name}=") + " expr"
+             for i, name in enumerate(required)]
+    for name in optional:
+        separator = ", " if required or parts else ""
+        parts.append(f"({json.dumps(separator + name + '=')} expr)?")
+    return " ".join(parts) if parts else '""'
 
 
 __all__ = ["LocalPlanner", "last_attempt", "last_user_question", "plan_examples",
