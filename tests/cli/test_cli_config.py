@@ -208,7 +208,7 @@ def test_a_local_llm_plans_with_the_grammar_and_examples_and_validates_by_schema
     brain = build_brain(load_config(path))
     planner, validator = brain.default_plan_llm, brain.default_validate_llm
     assert isinstance(planner, LocalLLM) and isinstance(validator, LocalLLM)
-    assert planner.grammar is not None and '"lookup"' in planner.grammar
+    assert planner.grammar is not None and '"lookup(" "city=" expr' in planner.grammar
     assert isinstance(planner, LocalPlanner)
     assert any("lookup(city=" in example["content"] for example in planner.examples)
     # The validator gets the verdict's JSON schema as its grammar: no plan grammar on it.

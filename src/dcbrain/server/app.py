@@ -246,7 +246,8 @@ class _Api:
         )
         if after is None:
             raise ApiError(400, "invalid_last_event_id",
-                           "Last-Event-ID (or ?after=) must be an event seq (an integer >= -1)")
+                           "Last-Event-ID (or ?after=) must be -1 or an event seq (digits only, at "
+                           "most 18)")
         if not await self.runs.exists(run_id):
             raise ApiError(404, "not_found", f"no run {run_id!r}")
         client = request.client.host if request.client is not None else ""
