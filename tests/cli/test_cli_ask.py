@@ -200,8 +200,8 @@ def test_ask_on_the_embedded_model_end_to_end(tmp_path: Path, run_cli: RunCLI) -
 
 
 def test_a_verdict_of_the_embedded_tiny_model_is_called_weak() -> None:
-    from dcbrain.cli.ask import outcome_text, validated_by
-    from dcbrain.llm.local import LocalLLM
+    from dcbrain.cli.ask import outcome_text
+    from dcbrain.llm.local import LocalLLM, validated_by
 
     embedded = validated_by(LocalLLM())  # nothing is loaded until it is asked
     other = validated_by(LocalLLM("/models/qwen2.5-7b-instruct.gguf"))

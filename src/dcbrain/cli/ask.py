@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from dcbrain.config import Config
-    from dcbrain.llm import ChatLLM
 
 CONFIG_HELP = ("Config file (default: ./dcbrain.toml if present, else the embedded local "
                "model).")
@@ -61,6 +60,7 @@ def ask(
     from dcbrain.cli.progress import ProgressView
     from dcbrain.config import ConfigError, build_brain
     from dcbrain.exceptions import TFBrainError, TFError
+    from dcbrain.llm.local import validated_by
 
     if not question.strip():
         fail_usage("the question is empty: dcbrain ask \"your question\"")
@@ -110,15 +110,6 @@ def exit_code(status: str, reason: str | None) -> int:
     if status == "aborted" or reason in ("timeout", "aborted"):
         return ExitCode.ABORTED
     return ExitCode.FAILED
-
-
-def validated_by(llm: ChatLLM | None) -> dict[str, Any] | None:
-    """Who judged the answer: ``{"model", "weak"}``; ``weak`` for the embedded tiny model."""
-    if llm is None:
-        return None
-    from dcbrain.llm.local import LocalLLM
-
-    return {"model": str(llm.model), "weak": isinstance(llm, LocalLLM) and llm.weak_judge}
 
 
 def outcome_text(status: str, reason: str | None, judge: dict[str, Any] | None) -> str:

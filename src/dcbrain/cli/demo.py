@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from dcbrain.cli._output import print_json
-from dcbrain.cli.ask import exit_code, show_result, validated_by
+from dcbrain.cli.ask import exit_code, show_result
 
 QUESTION = "How much do 3 nights in a Lisbon hotel cost, in US dollars?"
 
@@ -102,6 +102,7 @@ def demo(
     from rich.console import Console
 
     from dcbrain.cli.progress import ProgressView
+    from dcbrain.llm.local import validated_by
 
     brain = build_demo_brain()
     if json_output:

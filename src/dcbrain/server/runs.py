@@ -27,6 +27,7 @@ from dcbrain._text import encodable
 from dcbrain.brain import BrainResult
 from dcbrain.events import Event, EventType
 from dcbrain.exceptions import TFBrainError, TFUserNewInputError
+from dcbrain.llm.local import validated_by
 from dcbrain.memory import Memory, RunRecord
 from dcbrain.neural import Neural
 
@@ -431,8 +432,10 @@ class RunManager:
             reason = result.reason
             if run.superseded_by is not None and result.status == "aborted":
                 reason = "superseded"
-            self._end(run, result.status, reason, result=result.to_dict(include_events=False),
-                      error=result.error)
+            record = result.to_dict(include_events=False)
+            if result.reason == "validated":  # who judged it, and whether that check is weak
+                record["validated_by"] = validated_by(getattr(brain, "validate_llm", None))
+            self._end(run, result.status, reason, result=record, error=result.error)
 
     def _on_brain_event(self, run: ServerRun, event: dict[str, Any]) -> None:
         seq = event.get("seq")
