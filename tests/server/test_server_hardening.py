@@ -7,9 +7,13 @@ import contextlib
 import gc
 import json
 import logging
+import re
+import shutil
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
+from importlib import resources
 
 import httpx
 import pytest
@@ -205,3 +209,20 @@ def test_an_abort_leaves_no_unretrieved_plan_error_in_the_log(
         gc.collect()
     assert run["status"] == "aborted"
     assert "never retrieved" not in server_log.text()
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs node to run the page's script")
+def test_the_page_gives_new_conversations_128_random_bits() -> None:
+    script = resources.files("dcbrain.server").joinpath("static", "app.js").read_text()
+    function = re.search(r"^function newConversationId\(\) \{\n.*?^\}\n", script,
+                         re.MULTILINE | re.DOTALL)
+    assert function is not None, "app.js has no newConversationId()"
+    program = function.group(0) + (
+        "console.log(JSON.stringify(Array.from({length: 50}, newConversationId)));")
+    done = subprocess.run(["node", "-e", program], capture_output=True, text=True,
+                          timeout=PATIENCE_S)
+    assert done.returncode == 0, done.stderr
+    ids = json.loads(done.stdout)
+    assert all(re.fullmatch(r"c-[0-9a-f]{32}", cid) for cid in ids)
+    assert len(set(ids)) == 50
+    assert "Date.now()" not in function.group(0)
