@@ -119,3 +119,40 @@ def test_the_embedded_model_revises_a_failed_plan_into_a_different_one() -> None
     assert plan is None or plan != FAILED_PLAN
     if plan is not None:
         assert re.search(r"return ", plan)
+
+
+def test_a_plan_that_fails_the_check_or_repeats_the_failed_one_is_sampled_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Only the decoding is replaced (by scripted samples); the rest is the real planner."""
+    from dcbrain.llm.base import LLMReply
+    from dcbrain.usage import Usage
+
+    first, second = recorded_planning_requests()
+    planner = LocalLLM().planner({"get_product": get_product})
+    samples: list[tuple[float | None, int]] = []
+
+    def scripted(*replies: str) -> None:
+        queue = iter(replies)
+
+        async def complete_once(messages: list[dict[str, Any]], **options: Any) -> LLMReply:
+            samples.append((options["temperature"], options["seed"]))
+            return LLMReply(content=next(queue), usage=Usage.of_call("local", 10, 5))
+
+        monkeypatch.setattr(planner, "_complete_once", complete_once)
+
+    good = '```tf_plan\nresult = get_product(name="lamp")\nreturn result\n```'
+    scripted("```tf_plan\nreturn price\n```", good)
+    reply = planner.chat(first)
+    assert reply.content == good and reply.usage.total_tokens == 30
+    assert samples == [(None, 7), (REVISION_TEMPERATURE, 8)]
+
+    samples.clear()
+    scripted(f"```tf_plan\n{FAILED_PLAN}\n```", f"```tf_plan\n{FAILED_PLAN}\n```", good)
+    assert planner.chat(second).content == good
+    assert [seed for _, seed in samples] == [7, 8, 9]
+
+    samples.clear()
+    scripted("The lamp costs 24.5 EUR.")  # a direct answer is taken as it is
+    assert planner.chat(first).content == "The lamp costs 24.5 EUR."
+    assert len(samples) == 1

@@ -9,6 +9,8 @@ result and the validator's suggestion), the question comes with that plan and wh
 wrong, and the revision is sampled instead of decoded greedily, so it is not a verbatim
 repeat. The grammar also admits a one-line direct answer for questions that need no
 computation (no example shows one: a tiny model would copy it for every question).
+A plan that fails the static check (a name never assigned, a keyword as a name) is
+sampled again with other seeds, up to three samples in all.
 """
 
 from __future__ import annotations
@@ -21,14 +23,15 @@ from typing import Any, Final
 
 from dcbrain.llm.base import LLMReply
 from dcbrain.llm.local import LocalLLM, plain_messages
+from dcbrain.tfplan.interpreter import Interpreter
 from dcbrain.tfplan.parser import extract_plan
 
 #: Temperature of a revision: the greedy reply to the same question is the failed plan.
 REVISION_TEMPERATURE: Final = 0.7
 #: What the tiny model is told after a failed plan (its context window is small).
 MAX_FEEDBACK_CHARS: Final = 400
-#: Samples of a revision with other seeds while it is the failed plan again.
-MAX_REVISION_SAMPLES: Final = 3
+#: Samples (other seeds) while a plan fails the static check or repeats the failed plan.
+MAX_SAMPLES: Final = 3
 
 _QUESTION_MARKERS = ("Question:", "question:", "User question:", "## Question", "# Question")
 _PLAN_BLOCK = re.compile(r"```tf_plan\n(.*?)\n```", re.DOTALL)
@@ -53,6 +56,7 @@ class LocalPlanner(LocalLLM):
             examples=plan_examples(tools),
         )
         self.tools = dict(tools)
+        self._checker = Interpreter(self.tools)
 
     def _messages(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         head = [{"role": "system", "content": self.system_prompt or ""}]
@@ -71,20 +75,29 @@ class LocalPlanner(LocalLLM):
         max_tokens: int | None,
         temperature: float | None,
     ) -> LLMReply:
-        """A plan; a revision that repeats the failed plan is sampled again (other seeds)."""
+        """A plan that passes the static check and is not the failed plan again: other
+        samples (other seeds) are drawn until one is, or the last one is returned."""
         attempt = last_attempt(plain_messages(messages))
         reply: LLMReply | None = None
-        for sample in range(MAX_REVISION_SAMPLES if attempt is not None else 1):
-            answer = await self._complete_once(messages, json_schema=json_schema,
-                                               max_tokens=max_tokens, temperature=temperature,
-                                               seed=self.seed + sample)
+        for sample in range(MAX_SAMPLES):
+            answer = await self._complete_once(
+                messages, json_schema=json_schema, max_tokens=max_tokens,
+                temperature=temperature if sample == 0 else REVISION_TEMPERATURE,
+                seed=self.seed + sample)
             if reply is not None:
                 answer.usage = reply.usage + answer.usage  # every sample was paid for
             reply = answer
-            if attempt is None or extract_plan(reply.content) != attempt[0]:
+            if self._acceptable(extract_plan(reply.content), attempt):
                 break
         assert reply is not None
         return reply
+
+    def _acceptable(self, plan: str | None, attempt: tuple[str, str] | None) -> bool:
+        if plan is None:
+            return True  # a direct answer
+        if attempt is not None and plan == attempt[0]:
+            return False
+        return not self._checker.check(plan)
 
 
 def planning_turns(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
