@@ -132,3 +132,15 @@ def write_config(tmp_path: Path, server: FakeOpenAIServer) -> None:
         'api_key_env = "FAKE_API_KEY"\nmax_retries = 0\ntimeout = 120\n'
         '[memory]\npath = ""\n'
     )
+
+
+def test_the_help_names_the_config_file_the_loader_looks_for(tmp_path: Path) -> None:
+    """The help texts spell the file name out (importing the loader would slow --help)."""
+    from dcbrain.config import DEFAULT_CONFIG_FILE
+
+    for command in (["ask", "--help"], ["serve", "--help"]):
+        done = subprocess.run([sys.executable, "-m", "dcbrain.cli", *command], cwd=tmp_path,
+                              env=environment(), capture_output=True, text=True,
+                              timeout=PATIENCE_S)
+        assert done.returncode == 0, done.stderr
+        assert f"./{DEFAULT_CONFIG_FILE} if present" in " ".join(done.stdout.split())
