@@ -10,10 +10,13 @@ from dcbrain.server.cli import register as register_serve
 app = typer.Typer(
     name="dcbrain",
     help="LLM agents that plan in code: ask questions, run the demo, check and run tf_plan "
-    "scripts.",
+    "scripts, serve the HTTP API and web page. Exit codes: 0 succeeded, 1 failed, 2 usage "
+    "or configuration error, 3 aborted or timed out, 130 interrupted.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Plain help and errors: typer's rich formatting takes longer to import than all the rest.
+    rich_markup_mode=None,
 )
 app.add_typer(plan.app, name="plan")
 app.add_typer(config_cmd.config_app, name="config")

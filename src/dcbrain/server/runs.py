@@ -23,9 +23,11 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
+from dcbrain._text import encodable
 from dcbrain.brain import BrainResult
 from dcbrain.events import Event, EventType
 from dcbrain.exceptions import TFBrainError, TFUserNewInputError
+from dcbrain.llm.local import validated_by
 from dcbrain.memory import Memory, RunRecord, RunStore
 from dcbrain.neural import Neural
 
@@ -417,8 +419,10 @@ class RunManager:
             reason = result.reason
             if run.superseded_by is not None and result.status == "aborted":
                 reason = "superseded"
-            self._end(run, result.status, reason, result=result.to_dict(include_events=False),
-                      error=result.error)
+            record = result.to_dict(include_events=False)
+            if result.reason == "validated":  # who judged it, and whether that check is weak
+                record["validated_by"] = validated_by(getattr(brain, "validate_llm", None))
+            self._end(run, result.status, reason, result=record, error=result.error)
 
     def _on_brain_event(self, run: ServerRun, event: dict[str, Any]) -> None:
         seq = event.get("seq")
@@ -437,6 +441,7 @@ class RunManager:
 
     def _record(self, run: ServerRun, event: dict[str, Any]) -> None:
         """Number ``event``; readers see it once it is stored (so a seen seq survives a crash)."""
+        event = encodable(event)  # a plan may build any string; SQLite and SSE need UTF-8
         run.next_seq += 1
         run.last_type = event.get("type")
         run.pending.append(event)
@@ -465,9 +470,9 @@ class RunManager:
                          plans=_plans_of([*run.events, *run.pending]))
             self._record(run, final)
         if result is not None:
-            result = dict(result, run_id=run.run_id, reason=reason)
+            result = encodable(dict(result, run_id=run.run_id, reason=reason))
         run.result = result
-        run.error = error
+        run.error = encodable(error)
         run.reason = reason
         run.status = status
         if self._active.get(run.conversation_id) is run:  # the slot is free from now on
