@@ -147,7 +147,7 @@ class Final(EventData):
     run_id: str | None = None
     iterations: int | None = None
     duration_s: float | None = None
-    validated_by: str | None = None
+    validated_by: dict[str, Any] | None = None
     reused_calls: int | None = None
     steps_executed: int | None = None
     replans: int | None = None
@@ -270,7 +270,7 @@ class Validation(EventData):
     suggestion: str
     iteration: int | None = None
     parse_error: str | None = None
-    validated_by: str | None = None
+    validated_by: dict[str, Any] | None = None
 
 
 # -- calls and steps -------------------------------------------------------------------

@@ -200,11 +200,12 @@ def test_ask_on_the_embedded_model_end_to_end(tmp_path: Path, run_cli: RunCLI) -
 
 
 def test_a_verdict_of_the_embedded_tiny_model_is_called_weak() -> None:
+    from dcbrain.brain.validation import validator_name
     from dcbrain.cli.ask import outcome_text
-    from dcbrain.llm.local import LocalLLM, validated_by
+    from dcbrain.llm.local import LocalLLM
 
-    embedded = validated_by(LocalLLM())  # nothing is loaded until it is asked
-    other = validated_by(LocalLLM("/models/qwen2.5-7b-instruct.gguf"))
+    embedded = validator_name(LocalLLM())  # nothing is loaded until it is asked
+    other = validator_name(LocalLLM("/models/qwen2.5-7b-instruct.gguf"))
     assert embedded == {"model": "local:SmolLM2-135M-Instruct", "weak": True}
     assert outcome_text("succeeded", "validated", embedded) == (
         "succeeded (checked by local:SmolLM2-135M-Instruct — weak)")

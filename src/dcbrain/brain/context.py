@@ -92,7 +92,7 @@ class BrainIntermediateResult:
     status: BrainStatus | None = None
     reason: BrainReason | None = None
     error: str | None = None
-    validated_by: str | None = None
+    validated_by: dict[str, Any] | None = None
     failed_plans: dict[str, int] = field(default_factory=dict)
     repeats: int = 0
 
@@ -226,7 +226,7 @@ class BrainResult:
     error: str | None = None
     last_error: str | None = None
     duration_s: float = 0.0
-    validated_by: str | None = None
+    validated_by: dict[str, Any] | None = None
     reused_calls: int = 0
 
     @classmethod
@@ -276,9 +276,10 @@ class BrainResult:
             "error": self.error,
             "last_error": self.last_error,
             "duration_s": self.duration_s,
-            "validated_by": self.validated_by,
             "reused_calls": self.reused_calls,
         }
+        if self.validated_by is not None:  # nobody judged a direct answer
+            record["validated_by"] = self.validated_by
         if include_events:
             record["events"] = list(self.events)
         return record

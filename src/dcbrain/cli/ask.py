@@ -60,7 +60,6 @@ def ask(
     from dcbrain.cli.progress import ProgressView
     from dcbrain.config import ConfigError, build_brain
     from dcbrain.exceptions import TFBrainError, TFError
-    from dcbrain.llm.local import validated_by
 
     if not question.strip():
         fail_usage("the question is empty: dcbrain ask \"your question\"")
@@ -93,7 +92,7 @@ def ask(
         sys.stderr.write(f"error: {type(exc).__name__}: {exc}\n")
         raise typer.Exit(ExitCode.FAILED) from None
     models = [descriptions.get(name, name) for name in result.usage.per_model]
-    judge = validated_by(brain.validate_llm) if result.reason == "validated" else None
+    judge = result.validated_by
     if as_json:
         record = result.to_dict(include_events=False)
         record["models"] = models

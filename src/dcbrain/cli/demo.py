@@ -102,7 +102,6 @@ def demo(
     from rich.console import Console
 
     from dcbrain.cli.progress import ProgressView
-    from dcbrain.llm.local import validated_by
 
     brain = build_demo_brain()
     if json_output:
@@ -115,7 +114,7 @@ def demo(
     view = ProgressView(console, show_llm_calls=False)
     with view:
         result = asyncio.run(brain.async_run(QUESTION, "demo", on_event=view.handle))
-    judge = validated_by(brain.validate_llm) if result.reason == "validated" else None
+    judge = result.validated_by
     show_result(console, result, list(result.usage.per_model), judge)
     sys.stdout.flush()
     raise typer.Exit(exit_code(result.status, result.reason))

@@ -244,14 +244,6 @@ class LocalLLM(ChatLLM):
         )
 
 
-def validated_by(llm: ChatLLM | None) -> dict[str, Any] | None:
-    """Who judged an answer: ``{"model", "weak"}``; ``weak`` for the embedded tiny model,
-    whose verdicts are a formality, not a check."""
-    if llm is None:
-        return None
-    return {"model": str(llm.model), "weak": isinstance(llm, LocalLLM) and llm.weak_judge}
-
-
 def _maybe_model_path() -> Path | None:
     try:
         return find_model_path()

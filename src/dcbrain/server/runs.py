@@ -27,7 +27,6 @@ from dcbrain._text import encodable
 from dcbrain.brain import BrainResult
 from dcbrain.events import Event, EventType
 from dcbrain.exceptions import TFBrainError, TFUserNewInputError
-from dcbrain.llm.local import validated_by
 from dcbrain.memory import Memory, RunRecord, RunStore
 from dcbrain.neural import Neural
 
@@ -419,9 +418,7 @@ class RunManager:
             reason = result.reason
             if run.superseded_by is not None and result.status == "aborted":
                 reason = "superseded"
-            record = result.to_dict(include_events=False)
-            if result.reason == "validated":  # who judged it, and whether that check is weak
-                record["validated_by"] = validated_by(getattr(brain, "validate_llm", None))
+            record = result.to_dict(include_events=False)  # with who validated, if anyone
             self._end(run, result.status, reason, result=record, error=result.error)
 
     def _on_brain_event(self, run: ServerRun, event: dict[str, Any]) -> None:
