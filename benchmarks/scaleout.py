@@ -47,11 +47,11 @@ from dcbrain import DCBrain, FunctionLLM, SQLiteMemory  # noqa: E402
 from dcbrain.config import load_config  # noqa: E402
 from dcbrain.durable import (  # noqa: E402
     DurableEngine,
+    DurableStore,
     EventHub,
-    PostgresRunStore,
+    PostgresDurableStore,
     RunExecutor,
-    RunStore,
-    SQLiteRunStore,
+    SQLiteDurableStore,
 )
 from dcbrain.durable._urls import sqlite_url  # noqa: E402
 from dcbrain.durable.setup import config_version  # noqa: E402
@@ -111,7 +111,7 @@ def workers(count: int, config: Path, db: str, logs: Path,
 @contextmanager
 def api_node(db: str, config: Path, directory: Path) -> Iterator[str]:
     """An API-only node (DBOS client, LISTEN hub) served on loopback in this process."""
-    store = PostgresRunStore(db)
+    store = PostgresDurableStore(db)
     engine = DurableEngine(db, store, app_version=config_version(load_config(config)))
     hub = EventHub(store, listen_url=db)
     memory = SQLiteMemory(directory / "api.db")
@@ -187,12 +187,12 @@ def loop_brain() -> DCBrain:
                    default_validate_llm=FunctionLLM(validator), tools=[inc])
 
 
-def run_span(store: RunStore, run_id: str) -> float:
+def run_span(store: DurableStore, run_id: str) -> float:
     events = store.events(run_id)
     return float(events[-1]["ts"]) - float(events[0]["ts"])
 
 
-def submit_and_wait(engine: DurableEngine, store: RunStore, cid: str,
+def submit_and_wait(engine: DurableEngine, store: DurableStore, cid: str,
                     timeout_s: float = 120) -> str:
     run_id = uuid.uuid4().hex
     store.save_run(run_id, cid, "queued", {"question": "loop"})
@@ -217,10 +217,10 @@ def checkpoint(pg: str, repeats: int = 5) -> None:
         directory = Path(tmp)
         memory = SQLiteMemory(directory / "server.db")
         pg_db = fresh_database(pg)
-        backends: list[tuple[str, str, RunStore]] = [
-            ("PostgreSQL", pg_db, PostgresRunStore(pg_db)),
+        backends: list[tuple[str, str, DurableStore]] = [
+            ("PostgreSQL", pg_db, PostgresDurableStore(pg_db)),
             ("SQLite", sqlite_url(directory / "dbos.sqlite"),
-             SQLiteRunStore(memory, directory / "journal.sqlite")),
+             SQLiteDurableStore(memory, directory / "journal.sqlite")),
         ]
         for name, url, store in backends:
             engine = DurableEngine(url, store, app_version="bench",
@@ -289,7 +289,7 @@ def takeover(pg: str, llm: FakeOpenAIServer) -> None:
                 api_node(db, config, directory) as base_url:
             run_ids = [httpx.post(f"{base_url}/v1/conversations/t{i}/messages",
                                   json={"content": "go"}).json()["run_id"] for i in range(4)]
-            store = PostgresRunStore(db)
+            store = PostgresDurableStore(db)
 
             def on_w0() -> list[str]:
                 return [r.run_id for r in store.list_runs() if r.status == "running"
@@ -340,7 +340,7 @@ def abort(pg: str, llm: FakeOpenAIServer, repeats: int = 5) -> None:
                         data = message.data
                         if data.get("type") == "call_started" and not asked:
                             asked = time.monotonic()  # a 5 s tool is running on the worker
-                            client.post(f"/v1/runs/{run_id}/abort").raise_for_status()
+                            client.post(f"/v1/runs/{run_id}/abort", json={}).raise_for_status()
                             posted.append(time.monotonic() - asked)
                         if data.get("type") == "final":
                             delays.append(time.monotonic() - asked)
@@ -355,7 +355,7 @@ def abort(pg: str, llm: FakeOpenAIServer, repeats: int = 5) -> None:
 
 def inflight(pg: str, count: int) -> None:
     db = fresh_database(pg)
-    store = PostgresRunStore(db, max_connections=16)
+    store = PostgresDurableStore(db, max_connections=16)
 
     def brain() -> DCBrain:
         """Plan, rejected, plan again, accepted: four 0.5 s LLM calls."""

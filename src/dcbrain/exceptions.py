@@ -37,6 +37,10 @@ class TFToolError(TFError):
     """A tool was called with wrong arguments or returned something that is not data."""
 
 
+class TFRecordedCallError(TFError):
+    """A call the run journal holds as failed, answered again with its recorded error."""
+
+
 class TFLLMInterrupt(TFError):
     """An LLM call was interrupted (budget, cancellation, provider gave up)."""
 
@@ -85,6 +89,14 @@ class TFNeuralTimeoutError(TFNeuralError, TimeoutError):
 
 class TFPlanError(TFError):
     """A planner returned a malformed plan (or unparsable output); the agent replans."""
+
+
+class TFReferenceError(TFPlanError):
+    """A ``{"$ref": "step-N.result…"}`` in a step's arguments is malformed or unresolvable."""
+
+
+class TFMCPError(TFToolError):
+    """An MCP server could not be started or reached (its name and the cause are said)."""
 
 
 class TFFatalStepError(TFError):
@@ -144,12 +156,14 @@ __all__ = [
     "TFLLMError",
     "TFLLMInterrupt",
     "TFLimitError",
+    "TFMCPError",
     "TFMemoryError",
     "TFNeuralError",
     "TFNeuralTimeoutError",
     "TFOrchestrationError",
     "TFPlanError",
     "TFPromptVariableError",
+    "TFReferenceError",
     "TFRuntimeError",
     "TFScriptExhaustedError",
     "TFSyntaxError",

@@ -78,18 +78,18 @@ def postgres_url(postgres_server: str) -> str:
 @pytest.fixture(params=["sqlite", "postgres"])
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
     _durable_extra()
-    from dcbrain.durable import PostgresRunStore, RunStore, SQLiteRunStore
+    from dcbrain.durable import DurableStore, PostgresDurableStore, SQLiteDurableStore
     from dcbrain.durable._urls import sqlite_url
     from support.durable_harness import Backend
 
     if request.param == "sqlite":
         memory = SQLiteMemory(tmp_path / "server.db")
-        store: RunStore = SQLiteRunStore(memory, tmp_path / "journal.sqlite")
+        store: DurableStore = SQLiteDurableStore(memory, tmp_path / "journal.sqlite")
         yield Backend("sqlite", sqlite_url(tmp_path / "dbos.sqlite"), store)
         memory.close()
     else:
         url = request.getfixturevalue("postgres_url")
-        store = PostgresRunStore(url)
+        store = PostgresDurableStore(url)
         yield Backend("postgres", url, store)
         store.close()
 

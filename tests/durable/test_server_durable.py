@@ -37,13 +37,13 @@ def test_abort_reaches_the_worker_running_the_run(
     with durable_server(backend, counting.brain, memory) as api:
         run_id = api.send("c1", "count")
         assert counting.entered.wait(20)
-        response = api.http.post(f"/v1/runs/{run_id}/abort")
+        response = api.http.post(f"/v1/runs/{run_id}/abort", json={})
         assert response.status_code == 202
         stream = api.stream(run_id)
         assert stream.end is not None and stream.end["status"] == "aborted"
         assert stream.events[-1]["reason"] == "aborted"
         assert counting.count("step_two", "finished") == 0  # the abort did not wait for it
-        assert api.http.post(f"/v1/runs/{run_id}/abort").status_code == 409
+        assert api.http.post(f"/v1/runs/{run_id}/abort", json={}).status_code == 409
     counting.hold.set()
     memory.close()
 

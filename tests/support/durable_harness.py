@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from dcbrain.durable import RunStore
+from dcbrain.durable import DurableStore
 from dcbrain.memory import RunRecord
 
 TERMINAL = frozenset({"succeeded", "failed", "aborted", "interrupted"})
@@ -21,7 +21,7 @@ class Backend:
 
     name: str
     url: str
-    store: RunStore
+    store: DurableStore
 
 
 @contextmanager
@@ -40,14 +40,14 @@ def running_engine(backend: Backend, factory: Callable[[], Any], *,
         engine.stop()
 
 
-def submit(engine: Any, store: RunStore, conversation_id: str, question: str) -> str:
+def submit(engine: Any, store: DurableStore, conversation_id: str, question: str) -> str:
     run_id = uuid.uuid4().hex
     store.save_run(run_id, conversation_id, "queued", {"question": question})
     engine.enqueue(run_id, conversation_id, question)
     return run_id
 
 
-def wait_until_ended(store: RunStore, run_id: str, timeout_s: float = 30.0) -> RunRecord:
+def wait_until_ended(store: DurableStore, run_id: str, timeout_s: float = 30.0) -> RunRecord:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         record = store.get_run(run_id)

@@ -9,14 +9,15 @@ replannable failure is the step's :data:`FailurePolicy`.
 from __future__ import annotations
 
 import asyncio
+import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from dcbrain.agent.step import GATHER, Step
-from dcbrain.events import EventLog, EventType
+from dcbrain.events import CallFinished, CallStarted, EventLog, clip
 from dcbrain.exceptions import TFFatalStepError, TFToolError
-from dcbrain.tools import Tool, ToolLike
+from dcbrain.tools import Tool, ToolLike, ToolProvider
 
 FailurePolicy = Literal["abort", "skip", "replan"]
 """``abort``: stop the session; ``skip``: mark the step failed and go on; ``replan``."""
@@ -101,27 +102,29 @@ class Dispatcher:
         async def run(index: int, name: str, args: dict[str, Any]) -> StepOutcome:
             async with limit:
                 if events is not None:
-                    events.emit(
-                        EventType.CALL_STARTED,
+                    events.emit(CallStarted(
+                        call_id=f"step-{step.revision}.{step.id}.{index}",
+                        kind="tool",
+                        name=name,
                         step_id=step.id,
                         revision=step.revision,
                         index=index,
-                        tool_name=name,
-                        args=args,
-                    )
+                        args={key: clip(value, 500) for key, value in args.items()},
+                    ))
                 where = f"step {step.id} gather call {index} ({name})"
                 outcome = await self._call(name, args, where)
                 if events is not None:
-                    events.emit(
-                        EventType.CALL_FINISHED,
+                    events.emit(CallFinished(
+                        call_id=f"step-{step.revision}.{step.id}.{index}",
+                        kind="tool",
+                        name=name,
+                        status="ok" if outcome.ok else "error",
                         step_id=step.id,
                         revision=step.revision,
                         index=index,
-                        tool_name=name,
-                        status=outcome.kind,
-                        result=outcome.result,
+                        result=clip(outcome.result),
                         error=outcome.error,
-                    )
+                    ))
                 return outcome
 
         async with asyncio.TaskGroup() as group:
@@ -151,8 +154,12 @@ def tool_registry(tools: Mapping[str, ToolLike] | Sequence[ToolLike]) -> dict[st
 
 
 def _named(item: ToolLike, name: str | None) -> Tool:
+    if isinstance(item, ToolProvider) and not isinstance(item, Tool):
+        item = item.as_tool()  # a chain: it runs as a tool
     if isinstance(item, Tool):
         if name is None or name == item.name:
             return item
-        return Tool(item.func, name=name, description=item.description)
+        renamed = copy.copy(item)
+        renamed.name = name
+        return renamed
     return Tool(item, name=name)

@@ -7,10 +7,12 @@ import contextlib
 import json
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dcbrain._sync import run_sync
+from dcbrain._text import encodable
 from dcbrain.events import Event
 from dcbrain.memory.recall import DEFAULT_MEMORY_CHUNK_SIZE, MemoryChunkSize
 from dcbrain.messages import TextMessage
@@ -76,11 +78,11 @@ class BaseBrain(ABC):
     async def acommit_message(self, conversation_id: str, message: TextMessage) -> None:
         """Store ``message`` in the conversation (nothing happens without memory)."""
         if self.memory is not None:
-            await self.memory.acommit_message(conversation_id, message)
+            await self.memory.acommit_message(conversation_id, _storable(message))
 
     def commit_message(self, conversation_id: str, message: TextMessage) -> None:
         if self.memory is not None:
-            self.memory.commit_message(conversation_id, message)
+            self.memory.commit_message(conversation_id, _storable(message))
 
     async def arecall(self, conversation_id: str, current_input: str) -> Recall | None:
         """What memory holds for planning ``current_input`` (``None`` without memory)."""
@@ -97,15 +99,27 @@ class BaseBrain(ABC):
         conversation_id: str = "default",
         *,
         on_event: EventCallback | None = None,
+        run_id: str | None = None,
     ) -> BrainResult:
-        """Answer ``question`` in ``conversation_id``; ``on_event`` sees this run's events."""
+        """Answer ``question`` in ``conversation_id``; ``on_event`` sees this run's events,
+        ``run_id`` names the run (default: a new id)."""
 
-    def run(self, question: str | TextMessage, conversation_id: str = "default") -> BrainResult:
+    def run(
+        self,
+        question: str | TextMessage,
+        conversation_id: str = "default",
+        *,
+        run_id: str | None = None,
+    ) -> BrainResult:
         """Blocking :meth:`async_run`; usable with or without a running event loop."""
-        return run_sync(lambda: self.async_run(question, conversation_id))
+        return run_sync(lambda: self.async_run(question, conversation_id, run_id=run_id))
 
     async def astream(
-        self, question: str | TextMessage, conversation_id: str = "default"
+        self,
+        question: str | TextMessage,
+        conversation_id: str = "default",
+        *,
+        run_id: str | None = None,
     ) -> AsyncIterator[Event]:
         """Run ``question`` and yield its :class:`~dcbrain.events.Event` objects live.
 
@@ -120,7 +134,9 @@ class BaseBrain(ABC):
         def deliver(event: Event) -> None:
             loop.call_soon_threadsafe(queue.put_nowait, event)
 
-        task = asyncio.ensure_future(self.async_run(question, conversation_id, on_event=deliver))
+        task = asyncio.ensure_future(
+            self.async_run(question, conversation_id, on_event=deliver, run_id=run_id)
+        )
         task.add_done_callback(lambda _: loop.call_soon_threadsafe(queue.put_nowait, None))
         try:
             while True:
@@ -141,3 +157,9 @@ def answer_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _storable(message: TextMessage) -> TextMessage:
+    """``message`` with text a store can encode (a plan's answer may hold any string)."""
+    return replace(message, content=encodable(message.content),
+                   additional_kwargs=encodable(message.additional_kwargs))

@@ -8,7 +8,8 @@
 from __future__ import annotations
 
 import json
-from collections import defaultdict, deque
+import logging
+from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -16,14 +17,17 @@ from dcbrain.messages import TextMessage
 from dcbrain.usage import Usage
 
 if TYPE_CHECKING:
-    from dcbrain.memory import Recall
+    from dcbrain.memory import Recall, RunStore
     from dcbrain.tfplan import ConsoleResult
     from dcbrain.tools import Tool
 
 BrainStatus = Literal["succeeded", "failed", "aborted"]
 BrainReason = Literal[
-    "validated", "direct_answer", "max_iterations", "max_tokens", "timeout", "aborted", "error"
+    "validated", "direct_answer", "max_iterations", "max_tokens", "timeout", "aborted",
+    "repeated_plan", "error",
 ]
+
+logger = logging.getLogger("dcbrain.brain")
 
 #: Failed attempts kept per conversation for the next planning (seed 000).
 CONTEXTUAL_PLAN_INFO_SIZE = 10
@@ -33,9 +37,10 @@ CONTEXTUAL_PLAN_INFO_SIZE = 10
 class BrainContext:
     """The input of one run: the user's message, where it belongs, what the plan may use.
 
-    ``current_input.additional_kwargs`` is the planning context: the brain writes the
-    capability descriptions, memory recall, budgets and earlier attempts there, and the
-    plan's chains share ``__chains_intermediate_results`` through it.
+    ``chain_info`` is what the plan's chains share beside their own arguments: only
+    ``__chains_intermediate_results`` (seed 001), kept across the run's plans. What the
+    planner and validator are told lives in :class:`~dcbrain.brain.planning.PlanningContext`,
+    which chains never see.
     """
 
     current_input: TextMessage
@@ -45,6 +50,7 @@ class BrainContext:
     recall: Recall | None = None
     conversation: list[TextMessage] = field(default_factory=list)
     knowledge: list[str] = field(default_factory=list)
+    chain_info: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def for_question(
@@ -86,6 +92,9 @@ class BrainIntermediateResult:
     status: BrainStatus | None = None
     reason: BrainReason | None = None
     error: str | None = None
+    validated_by: dict[str, Any] | None = None
+    failed_plans: dict[str, int] = field(default_factory=dict)
+    repeats: int = 0
 
     def start_attempt(self) -> None:
         """Archive the current plan and its result, if any, and clear them for the next."""
@@ -121,26 +130,74 @@ class BrainIntermediateResult:
 
 
 class ContextualPlanInfo:
-    """The last failed attempts of each conversation, shown to its next plannings."""
+    """The last failed attempts of each conversation, shown to its next plannings.
 
-    def __init__(self, size: int = CONTEXTUAL_PLAN_INFO_SIZE) -> None:
-        self._attempts: defaultdict[str, deque[dict[str, Any]]] = defaultdict(
-            lambda: deque(maxlen=size)
-        )
+    With a ``store`` the attempts live in its key/values (one key per conversation): read
+    at every use and written on every change, so brains in other processes on the same
+    store see them. A store that fails is logged and the attempts are kept in this
+    process instead, so a run never fails over them.
+    """
+
+    def __init__(
+        self, size: int = CONTEXTUAL_PLAN_INFO_SIZE, store: RunStore | None = None
+    ) -> None:
+        self.size = size
+        self.store = store
+        self._attempts: dict[str, deque[dict[str, Any]]] = {}
 
     def of(self, conversation_id: str) -> list[dict[str, Any]]:
         """The conversation's failed attempts, oldest first."""
-        return list(self._attempts.get(conversation_id, ()))
+        return list(self._current(conversation_id))
 
     def record(self, ir: BrainIntermediateResult) -> None:
         """Remember the current attempt of ``ir`` if it failed (once per attempt)."""
         if ir.attempt_recorded or (ir.current_plan is None and ir.interpreter_err is None):
             return
         ir.attempt_recorded = True
-        self._attempts[ir.context.conversation_id].append(ir.attempt_record())
+        conversation_id = ir.context.conversation_id
+        attempts = self._current(conversation_id)
+        attempts.append(ir.attempt_record())
+        if self.store is not None:
+            try:
+                self.store.put_value(contextual_plan_info_key(conversation_id), list(attempts))
+            except Exception:
+                logger.warning("could not store the failed attempts of conversation %r",
+                               conversation_id, exc_info=True)
 
     def clear(self, conversation_id: str) -> None:
         self._attempts.pop(conversation_id, None)
+        if self.store is not None:
+            try:
+                self.store.delete_value(contextual_plan_info_key(conversation_id))
+            except Exception:
+                logger.warning("could not clear the failed attempts of conversation %r",
+                               conversation_id, exc_info=True)
+
+    def _current(self, conversation_id: str) -> deque[dict[str, Any]]:
+        """The conversation's attempts, read from the store when there is one."""
+        if self.store is not None:
+            try:
+                stored = self.store.get_value(contextual_plan_info_key(conversation_id), [])
+            except Exception:
+                logger.warning("could not read the failed attempts of conversation %r",
+                               conversation_id, exc_info=True)
+            else:
+                self._attempts[conversation_id] = deque(_attempts(stored), maxlen=self.size)
+        return self._attempts.setdefault(conversation_id, deque(maxlen=self.size))
+
+
+def contextual_plan_info_key(conversation_id: str) -> str:
+    """The store key of a conversation's failed attempts."""
+    return f"dcbrain.contextual_plan_info:{conversation_id}"
+
+
+def _attempts(stored: Any) -> list[dict[str, str]]:
+    """Stored attempts in their known shape; anything else in the value is dropped."""
+    if not isinstance(stored, list):
+        return []
+    fields = ("plan", "result", "error", "suggestion")
+    return [{name: str(attempt.get(name, "")) for name in fields}
+            for attempt in stored if isinstance(attempt, dict)]
 
 
 @dataclass
@@ -169,6 +226,8 @@ class BrainResult:
     error: str | None = None
     last_error: str | None = None
     duration_s: float = 0.0
+    validated_by: dict[str, Any] | None = None
+    reused_calls: int = 0
 
     @classmethod
     def from_intermediate(
@@ -217,7 +276,10 @@ class BrainResult:
             "error": self.error,
             "last_error": self.last_error,
             "duration_s": self.duration_s,
+            "reused_calls": self.reused_calls,
         }
+        if self.validated_by is not None:  # nobody judged a direct answer
+            record["validated_by"] = self.validated_by
         if include_events:
             record["events"] = list(self.events)
         return record

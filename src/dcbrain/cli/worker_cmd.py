@@ -10,8 +10,6 @@ from typing import Annotated
 
 import typer
 
-from dcbrain.config import ConfigError, find_config
-
 
 def worker(
     db: Annotated[str, typer.Option("--db", help="PostgreSQL URL shared by workers and API "
@@ -35,12 +33,13 @@ def worker(
         sys.stderr.write('error: dcbrain worker needs the durable extra: '
                          'pip install "dcbrain[durable]"\n')
         raise typer.Exit(2) from None
+    from dcbrain.config import ConfigError, find_config
     from dcbrain.server.cli import brain_factory_from_config
 
     try:
         loaded = find_config(config)
-        memory, factory = brain_factory_from_config(loaded)
-        db_url, store = open_store(db, memory)
+        runs, factory = brain_factory_from_config(loaded)
+        db_url, store = open_store(db, runs)
     except (ConfigError, FileNotFoundError, OSError, ValueError) as exc:
         sys.stderr.write(f"error: {exc}\n")
         raise typer.Exit(2) from None

@@ -12,9 +12,9 @@ from dcbrain.durable.executor import DurableBrainFactory, DurableRunError, RunEx
 from dcbrain.durable.hub import EventHub
 from dcbrain.durable.store import (
     EVENTS_CHANNEL,
-    PostgresRunStore,
-    RunStore,
-    SQLiteRunStore,
+    DurableStore,
+    PostgresDurableStore,
+    SQLiteDurableStore,
 )
 
 __all__ = [
@@ -24,10 +24,10 @@ __all__ = [
     "DurableBrainFactory",
     "DurableEngine",
     "DurableRunError",
+    "DurableStore",
     "EventHub",
-    "PostgresRunStore",
+    "PostgresDurableStore",
     "RunExecutor",
-    "RunStore",
-    "SQLiteRunStore",
+    "SQLiteDurableStore",
     "application_version",
 ]

@@ -25,7 +25,7 @@ from dbos._serialization import DBOSPortableJSON
 from dcbrain.durable._urls import dbos_url, is_postgres
 from dcbrain.durable.control import ControlChannel
 from dcbrain.durable.executor import RunExecutor
-from dcbrain.durable.store import PostgresRunStore, RunStore
+from dcbrain.durable.store import DurableStore, PostgresDurableStore
 from dcbrain.durable.workflow import QUEUE_NAME, WORKFLOW_NAME, install_executor
 
 logger = logging.getLogger("dcbrain.durable")
@@ -58,7 +58,7 @@ class DurableEngine:
     def __init__(
         self,
         db_url: str,
-        store: RunStore,
+        store: DurableStore,
         *,
         app_version: str,
         executor: RunExecutor | None = None,
@@ -110,7 +110,7 @@ class DurableEngine:
                             partition_concurrency=1, polling_interval_sec=QUEUE_POLL_S,
                             on_conflict="always_update")
         self.control.start()
-        if isinstance(self.store, PostgresRunStore):
+        if isinstance(self.store, PostgresDurableStore):
             self._heartbeat = threading.Thread(target=self._beat, args=(self.store,),
                                                name="dcbrain-heartbeat", daemon=True)
             self._heartbeat.start()
@@ -168,7 +168,7 @@ class DurableEngine:
 
     # -- dead workers --------------------------------------------------------------------
 
-    def _beat(self, store: PostgresRunStore) -> None:
+    def _beat(self, store: PostgresDurableStore) -> None:
         while not self._stop.is_set():
             try:
                 store.heartbeat(self.executor_id)

@@ -17,9 +17,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
+from dcbrain._text import encodable
 from dcbrain.brain import BrainResult
 from dcbrain.durable.sink import EventSink
-from dcbrain.durable.store import RunStore
+from dcbrain.durable.store import DurableStore
 from dcbrain.events import Event, EventType
 from dcbrain.exceptions import TFBrainError, TFUserNewInputError
 from dcbrain.neural import Neural
@@ -45,9 +46,10 @@ class DurableBrain(Protocol):
         conversation_id: str = ...,
         *,
         on_event: Callable[[Event], None] | None = ...,
+        run_id: str | None = ...,
     ) -> BrainResult: ...
 
-    def abort(self) -> bool: ...
+    def abort(self, run_id: str | None = ...) -> bool: ...
 
 
 DurableBrainFactory = Callable[[], DurableBrain]
@@ -78,7 +80,7 @@ class LiveRun:
 class RunExecutor:
     """Runs the brain for durable runs of one worker process and answers control messages."""
 
-    def __init__(self, store: RunStore, brain_factory: DurableBrainFactory, *,
+    def __init__(self, store: DurableStore, brain_factory: DurableBrainFactory, *,
                  executor_id: str = "local",
                  supersede_grace_s: float = DEFAULT_SUPERSEDE_GRACE_S) -> None:
         self.store = store
@@ -105,16 +107,17 @@ class RunExecutor:
 
     def _abort(self, live: LiveRun) -> None:
         live.abort_requested = True
-        live.brain.abort()
+        live.brain.abort(live.run_id)
 
     def _supersede(self, live: LiveRun, by: str, text: str) -> None:
         """Post the new input (the run stops at its next safe point); abort after the grace."""
         live.sink.superseded_by = by or live.sink.superseded_by
         live.neural.post_user_input(live.conversation_id, text)
         if self.supersede_grace_s == 0:
-            live.brain.abort()
+            live.brain.abort(live.run_id)
         else:
-            live.timers.append(live.loop.call_later(self.supersede_grace_s, live.brain.abort))
+            live.timers.append(live.loop.call_later(
+                self.supersede_grace_s, live.brain.abort, live.run_id))
 
     # -- a run ---------------------------------------------------------------------------
 
@@ -209,11 +212,11 @@ class RunExecutor:
         def on_event(event: Event) -> None:
             live.sink(event)
             if event.type == EventType.RUN_STARTED and live.abort_requested:
-                live.brain.abort()  # requested before the brain had a run to abort
+                live.brain.abort(live.run_id)  # requested before the brain had a run to abort
 
         try:
-            result = await live.brain.async_run(question, live.conversation_id,
-                                                on_event=on_event)
+            result = await live.brain.async_run(
+                question, live.conversation_id, on_event=on_event, run_id=live.run_id)
         except TFBrainError as exc:  # a timeout: the partial result is on the error
             if not isinstance(exc.result, BrainResult):
                 return "failed", "error", None, f"{type(exc).__name__}: {exc}"
@@ -238,9 +241,9 @@ class RunExecutor:
                                     superseded_by=live.sink.superseded_by)
         await asyncio.to_thread(sink.close)
         if result is not None:
-            result = dict(result, run_id=live.run_id, reason=reason)
-        changes = {"brain_run_id": sink.brain_run_id, "reason": reason, "result": result,
-                   "error": error, "superseded_by": live.sink.superseded_by,
+            result = encodable(dict(result, run_id=live.run_id, reason=reason))
+        changes = {"reason": reason, "result": result,
+                   "error": encodable(error), "superseded_by": live.sink.superseded_by,
                    "event_count": sink.next_seq, "finished_at": time.time()}
         with contextlib.suppress(Exception):
             await asyncio.to_thread(self.store.update_run, live.run_id, status, changes,

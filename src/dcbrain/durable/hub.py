@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from dcbrain.durable._urls import pg_dsn
-from dcbrain.durable.store import EVENTS_CHANNEL, RunStore
+from dcbrain.durable.store import EVENTS_CHANNEL, DurableStore
 
 logger = logging.getLogger("dcbrain.durable")
 
@@ -38,7 +38,7 @@ class _Reader:
 class EventHub:
     """Delivers stored events to readers of runs; ``listen_url`` adds LISTEN wake-ups."""
 
-    def __init__(self, store: RunStore, *, listen_url: str | None = None,
+    def __init__(self, store: DurableStore, *, listen_url: str | None = None,
                  safety_poll_s: float = SAFETY_POLL_S) -> None:
         self.store = store
         self.listen_url = listen_url

@@ -10,8 +10,8 @@ from dcbrain.durable._urls import is_postgres, sqlite_url
 from dcbrain.durable.engine import DurableEngine, application_version
 from dcbrain.durable.executor import DurableBrainFactory, RunExecutor
 from dcbrain.durable.hub import EventHub
-from dcbrain.durable.store import PostgresRunStore, RunStore, SQLiteRunStore
-from dcbrain.memory import Memory, SQLiteMemory
+from dcbrain.durable.store import DurableStore, PostgresDurableStore, SQLiteDurableStore
+from dcbrain.memory import RunStore, SQLiteMemory, SQLiteRunStore
 
 
 def config_version(config: Config) -> str:
@@ -23,26 +23,26 @@ def config_version(config: Config) -> str:
     return application_version(digest.hexdigest())
 
 
-def open_store(db: str | None, memory: Memory) -> tuple[str, RunStore]:
-    """The DBOS database URL and the run store: PostgreSQL at ``db``, else beside ``memory``.
+def open_store(db: str | None, runs: RunStore) -> tuple[str, DurableStore]:
+    """The DBOS database URL and the durable store: PostgreSQL at ``db``, else beside ``runs``.
 
-    Without ``db``, runs and events stay in the memory file (as without durability) and
-    DBOS's own tables and the call journals go to two files next to it.
+    Without ``db``, runs and events stay in the run store's file (as without durability)
+    and DBOS's own tables and the call journals go to two files next to it.
     """
     if db is not None:
         if not is_postgres(db):
             raise ValueError(f"--db must be a postgresql:// URL, not {db!r}")
-        return db, PostgresRunStore(db)
-    if not isinstance(memory, SQLiteMemory) or memory.path == ":memory:":
-        raise ValueError("durable runs without --db need the memory in an SQLite file")
-    base = Path(memory.path)
+        return db, PostgresDurableStore(db)
+    if not isinstance(runs, SQLiteMemory | SQLiteRunStore) or runs.path == ":memory:":
+        raise ValueError("durable runs without --db need the run store in an SQLite file")
+    base = Path(runs.path)
     return (sqlite_url(base.with_name(base.name + "-dbos.sqlite")),
-            SQLiteRunStore(memory, base.with_name(base.name + "-journal.sqlite")))
+            SQLiteDurableStore(runs, base.with_name(base.name + "-journal.sqlite")))
 
 
 def build_engine(
     db_url: str,
-    store: RunStore,
+    store: DurableStore,
     config: Config,
     factory: DurableBrainFactory | None,
     *,

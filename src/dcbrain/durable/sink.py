@@ -13,7 +13,8 @@ import threading
 import time
 from typing import Any
 
-from dcbrain.durable.store import RunStore
+from dcbrain._text import encodable
+from dcbrain.durable.store import DurableStore
 from dcbrain.events import Event
 
 logger = logging.getLogger("dcbrain.durable")
@@ -22,7 +23,7 @@ logger = logging.getLogger("dcbrain.durable")
 class EventSink:
     """A brain subscriber storing one run's events under ``run_id``."""
 
-    def __init__(self, store: RunStore, run_id: str) -> None:
+    def __init__(self, store: DurableStore, run_id: str) -> None:
         self.store = store
         self.run_id = run_id
         self.next_seq = 0
@@ -30,8 +31,6 @@ class EventSink:
         self.inserted = 0
         #: The run that replaced this one: its final event then says ``superseded``.
         self.superseded_by: str | None = None
-        #: The id the brain gave the run, when it numbers its runs itself.
-        self.brain_run_id: str | None = None
         self._queue: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._write, name=f"events:{run_id[:8]}",
@@ -43,9 +42,7 @@ class EventSink:
 
     def add(self, record: dict[str, Any]) -> None:
         """Queue one event (its ``seq`` decides its place)."""
-        brain_run_id = record.get("run_id")
-        if isinstance(brain_run_id, str) and brain_run_id != self.run_id:
-            record["brain_run_id"] = self.brain_run_id = brain_run_id
+        record = encodable(record)  # a plan may build any string; the stores need UTF-8
         record["run_id"] = self.run_id
         if record.get("type") == "final" and self.superseded_by is not None:
             record["superseded_by"] = self.superseded_by

@@ -1,9 +1,9 @@
 """Where durable runs keep their records: runs, their events and their call journals.
 
-Two backends with one interface. :class:`PostgresRunStore` keeps everything in
+Two backends with one interface. :class:`PostgresDurableStore` keeps everything in
 ``dcbrain_*`` tables of the PostgreSQL database DBOS uses, so any number of workers and
 API nodes share it; an append NOTIFYs ``dcbrain_events`` in the same transaction.
-:class:`SQLiteRunStore` keeps runs and events in the memory file the server already uses
+:class:`SQLiteDurableStore` keeps runs and events in the run store the server already uses
 (its ``runs`` / ``run_events`` tables) and journals in a file of their own: one process.
 
 Every write a replay may repeat is idempotent: events are keyed by ``(run_id, seq)`` and
@@ -29,7 +29,7 @@ from dcbrain.memory import RunRecord
 if TYPE_CHECKING:
     import psycopg
 
-    from dcbrain.memory import Memory
+    from dcbrain.memory import RunStore
 
 #: Channel an append notifies with the run id as payload (PostgreSQL).
 EVENTS_CHANNEL: Final = "dcbrain_events"
@@ -41,7 +41,7 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
-class RunStore(ABC):
+class DurableStore(ABC):
     """Runs, events and journals of durable runs (thread-safe)."""
 
     #: Called with a run id after its events were stored (in-process readers wake up).
@@ -137,7 +137,7 @@ _SCHEMA_LOCK_ID: Final = 0x6463_6272  # "dcbr"
 _RUN_COLUMNS: Final = "run_id, conversation_id, status, data, created_at, updated_at"
 
 
-class PostgresRunStore(RunStore):
+class PostgresDurableStore(DurableStore):
     """The ``dcbrain_*`` tables of one PostgreSQL database, through a small connection pool."""
 
     def __init__(self, url: str, *, max_connections: int = 8) -> None:
@@ -154,7 +154,7 @@ class PostgresRunStore(RunStore):
             conn.execute(_PG_SCHEMA)
 
     def __repr__(self) -> str:
-        return f"PostgresRunStore({self.dsn.rsplit('@', 1)[-1]!r})"
+        return f"PostgresDurableStore({self.dsn.rsplit('@', 1)[-1]!r})"
 
     @contextmanager
     def _connection(self) -> Iterator[psycopg.Connection[Any]]:
@@ -320,15 +320,15 @@ CREATE TABLE IF NOT EXISTS dcbrain_journal (
 """
 
 
-class SQLiteRunStore(RunStore):
-    """Runs and events in a :class:`~dcbrain.memory.Memory`, journals in an SQLite file.
+class SQLiteDurableStore(DurableStore):
+    """Runs and events in a :class:`~dcbrain.memory.RunStore`, journals in an SQLite file.
 
     For one process (the embedded ``dcbrain serve``): the compare-and-set of
     :meth:`update_run` is a lock of this process.
     """
 
-    def __init__(self, memory: Memory, journal_path: str | Path) -> None:
-        self.memory = memory
+    def __init__(self, runs: RunStore, journal_path: str | Path) -> None:
+        self.runs = runs
         self.journal_path = str(journal_path)
         self._lock = threading.RLock()
         self._local = threading.local()
@@ -337,7 +337,7 @@ class SQLiteRunStore(RunStore):
             conn.execute(_SQLITE_JOURNAL)
 
     def __repr__(self) -> str:
-        return f"SQLiteRunStore({self.memory!r}, {self.journal_path!r})"
+        return f"SQLiteDurableStore({self.runs!r}, {self.journal_path!r})"
 
     @contextmanager
     def _journal_db(self) -> Iterator[sqlite3.Connection]:
@@ -352,30 +352,30 @@ class SQLiteRunStore(RunStore):
     def save_run(self, run_id: str, conversation_id: str | None, status: str,
                  data: dict[str, Any]) -> None:
         with self._lock:
-            self.memory.save_run(run_id, conversation_id, status, data)
+            self.runs.save_run(run_id, conversation_id, status, data)
 
     def get_run(self, run_id: str) -> RunRecord | None:
-        return self.memory.get_run(run_id)
+        return self.runs.get_run(run_id)
 
     def list_runs(self, conversation_id: str | None = None,
                   limit: int | None = None) -> list[RunRecord]:
-        return self.memory.list_runs(conversation_id, limit)
+        return self.runs.list_runs(conversation_id, limit)
 
     def update_run(self, run_id: str, status: str, changes: dict[str, Any], *,
                    only_from: Collection[str]) -> RunRecord | None:
         with self._lock:
-            record = self.memory.get_run(run_id)
+            record = self.runs.get_run(run_id)
             if record is None or record.status not in only_from:
                 return None
             data = {**record.data, **changes}
-            self.memory.save_run(run_id, record.conversation_id, status, data)
-            return self.memory.get_run(run_id)
+            self.runs.save_run(run_id, record.conversation_id, status, data)
+            return self.runs.get_run(run_id)
 
     def append_events(self, run_id: str, events: Sequence[dict[str, Any]]) -> int:
         inserted = 0
         for event in events:
             try:
-                self.memory.append_run_event(run_id, int(event["seq"]), event)
+                self.runs.append_run_event(run_id, int(event["seq"]), event)
             except ValueError:  # stored by an earlier execution of the run
                 continue
             inserted += 1
@@ -384,7 +384,7 @@ class SQLiteRunStore(RunStore):
         return inserted
 
     def events(self, run_id: str, after: int = -1) -> list[dict[str, Any]]:
-        return [record.event for record in self.memory.run_events(run_id, after)]
+        return [record.event for record in self.runs.run_events(run_id, after)]
 
     def journal(self, run_id: str) -> list[dict[str, Any]]:
         with self._journal_db() as conn:

@@ -12,11 +12,11 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from dcbrain.durable import DurableEngine, EventHub, RunStore
+from dcbrain.durable import DurableEngine, DurableStore, EventHub
 from dcbrain.durable.executor import QUEUED, RUNNING
 from dcbrain.memory import RunRecord
 from dcbrain.server.runs import TooManyRuns, record_summary
@@ -36,7 +36,7 @@ class DurableSubmittedRun:
 class DurableRuns:
     """:class:`~dcbrain.server.service.RunService` over a :class:`DurableEngine`."""
 
-    def __init__(self, engine: DurableEngine, store: RunStore, hub: EventHub, *,
+    def __init__(self, engine: DurableEngine, store: DurableStore, hub: EventHub, *,
                  max_concurrent_runs: int = 16) -> None:
         if max_concurrent_runs < 1:
             raise ValueError("max_concurrent_runs must be at least 1")
@@ -157,14 +157,6 @@ class DurableRuns:
                              "last_status": record.status, "updated_at": record.updated_at,
                              "runs": 1}
         return list(seen.values())
-
-    def server_run_ids(self, records: Sequence[RunRecord]) -> dict[str, str]:
-        mapping = {record.run_id: record.run_id for record in records}
-        for record in records:
-            brain_run_id = record.data.get("brain_run_id")
-            if isinstance(brain_run_id, str):
-                mapping[brain_run_id] = record.run_id
-        return mapping
 
     async def events(self, run_id: str, after: int = -1) -> AsyncIterator[dict[str, Any]]:
         async for event in self.hub.follow(run_id, after):

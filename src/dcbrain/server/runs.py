@@ -23,10 +23,11 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
+from dcbrain._text import encodable
 from dcbrain.brain import BrainResult
 from dcbrain.events import Event, EventType
 from dcbrain.exceptions import TFBrainError, TFUserNewInputError
-from dcbrain.memory import Memory, RunRecord
+from dcbrain.memory import Memory, RunRecord, RunStore
 from dcbrain.neural import Neural
 
 logger = logging.getLogger("dcbrain.server")
@@ -54,9 +55,10 @@ class RunnableBrain(Protocol):
         conversation_id: str = ...,
         *,
         on_event: Callable[[Event], None] | None = ...,
+        run_id: str | None = ...,
     ) -> BrainResult: ...
 
-    def abort(self) -> bool: ...
+    def abort(self, run_id: str | None = ...) -> bool: ...
 
 
 BrainFactory = Callable[[], RunnableBrain]
@@ -88,7 +90,6 @@ class ServerRun:
     error: str | None = None
     superseded_by: str | None = None
     supersedes: str | None = None
-    brain_run_id: str | None = None
     events: list[dict[str, Any]] = field(default_factory=list)  # stored, so visible
     pending: list[dict[str, Any]] = field(default_factory=list)  # numbered, not stored yet
     next_seq: int = 0
@@ -117,7 +118,6 @@ class ServerRun:
             "error": self.error,
             "superseded_by": self.superseded_by,
             "supersedes": self.supersedes,
-            "brain_run_id": self.brain_run_id,
             "event_count": self.next_seq,
         }
 
@@ -157,13 +157,18 @@ def record_summary(record: RunRecord) -> dict[str, Any]:
 
 
 class RunManager:
-    """Starts, supersedes, aborts and records runs; all methods run on the server's loop."""
+    """Starts, supersedes, aborts and records runs; all methods run on the server's loop.
+
+    ``store`` records runs and their events; ``memory`` (optional) keeps the question of a
+    run superseded before it started in its conversation.
+    """
 
     def __init__(
         self,
         brain_factory: BrainFactory,
-        memory: Memory,
+        store: RunStore,
         *,
+        memory: Memory | None = None,
         neural: Neural | None = None,
         max_concurrent_runs: int = DEFAULT_MAX_CONCURRENT_RUNS,
         supersede_grace_s: float = DEFAULT_SUPERSEDE_GRACE_S,
@@ -173,6 +178,7 @@ class RunManager:
         if supersede_grace_s < 0:
             raise ValueError("supersede_grace_s must be >= 0")
         self.brain_factory = brain_factory
+        self.store = store
         self.memory = memory
         self.neural = neural if neural is not None else Neural()
         self.max_concurrent_runs = max_concurrent_runs
@@ -188,17 +194,17 @@ class RunManager:
         return await asyncio.to_thread(self._interrupt_stale_runs)
 
     def _interrupt_stale_runs(self) -> list[str]:
-        stale = [r for r in self.memory.list_runs() if r.status not in TERMINAL_STATUSES]
+        stale = [r for r in self.store.list_runs() if r.status not in TERMINAL_STATUSES]
         for record in stale:
-            events = self.memory.run_events(record.run_id)
+            events = self.store.run_events(record.run_id)
             seq = events[-1].seq + 1 if events else 0
             reason = "server_restart"
-            self.memory.append_run_event(
+            self.store.append_run_event(
                 record.run_id, seq, _final_event(record.run_id, seq, "interrupted", reason)
             )
             data = dict(record.data, reason=reason, event_count=seq + 1)
             data["error"] = "the server stopped while this run was in flight"
-            self.memory.save_run(record.run_id, record.conversation_id, "interrupted", data)
+            self.store.save_run(record.run_id, record.conversation_id, "interrupted", data)
         return [record.run_id for record in stale]
 
     async def stop(self) -> None:
@@ -227,12 +233,12 @@ class RunManager:
         run = self._runs.get(run_id)
         if run is not None:
             return run.to_dict()
-        record = await self.memory.aget_run(run_id)
+        record = await self.store.aget_run(run_id)
         return None if record is None else record_summary(record)
 
     async def conversations(self, limit: int = 200) -> list[dict[str, Any]]:
         """Conversations that have runs, most recently started first."""
-        records = await self.memory.alist_runs(limit=limit * 20)
+        records = await self.store.alist_runs(limit=limit * 20)
         seen: dict[str, dict[str, Any]] = {}
         for record in records:
             cid = record.conversation_id
@@ -254,24 +260,8 @@ class RunManager:
             }
         return list(seen.values())
 
-    def server_run_ids(self, records: Sequence[RunRecord]) -> dict[str, str]:
-        """The brain's run id → the server's run id, for the runs of ``records``.
-
-        A brain numbers its runs itself (it takes no run id); the server learns the brain's
-        id from the run's first event and stores it with the run as ``brain_run_id``.
-        """
-        mapping: dict[str, str] = {}
-        for record in records:
-            live = self._runs.get(record.run_id)
-            brain_run_id = live.brain_run_id if live is not None else None
-            if brain_run_id is None:
-                brain_run_id = record.data.get("brain_run_id")
-            if isinstance(brain_run_id, str):
-                mapping[brain_run_id] = record.run_id
-        return mapping
-
     async def exists(self, run_id: str) -> bool:
-        return run_id in self._runs or await self.memory.aget_run(run_id) is not None
+        return run_id in self._runs or await self.store.aget_run(run_id) is not None
 
     async def events(self, run_id: str, after: int = -1) -> AsyncIterator[dict[str, Any]]:
         """The run's events with ``seq > after``: stored or past ones first, then live ones.
@@ -280,7 +270,7 @@ class RunManager:
         """
         run = self._runs.get(run_id)
         if run is None:
-            for record in await self.memory.arun_events(run_id, after):
+            for record in await self.store.arun_events(run_id, after):
                 yield record.event
             return
         index = after + 1
@@ -315,7 +305,7 @@ class RunManager:
             run.supersedes = previous.run_id
             self._supersede(previous, run)
         await self._save(run)  # stored before its id is handed out
-        record = await self.memory.aget_run(run.run_id)
+        record = await self.store.aget_run(run.run_id)
         if record is not None:
             run.created_at = record.created_at
         run.task = asyncio.create_task(self._drive(run, waits_for), name=f"run:{run.run_id}")
@@ -330,14 +320,14 @@ class RunManager:
         if run.brain is None:
             run.stop_waiting.set()
         else:
-            run.brain.abort()
+            run.brain.abort(run.run_id)
         return run
 
     async def abort_run(self, run_id: str) -> bool:
         return self.abort(run_id) is not None
 
     async def list_runs(self, conversation_id: str) -> list[RunRecord]:
-        return await self.memory.alist_runs(conversation_id)
+        return await self.store.alist_runs(conversation_id)
 
     def _supersede(self, old: ServerRun, new: ServerRun) -> None:
         old.superseded_by = new.run_id
@@ -347,11 +337,10 @@ class RunManager:
         neural = old.brain.neural or self.neural
         neural.post_user_input(old.conversation_id, new.question)
         if self.supersede_grace_s == 0:
-            old.brain.abort()
+            old.brain.abort(old.run_id)
         else:
-            brain = old.brain
             old.grace_timer = asyncio.get_running_loop().call_later(
-                self.supersede_grace_s, brain.abort
+                self.supersede_grace_s, old.brain.abort, old.run_id
             )
 
     # -- a run -------------------------------------------------------------------------
@@ -391,9 +380,8 @@ class RunManager:
     async def _end_unstarted(self, run: ServerRun) -> None:
         if run.superseded_by is not None:
             # The user did say it: keep the message in the conversation.
-            await self.memory.acommit_message(
-                run.conversation_id, run.question, "user"
-            )
+            if self.memory is not None:
+                await self.memory.acommit_message(run.conversation_id, run.question, "user")
             self._end(run, "aborted", "superseded")
         else:
             self._end(run, "aborted", "aborted")
@@ -417,7 +405,7 @@ class RunManager:
         try:
             try:
                 result = await brain.async_run(
-                    run.question, run.conversation_id, on_event=deliver
+                    run.question, run.conversation_id, on_event=deliver, run_id=run.run_id
                 )
             finally:
                 await _delivered(loop)
@@ -436,16 +424,13 @@ class RunManager:
             reason = result.reason
             if run.superseded_by is not None and result.status == "aborted":
                 reason = "superseded"
-            self._end(run, result.status, reason, result=result.to_dict(include_events=False),
-                      error=result.error)
+            record = result.to_dict(include_events=False)  # with who validated, if anyone
+            self._end(run, result.status, reason, result=record, error=result.error)
 
     def _on_brain_event(self, run: ServerRun, event: dict[str, Any]) -> None:
         seq = event.get("seq")
         if run.done or not isinstance(seq, int) or seq < run.next_seq:
             return  # already recorded (from the result) or after the run ended
-        brain_run_id = event.get("run_id")
-        if run.brain_run_id is None and isinstance(brain_run_id, str):
-            run.brain_run_id = brain_run_id
         event["run_id"] = run.run_id
         event["seq"] = run.next_seq
         if event.get("type") == EventType.FINAL:
@@ -454,11 +439,12 @@ class RunManager:
             event["superseded_by"] = run.superseded_by
         started = event.get("type") == EventType.RUN_STARTED
         if started and run.abort_requested and run.brain is not None:
-            run.brain.abort()  # requested before the brain had a run to abort
+            run.brain.abort(run.run_id)  # requested before the brain had a run to abort
         self._record(run, event)
 
     def _record(self, run: ServerRun, event: dict[str, Any]) -> None:
         """Number ``event``; readers see it once it is stored (so a seen seq survives a crash)."""
+        event = encodable(event)  # a plan may build any string; SQLite and SSE need UTF-8
         run.next_seq += 1
         run.last_type = event.get("type")
         run.pending.append(event)
@@ -487,9 +473,9 @@ class RunManager:
                          plans=_plans_of([*run.events, *run.pending]))
             self._record(run, final)
         if result is not None:
-            result = dict(result, run_id=run.run_id, reason=reason)
+            result = encodable(dict(result, run_id=run.run_id, reason=reason))
         run.result = result
-        run.error = error
+        run.error = encodable(error)
         run.reason = reason
         run.status = status
         if self._active.get(run.conversation_id) is run:  # the slot is free from now on
@@ -526,13 +512,13 @@ class RunManager:
     def _store_events(self, run_id: str, events: list[dict[str, Any]]) -> None:
         for event in events:
             try:
-                self.memory.append_run_event(run_id, event["seq"], event)
+                self.store.append_run_event(run_id, event["seq"], event)
             except Exception:  # a reader still gets the event live; the log says what is lost
                 logger.exception("could not store event %s of run %s", event["seq"], run_id)
 
     async def _save(self, run: ServerRun) -> None:
         try:
-            await self.memory.asave_run(run.run_id, run.conversation_id, run.status, run.data())
+            await self.store.asave_run(run.run_id, run.conversation_id, run.status, run.data())
         except Exception:
             logger.exception("could not store run %s", run.run_id)
 

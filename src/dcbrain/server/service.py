@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
 from dcbrain.memory import RunRecord
@@ -58,10 +58,6 @@ class RunService(Protocol):
         ...
 
     async def conversations(self, limit: int = 200) -> list[dict[str, Any]]: ...
-
-    def server_run_ids(self, records: Sequence[RunRecord]) -> dict[str, str]:
-        """The brain's run id → the server's run id, for the runs of ``records``."""
-        ...
 
     def events(self, run_id: str, after: int = -1) -> AsyncIterator[dict[str, Any]]:
         """The run's events with ``seq > after``: past ones, then live ones until the end."""

@@ -26,6 +26,8 @@ BUILTIN_NAMES = frozenset(PLAIN_BUILTINS) | frozenset(EXCEPTIONS) | {
     "min", "max", "any", "all", "isinstance", "format", "pow", "parallel", "json", "math",
     "round",
 } | SPECIAL_NAMES
+#: Unknown names that get a "did you mean" hint; past it a plan of garbage stays linear.
+_MAX_HINTS = 20
 
 _JSON_TYPES: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean",
                                list: "array", dict: "object", type(None): "null"}
@@ -125,6 +127,7 @@ class _Checker:
         self.specs = specs
         self.problems: list[Problem] = []
         self.bound = _bound_names(plan.tree)
+        self.hints: dict[str, str] = {}
         self.called = {  # names in call position, to tell unknown functions from names
             id(node.func) for node in ast.walk(plan.tree) if isinstance(node, ast.Call)
         }
@@ -144,12 +147,17 @@ class _Checker:
         return self.problems
 
     def _unknown_name(self, node: ast.Name, known: set[str]) -> None:
-        close = difflib.get_close_matches(node.id, sorted(known), n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
+        hint = self.hints.get(node.id)
+        if hint is None:
+            hint = ""
+            if len(self.hints) < _MAX_HINTS:
+                close = difflib.get_close_matches(node.id, sorted(known), n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+            self.hints[node.id] = hint
         if id(node) in self.called:
-            available = ", ".join(sorted(self.specs)) or "none registered"
+            registered = ", ".join(sorted(self.specs)) or "none registered"
             self._add(node, f"unknown function {node.id!r}{hint} (chains and tools: "
-                            f"{available})")
+                            f"{registered})")
         else:
             self._add(node, f"name {node.id!r} is never assigned{hint}")
 

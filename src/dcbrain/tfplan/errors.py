@@ -148,3 +148,9 @@ class CallLimitExceeded(TFLimitError):
 
 class PlanCancelled(TFInterpreterError):
     default_kind = "Cancelled"
+
+
+class PlanProcessCrashed(TFInterpreterError):
+    """The sandbox process running the plan died (a signal, or out of memory)."""
+
+    default_kind = "PlanProcessCrashed"
