@@ -11,6 +11,7 @@ from support.durable_processes import (
     answer_every_run,
     count,
     free_port,
+    planner_requests,
     start,
     stop,
     wait_healthy,
@@ -40,6 +41,7 @@ def test_serve_killed_during_a_slow_tool_resumes_the_run_on_restart(
     finally:
         stop(first)
     assert count(tmp_path, "step_two", "finished") == 0  # killed in the middle of it
+    assert planner_requests(fake_openai) == 1
     second = start(args, log)
     try:
         wait_healthy(second, base_url, log)
@@ -54,4 +56,8 @@ def test_serve_killed_during_a_slow_tool_resumes_the_run_on_restart(
         stop(second)
     assert (run["status"], run["result"]["final_result"]) == ("succeeded", 4), run
     assert events.count("event: end") == 1
+    # Finished calls ran once (the plan too); the call cut off by the kill ran again.
+    assert [count(tmp_path, name, "started") for name in ("step_one", "step_two", "step_three")
+            ] == [1, 2, 1]
     assert count(tmp_path, "step_three", "finished") == 1
+    assert planner_requests(fake_openai) == 1

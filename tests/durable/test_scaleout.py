@@ -13,6 +13,7 @@ from support.durable_processes import (
     answer_every_run,
     count,
     free_port,
+    planner_requests,
     start,
     stop,
     wait_healthy,
@@ -22,6 +23,7 @@ from support.durable_processes import (
 from support.fake_openai import FakeOpenAIServer
 
 RUNS = 6
+TOOLS = ("step_one", "step_two", "step_three")
 
 
 def _running_on(postgres_url: str, executor_id: str) -> int:
@@ -51,10 +53,14 @@ def test_a_killed_workers_runs_finish_on_the_other_worker(
         wait_healthy(processes["api"], base_url, logs["api"])
         run_ids = [httpx.post(f"{base_url}/v1/conversations/c{i}/messages",
                               json={"content": "go"}).json()["run_id"] for i in range(RUNS)]
+        killed = processes["w1"].pid
         wait_until(lambda: _running_on(postgres_url, "w1") > 0
-                   and count(tmp_path, "step_two", "started") > 0, what="w1 running a run")
+                   and count(tmp_path, "step_two", "started", killed) > 0,
+                   what="w1 in the middle of a run")
         processes["w1"].send_signal(signal.SIGKILL)
         processes["w1"].wait()
+        cut_off = sum(count(tmp_path, name, "started", killed)
+                      - count(tmp_path, name, "finished", killed) for name in TOOLS)
 
         def all_ended() -> bool:
             statuses = [httpx.get(f"{base_url}/v1/runs/{run_id}").json()["status"]
@@ -72,3 +78,8 @@ def test_a_killed_workers_runs_finish_on_the_other_worker(
     assert all(r["result"]["final_result"] == 4 for r in runs)
     assert all(stream.count("event: end") == 1 for stream in streams)
     assert "back on the queue" in logs["w2"].read_text()  # w2 took over w1's runs
+    # Every call finished once; only the calls the kill cut off started a second time.
+    assert [count(tmp_path, name, "finished") for name in TOOLS] == [RUNS] * 3
+    assert sum(count(tmp_path, name, "started") for name in TOOLS) == 3 * RUNS + cut_off
+    assert count(tmp_path, "step_one", "finished", killed) > 0  # w1 had finished calls
+    assert planner_requests(fake_openai) == RUNS  # w1's plans were not asked for again

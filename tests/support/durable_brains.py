@@ -7,6 +7,7 @@ ran, how often, and which were cut off by a crash.
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 from collections.abc import Callable
@@ -27,6 +28,7 @@ class CountingTools:
         self.counters = counters
         self.delay_s = delay_s
         self.hold: threading.Event | None = None  # set: step_two waits for it
+        self.jitter: random.Random | None = None  # set: each call sleeps up to 20 ms more
         self.entered = threading.Event()
         counters.mkdir(parents=True, exist_ok=True)
 
@@ -44,7 +46,7 @@ class CountingTools:
             self.entered.set()
             if self.hold is not None:
                 self.hold.wait(30)
-        time.sleep(self.delay_s)
+        time.sleep(self.delay_s + (self.jitter.uniform(0, 0.02) if self.jitter else 0.0))
         self._mark(name, "finished")
         return x + 1
 

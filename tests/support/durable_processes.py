@@ -24,6 +24,7 @@ from support.fake_openai import FakeOpenAIServer, FakeResponse, RecordedRequest
 PLAN = "a = step_one(x=1)\nb = step_two(x=a)\nc = step_three(x=b)\nreturn c"
 
 TOOLS = '''\
+import os
 import time
 from pathlib import Path
 
@@ -33,7 +34,7 @@ DELAY_S = {delay_s!r}
 
 def _mark(name, phase):
     with (COUNTERS / f"{{name}}.{{phase}}").open("a") as out:
-        out.write(f"{{time.time()}}\\n")
+        out.write(f"{{time.time()}} {{os.getpid()}}\\n")
 
 
 def _step(name, x):
@@ -93,9 +94,16 @@ def write_config(directory: Path, llm: FakeOpenAIServer, *, delay_s: float) -> P
     return config
 
 
-def count(directory: Path, name: str, phase: str) -> int:
+def count(directory: Path, name: str, phase: str, pid: int | None = None) -> int:
+    """How many calls of tool ``name`` reached ``phase`` (in process ``pid`` only, if given)."""
     path = directory / "counters" / f"{name}.{phase}"
-    return len(path.read_text().splitlines()) if path.exists() else 0
+    lines = path.read_text().splitlines() if path.exists() else []
+    return sum(1 for line in lines if pid is None or line.split()[1] == str(pid))
+
+
+def planner_requests(llm: FakeOpenAIServer) -> int:
+    """How many planning requests the LLM server answered."""
+    return sum(1 for request in llm.requests if request.response_format is None)
 
 
 def start(args: list[str], log: Path) -> subprocess.Popen[bytes]:

@@ -10,6 +10,7 @@ from dcbrain.durable.control import CONTROL_CHANNEL, ControlChannel
 from dcbrain.durable.engine import DurableEngine, application_version
 from dcbrain.durable.executor import DurableBrainFactory, DurableRunError, RunExecutor
 from dcbrain.durable.hub import EventHub
+from dcbrain.durable.journal import JournalDivergence, RecordedMemory, RunJournal
 from dcbrain.durable.store import (
     EVENTS_CHANNEL,
     DurableStore,
@@ -26,8 +27,11 @@ __all__ = [
     "DurableRunError",
     "DurableStore",
     "EventHub",
+    "JournalDivergence",
     "PostgresDurableStore",
+    "RecordedMemory",
     "RunExecutor",
+    "RunJournal",
     "SQLiteDurableStore",
     "application_version",
 ]

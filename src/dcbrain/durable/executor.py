@@ -19,10 +19,12 @@ from typing import Any, Final, Protocol
 
 from dcbrain._text import encodable
 from dcbrain.brain import BrainResult
+from dcbrain.durable.journal import RecordedMemory, RunJournal
 from dcbrain.durable.sink import EventSink
 from dcbrain.durable.store import DurableStore
 from dcbrain.events import Event, EventType
 from dcbrain.exceptions import TFBrainError, TFUserNewInputError
+from dcbrain.journal import CallJournal
 from dcbrain.neural import Neural
 
 logger = logging.getLogger("dcbrain.durable")
@@ -34,6 +36,8 @@ DEFAULT_SUPERSEDE_GRACE_S: Final = 5.0
 
 class DurableBrain(Protocol):
     """What a worker needs of a brain: :class:`~dcbrain.brain.DCBrain` is one."""
+
+    memory: Any
 
     @property
     def neural(self) -> Neural | None: ...
@@ -47,6 +51,8 @@ class DurableBrain(Protocol):
         *,
         on_event: Callable[[Event], None] | None = ...,
         run_id: str | None = ...,
+        journal: CallJournal | None = ...,
+        clock: Callable[[], float] | None = ...,
     ) -> BrainResult: ...
 
     def abort(self, run_id: str | None = ...) -> bool: ...
@@ -73,6 +79,7 @@ class LiveRun:
     neural: Neural
     loop: asyncio.AbstractEventLoop
     sink: EventSink
+    journal: RunJournal
     abort_requested: bool = False
     timers: list[asyncio.TimerHandle] = field(default_factory=list)
 
@@ -133,12 +140,16 @@ class RunExecutor:
             status = record.status if record is not None else "unknown"
             return {"run_id": run_id, "status": status, "executed": False}
         sink = EventSink(self.store, run_id)
+        journal = await asyncio.to_thread(RunJournal, self.store, run_id)
         brain = self.brain_factory()
+        if brain.memory is not None:  # commits once, recalls as recorded
+            brain.memory = RecordedMemory(brain.memory, journal)
         if brain.neural is None:
             brain.connect_to_neural(Neural())  # per run: supersede signals reach this run only
         neural = brain.neural
         assert neural is not None
-        live = LiveRun(run_id, conversation_id, brain, neural, asyncio.new_event_loop(), sink)
+        live = LiveRun(run_id, conversation_id, brain, neural, asyncio.new_event_loop(), sink,
+                       journal)
         sink.superseded_by = claimed.data.get("superseded_by")
         self.live[run_id] = live
         # Asked to stop while no worker ran it (this is a recovery): it stops at once.
@@ -216,7 +227,8 @@ class RunExecutor:
 
         try:
             result = await live.brain.async_run(
-                question, live.conversation_id, on_event=on_event, run_id=live.run_id)
+                question, live.conversation_id, on_event=on_event, run_id=live.run_id,
+                journal=live.journal.calls, clock=live.journal.clock)
         except TFBrainError as exc:  # a timeout: the partial result is on the error
             if not isinstance(exc.result, BrainResult):
                 return "failed", "error", None, f"{type(exc).__name__}: {exc}"

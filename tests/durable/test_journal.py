@@ -1,0 +1,136 @@
+"""Replaying a run from its stored journal: same calls, same clock, same memory, or a loud stop."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from pathlib import Path
+
+import pytest
+
+from dcbrain import ScriptedLLM, SQLiteMemory
+from dcbrain.brain import BrainResult, DCBrain
+from dcbrain.durable import DurableStore
+from dcbrain.durable.journal import JournalDivergence, RecordedMemory, RunJournal
+from dcbrain.exceptions import TFBrainError
+from dcbrain.journal import JournalEntry, JournalKey
+from support.brain_scripts import plan, verdict
+from support.durable_brains import CountingTools
+from support.durable_harness import Backend
+
+PARALLEL_PLAN = (
+    "a, b, c = parallel(step_one(x=1), step_two(x=10), step_three(x=100))\n"
+    "d, e = parallel(step_one(x=a), step_two(x=b))\n"
+    "return a + b + c + d + e"
+)
+
+
+def _execute(brain: DCBrain, store: DurableStore, run_id: str, question: str = "q"
+             ) -> BrainResult:
+    journal = RunJournal(store, run_id)
+    if brain.memory is not None:
+        brain.memory = RecordedMemory(brain.memory, journal)
+    run = brain.start_run(question, "c1", run_id=run_id, journal=journal.calls,
+                          clock=journal.clock)
+    try:
+        return asyncio.run(run.execute())
+    except TFBrainError as exc:  # a timeout: the result is on the error
+        assert isinstance(exc.result, BrainResult)
+        return exc.result
+
+
+def _record(store: DurableStore, run_id: str, entry: JournalEntry) -> None:
+    store.record_journal(run_id, f"call|{entry.key.text}",
+                         {"type": "call", "entry": entry.to_dict()})
+
+
+def test_a_replay_of_parallel_branches_executes_no_call_again(
+    backend: Backend, tmp_path: Path
+) -> None:
+    for attempt in range(4):  # branches finish in a different order every time
+        tools = CountingTools(tmp_path / f"counters{attempt}")
+        tools.jitter = random.Random(attempt)
+        run_id = f"run{attempt}"
+        first = _execute(tools.brain(PARALLEL_PLAN), backend.store, run_id)
+        replay = _execute(tools.brain(PARALLEL_PLAN), backend.store, run_id)
+        assert first.status == replay.status == "succeeded"
+        assert replay.final_result == first.final_result == 2 + 11 + 101 + 3 + 12
+        started = [tools.count(n, "started") for n in ("step_one", "step_two", "step_three")]
+        assert started == [2, 2, 1]  # the first execution's calls only
+
+
+def test_a_replay_of_a_replan_that_reused_a_call_executes_no_call_again(
+    backend: Backend, counting: CountingTools
+) -> None:
+    def brain() -> DCBrain:
+        planner = ScriptedLLM([plan("a = step_one(x=1)\nreturn step_two(x=a)"),
+                               plan("a = step_one(x=1)\nreturn step_three(x=a)")])
+        return DCBrain(default_llm=planner, default_validate_llm=ScriptedLLM(
+            [verdict(False, "again"), verdict(True)]), tools=counting.tools())
+
+    first = _execute(brain(), backend.store, "p1")
+    replay = _execute(brain(), backend.store, "p1")  # step_one of attempt 2 was reused
+    assert (first.iterations, first.final_result) == (2, 3)
+    assert (replay.status, replay.iterations, replay.final_result) == ("succeeded", 2, 3)
+    started = [counting.count(n, "started") for n in ("step_one", "step_two", "step_three")]
+    assert started == [1, 1, 1]
+
+
+def test_a_lookup_of_another_call_than_the_recorded_one_fails_loudly(
+    backend: Backend
+) -> None:
+    key = JournalKey(1, "", "step_one", '{"x":1}', 0)
+    _record(backend.store, "r1", JournalEntry(key, "tool", True, result=2))
+    journal = RunJournal(backend.store, "r1")
+    other = JournalKey(1, "", "step_one", '{"x":2}', 0)
+    with pytest.raises(JournalDivergence, match="step_one"):
+        journal.calls.lookup(other)
+    assert journal.calls.lookup(key) is not None  # the recorded one is served
+    assert journal.calls.lookup(other) is None  # after it, new calls run live
+
+
+def test_a_diverging_replay_stops_the_run_instead_of_running_calls_live(
+    backend: Backend, counting: CountingTools
+) -> None:
+    planner = JournalKey(1, "", "__planner__", "", 0)
+    _record(backend.store, "d1", JournalEntry(
+        planner, "llm", True, result="```tf_plan\nreturn step_two(x=step_one(x=5))\n```"))
+    _record(backend.store, "d1", JournalEntry(
+        JournalKey(1, "", "step_one", '{"x":1}', 0), "tool", True, result=2))
+    with pytest.raises(JournalDivergence, match="step_one"):
+        _execute(counting.brain(), backend.store, "d1")
+    assert counting.count("step_one", "started") == 0
+    assert counting.count("step_two", "started") == 0
+
+
+def test_the_time_budget_is_decided_on_recorded_time(
+    backend: Backend, tmp_path: Path
+) -> None:
+    tools = CountingTools(tmp_path / "counters", delay_s=0.4)
+
+    def brain() -> DCBrain:
+        planner = ScriptedLLM([plan("a = step_one(x=1)\nb = step_two(x=a)\nreturn b"),
+                               plan("return step_three(x=1)")])
+        return DCBrain(default_llm=planner, default_validate_llm=ScriptedLLM(
+            [verdict(False, "again"), verdict(True)]), tools=tools.tools(), timeout=0.5)
+
+    first = _execute(brain(), backend.store, "t1")
+    tools.delay_s = 0.0  # were the clock read live, the budget would now allow a replan
+    replay = _execute(brain(), backend.store, "t1")
+    assert first.reason == replay.reason == "timeout"
+    assert replay.iterations == first.iterations
+    assert tools.count("step_three", "started") == 0
+
+
+def test_memory_commits_happen_once_and_recall_answers_as_recorded(
+    backend: Backend, counting: CountingTools, tmp_path: Path
+) -> None:
+    memory = SQLiteMemory(tmp_path / "memory.db")
+    _execute(counting.brain(memory=memory), backend.store, "m1", "count")
+    memory.commit_message("c1", "said later")  # a live recall would now see it
+    replay = _execute(counting.brain(memory=memory), backend.store, "m1", "count")
+    assert [m.content for m in memory.messages("c1")] == ["count", "4", "said later"]
+    assert replay.final_result == 4
+    recalls = [r for r in backend.store.journal("m1") if r.get("type") == "recall"]
+    assert len(recalls) == 1
+    memory.close()
