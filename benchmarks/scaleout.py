@@ -86,7 +86,8 @@ def ms(seconds: float) -> str:
 
 def starts(counters: Path, name: str) -> list[float]:
     path = counters / f"{name}.started"
-    return [float(line) for line in path.read_text().split()] if path.exists() else []
+    lines = path.read_text().splitlines() if path.exists() else []
+    return [float(line.split()[0]) for line in lines]  # "<time> <pid>"
 
 
 @contextmanager
@@ -271,10 +272,13 @@ def resume(llm: FakeOpenAIServer) -> None:
         finally:
             stop(second)
         again = [t for t in starts(counters, "step_two") if t > restarted]
+        repeated = [name for name in ("step_one", "step_two", "step_three")
+                    for t in starts(counters, name) if t > restarted]
         print(f"resume      SQLite serve, SIGKILL in a 1 s tool: restart -> serving "
               f"{serving - restarted:.2f} s, -> tool running again "
               f"{(again[0] - restarted) if again else float('nan'):.2f} s, -> {status} "
-              f"{done - restarted:.2f} s (includes the 1 s tool and the rest of the plan)")
+              f"{done - restarted:.2f} s (includes the 1 s tool and the rest of the plan); "
+              f"calls after the restart: {', '.join(repeated)} (step_one had finished)")
 
 
 # -- a dead worker's runs ------------------------------------------------------------------
