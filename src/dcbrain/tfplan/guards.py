@@ -398,6 +398,8 @@ def build_guards(state: RunState) -> dict[str, Any]:
         if type(value) is dict:
             charge(1 + len(value))
             return value
+        if not hasattr(type(value), "__iter__"):
+            return value  # Python refuses it in its own words ("must be an iterable")
         return materialize(value)
 
     # -- strings ---------------------------------------------------------------------
@@ -485,8 +487,12 @@ def build_guards(state: RunState) -> dict[str, Any]:
                 raise too_large("str", size)
         return check_result(text.replace(old, new, count))  # type: ignore[no-any-return]
 
-    def str_join(separator: str, iterable: Any) -> str:
-        items = materialize(iterable)
+    def str_join(separator: str, *args: Any) -> str:
+        if len(args) != 1:
+            raise TypeError(f"str.join() takes exactly one argument ({len(args)} given)")
+        if not hasattr(type(args[0]), "__iter__"):
+            raise TypeError("can only join an iterable")
+        items = materialize(args[0])
         size = len(separator) * max(len(items) - 1, 0)
         for item in items:
             if type(item) is str:

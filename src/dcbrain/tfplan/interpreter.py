@@ -19,7 +19,7 @@ from functools import lru_cache
 from types import CodeType, TracebackType
 from typing import Any
 
-from dcbrain.tfplan.builtins import build_builtins
+from dcbrain.tfplan.builtins import build_builtins, public_message
 from dcbrain.tfplan.checker import CallableSpec, check, specs_of
 from dcbrain.tfplan.errors import (
     CallDepthLimitExceeded,
@@ -50,7 +50,7 @@ def _compiled(source: str) -> tuple[Plan, CodeType]:
             warnings.simplefilter("ignore")
             code = compile_plan(plan.tree)
     except SyntaxError as exc:
-        problem = Problem(exc.lineno or 1, exc.offset or 1, f"invalid syntax: {exc.msg}",
+        problem = Problem(exc.lineno or 1, exc.offset or 1, exc.msg,
                           kind="SyntaxError")
         raise TFSyntaxError([problem], source) from None
     except (RecursionError, MemoryError):
@@ -172,14 +172,16 @@ class Interpreter:
     def _namespace(self, plan: Plan, state: RunState) -> tuple[dict[str, Any], dict[str, Any]]:
         guards = build_guards(state)
         dispatcher = Dispatcher(state, plan.lines, self.construct_chain)
-        namespace: dict[str, Any] = {"__builtins__": {}}
-        namespace.update(build_builtins(guards, self.limits.max_size))
+        # builtins and registered callables sit under the plan's own names, as in Python
+        builtins = build_builtins(guards, self.limits.max_size)
+        builtins["__construct_chain"] = dispatcher.construct_chain
+        for name, func in self.callables.items():
+            builtins[name] = HostCallable(name, func, dispatcher)
+        namespace: dict[str, Any] = {"__builtins__": builtins, "__name__": "__main__"}
         namespace.update({name: g for name, g in guards.items() if name.startswith("__tf_")})
         namespace["__tf_parallel"] = dispatcher.parallel
         namespace["__tf_thunk"] = Thunk
-        namespace["__construct_chain"] = dispatcher.construct_chain
-        for name, func in self.callables.items():
-            namespace[name] = HostCallable(name, func, dispatcher)
+        namespace["__tf_modules"] = {"math": builtins["math"], "json": builtins["json"]}
         return namespace, guards
 
     def _execute(self, plan: Plan, code: CodeType, state: RunState) -> ConsoleResult:
@@ -227,7 +229,9 @@ class Interpreter:
             return None
         if isinstance(exc, KeyboardInterrupt | SystemExit | GeneratorExit):
             return None
-        line, col, in_main = _locate(exc.__traceback__, plan.lines)
+        # too deep: the innermost frame is the callee's entry; the caller's call is the cause
+        at_call = isinstance(exc, CallDepthLimitExceeded | RecursionError)
+        line, col = _locate(exc.__traceback__, plan.lines, at_call)
         error: TFInterpreterError
         if isinstance(exc, Expired):
             error = TimeLimitExceeded(f"plan ran longer than its limit of "
@@ -240,11 +244,8 @@ class Interpreter:
             error = CallDepthLimitExceeded("plan recursed too deeply")
         elif isinstance(exc, MemoryError):
             error = SizeLimitExceeded("plan ran out of memory")
-        elif isinstance(exc, UnboundLocalError) and in_main:
-            name = str(exc).split("'")[1] if "'" in str(exc) else "?"
-            error = TFRuntimeError(f"name {name!r} is not defined", kind="NameError")
         elif isinstance(exc, Exception):
-            error = TFRuntimeError(str(exc), kind=type(exc).__name__)
+            error = TFRuntimeError(public_message(str(exc)), kind=type(exc).__name__)
         else:
             return None
         source_line = plan.lines[line - 1] if 0 < line <= len(plan.lines) else None
@@ -264,17 +265,17 @@ def _stop(state: RunState, watchdog: Watchdog | None) -> None:
             continue
 
 
-def _locate(tb: TracebackType | None, lines: Sequence[str]) -> tuple[int, int, bool]:
-    """Position of the innermost plan frame in ``tb``, and whether it is the top level."""
-    found: TracebackType | None = None
+def _locate(tb: TracebackType | None, lines: Sequence[str], caller: bool) -> tuple[int, int]:
+    """Position in the innermost plan frame of ``tb`` (or in its caller's, with ``caller``)."""
+    found: list[TracebackType] = []
     while tb is not None:
         if tb.tb_frame.f_code.co_filename == PLAN_FILENAME:
-            found = tb
+            found = [*found[-1:], tb]
         tb = tb.tb_next
-    if found is None:
-        return 0, 0, False
-    line, col = code_position(found.tb_frame.f_code, found.tb_lasti, lines)
-    return line, col, found.tb_frame.f_code.co_name == MAIN_FUNCTION
+    if not found:
+        return 0, 0
+    frame = found[0] if caller else found[-1]
+    return code_position(frame.tb_frame.f_code, frame.tb_lasti, lines)
 
 
 def _plain(value: Any, max_size: int) -> Any:

@@ -1,10 +1,15 @@
 """Rewrite a validated plan into guarded Python and compile it.
 
 The plan's statements become the body of one function, ``__tf_main``, so that a
-top-level ``return`` ends the plan with its value. Every construct that could reach the
-host or grow without bound is routed through a guard (see ``guards.py``); everything else
-runs as CPython bytecode, which is what makes the sandbox fast. Positions are copied
-from the original nodes, so errors point at the plan's own lines and columns.
+top-level ``return`` ends the plan with its value. Every name the plan binds at top level
+is declared ``global`` there, so names resolve as in a Python module: plan variables live
+in the run's globals and builtins in its ``__builtins__``, which a plan variable of the
+same name shadows from its assignment on (and ``del`` uncovers again).
+
+Every construct that could reach the host or grow without bound is routed through a
+guard (see ``guards.py``); everything else runs as CPython bytecode, which is what makes
+the sandbox fast. Positions are copied from the original nodes, so errors point at the
+plan's own lines and columns.
 """
 
 from __future__ import annotations
@@ -30,7 +35,49 @@ _SAFE_WITH_NUMBER = (ast.Add, ast.Sub, ast.BitOr, ast.BitAnd, ast.BitXor)
 def compile_plan(tree: ast.Module) -> CodeType:
     """Compile a validated plan; raises ``SyntaxError`` for compiler-level errors."""
     rewritten = _Rewriter().rewrite(copy.deepcopy(tree))  # the plan's own tree stays as written
-    return compile(rewritten, PLAN_FILENAME, "exec")
+    return _as_module_code(compile(rewritten, PLAN_FILENAME, "exec"))
+
+
+_MAIN_PREFIX = MAIN_FUNCTION + ".<locals>."
+
+
+def _as_module_code(code: CodeType) -> CodeType:
+    """``code`` with the plan's functions named as at module level (``f``, not
+    ``__tf_main.<locals>.f``): Python's own error messages name them that way."""
+    consts = tuple(_as_module_code(const) if isinstance(const, CodeType) else const
+                   for const in code.co_consts)
+    qualname = code.co_qualname.removeprefix(_MAIN_PREFIX)
+    return code.replace(co_consts=consts, co_qualname=qualname)
+
+
+def module_bindings(tree: ast.Module) -> list[str]:
+    """Names a plan binds in its top-level scope, in order of first binding.
+
+    Function and lambda bodies have scopes of their own; a walrus inside a comprehension
+    binds in the enclosing scope, as in Python. Names a plan function declares ``global``
+    count too.
+    """
+    names: dict[str, None] = {}
+    stack: list[ast.AST] = list(reversed(tree.body))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            names[node.id] = None
+        elif isinstance(node, ast.alias):
+            names[(node.asname or node.name).partition(".")[0]] = None
+        elif isinstance(node, ast.comprehension):  # its target is the comprehension's own
+            stack.extend(reversed([node.iter, *node.ifs]))
+            continue
+        elif isinstance(node, ast.FunctionDef | ast.Lambda):
+            if isinstance(node, ast.FunctionDef):
+                names[node.name] = None
+            stack.extend(reversed([*node.args.defaults, *filter(None, node.args.kw_defaults)]))
+            continue
+        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Global):
+            names.update(dict.fromkeys(node.names))
+    return list(names)
 
 
 def _name(identifier: str, node: ast.AST) -> ast.Name:
@@ -40,6 +87,13 @@ def _name(identifier: str, node: ast.AST) -> ast.Name:
 def _call(func: str, args: list[ast.expr], node: ast.AST) -> ast.Call:
     call = ast.Call(func=_name(func, node), args=args, keywords=[])
     return ast.copy_location(call, node)
+
+
+def _module(name: str, node: ast.AST) -> ast.expr:
+    """The helper module ``name`` as bound for every run, whatever the plan rebinds."""
+    return ast.copy_location(
+        ast.Subscript(value=_name("__tf_modules", node), slice=ast.Constant(value=name),
+                      ctx=ast.Load()), node)
 
 
 def _is_scalar_constant(node: ast.expr) -> bool:
@@ -69,6 +123,9 @@ class _Rewriter(ast.NodeTransformer):
 
     def rewrite(self, tree: ast.Module) -> ast.Module:
         body: list[ast.stmt] = []
+        bound = module_bindings(tree)
+        if bound:
+            body.append(ast.copy_location(ast.Global(names=bound), tree.body[0]))
         for statement in tree.body:
             if isinstance(statement, ast.Expr):
                 value = self.visit(statement.value)
@@ -133,6 +190,29 @@ class _Rewriter(ast.NodeTransformer):
             node.value = ast.copy_location(
                 ast.Tuple(elts=[ast.Constant(value=True), value], ctx=ast.Load()), node)
         return node
+
+    def visit_Import(self, node: ast.Import) -> ast.stmt | list[ast.stmt]:
+        """``import math`` is a no-op (the name is bound); ``import math as m`` binds ``m``."""
+        assigns = [
+            ast.Assign(targets=[ast.Name(id=alias.asname, ctx=ast.Store())],
+                       value=_module(alias.name, node))
+            for alias in node.names if alias.asname is not None
+        ]
+        return [ast.copy_location(stmt, node) for stmt in assigns] or \
+            ast.copy_location(ast.Pass(), node)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> list[ast.stmt]:
+        """``from math import sqrt as root`` -> ``root = <math>.sqrt`` (checked members)."""
+        assert node.module is not None  # the parser admits only math and json
+        assigns: list[ast.stmt] = []
+        for alias in node.names:
+            member = ast.Attribute(value=_module(node.module, node), attr=alias.name,
+                                   ctx=ast.Load())
+            target = ast.Name(id=alias.asname or alias.name, ctx=ast.Store())
+            assign = ast.Assign(targets=[target],
+                                value=self.visit(ast.copy_location(member, node)))
+            assigns.append(ast.copy_location(assign, node))
+        return assigns
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.stmt:
         if node.value is None:
