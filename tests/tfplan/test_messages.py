@@ -40,11 +40,26 @@ def plan_error(source: str) -> TFRuntimeError:
         "def f():\n    pass\nf(x=1)",
         "def outer():\n    def inner(k):\n        pass\n    inner()\nouter()",
         "g = lambda x: x\ng()",
+        "import math\nlen(math)",
+        "import math\nmath()",
+        "import math\n[*math]",
+        "str + 1",
+        "{}['Namespace']",
+        "int('TypeProxy')",
     ],
 )
 def test_message_is_cpythons(source: str) -> None:
     error = plan_error(source)
     assert (error.kind, error.message) == cpython_error(source)
+
+
+def test_chains_and_tools_are_functions_in_messages() -> None:
+    def search(query: str) -> str:
+        return query
+
+    with pytest.raises(TFRuntimeError) as caught:
+        Interpreter({"search": search}).run("len(search)")
+    assert caught.value.message == "object of type 'function' has no len()"
 
 
 @pytest.mark.parametrize(

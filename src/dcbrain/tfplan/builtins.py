@@ -60,14 +60,23 @@ _PUBLIC_NAMES: dict[str, str] = {
 }
 _INTERNAL_CALLABLE = re.compile(
     r"\b(?:build_guards|build_builtins)\.<locals>\.(?:\w+\.<locals>\.)*(\w+)\(\)")
+#: The sandbox's stand-ins, by class name -> the type Python shows for what they stand for.
+_PUBLIC_TYPES: dict[str, str] = {"Namespace": "module", "TypeProxy": "type",
+                                 "HostCallable": "function"}
+_INTERNAL_TYPE = re.compile(r"(?<=')(?:Namespace|TypeProxy|HostCallable)(?=')|"
+                            r"(?<=, not )(?:Namespace|TypeProxy|HostCallable)$")
 
 
-def public_message(message: str) -> str:
-    """``message`` with internal function names replaced by the names a plan calls."""
-    if "<locals>" not in message:
-        return message
-    return _INTERNAL_CALLABLE.sub(
-        lambda match: _PUBLIC_NAMES.get(match.group(1), match.group(1)) + "()", message)
+def public_message(message: str, kind: str = "TypeError") -> str:
+    """``message`` with internal function and type names replaced by the names a plan
+    sees. Type names are replaced in type and attribute errors only, where Python puts
+    them (elsewhere the quoted text may be the plan's own data)."""
+    if "<locals>" in message:
+        message = _INTERNAL_CALLABLE.sub(
+            lambda match: _PUBLIC_NAMES.get(match.group(1), match.group(1)) + "()", message)
+    if kind in ("TypeError", "AttributeError"):
+        message = _INTERNAL_TYPE.sub(lambda match: _PUBLIC_TYPES[match.group(0)], message)
+    return message
 
 
 #: Largest argument of math.factorial/comb/perm: their results grow far faster than it.

@@ -245,7 +245,8 @@ class Interpreter:
         elif isinstance(exc, MemoryError):
             error = SizeLimitExceeded("plan ran out of memory")
         elif isinstance(exc, Exception):
-            error = TFRuntimeError(public_message(str(exc)), kind=type(exc).__name__)
+            kind = type(exc).__name__
+            error = TFRuntimeError(public_message(str(exc), kind), kind=kind)
         else:
             return None
         source_line = plan.lines[line - 1] if 0 < line <= len(plan.lines) else None
