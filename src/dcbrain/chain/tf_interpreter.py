@@ -44,6 +44,7 @@ from dcbrain.tfplan import (
     Limits,
     Problem,
     TFCheckError,
+    TFInterpreterError,
     check,
     compile_source,
 )
@@ -432,13 +433,16 @@ class TFChainInterpreter:
 
 def partial_chain_result(error: BaseException) -> ChainResult | None:
     """What a failed :meth:`TFChainInterpreter.evaluate` did before failing (usage, trace)."""
-    result = getattr(error, "chain_result", None)
+    if not isinstance(error, TFInterpreterError):
+        return None
+    result = error.partial_result.chain_result
     return result if isinstance(result, ChainResult) else None
 
 
 def _attach_partial(error: BaseException, result: ChainResult) -> None:
-    if partial_chain_result(error) is None:
-        setattr(error, "chain_result", result)  # noqa: B010 - errors of tfplan have no slot
+    if isinstance(error, TFInterpreterError) and partial_chain_result(error) is None:
+        error.partial_result.chain_result = result
+        error.partial_result.usage = result.usage.copy()
 
 
 def _input_text(kwargs: Mapping[str, Any]) -> str:

@@ -26,6 +26,7 @@ from typing import Any, Final, Protocol
 from dcbrain.brain import BrainResult
 from dcbrain.events import Event, EventType
 from dcbrain.exceptions import TFBrainError, TFUserNewInputError
+from dcbrain.exceptions import TooManyRuns as TooManyRuns
 from dcbrain.memory import Memory, RunRecord
 from dcbrain.neural import Neural
 
@@ -61,17 +62,6 @@ class RunnableBrain(Protocol):
 
 BrainFactory = Callable[[], RunnableBrain]
 """Builds a fresh brain for each run (a brain runs one question at a time)."""
-
-
-class TooManyRuns(Exception):
-    """Every run slot is taken; the caller should retry later."""
-
-    def __init__(self, limit: int, detail: str | None = None) -> None:
-        if detail is None:
-            runs = "1 run is" if limit == 1 else f"{limit} runs are"
-            detail = f"{runs} already active (the limit); retry when one has finished"
-        super().__init__(detail)
-        self.limit = limit
 
 
 @dataclass(eq=False)

@@ -13,16 +13,14 @@ import string
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from dcbrain.tfplan.errors import FormatLimitError as FormatLimitError
+
 _FORMATTER = string.Formatter()
 _SPEC = re.compile(
     r"^(?:.?[<>=^])?[-+ ]?z?#?0?(?P<width>\d*)[,_]?(?:\.(?P<precision>\d+))?[a-zA-Z%]?$", re.S
 )
 _FIELD = re.compile(r"^(?P<head>[^.\[]*)(?P<rest>(?:\[[^\]]*\])*)(?P<tail>.*)$", re.S)
 _PERCENT_SPEC = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\*|\d*)(?:\.(\*|\d*))?[hlL]?[a-zA-Z%]")
-
-
-class FormatLimitError(ValueError):
-    """A width or precision larger than the plan's size limit."""
 
 
 def check_spec(spec: str, max_size: int) -> None:

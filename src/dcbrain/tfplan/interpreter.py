@@ -23,6 +23,9 @@ from dcbrain.tfplan.builtins import build_builtins, public_message
 from dcbrain.tfplan.checker import CallableSpec, check, specs_of
 from dcbrain.tfplan.errors import (
     CallDepthLimitExceeded,
+    Cancelled,
+    Expired,
+    NotPlainData,
     PlanCancelled,
     Problem,
     SizeLimitExceeded,
@@ -38,8 +41,8 @@ from dcbrain.tfplan.limits import Limits
 from dcbrain.tfplan.parser import Plan, parse
 from dcbrain.tfplan.result import ConsoleResult
 from dcbrain.tfplan.rewrite import MAIN_FUNCTION, PLAN_FILENAME, compile_plan
-from dcbrain.tfplan.state import CallObserver, Cancelled, Expired, ParallelHooks, RunState, Watchdog
-from dcbrain.tfplan.values import NotPlainData, to_plan_value
+from dcbrain.tfplan.state import CallObserver, ParallelHooks, RunState, Watchdog
+from dcbrain.tfplan.values import to_plan_value
 
 
 @lru_cache(maxsize=128)
