@@ -195,3 +195,22 @@ def test_unknown_names_in_a_large_plan_get_hints_only_for_the_first_few() -> Non
     assert len(caught.value.problems) == 200
     hints = [p.message for p in caught.value.problems if "did you mean 'total'" in p.message]
     assert 0 < len(hints) <= 20
+
+
+def test_a_callable_rebound_from_its_own_result_is_called_first() -> None:
+    def search(query: str) -> str:
+        return f"found {query}"
+
+    assert run("search = search(query='a')\nsearch", search=search) == "found a"
+
+
+def test_a_deleted_top_level_name_is_a_name_error() -> None:
+    with pytest.raises(TFRuntimeError) as caught:
+        Interpreter().run("x = 1\ndel x\nx + 1")
+    assert (caught.value.kind, caught.value.message) == ("NameError", "name 'x' is not defined")
+
+
+def test_functions_and_comprehensions_see_top_level_names_bound_after_their_definition() -> None:
+    source = ("def total():\n    return sum(price * qty for price in prices)\n"
+              "qty = 2\nprices = [1, 2]\nlater = [p * qty for p in prices]\n[total(), later]")
+    assert run(source) == [6, [2, 4]]

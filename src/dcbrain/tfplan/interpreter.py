@@ -20,7 +20,7 @@ from types import CodeType, TracebackType
 from typing import Any
 
 from dcbrain.tfplan.builtins import build_builtins, public_message
-from dcbrain.tfplan.checker import CallableSpec, check, specs_of
+from dcbrain.tfplan.checker import BUILTIN_NAMES, CallableSpec, check, specs_of
 from dcbrain.tfplan.errors import (
     CallDepthLimitExceeded,
     Cancelled,
@@ -46,12 +46,12 @@ from dcbrain.tfplan.values import to_plan_value
 
 
 @lru_cache(maxsize=128)
-def _compiled(source: str) -> tuple[Plan, CodeType]:
+def _compiled(source: str, host_names: frozenset[str]) -> tuple[Plan, CodeType]:
     plan = parse(source)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            code = compile_plan(plan.tree)
+            code = compile_plan(plan.tree, BUILTIN_NAMES | host_names)
     except SyntaxError as exc:
         problem = Problem(exc.lineno or 1, exc.offset or 1, exc.msg,
                           kind="SyntaxError")
@@ -62,9 +62,12 @@ def _compiled(source: str) -> tuple[Plan, CodeType]:
     return plan, code
 
 
-def compile_source(source: str) -> tuple[Plan, CodeType]:
-    """Parse, validate and compile ``source`` (cached); raises :class:`TFSyntaxError`."""
-    return _compiled(source)
+def compile_source(
+    source: str, host_names: frozenset[str] = frozenset()
+) -> tuple[Plan, CodeType]:
+    """Parse, validate and compile ``source`` for a run whose registered callables are
+    ``host_names`` (cached); raises :class:`TFSyntaxError`."""
+    return _compiled(source, host_names)
 
 
 class Interpreter:
@@ -156,7 +159,8 @@ class Interpreter:
 
     # -- internals -------------------------------------------------------------------
     def _prepare(self, plan: Plan | str, run_check: bool) -> tuple[Plan, CodeType]:
-        parsed, code = compile_source(plan.source if isinstance(plan, Plan) else plan)
+        source = plan.source if isinstance(plan, Plan) else plan
+        parsed, code = compile_source(source, frozenset(self.callables))
         if run_check:
             problems = self.check(parsed)
             if problems:
@@ -234,7 +238,7 @@ class Interpreter:
             return None
         # too deep: the innermost frame is the callee's entry; the caller's call is the cause
         at_call = isinstance(exc, CallDepthLimitExceeded | RecursionError)
-        line, col = _locate(exc.__traceback__, plan.lines, at_call)
+        line, col, in_main = _locate(exc.__traceback__, plan.lines, at_call)
         error: TFInterpreterError
         if isinstance(exc, Expired):
             error = TimeLimitExceeded(f"plan ran longer than its limit of "
@@ -247,6 +251,9 @@ class Interpreter:
             error = CallDepthLimitExceeded("plan recursed too deeply")
         elif isinstance(exc, MemoryError):
             error = SizeLimitExceeded("plan ran out of memory")
+        elif isinstance(exc, UnboundLocalError) and in_main:  # a top-level fast local
+            name = str(exc).split("'")[1] if "'" in str(exc) else "?"
+            error = TFRuntimeError(f"name {name!r} is not defined", kind="NameError")
         elif isinstance(exc, Exception):
             kind = type(exc).__name__
             error = TFRuntimeError(public_message(str(exc), kind), kind=kind)
@@ -269,17 +276,21 @@ def _stop(state: RunState, watchdog: Watchdog | None) -> None:
             continue
 
 
-def _locate(tb: TracebackType | None, lines: Sequence[str], caller: bool) -> tuple[int, int]:
-    """Position in the innermost plan frame of ``tb`` (or in its caller's, with ``caller``)."""
+def _locate(
+    tb: TracebackType | None, lines: Sequence[str], caller: bool
+) -> tuple[int, int, bool]:
+    """Position in the innermost plan frame of ``tb`` (or in its caller's, with ``caller``),
+    and whether the innermost plan frame is the plan's top level."""
     found: list[TracebackType] = []
     while tb is not None:
         if tb.tb_frame.f_code.co_filename == PLAN_FILENAME:
             found = [*found[-1:], tb]
         tb = tb.tb_next
     if not found:
-        return 0, 0
+        return 0, 0, False
     frame = found[0] if caller else found[-1]
-    return code_position(frame.tb_frame.f_code, frame.tb_lasti, lines)
+    line, col = code_position(frame.tb_frame.f_code, frame.tb_lasti, lines)
+    return line, col, found[-1].tb_frame.f_code.co_name == MAIN_FUNCTION
 
 
 def _plain(value: Any, max_size: int) -> Any:

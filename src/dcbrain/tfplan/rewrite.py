@@ -1,10 +1,11 @@
 """Rewrite a validated plan into guarded Python and compile it.
 
 The plan's statements become the body of one function, ``__tf_main``, so that a
-top-level ``return`` ends the plan with its value. Every name the plan binds at top level
-is declared ``global`` there, so names resolve as in a Python module: plan variables live
-in the run's globals and builtins in its ``__builtins__``, which a plan variable of the
-same name shadows from its assignment on (and ``del`` uncovers again).
+top-level ``return`` ends the plan with its value. Names still resolve as in a Python
+module: builtins live in the run's ``__builtins__``, and every top-level name where the
+difference shows (one that shadows a builtin, or that a function uses) is declared
+``global`` in ``__tf_main``, so a plan variable shadows a builtin from its assignment on
+and ``del`` uncovers it again (see :func:`module_globals`).
 
 Every construct that could reach the host or grow without bound is routed through a
 guard (see ``guards.py``); everything else runs as CPython bytecode, which is what makes
@@ -32,9 +33,10 @@ _GUARDED_BINOPS: dict[type[ast.operator], str] = {
 _SAFE_WITH_NUMBER = (ast.Add, ast.Sub, ast.BitOr, ast.BitAnd, ast.BitXor)
 
 
-def compile_plan(tree: ast.Module) -> CodeType:
-    """Compile a validated plan; raises ``SyntaxError`` for compiler-level errors."""
-    rewritten = _Rewriter().rewrite(copy.deepcopy(tree))  # the plan's own tree stays as written
+def compile_plan(tree: ast.Module, provided: frozenset[str] = frozenset()) -> CodeType:
+    """Compile a validated plan whose run provides the names ``provided`` (builtins,
+    registered callables); raises ``SyntaxError`` for compiler-level errors."""
+    rewritten = _Rewriter(provided).rewrite(copy.deepcopy(tree))  # the plan's tree stays
     return _as_module_code(compile(rewritten, PLAN_FILENAME, "exec"))
 
 
@@ -50,34 +52,41 @@ def _as_module_code(code: CodeType) -> CodeType:
     return code.replace(co_consts=consts, co_qualname=qualname)
 
 
-def module_bindings(tree: ast.Module) -> list[str]:
-    """Names a plan binds in its top-level scope, in order of first binding.
+_NESTED_SCOPES = (ast.FunctionDef, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp,
+                  ast.GeneratorExp)
 
-    Function and lambda bodies have scopes of their own; a walrus inside a comprehension
-    binds in the enclosing scope, as in Python. Names a plan function declares ``global``
-    count too.
+
+def module_globals(tree: ast.Module, provided: frozenset[str] = frozenset()) -> list[str]:
+    """Top-level names of a plan that must live in the run's globals, not in fast locals.
+
+    Python can tell the difference only for a name that shadows a builtin or registered
+    callable (``provided``: an earlier use must still reach it, ``del`` uncovers it), a
+    name a nested scope (function, lambda, comprehension) mentions, and a name a function
+    declares ``global``. Every other top-level name stays a fast local of ``__tf_main``,
+    which keeps top-level loops fast.
     """
-    names: dict[str, None] = {}
-    stack: list[ast.AST] = list(reversed(tree.body))
+    top: dict[str, None] = {}
+    nested: set[str] = set()
+    declared: dict[str, None] = {}
+    stack: list[tuple[ast.AST, bool]] = [(node, False) for node in reversed(tree.body)]
     while stack:
-        node = stack.pop()
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            names[node.id] = None
-        elif isinstance(node, ast.alias):
-            names[(node.asname or node.name).partition(".")[0]] = None
-        elif isinstance(node, ast.comprehension):  # its target is the comprehension's own
-            stack.extend(reversed([node.iter, *node.ifs]))
-            continue
-        elif isinstance(node, ast.FunctionDef | ast.Lambda):
-            if isinstance(node, ast.FunctionDef):
-                names[node.name] = None
-            stack.extend(reversed([*node.args.defaults, *filter(None, node.args.kw_defaults)]))
-            continue
-        stack.extend(reversed(list(ast.iter_child_nodes(node))))
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Global):
-            names.update(dict.fromkeys(node.names))
-    return list(names)
+        node, inner = stack.pop()
+        if isinstance(node, ast.Name | ast.alias | ast.FunctionDef):
+            name = node.id if isinstance(node, ast.Name) else node.name \
+                if isinstance(node, ast.FunctionDef) else (node.asname or node.name)
+            if inner:
+                nested.add(name)
+            elif not isinstance(node, ast.Name) or not isinstance(node.ctx, ast.Load):
+                top[name] = None
+        elif isinstance(node, ast.Global):
+            declared.update(dict.fromkeys(node.names))
+        elif isinstance(node, ast.Nonlocal):
+            nested.update(node.names)
+        inner = inner or isinstance(node, _NESTED_SCOPES)
+        stack.extend((child, inner) for child in reversed(list(ast.iter_child_nodes(node))))
+    chosen = {name: None for name in top if name in nested or name in provided}
+    chosen.update(declared)
+    return list(chosen)
 
 
 def _name(identifier: str, node: ast.AST) -> ast.Name:
@@ -117,13 +126,14 @@ def _is_number(node: ast.expr) -> bool:
 
 
 class _Rewriter(ast.NodeTransformer):
-    def __init__(self) -> None:
+    def __init__(self, provided: frozenset[str]) -> None:
+        self._provided = provided
         self._function_depth = 0
         self._temporaries = 0
 
     def rewrite(self, tree: ast.Module) -> ast.Module:
         body: list[ast.stmt] = []
-        bound = module_bindings(tree)
+        bound = module_globals(tree, self._provided)
         if bound:
             body.append(ast.copy_location(ast.Global(names=bound), tree.body[0]))
         for statement in tree.body:
