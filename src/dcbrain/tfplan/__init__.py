@@ -22,6 +22,7 @@ from dcbrain.tfplan.errors import (
     TimeLimitExceeded,
 )
 from dcbrain.tfplan.interpreter import Interpreter, compile_source
+from dcbrain.tfplan.language import language_summary
 from dcbrain.tfplan.limits import Limits
 from dcbrain.tfplan.parser import Plan, extract_plan, parse
 from dcbrain.tfplan.result import CallRecord, ConsoleResult
@@ -53,5 +54,6 @@ __all__ = [
     "check",
     "compile_source",
     "extract_plan",
+    "language_summary",
     "parse",
 ]

@@ -1,6 +1,7 @@
 """Static check of a plan before it runs ("compiling" it against known chains and tools).
 
-Reports, all at once and with positions: names that are never bound anywhere, calls to
+Reports, all at once and with positions: names bound nowhere the reading scope can see
+(names resolve scope by scope, see ``scopes.py``), calls to
 unknown functions, keyword arguments a chain/tool does not take, missing required ones,
 positional arguments to keyword-only callables, and methods that no value type has.
 A bad plan then costs a replan, not an execution.
