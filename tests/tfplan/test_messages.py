@@ -46,6 +46,8 @@ def plan_error(source: str) -> TFRuntimeError:
         "str + 1",
         "{}['Namespace']",
         "int('TypeProxy')",
+        "iter(**1)",
+        "iter()",
     ],
 )
 def test_message_is_cpythons(source: str) -> None:

@@ -10,6 +10,7 @@ from dcbrain.tfplan import (
     CallDepthLimitExceeded,
     Interpreter,
     Limits,
+    OperationLimitExceeded,
     SizeLimitExceeded,
     TFCheckError,
     TFRuntimeError,
@@ -172,6 +173,11 @@ def test_other_imports_are_errors_with_positions(
     assert (problem.line, problem.col) == (line, col)
 
 
+def test_an_iterator_is_its_own_iterator() -> None:
+    assert run("it = iter([1, 2, 3])\nsame = iter(it)\n[same is it, next(it), list(same)]") == \
+        [True, 1, [2, 3]]
+
+
 def test_iter_next_and_hash_are_builtins() -> None:
     source = ("it = iter([1, 2])\nfirst = next(it)\nsecond = next(it)\n"
               "[first, second, next(it, 'done'), hash((1, 'a')) == hash((1, 'a'))]")
@@ -214,3 +220,10 @@ def test_functions_and_comprehensions_see_top_level_names_bound_after_their_defi
     source = ("def total():\n    return sum(price * qty for price in prices)\n"
               "qty = 2\nprices = [1, 2]\nlater = [p * qty for p in prices]\n[total(), later]")
     assert run(source) == [6, [2, 4]]
+
+
+@pytest.mark.parametrize("source", ["5 in iter(int, 1)", "-1 in iter(range(10**18))",
+                                    "list(iter(int, 1))"])
+def test_iter_pays_for_every_item(source: str) -> None:
+    with pytest.raises(OperationLimitExceeded):
+        Interpreter(limits=Limits(max_operations=10_000)).run(source)

@@ -33,7 +33,7 @@ PLAIN_BUILTINS: dict[str, Any] = {
     "len": len, "abs": abs, "divmod": divmod, "chr": chr, "ord": ord,
     "hex": hex, "oct": oct, "bin": bin, "int": int, "float": float, "bool": bool,
     "range": range, "enumerate": enumerate, "zip": zip, "map": map, "filter": filter,
-    "reversed": reversed, "iter": iter, "next": next, "callable": callable,
+    "reversed": reversed, "next": next, "callable": callable,
 }
 
 #: Every builtin function of tf_plan (the exception types aside), in the order the
@@ -54,12 +54,13 @@ _PUBLIC_NAMES: dict[str, str] = {
     "plan_dict": "dict", "plan_sorted": "sorted", "plan_sum": "sum", "plan_round": "round",
     "plan_isinstance": "isinstance", "plan_format": "format", "plan_hash": "hash",
     "json_dumps": "json.dumps", "json_loads": "json.loads", "math_prod": "math.prod",
-    "math_fsum": "math.fsum", "math_lcm": "math.lcm", "math_gcd": "math.gcd",
+    "math_fsum": "math.fsum", "plan_iter": "iter", "math_lcm": "math.lcm", "math_gcd": "math.gcd",
     "power": "pow", "str_format": "str.format", "str_replace": "str.replace",
     "str_expandtabs": "str.expandtabs",
 }
 _INTERNAL_CALLABLE = re.compile(
-    r"\b(?:build_guards|build_builtins)\.<locals>\.(?:\w+\.<locals>\.)*(\w+)\(\)")
+    r"\b(?:dcbrain\.[\w.]+\.)?(?:build_guards|build_builtins)\.<locals>\."
+    r"(?:\w+\.<locals>\.)*(\w+)\(\)")
 #: The sandbox's stand-ins, by class name -> the type Python shows for what they stand for.
 _PUBLIC_TYPES: dict[str, str] = {"Namespace": "module", "TypeProxy": "type",
                                  "HostCallable": "function"}
@@ -171,6 +172,18 @@ def build_builtins(guards: dict[str, Any], max_size: int) -> dict[str, Any]:
         charge(1 + len(numbers))
         return math.gcd(*numbers)
 
+    def plan_iter(*args: Any) -> Any:
+        """An iterator that pays for each item it yields: ``x in iter(...)`` or
+        ``iter(int, 1)`` would otherwise loop in C, where no limit can stop it. An
+        iterator is its own iterator, as in Python."""
+        if not 1 <= len(args) <= 2:
+            raise TypeError(f"iter expected at most 2 arguments, got {len(args)}"
+                            if args else "iter expected at least 1 argument, got 0")
+        iterator = iter(*args)
+        if len(args) == 1 and iterator is args[0]:
+            return iterator
+        return iterate(iterator)
+
     def plan_hash(value: Any, /) -> int:
         return hash(hash_key(value))
 
@@ -275,6 +288,7 @@ def build_builtins(guards: dict[str, Any], max_size: int) -> dict[str, Any]:
         max=consumer(max, compares=True),
         any=consumer(any), all=consumer(all), isinstance=plan_isinstance, format=plan_format,
         pow=guards["power"], parallel=plan_parallel, round=plan_round, hash=plan_hash,
+        iter=plan_iter,
         json=Namespace("json", {"dumps": json_dumps, "loads": json_loads}),
         math=Namespace("math", math_members),
     )
