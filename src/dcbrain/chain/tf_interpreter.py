@@ -323,7 +323,8 @@ class TFChainInterpreter:
 
     # -- internals ---------------------------------------------------------------------
     def _prepare(self, plan: str, run_check: bool) -> None:
-        parsed, _ = compile_source(plan)  # raises TFSyntaxError
+        # compiled as the run will compile it (raises TFSyntaxError); the run reuses it
+        parsed, _ = compile_source(plan, frozenset(self._interpreter.callables))
         if run_check:
             problems = check(parsed, self.specs)
             if problems:
