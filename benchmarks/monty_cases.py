@@ -8,8 +8,9 @@ under tf_plan; a case matches when both print the same output and end the same w
 same value of the last expression, or the same exception kind and message). A difference
 is "earlier" when tf_plan's static check or one of its limits answered first (by design),
 "boundary" when the plan's value contains itself (a result must be plain data to leave
-the sandbox, by design), otherwise it is a mismatch. Cases that need monty's host hooks (external calls, a mounted
-file system, async) or are expected to fail under CPython are skipped.
+the sandbox, by design), otherwise it is a mismatch. Cases that need monty's host hooks
+(external calls, a mounted file system, async) or are expected to fail under CPython are
+skipped.
 """
 
 from __future__ import annotations
