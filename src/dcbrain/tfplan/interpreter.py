@@ -1,8 +1,9 @@
 """Run plans: the public :class:`Interpreter`.
 
-A run compiles the validated, rewritten plan (cached per source), builds a fresh global
-namespace holding only the allowlisted builtins, the guards and one opaque handle per
-registered callable, and executes it. Synchronous runs execute in the calling thread;
+A run compiles the validated, rewritten plan (cached per source and callable names),
+builds a fresh global namespace holding the guards, with ``__builtins__`` holding only
+the allowlisted builtins and one opaque handle per registered callable (so plan names
+shadow them as in Python), and executes it. Synchronous runs execute in the calling thread;
 ``arun`` executes in a thread of its own so the event loop stays free for async chains.
 """
 
