@@ -227,3 +227,16 @@ def test_functions_and_comprehensions_see_top_level_names_bound_after_their_defi
 def test_iter_pays_for_every_item(source: str) -> None:
     with pytest.raises(OperationLimitExceeded):
         Interpreter(limits=Limits(max_operations=10_000)).run(source)
+
+
+@pytest.mark.parametrize(
+    ("source", "message", "line"),
+    [
+        ("x = 1\nbreak", "'break' outside loop", 2),
+        ("x = 1\ndef f():\n    nonlocal x", "no binding for nonlocal 'x' found", 3),
+        ("def f(a, a):\n    pass", "duplicate argument 'a' in function definition", 1),
+    ],
+)
+def test_check_reports_what_pythons_compiler_refuses(source: str, message: str, line: int) -> None:
+    problems = Interpreter().check(source)
+    assert [(p.line, p.message) for p in problems] == [(line, message)]

@@ -114,8 +114,17 @@ class Interpreter:
         return self._specs
 
     def check(self, plan: Plan | str) -> list[Problem]:
-        """Every static problem of ``plan`` against the registered callables."""
-        return check(plan, self.specs)
+        """Every static problem of ``plan`` against the registered callables; a plan with
+        none is compiled too, so what Python's compiler refuses ('break' outside a loop,
+        ``nonlocal`` without a binding) is reported before the plan runs."""
+        problems = check(plan, self.specs)
+        if not problems:
+            try:  # cached: the run reuses this compile
+                compile_source(plan.source if isinstance(plan, Plan) else plan,
+                               frozenset(self.callables))
+            except TFSyntaxError as exc:
+                problems = list(exc.problems)
+        return problems
 
     def run(self, plan: Plan | str, *, check: bool = False) -> ConsoleResult:
         """Run ``plan`` in this thread (``check=True`` checks it statically first)."""
