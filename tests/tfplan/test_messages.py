@@ -48,6 +48,15 @@ def plan_error(source: str) -> TFRuntimeError:
         "int('TypeProxy')",
         "iter(**1)",
         "iter()",
+        "sorted()",
+        "sorted([1], [2])",
+        "list(1, 2)",
+        "dict(1, 2, 3)",
+        "format()",
+        "isinstance(1)",
+        "hash()",
+        "'a'.replace('a')",
+        "def sorted(x):\n    return x\nsorted()",
     ],
 )
 def test_message_is_cpythons(source: str) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -45,40 +44,6 @@ BUILTIN_FUNCTIONS: tuple[str, ...] = (
     "hash", "chr", "ord", "hex", "oct", "bin", "pow", "format", "callable", "parallel",
     "json", "math",
 )
-
-#: Plan-visible functions written in Python, by internal name -> the name Python's own
-#: argument errors must show (a plan never sees the internals).
-_PUBLIC_NAMES: dict[str, str] = {
-    "plan_repr": "repr", "plan_print": "print", "plan_str": "str", "plan_list": "list",
-    "plan_tuple": "tuple", "plan_set": "set", "plan_frozenset": "frozenset",
-    "plan_dict": "dict", "plan_sorted": "sorted", "plan_sum": "sum", "plan_round": "round",
-    "plan_isinstance": "isinstance", "plan_format": "format", "plan_hash": "hash",
-    "json_dumps": "json.dumps", "json_loads": "json.loads", "math_prod": "math.prod",
-    "math_fsum": "math.fsum", "plan_iter": "iter", "math_lcm": "math.lcm", "math_gcd": "math.gcd",
-    "power": "pow", "str_format": "str.format", "str_replace": "str.replace",
-    "str_expandtabs": "str.expandtabs",
-}
-_INTERNAL_CALLABLE = re.compile(
-    r"\b(?:dcbrain\.[\w.]+\.)?(?:build_guards|build_builtins)\.<locals>\."
-    r"(?:\w+\.<locals>\.)*(\w+)\(\)")
-#: The sandbox's stand-ins, by class name -> the type Python shows for what they stand for.
-_PUBLIC_TYPES: dict[str, str] = {"Namespace": "module", "TypeProxy": "type",
-                                 "HostCallable": "function"}
-_INTERNAL_TYPE = re.compile(r"(?<=')(?:Namespace|TypeProxy|HostCallable)(?=')|"
-                            r"(?<=, not )(?:Namespace|TypeProxy|HostCallable)$")
-
-
-def public_message(message: str, kind: str = "TypeError") -> str:
-    """``message`` with internal function and type names replaced by the names a plan
-    sees. Type names are replaced in type and attribute errors only, where Python puts
-    them (elsewhere the quoted text may be the plan's own data)."""
-    if "<locals>" in message:
-        message = _INTERNAL_CALLABLE.sub(
-            lambda match: _PUBLIC_NAMES.get(match.group(1), match.group(1)) + "()", message)
-    if kind in ("TypeError", "AttributeError"):
-        message = _INTERNAL_TYPE.sub(lambda match: _PUBLIC_TYPES[match.group(0)], message)
-    return message
-
 
 #: Largest argument of math.factorial/comb/perm: their results grow far faster than it.
 _MAX_COMBINATORIC = 10_000

@@ -20,7 +20,7 @@ from functools import lru_cache
 from types import CodeType, TracebackType
 from typing import Any
 
-from dcbrain.tfplan.builtins import build_builtins, public_message
+from dcbrain.tfplan.builtins import build_builtins
 from dcbrain.tfplan.checker import BUILTIN_NAMES, CallableSpec, check, specs_of
 from dcbrain.tfplan.errors import (
     CallDepthLimitExceeded,
@@ -39,6 +39,7 @@ from dcbrain.tfplan.errors import (
 from dcbrain.tfplan.guards import build_guards
 from dcbrain.tfplan.host import Dispatcher, HostCallable, Thunk, background_loop, code_position
 from dcbrain.tfplan.limits import Limits
+from dcbrain.tfplan.messages import public_message
 from dcbrain.tfplan.parser import Plan, parse
 from dcbrain.tfplan.result import ConsoleResult
 from dcbrain.tfplan.rewrite import MAIN_FUNCTION, PLAN_FILENAME, compile_plan
