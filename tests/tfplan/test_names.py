@@ -146,6 +146,8 @@ def test_call_depth_limit_points_at_the_recursive_call() -> None:
         ("from json import dumps\ndumps({'a': 1})", '{"a": 1}'),
         ("def f():\n    from math import gcd\n    return gcd(12, 18)\nf()", 6),
         ("math = 1\nfrom math import floor\nfloor(2.7)", 2),
+        ("json = 5\nimport json\njson.dumps(1)", "1"),
+        ("def f():\n    import math\n    return math.floor(1.5)\nf()", 1),
     ],
 )
 def test_imports_of_math_and_json_bind_what_python_would(source: str, value: Any) -> None:

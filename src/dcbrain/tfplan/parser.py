@@ -17,7 +17,7 @@ from dcbrain.tfplan.methods import MODULE_MEMBERS
 
 #: Special functions a plan may call although their names start with ``__``.
 SPECIAL_NAMES = frozenset({"__construct_chain"})
-#: Modules a plan may import: their names are always bound, so importing is a no-op.
+#: Modules a plan may import (their names are always bound; importing rebinds them).
 IMPORTABLE_MODULES = frozenset({"math", "json"})
 
 #: Source size a plan may have; an LLM plan is a few hundred lines at most.

@@ -201,15 +201,15 @@ class _Rewriter(ast.NodeTransformer):
                 ast.Tuple(elts=[ast.Constant(value=True), value], ctx=ast.Load()), node)
         return node
 
-    def visit_Import(self, node: ast.Import) -> ast.stmt | list[ast.stmt]:
-        """``import math`` is a no-op (the name is bound); ``import math as m`` binds ``m``."""
-        assigns = [
-            ast.Assign(targets=[ast.Name(id=alias.asname, ctx=ast.Store())],
-                       value=_module(alias.name, node))
-            for alias in node.names if alias.asname is not None
+    def visit_Import(self, node: ast.Import) -> list[ast.stmt]:
+        """``import math as m`` -> ``m = <math>``: the module every run has, bound under
+        the name Python would bind (also when the plan had rebound ``math`` before)."""
+        return [
+            ast.copy_location(ast.Assign(
+                targets=[ast.Name(id=alias.asname or alias.name, ctx=ast.Store())],
+                value=_module(alias.name, node)), node)
+            for alias in node.names
         ]
-        return [ast.copy_location(stmt, node) for stmt in assigns] or \
-            ast.copy_location(ast.Pass(), node)
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> list[ast.stmt]:
         """``from math import sqrt as root`` -> ``root = <math>.sqrt`` (checked members)."""
