@@ -3,14 +3,17 @@
     python benchmarks/interpreter.py [--repeat N]
 
 Prints, per script, the best-of-N time under CPython (``exec`` of the same source), under
-dcbrain's interpreter, and the ratio; then the geometric mean of the ratios and the
-overhead of one call to a registered sync callable. When ``smolagents`` is installed
-(``pip install -e ".[bench]"``) its LocalPythonExecutor is measured too.
+dcbrain's interpreter, and the ratio (the runners take turns, so load on the machine
+slows them alike); then the geometric mean of the ratios and the
+overhead of one call to a registered sync callable. With the ``bench`` extra installed
+(``pip install -e ".[bench]"``) pydantic-monty (a worker session fed each script) and
+smolagents' LocalPythonExecutor are measured side by side.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import time
 from collections.abc import Callable
@@ -43,6 +46,21 @@ for i in range(20000):
     lines.append(f"item {i}: {i * 2} units at {i / 3:.2f} each")
 len(lines)
 """,
+    "plan_like": """
+rows = [{"id": i, "name": f"item{i}", "price": (i * 37) % 101,
+         "tags": [t for t in ("red", "big", "new") if (i + len(t)) % 3]} for i in range(4000)]
+by_id = {r["id"]: r for r in rows}
+cheap = list(filter(lambda r: r["price"] < 50, rows))
+best = max(rows, key=lambda r: (r["price"], -r["id"]))
+lines = [f"{r['name']}: {r['price']:>4} ({len(r['tags'])} tags)" for r in cheap]
+totals = {}
+for r in rows:
+    for t in r["tags"]:
+        totals[t] = totals.get(t, 0) + r["price"]
+ranked = sorted(totals.items(), key=lambda kv: kv[1], reverse=True)
+names = [r["name"].upper() for r in rows if r["id"] % 7 == 0 and "red" in r["tags"]]
+[best["id"], len(lines), ranked[0][0], len(by_id), len(names)]
+""",
 }
 
 HOST_CALLS = """
@@ -60,6 +78,17 @@ def best_of(repeat: int, func: Callable[[], Any]) -> float:
     return best
 
 
+def interleaved_best(repeat: int, runners: dict[str, Callable[[], Any]]) -> dict[str, float]:
+    """Best time of each runner, the runners taking turns so a busy machine slows all alike."""
+    best = dict.fromkeys(runners, math.inf)
+    for _ in range(repeat):
+        for name, func in runners.items():
+            started = time.perf_counter()
+            func()
+            best[name] = min(best[name], time.perf_counter() - started)
+    return best
+
+
 def cpython_runner(source: str) -> Callable[[], Any]:
     code = compile(source, "<bench>", "exec")
     return lambda: exec(code, {})
@@ -70,26 +99,30 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     interpreter = Interpreter(limits=Limits(max_operations=50_000_000))
-    smol = _smolagents_executor()
-    header = f"{'script':<16}{'cpython ms':>12}{'dcbrain ms':>12}{'ratio':>8}"
-    if smol is not None:
-        header += f"{'smolagents ms':>15}{'ratio':>8}"
-    print(header)
-    ratios: list[float] = []
-    smol_ratios: list[float] = []
-    for name, source in SCRIPTS.items():
-        reference = best_of(args.repeat, cpython_runner(source))
-        ours = best_of(args.repeat, lambda source=source: interpreter.run(source))
-        ratios.append(ours / reference)
-        row = f"{name:<16}{reference * 1e3:>12.2f}{ours * 1e3:>12.2f}{ours / reference:>8.2f}"
-        if smol is not None:
-            theirs = best_of(max(1, args.repeat // 2), lambda source=source: smol(source))
-            smol_ratios.append(theirs / reference)
-            row += f"{theirs * 1e3:>15.2f}{theirs / reference:>8.2f}"
-        print(row)
-    print(f"geometric mean ratio (dcbrain / CPython): {_geomean(ratios):.2f}")
-    if smol_ratios:
-        print(f"geometric mean ratio (smolagents / CPython): {_geomean(smol_ratios):.2f}")
+    with contextlib.ExitStack() as stack:
+        others = {name: runner for name, runner in (
+            ("monty", _monty_runner(stack)), ("smolagents", _smolagents_executor()),
+        ) if runner is not None}
+        header = f"{'script':<16}{'cpython ms':>12}{'dcbrain ms':>12}{'ratio':>8}"
+        for name in others:
+            header += f"{name + ' ms':>15}{'ratio':>8}"
+        print(header)
+        ratios: dict[str, list[float]] = {"dcbrain": [], **{name: [] for name in others}}
+        for script, source in SCRIPTS.items():
+            runners = {"cpython": cpython_runner(source),
+                       "dcbrain": lambda source=source: interpreter.run(source),
+                       **{name: lambda source=source, run=run: run(source)
+                          for name, run in others.items()}}
+            best = interleaved_best(args.repeat, runners)
+            reference = best["cpython"]
+            row = f"{script:<16}{reference * 1e3:>12.2f}"
+            for name in ("dcbrain", *others):
+                ratios[name].append(best[name] / reference)
+                width = 12 if name == "dcbrain" else 15
+                row += f"{best[name] * 1e3:>{width}.2f}{best[name] / reference:>8.2f}"
+            print(row)
+        for name, values in ratios.items():
+            print(f"geometric mean ratio ({name} / CPython): {_geomean(values):.2f}")
     print(f"host-call overhead per sync call: {_host_call_overhead(args.repeat):.1f} us")
 
 
@@ -122,6 +155,17 @@ def _smolagents_executor() -> Callable[[str], Any] | None:
         return executor(source)
 
     return run
+
+
+def _monty_runner(stack: contextlib.ExitStack) -> Callable[[str], Any] | None:
+    """pydantic-monty: one checked-out worker session, fed each script (pool start excluded)."""
+    try:
+        from pydantic_monty import Monty
+    except ImportError:
+        return None
+    pool = stack.enter_context(Monty())
+    session = stack.enter_context(pool.checkout())
+    return session.feed_run  # type: ignore[no-any-return]
 
 
 if __name__ == "__main__":

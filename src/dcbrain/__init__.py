@@ -7,6 +7,7 @@ from dcbrain.brain import (
     BaseBrain,
     BrainContext,
     BrainResult,
+    BrainRun,
     DCBrain,
 )
 from dcbrain.chain import (
@@ -24,6 +25,7 @@ from dcbrain.chain import (
     TFChainInterpreter,
     construct_chain,
 )
+from dcbrain.journal import CallJournal, current_call
 from dcbrain.llm import ChatLLM, FunctionLLM, LLMReply, OpenAILLM, ScriptedLLM, ToolCall
 from dcbrain.memory import Memory, Recall, SQLiteMemory
 from dcbrain.messages import TextMessage
@@ -37,6 +39,8 @@ __all__ = [
     "BaseBrain",
     "BrainContext",
     "BrainResult",
+    "BrainRun",
+    "CallJournal",
     "Chain",
     "ChainContext",
     "ChainResult",
@@ -66,5 +70,6 @@ __all__ = [
     "ToolCall",
     "Usage",
     "construct_chain",
+    "current_call",
     "merge_usages",
 ]

@@ -1,17 +1,27 @@
-"""The event vocabulary every layer emits: brain, plan-execute agent, interpreter calls.
+"""The event vocabulary every layer emits: brain, plan-execute agent, plan calls, LLM calls.
 
-An event is a plain record: a ``type`` from :class:`EventType`, a sequence number within
-its run, a wall-clock timestamp and a JSON-able ``data`` dict. Subscribers receive
-``Event`` objects; ``Event.to_dict()`` is what traces, servers and results store.
+Each kind of event is one class below (a pydantic model with the fields of that kind);
+:class:`Event` is the envelope a run delivers: the payload, its sequence number within
+the run, a wall-clock timestamp and the run id. ``Event.to_dict()`` is what traces,
+servers and results store: the envelope's fields and the payload's, all JSON values
+(numbers stay numbers). A value too large for an event is replaced by
+``{"truncated": true, "size": <characters of its JSON text>, "preview": "<its start>"}``
+(see :func:`clip`). ``docs/events.md`` lists every event with its fields.
 """
 
 from __future__ import annotations
 
+import json
+import math
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from functools import cached_property
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict
 
 
 class EventType(StrEnum):
@@ -30,13 +40,354 @@ class EventType(StrEnum):
     FINAL = "final"
 
 
+#: Characters of JSON text a value may take in an event before it is clipped.
+DEFAULT_CLIP = 2000
+
+
+def clip(value: Any, limit: int = DEFAULT_CLIP) -> Any:
+    """``value`` as a JSON value for an event, or a truncation marker when it is too large.
+
+    Tuples become lists, sets sorted lists, non-finite floats and other objects their
+    ``repr``; a value whose JSON text is longer than ``limit`` characters becomes
+    ``{"truncated": True, "size": len(text), "preview": text[:limit]}``.
+    """
+    plain = to_json_value(value)
+    if isinstance(plain, bool | int | float) or plain is None:
+        return plain
+    if isinstance(plain, str) and len(plain) <= limit:
+        return plain
+    text = json.dumps(plain, ensure_ascii=False)
+    if len(text) <= limit:
+        return plain
+    return {"truncated": True, "size": len(text), "preview": text[:limit]}
+
+
+def to_json_value(value: Any, _depth: int = 0) -> Any:
+    """``value`` as plain JSON data (dict keys as strings), never raising."""
+    if value is None or isinstance(value, bool | int | str):
+        return _text(value) if isinstance(value, str) else value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    if _depth > 100:
+        return "…"
+    if isinstance(value, Mapping):
+        return {_text(str(key)): to_json_value(item, _depth + 1) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_json_value(item, _depth + 1) for item in value]
+    if isinstance(value, set | frozenset):
+        return [to_json_value(item, _depth + 1) for item in sorted(value, key=repr)]
+    if isinstance(value, BaseModel):
+        return to_json_value(value.model_dump(mode="json"), _depth + 1)
+    return _text(repr(value))
+
+
+def _text(text: str) -> str:
+    """``text`` made encodable (a lone surrogate becomes U+FFFD)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
+class EventData(BaseModel):
+    """The payload of one event; each subclass is one event type (``type``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    type: ClassVar[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The payload's fields as JSON values; fields left at ``None`` are left out."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+# -- runs ------------------------------------------------------------------------------
+
+
+class RunStarted(EventData):
+    """A run began: a brain's question or an agent's goal, and the budgets it runs under."""
+
+    type: ClassVar[str] = EventType.RUN_STARTED
+    question: str | None = None
+    goal: str | None = None
+    conversation_id: str | None = None
+    chains: list[str] | None = None
+    tools: list[str] | None = None
+    max_iterations: int | None = None
+    max_tokens: int | None = None
+    timeout: float | None = None
+    max_steps: int | None = None
+    max_replans: int | None = None
+
+
+class StateChanged(EventData):
+    """The run's state machine moved from ``source`` to ``dest`` (by ``trigger``)."""
+
+    type: ClassVar[str] = EventType.STATE_CHANGED
+    source: str
+    dest: str | None
+    trigger: str | None = None
+
+
+class Final(EventData):
+    """The run ended: always the last event of a run."""
+
+    type: ClassVar[str] = EventType.FINAL
+    status: str
+    reason: str | None = None
+    final_result: Any = None
+    error: str | None = None
+    last_error: str | None = None
+    plans: list[str] | None = None
+    last_result: Any = None
+    suggestions: list[str] | None = None
+    usage: dict[str, Any] | None = None
+    conversation_id: str | None = None
+    run_id: str | None = None
+    iterations: int | None = None
+    duration_s: float | None = None
+    validated_by: str | None = None
+    reused_calls: int | None = None
+    steps_executed: int | None = None
+    replans: int | None = None
+
+
+class ErrorEvent(EventData):
+    """Something failed that the run reports but may survive (``source`` says where)."""
+
+    type: ClassVar[str] = EventType.ERROR
+    source: str
+    error: str
+
+
+class Budget(EventData):
+    """Budget use after an LLM call, or a budget that ran out (``exhausted``)."""
+
+    type: ClassVar[str] = EventType.BUDGET
+    exhausted: bool
+    budget: str | None = None
+    used: float | None = None
+    limit: float | None = None
+    requested: int | None = None
+    phase: str | None = None
+    tokens_used: int | None = None
+    tokens_left: int | None = None
+    max_tokens: int | None = None
+    iterations_used: int | None = None
+    iterations_left: int | None = None
+    max_iterations: int | None = None
+
+
+# -- plans -----------------------------------------------------------------------------
+
+
+class DiffItem(BaseModel):
+    """One call of a plan in a diff: a brain plan's call or an agent's step."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    id: str
+    name: str
+    args: dict[str, Any] = {}
+    line: int | None = None
+
+
+class RevisedItem(BaseModel):
+    """A call present in both plans whose arguments changed."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    old: DiffItem
+    new: DiffItem
+
+
+class PlanDiffData(BaseModel):
+    """The one diff shape of brain and agent revisions (seed 003's names).
+
+    ``removed``: calls of the old plan gone from the new one; ``added``: new calls;
+    ``revised``: same call site, other arguments; ``unchanged``: in both;
+    ``done``: already executed calls the new plan does not repeat (agent);
+    ``unified``: the unified text diff of two tf_plan scripts (brain).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    revision: int
+    removed: list[DiffItem] = []
+    added: list[DiffItem] = []
+    revised: list[RevisedItem] = []
+    unchanged: list[DiffItem] = []
+    done: list[DiffItem] = []
+    unified: str | None = None
+    reason: str | None = None
+
+
+class PlanCreated(EventData):
+    """The run's first plan: a tf_plan script (brain) or a list of steps (agent)."""
+
+    type: ClassVar[str] = EventType.PLAN_CREATED
+    revision: int
+    iteration: int | None = None
+    plan: str | None = None
+    calls: list[DiffItem] | None = None
+    steps: list[dict[str, Any]] | None = None
+
+
+class PlanRevised(EventData):
+    """A later plan, with what changed against the previous one."""
+
+    type: ClassVar[str] = EventType.PLAN_REVISED
+    revision: int
+    diff: PlanDiffData
+    iteration: int | None = None
+    plan: str | None = None
+    previous_plan: str | None = None
+    reason: str | None = None
+    summary: str | None = None
+    steps: list[dict[str, Any]] | None = None
+
+
+class PlanFinished(EventData):
+    """A plan ran (or was refused): its value or its error."""
+
+    type: ClassVar[str] = EventType.PLAN_FINISHED
+    ok: bool
+    iteration: int | None = None
+    result: Any = None
+    error: str | None = None
+    error_kind: str | None = None
+    problems: list[str] | None = None
+    stdout: str | None = None
+    calls: int | None = None
+    reused_calls: int | None = None
+    duration_s: float | None = None
+    skipped: bool | None = None
+
+
+class Validation(EventData):
+    """The validator's verdict on a plan's result."""
+
+    type: ClassVar[str] = EventType.VALIDATION
+    is_solved: bool
+    suggestion: str
+    iteration: int | None = None
+    parse_error: str | None = None
+    validated_by: str | None = None
+
+
+# -- calls and steps -------------------------------------------------------------------
+
+CallKind = Literal["chain", "tool", "construct_chain", "llm"]
+CallStatus = Literal["ok", "error", "aborted"]
+
+
+class CallStarted(EventData):
+    """A chain, tool, chain construction or LLM call began.
+
+    ``reused`` calls return the result recorded for the same call earlier in the run
+    (the call journal) and run nothing. ``path`` is the call's ``parallel`` branch path
+    (``""`` at the top level). LLM calls carry ``model``, ``phase`` and token figures;
+    an agent's gather calls carry ``step_id``, ``revision`` and ``index``.
+    """
+
+    type: ClassVar[str] = EventType.CALL_STARTED
+    call_id: str
+    kind: str
+    name: str
+    args: dict[str, Any] | None = None
+    reused: bool = False
+    line: int | None = None
+    col: int | None = None
+    branch: int | None = None
+    path: str | None = None
+    model: str | None = None
+    phase: str | None = None
+    prompt_tokens: int | None = None
+    max_output_tokens: int | None = None
+    step_id: int | None = None
+    revision: int | None = None
+    index: int | None = None
+
+
+class CallFinished(EventData):
+    """A call ended: ``status`` ``ok``, ``error`` or ``aborted`` (the run stopped first)."""
+
+    type: ClassVar[str] = EventType.CALL_FINISHED
+    call_id: str
+    kind: str
+    name: str
+    status: CallStatus
+    reused: bool = False
+    result: Any = None
+    error: str | None = None
+    duration_s: float | None = None
+    line: int | None = None
+    branch: int | None = None
+    path: str | None = None
+    model: str | None = None
+    phase: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    total_tokens: int | None = None
+    finish_reason: str | None = None
+    step_id: int | None = None
+    revision: int | None = None
+    index: int | None = None
+
+
+class StepStarted(EventData):
+    """An agent step began executing."""
+
+    type: ClassVar[str] = EventType.STEP_STARTED
+    revision: int
+    step_id: int
+    tool_name: str
+    args: dict[str, Any]
+    expected_outcome: str | None = None
+    execution: int | None = None
+
+
+class StepFinished(EventData):
+    """An agent step ended; ``cached`` steps were served by the partial-plan cache."""
+
+    type: ClassVar[str] = EventType.STEP_FINISHED
+    revision: int
+    step_id: int
+    tool_name: str
+    status: str
+    outcome: str
+    cached: bool = False
+    policy: str | None = None
+    result: Any = None
+    error: str | None = None
+    expected_outcome: str | None = None
+    execution: int | None = None
+
+
+#: Every event class, by its ``type``.
+EVENT_CLASSES: dict[str, type[EventData]] = {
+    cls.type: cls
+    for cls in (
+        RunStarted, StateChanged, PlanCreated, PlanRevised, PlanFinished, CallStarted,
+        CallFinished, StepStarted, StepFinished, Validation, Budget, ErrorEvent, Final,
+    )
+}
+
+
 @dataclass(frozen=True)
 class Event:
-    type: str
-    data: dict[str, Any] = field(default_factory=dict)
+    """One event of a run: its typed ``payload``, position ``seq``, time ``ts``, ``run_id``."""
+
+    payload: EventData
     seq: int = 0
     ts: float = field(default_factory=time.time)
     run_id: str | None = None
+
+    @property
+    def type(self) -> str:
+        return self.payload.type
+
+    @cached_property
+    def data(self) -> dict[str, Any]:
+        """The payload's fields as JSON values."""
+        return self.payload.to_dict()
 
     def to_dict(self) -> dict[str, Any]:
         record: dict[str, Any] = {"type": str(self.type), "seq": self.seq, "ts": self.ts}
@@ -50,16 +401,19 @@ Subscriber = Callable[[Event], None]
 
 
 class EventLog:
-    """Collects the events of one run in order and fans them out to subscribers.
+    """Numbers the events of one run in order and fans them out to subscribers.
 
-    A subscriber that raises is dropped from delivery of that event only; the run
-    never fails because an observer did.
+    Thread-safe. A subscriber that raises is skipped for that event only; the run never
+    fails because an observer did. Once :meth:`seal` is called (the run's final event
+    went out) later events are dropped, so nothing follows ``final``.
     """
 
     def __init__(self, run_id: str | None = None) -> None:
         self.run_id = run_id
         self.events: list[Event] = []
+        self.sealed = False
         self._subscribers: list[Subscriber] = []
+        self._lock = threading.RLock()
 
     def subscribe(self, subscriber: Subscriber) -> Callable[[], None]:
         self._subscribers.append(subscriber)
@@ -70,15 +424,29 @@ class EventLog:
 
         return unsubscribe
 
-    def emit(self, type: str, **data: Any) -> Event:
-        event = Event(type=type, data=data, seq=len(self.events), run_id=self.run_id)
-        self.events.append(event)
-        for subscriber in list(self._subscribers):
-            try:
-                subscriber(event)
-            except Exception:
-                continue
+    def emit(self, payload: EventData) -> Event | None:
+        """Append ``payload`` as the next event and deliver it; ``None`` once sealed."""
+        with self._lock:
+            if self.sealed:
+                return None
+            event = Event(payload=payload, seq=len(self.events), run_id=self.run_id)
+            self.events.append(event)
+            for subscriber in list(self._subscribers):
+                try:
+                    subscriber(event)
+                except Exception:
+                    continue
         return event
 
+    def seal(self) -> None:
+        with self._lock:
+            self.sealed = True
+
     def as_dicts(self) -> list[dict[str, Any]]:
-        return [event.to_dict() for event in self.events]
+        with self._lock:
+            return [event.to_dict() for event in self.events]
+
+
+def event_json_schemas() -> dict[str, dict[str, Any]]:
+    """The JSON schema of each event type's payload, by type."""
+    return {name: cls.model_json_schema() for name, cls in EVENT_CLASSES.items()}

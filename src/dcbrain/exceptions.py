@@ -42,6 +42,10 @@ class TFToolError(TFError):
     """A tool was called with wrong arguments or returned something that is not data."""
 
 
+class TFRecordedCallError(TFError):
+    """A call the run journal holds as failed, answered again with its recorded error."""
+
+
 class TFLLMInterrupt(TFError):
     """An LLM call was interrupted (budget, cancellation, provider gave up)."""
 

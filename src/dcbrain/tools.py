@@ -17,7 +17,11 @@ from dcbrain.exceptions import TFToolError
 
 
 class Tool:
-    """A named, described, validated callable usable from plans, chains and agents."""
+    """A named, described, validated callable usable from plans, chains and agents.
+
+    ``reuse=False`` opts the tool out of the run journal's reuse: every call in a new
+    plan runs it again (a finished call is still never re-run when a run is replayed).
+    """
 
     def __init__(
         self,
@@ -25,8 +29,12 @@ class Tool:
         *,
         name: str | None = None,
         description: str | None = None,
+        reuse: bool = True,
     ) -> None:
         self.func = func
+        #: Whether a replan may get this tool's recorded result instead of a new call
+        #: (the run's call journal); ``False`` for reads that must be fresh.
+        self.reuse = reuse
         self.name = name or func.__name__
         self.description = description or inspect.cleandoc(func.__doc__ or "").split("\n\n")[0]
         self.is_async = inspect.iscoroutinefunction(func)

@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from dcbrain.agent import DeterministicPlanner, PlanExecuteAgent, SessionResult, Step, demo_tools
+from dcbrain.agent import (
+    DeterministicPlanner,
+    PlanDiff,
+    PlanExecuteAgent,
+    SessionResult,
+    Step,
+    demo_tools,
+)
 from support.call_log import CallLog
 
 
@@ -107,14 +116,20 @@ def test_plan_revised_event_carries_the_diff() -> None:
     [event] = [event for event in session.events if event["type"] == "plan_revised"]
     assert event["revision"] == 1
     assert event["reason"] == "step 2 (fetch) failed: RuntimeError: timeout"
-    assert (event["removed"], event["added"], event["revised"]) == ([2], [], [3])
-    assert event["unchanged"] == [1, 4]
-    assert [step["id"] for step in event["old_steps"]] == [1, 2, 3, 4]
-    assert [step["id"] for step in event["new_steps"]] == [1, 3, 4]
-    assert event == {
-        **session.revisions[0].to_dict(),
-        **{k: event[k] for k in ("type", "seq", "ts", "run_id")},
-    }
+    diff = event["diff"]  # the diff shape brain revisions use too: items with ids
+
+    def ids(items: list[dict[str, Any]]) -> list[str]:
+        return [item["id"] for item in items]
+
+    assert (ids(diff["removed"]), ids(diff["added"])) == (["2"], [])
+    assert [(item["old"]["id"], item["new"]["id"]) for item in diff["revised"]] == [("3", "3")]
+    assert ids(diff["unchanged"]) == ["1", "4"]
+    assert [step["id"] for step in event["steps"]] == [1, 3, 4]
+    assert diff == session.revisions[0].to_data().model_dump(mode="json", exclude_none=True)
+    restored = PlanDiff.from_dict(event)
+    revision = session.revisions[0]
+    assert (restored.removed, restored.added, restored.revised, restored.unchanged) == (
+        revision.removed, revision.added, revision.revised, revision.unchanged)
 
 
 def test_events_tell_the_story_in_order() -> None:

@@ -56,7 +56,10 @@ def test_the_budget_counts_a_reply_without_usage_handed_to_it_directly() -> None
 def test_a_failed_llm_call_gives_its_reservation_back() -> None:
     flaky = ScriptedLLM([TFLLMError("HTTP 503"), "fine"], max_output_tokens=3000)
     ask = Chain(name="ask", llm=flaky, prompt="{{ text }}")
-    planner = ScriptedLLM([plan("return ask(text='hi')")] * 2, max_output_tokens=300)
+    # a repeated plan is refused, so the retry is written differently
+    planner = ScriptedLLM([plan("return ask(text='hi')"), plan("answer = ask(text='hi')\n"
+                                                               "return answer")],
+                          max_output_tokens=300)
     validator = ScriptedLLM([verdict(True)], max_output_tokens=50)
     brain = DCBrain(spec_chains={"ask": ask}, default_llm=planner,
                     default_validate_llm=validator, max_tokens=6000)

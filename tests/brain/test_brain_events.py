@@ -35,10 +35,13 @@ def test_a_revised_plan_carries_a_text_and_a_call_level_diff() -> None:
     assert revised["reason"] == "use b=3 and add one"
     diff = revised["diff"]
     assert "-x = add(a=1, b=2)\n" in diff["unified"] and "+x = add(a=1, b=3)\n" in diff["unified"]
-    assert diff["changed"] == [{"old": {"name": "add", "kwargs": {"a": "1", "b": "2"}, "line": 1},
-                                "new": {"name": "add", "kwargs": {"a": "1", "b": "3"}, "line": 1}}]
-    assert diff["removed"] == [{"name": "summarize", "kwargs": {"text": "'old'"}, "line": 2}]
-    assert diff["added"] == [{"name": "add", "kwargs": {"a": "x", "b": "1"}, "line": 2}]
+    assert diff["revised"] == [
+        {"old": {"id": "add#1", "name": "add", "args": {"a": "1", "b": "2"}, "line": 1},
+         "new": {"id": "add#1", "name": "add", "args": {"a": "1", "b": "3"}, "line": 1}}]
+    assert diff["removed"] == [
+        {"id": "summarize#1", "name": "summarize", "args": {"text": "'old'"}, "line": 2}]
+    assert diff["added"] == [
+        {"id": "add#2", "name": "add", "args": {"a": "x", "b": "1"}, "line": 2}]
     assert "~ add(a=1, b=2) -> add(a=1, b=3)" in revised["summary"]
 
 

@@ -8,7 +8,7 @@ import pytest
 from transitions import MachineError
 
 from dcbrain import ScriptedLLM
-from dcbrain.brain import DCBrain
+from dcbrain.brain import BrainRun, DCBrain
 
 STATES = ["init", "planning", "running", "succeeded", "failed", "aborted"]
 
@@ -17,11 +17,16 @@ def idle_brain() -> DCBrain:
     return DCBrain(default_llm=ScriptedLLM([]))
 
 
+def idle_run() -> BrainRun:
+    """A run that was made but not executed: its machine can be driven by hand."""
+    return idle_brain().start_run("q")
+
+
 def test_the_table_reads_like_the_seed_diagram() -> None:
-    brain = idle_brain()
-    machine = brain.machine
-    assert list(machine.states) == STATES
-    assert brain.state == "init"
+    run = idle_run()
+    machine = run.machine
+    assert list(machine.states) == STATES == DCBrain.states
+    assert run.state == "init"
     assert set(machine.get_triggers("init")) == {"init", "plan", "abort"}
     assert set(machine.get_triggers("planning")) == {
         "init", "plan", "exec_plan", "succeed", "fail", "abort"
@@ -33,7 +38,7 @@ def test_the_table_reads_like_the_seed_diagram() -> None:
 
 @pytest.mark.parametrize("state", [s for s in STATES if s != "planning"])
 async def test_exec_plan_only_from_planning(state: str) -> None:
-    brain = idle_brain()
+    brain = idle_run()
     brain.machine.set_state(state, model=brain)
     with pytest.raises(MachineError, match="exec_plan"):
         await brain.trigger("exec_plan")
@@ -42,7 +47,7 @@ async def test_exec_plan_only_from_planning(state: str) -> None:
 
 @pytest.mark.parametrize("state", ["succeeded", "failed", "aborted"])
 async def test_plan_is_not_allowed_from_a_terminal_state(state: str) -> None:
-    brain = idle_brain()
+    brain = idle_run()
     brain.machine.set_state(state, model=brain)
     with pytest.raises(MachineError, match="plan"):
         await brain.trigger("plan")
@@ -50,7 +55,7 @@ async def test_plan_is_not_allowed_from_a_terminal_state(state: str) -> None:
 
 @pytest.mark.parametrize("state", ["init", "succeeded", "failed", "aborted"])
 async def test_fail_only_from_planning_or_running(state: str) -> None:
-    brain = idle_brain()
+    brain = idle_run()
     brain.machine.set_state(state, model=brain)
     with pytest.raises(MachineError, match="fail"):
         await brain.trigger("fail", reason="error")
@@ -58,7 +63,7 @@ async def test_fail_only_from_planning_or_running(state: str) -> None:
 
 @pytest.mark.parametrize("state", STATES)
 async def test_abort_from_any_state_including_terminal_ones(state: str) -> None:
-    brain = idle_brain()
+    brain = idle_run()
     brain.machine.set_state(state, model=brain)
     assert await brain.trigger("abort") is True
     assert brain.state == "aborted"
@@ -66,14 +71,14 @@ async def test_abort_from_any_state_including_terminal_ones(state: str) -> None:
 
 @pytest.mark.parametrize("state", STATES)
 async def test_init_from_any_state_including_terminal_ones(state: str) -> None:
-    brain = idle_brain()
+    brain = idle_run()
     brain.machine.set_state(state, model=brain)
     assert await brain.trigger("init") is True
     assert brain.state == "init"
 
 
 async def test_plan_is_blocked_outside_a_run_and_the_trigger_says_so() -> None:
-    brain = idle_brain()
+    brain = idle_run()
     assert await brain.trigger("plan") is False  # condition_plan: no run, no planning
     assert brain.state == "init"
 
@@ -81,12 +86,12 @@ async def test_plan_is_blocked_outside_a_run_and_the_trigger_says_so() -> None:
 def test_public_abort_without_a_run_is_a_no_op() -> None:
     brain = idle_brain()
     assert brain.abort() is False
-    assert brain.state == "init"
+    assert idle_run().abort() is False
 
 
 def test_building_a_brain_logs_no_binding_warning(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="transitions"):
-        idle_brain()
+        idle_run()
     assert not caplog.records
 
 
@@ -94,7 +99,7 @@ def test_a_finished_run_can_be_followed_by_another_one() -> None:
     llm = ScriptedLLM(["first answer", "second answer"])
     brain = DCBrain(default_llm=llm)
     first = brain.run("q1", conversation_id="c1")
-    assert brain.state == "succeeded"
+    assert not brain.busy
     second = brain.run("q2", conversation_id="c1")
     assert (first.final_result, second.final_result) == ("first answer", "second answer")
     states = [e["dest"] for e in second.events if e["type"] == "state_changed"]

@@ -14,12 +14,12 @@ def test_calls_are_listed_in_source_order_with_their_argument_source() -> None:
     ]
 
 
-def test_removed_added_changed_unchanged() -> None:
+def test_removed_added_revised_unchanged() -> None:
     old = "a = f(x=1)\nb = g(y=2)\nc = h(z=3)"
     new = "a = f(x=1)\nb = g(y=5)\nd = k(w=4)"
     diff = ScriptDiff.compute(old, new, callables={"f", "g", "h", "k"})
     assert [c.name for c in diff.unchanged] == ["f"]
-    assert [(o.kwargs, n.kwargs) for o, n in diff.changed] == [({"y": "2"}, {"y": "5"})]
+    assert [(o.kwargs, n.kwargs) for o, n in diff.revised] == [({"y": "2"}, {"y": "5"})]
     assert [c.name for c in diff.removed] == ["h"] and [c.name for c in diff.added] == ["k"]
     assert diff.unified.startswith("--- plan 1\n+++ plan 2\n")
     assert diff.render().splitlines() == [
@@ -29,7 +29,7 @@ def test_removed_added_changed_unchanged() -> None:
 
 def test_identical_plans_have_an_empty_diff() -> None:
     diff = ScriptDiff.compute("return f(x=1)", "return f(x=1)")
-    assert diff.is_empty and not (diff.removed or diff.added or diff.changed)
+    assert diff.is_empty and not (diff.removed or diff.added or diff.revised)
 
 
 def test_an_unparsable_plan_still_has_a_text_diff() -> None:
@@ -40,4 +40,4 @@ def test_an_unparsable_plan_still_has_a_text_diff() -> None:
 
 def test_builtins_are_ignored_when_callables_are_given() -> None:
     diff = ScriptDiff.compute("print(f(x=1))", "print(len(f(x=2)))", callables={"f"})
-    assert [(o.kwargs, n.kwargs) for o, n in diff.changed] == [({"x": "1"}, {"x": "2"})]
+    assert [(o.kwargs, n.kwargs) for o, n in diff.revised] == [({"x": "1"}, {"x": "2"})]

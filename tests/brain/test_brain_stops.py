@@ -137,7 +137,8 @@ async def test_abort_during_the_planning_call() -> None:
     assert brain.abort() is True
     result = await run
     assert (result.status, result.reason) == ("aborted", "aborted")
-    assert brain.state == "aborted" and not brain.busy
+    states = [e["dest"] for e in result.events if e["type"] == "state_changed"]
+    assert states[-1] == "aborted" and not brain.busy
 
 
 async def test_abort_mid_plan_cancels_the_plan() -> None:
@@ -176,7 +177,28 @@ async def _plan_threads_finished() -> None:
         await asyncio.sleep(0.01)
 
 
-async def test_a_second_concurrent_run_on_one_instance_is_refused() -> None:
+async def test_two_concurrent_runs_on_one_instance_both_succeed() -> None:
+    gate = asyncio.Event()
+    entered: list[str] = []
+
+    async def planner(messages: list[dict[str, Any]]) -> str:
+        question = messages[-1]["content"]
+        entered.append(question)
+        if len(entered) == 2:
+            gate.set()
+        await gate.wait()  # both runs are in their planning call at once
+        return f"answer to {question}"
+
+    brain = DCBrain(default_llm=FunctionLLM(planner))
+    first, second = await asyncio.gather(brain.async_run("q1", conversation_id="c1"),
+                                         brain.async_run("q2", conversation_id="c2"))
+    assert (first.final_result, second.final_result) == ("answer to q1", "answer to q2")
+    assert first.run_id != second.run_id and not brain.busy
+    assert {e["run_id"] for e in first.events} == {first.run_id}
+    assert {e["run_id"] for e in second.events} == {second.run_id}
+
+
+async def test_a_second_concurrent_run_of_one_conversation_is_refused() -> None:
     gate = asyncio.Event()
     entered = asyncio.Event()
 
@@ -188,13 +210,20 @@ async def test_a_second_concurrent_run_on_one_instance_is_refused() -> None:
     brain = DCBrain(default_llm=FunctionLLM(planner))
     first = asyncio.create_task(brain.async_run("q1", conversation_id="c1"))
     await entered.wait()
-    with pytest.raises(TFBrainBusyError, match="one DCBrain per concurrent run"):
-        await brain.async_run("q2", conversation_id="c2")
+    with pytest.raises(TFBrainBusyError, match="one at a time"):
+        await brain.async_run("q2", conversation_id="c1")
     gate.set()
     result = await first
     assert result.final_result == "first answer" and result.conversation_id == "c1"
-    third = await brain.async_run("q3", conversation_id="c1")  # the instance is free again
+    third = await brain.async_run("q3", conversation_id="c1")  # the conversation is free again
     assert third.final_result == "first answer"
+
+
+async def test_a_run_takes_the_callers_run_id() -> None:
+    brain = DCBrain(default_llm=ScriptedLLM(["an answer"]))
+    result = await brain.async_run("q", conversation_id="c1", run_id="my-run")
+    assert result.run_id == "my-run"
+    assert {e["run_id"] for e in result.events} == {"my-run"}
 
 
 async def test_two_hundred_brains_run_concurrently() -> None:

@@ -10,7 +10,7 @@ from dcbrain.chain.orchestrate import TFPLAN_LANGUAGE_SUMMARY
 from dcbrain.llm.local import plan_grammar
 from dcbrain.tfplan import Limits
 from dcbrain.tfplan.builtins import BUILTIN_FUNCTIONS, EXCEPTIONS, build_builtins
-from dcbrain.tfplan.guards import build_guards
+from dcbrain.tfplan.guards import Guards
 from dcbrain.tfplan.language import (
     OPERATOR_SYMBOLS,
     generated_part,
@@ -48,14 +48,14 @@ def test_summary_names_every_builtin_method_and_module_member() -> None:
 
 
 def test_builtins_table_is_what_a_plan_gets() -> None:
-    names = build_builtins(build_guards(RunState(limits=Limits())), max_size=100)
+    names = build_builtins(Guards(RunState(limits=Limits())))
     assert set(names) == set(BUILTIN_FUNCTIONS) | set(EXCEPTIONS)
     assert set(names["math"].members) == MODULE_MEMBERS["math"]
     assert set(names["json"].members) == MODULE_MEMBERS["json"]
 
 
 def test_no_builtin_is_a_class_a_plan_did_not_already_have() -> None:
-    names = build_builtins(build_guards(RunState(limits=Limits())), max_size=100)
+    names = build_builtins(Guards(RunState(limits=Limits())))
     for name in ("iter", "next", "hash"):
         assert not isinstance(names[name], type)
 

@@ -56,6 +56,9 @@ def plan_error(source: str) -> TFRuntimeError:
         "isinstance(1)",
         "hash()",
         "'a'.replace('a')",
+        "'a'.replace('a', 'b', 1, 2)",
+        "'a'.center()",
+        "divmod(1)",
         "def sorted(x):\n    return x\nsorted()",
     ],
 )

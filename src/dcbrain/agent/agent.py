@@ -30,7 +30,20 @@ from dcbrain._sync import run_sync
 from dcbrain.agent.diff import PlanDiff
 from dcbrain.agent.dispatcher import Dispatcher, FailurePolicy, StepOutcome
 from dcbrain.agent.step import Step, validate_plan
-from dcbrain.events import Event, EventLog, EventType
+from dcbrain.events import (
+    Budget,
+    ErrorEvent,
+    Event,
+    EventLog,
+    Final,
+    PlanCreated,
+    PlanRevised,
+    RunStarted,
+    StateChanged,
+    StepFinished,
+    StepStarted,
+    clip,
+)
 from dcbrain.exceptions import TFPlanError
 from dcbrain.tools import Tool, ToolLike
 
@@ -205,7 +218,8 @@ class _Session:
     def emit_state_change(self, event: EventData) -> None:
         if event.transition is not None:
             source, dest = event.transition.source, event.transition.dest
-            self.events.emit(EventType.STATE_CHANGED, source=source, dest=dest)
+            self.events.emit(StateChanged(source=source, dest=dest,
+                                          trigger=event.event.name))
 
     def on_enter_failed(self, event: EventData) -> None:
         self.reason = event.kwargs["reason"]
@@ -215,13 +229,12 @@ class _Session:
 
     async def run(self) -> SessionResult:
         agent = self.agent
-        self.events.emit(
-            EventType.RUN_STARTED,
+        self.events.emit(RunStarted(
             goal=self.goal,
             tools=sorted(agent.tools),
             max_steps=agent.max_steps,
             max_replans=agent.max_replans,
-        )
+        ))
         self.start()
         if await self._next_plan(None):
             await self._execute()
@@ -260,23 +273,21 @@ class _Session:
 
     async def _dispatch(self, step: Step) -> StepOutcome:
         self.executions += 1
-        self.events.emit(
-            EventType.STEP_STARTED,
+        self.events.emit(StepStarted(
             revision=step.revision,
             step_id=step.id,
             tool_name=step.tool_name,
-            args=step.args,
+            args={key: clip(value) for key, value in step.args.items()},
             expected_outcome=step.expected_outcome,
             execution=self.executions,
-        )
+        ))
         outcome = await self.agent.dispatcher.dispatch(step, self.events)
         step.result, step.error = outcome.result, outcome.error
         step.status = "succeeded" if outcome.ok else "failed"
         self.history.append(step.snapshot())
         if outcome.ok:
             self._succeeded[_call_key(step)] = (step.revision, step.result)
-        self.events.emit(
-            EventType.STEP_FINISHED,
+        self.events.emit(StepFinished(
             revision=step.revision,
             step_id=step.id,
             tool_name=step.tool_name,
@@ -284,11 +295,11 @@ class _Session:
             outcome=outcome.kind,
             policy=None if outcome.ok else self.agent.dispatcher.policy_for(step),
             cached=False,
-            result=step.result,
+            result=clip(step.result),
             error=step.error,
             expected_outcome=step.expected_outcome,
             execution=self.executions,
-        )
+        ))
         return outcome
 
     def _reuse(self, step: Step) -> bool:
@@ -298,8 +309,7 @@ class _Session:
             return False
         step.result, step.status = copy.deepcopy(hit[1]), "cached"
         self.history.append(step.snapshot())
-        self.events.emit(
-            EventType.STEP_FINISHED,
+        self.events.emit(StepFinished(
             revision=step.revision,
             step_id=step.id,
             tool_name=step.tool_name,
@@ -307,10 +317,10 @@ class _Session:
             outcome="success",
             policy=None,
             cached=True,
-            result=step.result,
+            result=clip(step.result),
             error=None,
             expected_outcome=step.expected_outcome,
-        )
+        ))
         self.cursor += 1
         return True
 
@@ -334,11 +344,11 @@ class _Session:
                 plan = validate_plan(raw, agent.tools, revision=self.revision + 1)
             except TFPlanError as exc:
                 last_error = str(exc)
-                self.events.emit(EventType.ERROR, source="planner", error=last_error)
+                self.events.emit(ErrorEvent(source="planner", error=last_error))
                 continue
             except Exception as exc:  # a broken planner ends the run, with a record
                 error = f"planner raised {type(exc).__name__}: {exc}"
-                self.events.emit(EventType.ERROR, source="planner", error=error)
+                self.events.emit(ErrorEvent(source="planner", error=error))
                 self.stop(reason="fatal_error", error=error)
                 return False
             if not plan:
@@ -351,33 +361,37 @@ class _Session:
     def _adopt(self, plan: list[Step], last_error: str | None) -> None:
         self.revision += 1
         if self.revision == 0:
-            self.events.emit(
-                EventType.PLAN_CREATED,
+            self.events.emit(PlanCreated(
                 revision=0,
                 steps=[step.to_dict() for step in plan],
-            )
+            ))
         else:
             done_ids = {step.id for step in self.plan[: self.cursor]}
             diff = PlanDiff.compute(
                 self.plan, plan, done_ids=done_ids, revision=self.revision, reason=last_error
             )
             self.revisions.append(diff)
-            self.events.emit(EventType.PLAN_REVISED, **diff.to_dict())
+            self.events.emit(PlanRevised(
+                revision=diff.revision,
+                reason=last_error,
+                diff=diff.to_data(),
+                summary=diff.render(),
+                steps=[step.to_dict() for step in plan],
+            ))
         self.plan, self.cursor = plan, 0
 
     def _budget(self, name: str, limit: int, used: int) -> None:
-        self.events.emit(EventType.BUDGET, budget=name, limit=limit, used=used, exhausted=True)
+        self.events.emit(Budget(budget=name, limit=limit, used=used, exhausted=True))
 
     def _result(self) -> SessionResult:
         status: SessionStatus = "completed" if self.state == "completed" else "failed"
-        self.events.emit(
-            EventType.FINAL,
+        self.events.emit(Final(
             status=status,
             reason=self.reason,
             steps_executed=self.executions,
             replans=self.replans,
             error=self.error,
-        )
+        ))
         return SessionResult(
             status=status,
             reason=self.reason,

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from dcbrain.agent.step import Step
+from dcbrain.events import DiffItem, PlanDiffData, RevisedItem
 
 _STRIKE, _GREEN, _DIM, _RESET = "\x1b[9;31m", "\x1b[32m", "\x1b[2m", "\x1b[0m"
 
@@ -74,7 +75,9 @@ class PlanDiff:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> PlanDiff:
-        """The diff back from :meth:`to_dict` (or a ``plan_revised`` event)."""
+        """The diff back from :meth:`to_dict`, or from a ``plan_revised`` event's dict."""
+        if "diff" in data:
+            return cls.from_data(PlanDiffData.model_validate(data["diff"]))
         return cls(
             revision=data["revision"],
             removed=list(data["removed"]),
@@ -105,6 +108,45 @@ class PlanDiff:
             "new_steps": [step.to_dict() for step in self.new_steps],
         }
 
+    @classmethod
+    def from_data(cls, data: PlanDiffData) -> PlanDiff:
+        """The diff back from its event shape (steps carry their id, tool and arguments)."""
+        def steps(*groups: list[DiffItem]) -> list[Step]:
+            found = {item.id: item for group in groups for item in group}
+            return [Step(id=int(item.id), tool_name=item.name, args=dict(item.args))
+                    for item in sorted(found.values(), key=lambda item: int(item.id))]
+
+        def ids(items: list[DiffItem]) -> list[int]:
+            return [int(item.id) for item in items]
+
+        return cls(
+            revision=data.revision,
+            removed=ids(data.removed),
+            added=ids(data.added),
+            revised=[int(item.new.id) for item in data.revised],
+            unchanged=ids(data.unchanged),
+            done=ids(data.done),
+            old_steps=steps(data.removed, [item.old for item in data.revised], data.unchanged,
+                            data.done),
+            new_steps=steps(data.added, [item.new for item in data.revised], data.unchanged),
+            reason=data.reason,
+        )
+
+    def to_data(self) -> PlanDiffData:
+        """The diff in the shape every plan revision event uses (items by step id)."""
+        old_by_id = {step.id: step for step in self.old_steps}
+        new_by_id = {step.id: step for step in self.new_steps}
+        return PlanDiffData(
+            revision=self.revision,
+            reason=self.reason,
+            removed=[_item(old_by_id[step_id]) for step_id in self.removed],
+            added=[_item(new_by_id[step_id]) for step_id in self.added],
+            revised=[RevisedItem(old=_item(old_by_id[step_id]), new=_item(new_by_id[step_id]))
+                     for step_id in self.revised],
+            unchanged=[_item(new_by_id[step_id]) for step_id in self.unchanged],
+            done=[_item(old_by_id[step_id]) for step_id in self.done],
+        )
+
     def render(self, style: Literal["text", "ansi"] = "text") -> str:
         """The diff as lines: finished work, struck removed lines, ``+`` added lines.
 
@@ -131,6 +173,10 @@ class PlanDiff:
         lines = [f"{header}: {self.reason}" if self.reason else header]
         lines.extend(line for _, _, line in entries)
         return "\n".join(lines)
+
+
+def _item(step: Step) -> DiffItem:
+    return DiffItem(id=str(step.id), name=step.tool_name, args=dict(step.args))
 
 
 def _struck(step: Step, style: str) -> str:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from dcbrain.agent.step import GATHER, Step
-from dcbrain.events import EventLog, EventType
+from dcbrain.events import CallFinished, CallStarted, EventLog, clip
 from dcbrain.exceptions import TFFatalStepError, TFToolError
 from dcbrain.tools import Tool, ToolLike
 
@@ -101,27 +101,29 @@ class Dispatcher:
         async def run(index: int, name: str, args: dict[str, Any]) -> StepOutcome:
             async with limit:
                 if events is not None:
-                    events.emit(
-                        EventType.CALL_STARTED,
+                    events.emit(CallStarted(
+                        call_id=f"step-{step.revision}.{step.id}.{index}",
+                        kind="tool",
+                        name=name,
                         step_id=step.id,
                         revision=step.revision,
                         index=index,
-                        tool_name=name,
-                        args=args,
-                    )
+                        args={key: clip(value, 500) for key, value in args.items()},
+                    ))
                 where = f"step {step.id} gather call {index} ({name})"
                 outcome = await self._call(name, args, where)
                 if events is not None:
-                    events.emit(
-                        EventType.CALL_FINISHED,
+                    events.emit(CallFinished(
+                        call_id=f"step-{step.revision}.{step.id}.{index}",
+                        kind="tool",
+                        name=name,
+                        status="ok" if outcome.ok else "error",
                         step_id=step.id,
                         revision=step.revision,
                         index=index,
-                        tool_name=name,
-                        status=outcome.kind,
-                        result=outcome.result,
+                        result=clip(outcome.result),
                         error=outcome.error,
-                    )
+                    ))
                 return outcome
 
         async with asyncio.TaskGroup() as group:

@@ -5,6 +5,8 @@ from dcbrain.brain.budget import TokenBudget
 from dcbrain.brain.context import BrainContext, BrainIntermediateResult, BrainResult
 from dcbrain.brain.dc_brain import DCBrain
 from dcbrain.brain.plan_diff import PlanCall, ScriptDiff
+from dcbrain.brain.planning import PlanningContext
+from dcbrain.brain.run import BrainRun
 from dcbrain.brain.templates import DEFAULT_PLANNING_TEMPLATE, DEFAULT_VALIDATE_TEMPLATE
 from dcbrain.brain.trace import JSONLTrace, OTelSpans, RunRecorder
 
@@ -15,10 +17,12 @@ __all__ = [
     "BrainContext",
     "BrainIntermediateResult",
     "BrainResult",
+    "BrainRun",
     "DCBrain",
     "JSONLTrace",
     "OTelSpans",
     "PlanCall",
+    "PlanningContext",
     "RunRecorder",
     "ScriptDiff",
     "TokenBudget",

@@ -97,15 +97,27 @@ class BaseBrain(ABC):
         conversation_id: str = "default",
         *,
         on_event: EventCallback | None = None,
+        run_id: str | None = None,
     ) -> BrainResult:
-        """Answer ``question`` in ``conversation_id``; ``on_event`` sees this run's events."""
+        """Answer ``question`` in ``conversation_id``; ``on_event`` sees this run's events,
+        ``run_id`` names the run (default: a new id)."""
 
-    def run(self, question: str | TextMessage, conversation_id: str = "default") -> BrainResult:
+    def run(
+        self,
+        question: str | TextMessage,
+        conversation_id: str = "default",
+        *,
+        run_id: str | None = None,
+    ) -> BrainResult:
         """Blocking :meth:`async_run`; usable with or without a running event loop."""
-        return run_sync(lambda: self.async_run(question, conversation_id))
+        return run_sync(lambda: self.async_run(question, conversation_id, run_id=run_id))
 
     async def astream(
-        self, question: str | TextMessage, conversation_id: str = "default"
+        self,
+        question: str | TextMessage,
+        conversation_id: str = "default",
+        *,
+        run_id: str | None = None,
     ) -> AsyncIterator[Event]:
         """Run ``question`` and yield its :class:`~dcbrain.events.Event` objects live.
 
@@ -120,7 +132,9 @@ class BaseBrain(ABC):
         def deliver(event: Event) -> None:
             loop.call_soon_threadsafe(queue.put_nowait, event)
 
-        task = asyncio.ensure_future(self.async_run(question, conversation_id, on_event=deliver))
+        task = asyncio.ensure_future(
+            self.async_run(question, conversation_id, on_event=deliver, run_id=run_id)
+        )
         task.add_done_callback(lambda _: loop.call_soon_threadsafe(queue.put_nowait, None))
         try:
             while True:

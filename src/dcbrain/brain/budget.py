@@ -15,13 +15,14 @@ few tokens of framing for tool or schema definitions that the prompt count canno
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Callable
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
-from dcbrain.events import EventType
+from dcbrain.events import Budget, CallFinished, CallStarted, EventData
 from dcbrain.exceptions import TFTokenBudgetExceeded
 from dcbrain.llm.base import reply_tokens
 from dcbrain.llm.observe import notify_call_failed
@@ -64,6 +65,7 @@ class TokenBudget:
         self._lock = threading.Lock()
         self._reserved = 0
         self._pending: dict[int, list[tuple[str, int, int, float]]] = {}
+        self._closed: set[str] = set()
         self._calls = 0
 
     @property
@@ -111,16 +113,15 @@ class TokenBudget:
         if refused:
             self._budget_event(exhausted=True, requested=projected, phase=phase)
             raise error
-        self._event(
-            EventType.CALL_STARTED,
+        self._event(CallStarted(
             call_id=call_id,
             kind="llm",
-            name=getattr(llm, "model", type(llm).__name__),
+            name=_model_name(llm),
             model=getattr(llm, "model", ""),
             phase=phase,
             prompt_tokens=prompt_tokens,
             max_output_tokens=max_output_tokens,
-        )
+        ))
 
     def after_call(
         self,
@@ -145,11 +146,11 @@ class TokenBudget:
                     reply_tokens(reply),
                 )
             self.usage += usage
-        self._event(
-            EventType.CALL_FINISHED,
+        self._finish_event(CallFinished(
             call_id=call_id,
             kind="llm",
-            name=getattr(llm, "model", type(llm).__name__),
+            name=_model_name(llm),
+            status="ok",
             model=reply.model or getattr(llm, "model", ""),
             phase=llm_phase.get(),
             prompt_tokens=usage.prompt_tokens,
@@ -157,7 +158,7 @@ class TokenBudget:
             total_tokens=usage.total_tokens,
             duration_s=duration_s,
             finish_reason=reply.finish_reason,
-        )
+        ))
         self._budget_event(exhausted=False, phase=llm_phase.get())
         if self._parent is not None:
             self._parent.after_call(llm, messages, reply, duration_s)
@@ -179,11 +180,11 @@ class TokenBudget:
                     del self._pending[id(messages)]
                 self._reserved -= projected
         phase = llm_phase.get()
-        self._event(
-            EventType.CALL_FINISHED,
+        self._finish_event(CallFinished(
             call_id=call_id,
             kind="llm",
-            name=getattr(llm, "model", type(llm).__name__),
+            name=_model_name(llm),
+            status="aborted" if isinstance(error, asyncio.CancelledError) else "error",
             model=getattr(llm, "model", ""),
             phase=phase,
             prompt_tokens=prompt_tokens,
@@ -191,7 +192,7 @@ class TokenBudget:
             total_tokens=0,
             duration_s=duration_s,
             error=f"{type(error).__name__}: {error}",
-        )
+        ))
         self._budget_event(exhausted=False, phase=phase)
         if self._parent is not None:
             notify_call_failed(self._parent, llm, messages, error, duration_s)
@@ -209,14 +210,39 @@ class TokenBudget:
             data["max_iterations"] = self.max_iterations
         return data
 
+    def close_open(self, status: str) -> None:
+        """End every LLM call still in flight with ``status`` (the run stopped first)."""
+        with self._lock:
+            still_open = [entry for entries in self._pending.values() for entry in entries]
+        for call_id, _, prompt_tokens, started in still_open:
+            with self._lock:
+                if call_id in self._closed:
+                    continue
+                self._closed.add(call_id)
+            self._event(CallFinished(
+                call_id=call_id, kind="llm", name="llm", status=status,  # type: ignore[arg-type]
+                prompt_tokens=prompt_tokens, duration_s=time.perf_counter() - started,
+                error=f"the run stopped ({status})",
+            ))
+
     def _budget_event(self, *, exhausted: bool, phase: str, requested: int | None = None) -> None:
         data = self.snapshot()
         if exhausted:
             data.update(budget="max_tokens", exhausted=True, requested=requested)
         else:
             data["exhausted"] = False
-        self._event(EventType.BUDGET, phase=phase, **data)
+        self._event(Budget(phase=phase, **data))
 
-    def _event(self, type: str, **data: Any) -> None:
+    def _finish_event(self, payload: CallFinished) -> None:
+        with self._lock:
+            if payload.call_id in self._closed:  # already closed when the run stopped
+                return
+        self._event(payload)
+
+    def _event(self, payload: EventData) -> None:
         if self._emit is not None:
-            self._emit(type, **data)
+            self._emit(payload)
+
+
+def _model_name(llm: ChatLLM) -> str:
+    return str(getattr(llm, "model", "") or type(llm).__name__)

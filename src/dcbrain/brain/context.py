@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 
 BrainStatus = Literal["succeeded", "failed", "aborted"]
 BrainReason = Literal[
-    "validated", "direct_answer", "max_iterations", "max_tokens", "timeout", "aborted", "error"
+    "validated", "direct_answer", "max_iterations", "max_tokens", "timeout", "aborted",
+    "repeated_plan", "error",
 ]
 
 #: Failed attempts kept per conversation for the next planning (seed 000).
@@ -33,9 +34,10 @@ CONTEXTUAL_PLAN_INFO_SIZE = 10
 class BrainContext:
     """The input of one run: the user's message, where it belongs, what the plan may use.
 
-    ``current_input.additional_kwargs`` is the planning context: the brain writes the
-    capability descriptions, memory recall, budgets and earlier attempts there, and the
-    plan's chains share ``__chains_intermediate_results`` through it.
+    ``chain_info`` is what the plan's chains share beside their own arguments: only
+    ``__chains_intermediate_results`` (seed 001), kept across the run's plans. What the
+    planner and validator are told lives in :class:`~dcbrain.brain.planning.PlanningContext`,
+    which chains never see.
     """
 
     current_input: TextMessage
@@ -45,6 +47,7 @@ class BrainContext:
     recall: Recall | None = None
     conversation: list[TextMessage] = field(default_factory=list)
     knowledge: list[str] = field(default_factory=list)
+    chain_info: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def for_question(
@@ -86,6 +89,9 @@ class BrainIntermediateResult:
     status: BrainStatus | None = None
     reason: BrainReason | None = None
     error: str | None = None
+    validated_by: str | None = None
+    failed_plans: dict[str, int] = field(default_factory=dict)
+    repeats: int = 0
 
     def start_attempt(self) -> None:
         """Archive the current plan and its result, if any, and clear them for the next."""
@@ -169,6 +175,8 @@ class BrainResult:
     error: str | None = None
     last_error: str | None = None
     duration_s: float = 0.0
+    validated_by: str | None = None
+    reused_calls: int = 0
 
     @classmethod
     def from_intermediate(
@@ -217,6 +225,8 @@ class BrainResult:
             "error": self.error,
             "last_error": self.last_error,
             "duration_s": self.duration_s,
+            "validated_by": self.validated_by,
+            "reused_calls": self.reused_calls,
         }
         if include_events:
             record["events"] = list(self.events)

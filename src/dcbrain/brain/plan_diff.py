@@ -3,7 +3,8 @@
 The call-level part compares the sequence of chain/tool calls of both scripts (name and
 the source of each keyword argument, in source order), in the spirit of the
 plan-execute agent's :class:`~dcbrain.agent.PlanDiff`: calls are ``removed``, ``added``,
-``changed`` (same callable at the same place, other arguments) or ``unchanged``.
+``revised`` (same callable at the same place, other arguments) or ``unchanged``. Both
+diffs reach events in one shape, :class:`~dcbrain.events.PlanDiffData`.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
+from dcbrain.events import DiffItem, PlanDiffData, RevisedItem
+
 
 @dataclass(frozen=True)
 class PlanCall:
@@ -22,6 +25,7 @@ class PlanCall:
     name: str
     kwargs: dict[str, str]
     line: int = 0
+    occurrence: int = 1
 
     @property
     def key(self) -> tuple[str, tuple[tuple[str, str], ...]]:
@@ -34,13 +38,18 @@ class PlanCall:
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "kwargs": dict(self.kwargs), "line": self.line}
 
+    def item(self) -> DiffItem:
+        """The call as a diff item; its id is the name and which call of that name it is."""
+        return DiffItem(id=f"{self.name}#{self.occurrence}", name=self.name,
+                        args=dict(self.kwargs), line=self.line)
+
 
 @dataclass(frozen=True)
 class ScriptDiff:
     """The change from one tf_plan script to the next.
 
     ``unified`` is a unified text diff (difflib); ``removed``/``added`` list calls only
-    in the old/new script, ``changed`` pairs ``(old, new)`` of the same callable whose
+    in the old/new script, ``revised`` pairs ``(old, new)`` of the same callable whose
     arguments changed, ``unchanged`` calls present in both.
     """
 
@@ -48,7 +57,7 @@ class ScriptDiff:
     unified: str
     removed: list[PlanCall] = field(default_factory=list)
     added: list[PlanCall] = field(default_factory=list)
-    changed: list[tuple[PlanCall, PlanCall]] = field(default_factory=list)
+    revised: list[tuple[PlanCall, PlanCall]] = field(default_factory=list)
     unchanged: list[PlanCall] = field(default_factory=list)
 
     @classmethod
@@ -73,7 +82,7 @@ class ScriptDiff:
         )
         removed: list[PlanCall] = []
         added: list[PlanCall] = []
-        changed: list[tuple[PlanCall, PlanCall]] = []
+        revised: list[tuple[PlanCall, PlanCall]] = []
         unchanged: list[PlanCall] = []
         for tag, i1, i2, j1, j2 in matcher.get_opcodes():
             if tag == "equal":
@@ -83,28 +92,33 @@ class ScriptDiff:
             elif tag == "insert":
                 added.extend(new_calls[j1:j2])
             else:
-                _pair_replaced(old_calls[i1:i2], new_calls[j1:j2], removed, added, changed)
-        return cls(revision, unified, removed, added, changed, unchanged)
+                _pair_replaced(old_calls[i1:i2], new_calls[j1:j2], removed, added, revised)
+        return cls(revision, unified, removed, added, revised, unchanged)
 
     @property
     def is_empty(self) -> bool:
         return not self.unified
 
+    def to_data(self, reason: str | None = None) -> PlanDiffData:
+        """The diff in the shape every plan revision event uses."""
+        return PlanDiffData(
+            revision=self.revision,
+            unified=self.unified,
+            removed=[call.item() for call in self.removed],
+            added=[call.item() for call in self.added],
+            revised=[RevisedItem(old=old.item(), new=new.item()) for old, new in self.revised],
+            unchanged=[call.item() for call in self.unchanged],
+            reason=reason,
+        )
+
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "revision": self.revision,
-            "unified": self.unified,
-            "removed": [call.to_dict() for call in self.removed],
-            "added": [call.to_dict() for call in self.added],
-            "changed": [{"old": old.to_dict(), "new": new.to_dict()} for old, new in self.changed],
-            "unchanged": [call.to_dict() for call in self.unchanged],
-        }
+        return self.to_data().model_dump(mode="json", exclude_none=True)
 
     def render(self) -> str:
         """The call-level change as lines: ``-`` removed, ``+`` added, ``~`` changed."""
         lines = [f"plan revision {self.revision}"]
         lines.extend(f"- {call.describe()}" for call in self.removed)
-        lines.extend(f"~ {old.describe()} -> {new.describe()}" for old, new in self.changed)
+        lines.extend(f"~ {old.describe()} -> {new.describe()}" for old, new in self.revised)
         lines.extend(f"+ {call.describe()}" for call in self.added)
         return "\n".join(lines)
 
@@ -134,7 +148,12 @@ def plan_calls(source: str, callables: Collection[str] | None = None) -> list[Pl
             kwargs[f"#{index}"] = ast.unparse(arg)
         calls.append((node.lineno, node.col_offset, PlanCall(name, kwargs, node.lineno)))
     calls.sort(key=lambda item: (item[0], item[1]))
-    return [call for _, _, call in calls]
+    seen: dict[str, int] = {}
+    numbered = []
+    for _, _, call in calls:
+        seen[call.name] = seen.get(call.name, 0) + 1
+        numbered.append(PlanCall(call.name, call.kwargs, call.line, seen[call.name]))
+    return numbered
 
 
 def _pair_replaced(
@@ -142,7 +161,7 @@ def _pair_replaced(
     new: list[PlanCall],
     removed: list[PlanCall],
     added: list[PlanCall],
-    changed: list[tuple[PlanCall, PlanCall]],
+    revised: list[tuple[PlanCall, PlanCall]],
 ) -> None:
     """Within a replaced block, a new call takes the first unmatched old call of its name."""
     unmatched = list(old)
@@ -152,7 +171,7 @@ def _pair_replaced(
             added.append(call)
         else:
             unmatched.remove(partner)
-            changed.append((partner, call))
+            revised.append((partner, call))
     removed.extend(unmatched)
 
 

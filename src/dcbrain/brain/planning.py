@@ -1,16 +1,21 @@
 """Planning: what the planner is told, the chain that asks it, and the plans it writes.
 
-The planning context lives in ``current_input.additional_kwargs`` (what the planning
-template renders). The plan chain is built fresh for every planning, so nothing one
+What the planner (and only the planner) sees is a typed :class:`PlanningContext`: the
+capability descriptions, budgets, memory recall, earlier failed attempts and the calls
+this run already made. The plan chain is built fresh for every planning, so nothing one
 planning set on a chain carries over to the next. A new plan is recorded on the run's
 intermediate result and announced as ``plan_created`` (the run's first) or
-``plan_revised`` (with the diff against the previous plan).
+``plan_revised`` (with the diff against the previous plan). A plan identical to one that
+already failed in this run is not run again: the planner is told once, a second repeat
+ends the run (reason ``repeated_plan``).
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from dcbrain.brain.base import answer_text
@@ -19,13 +24,20 @@ from dcbrain.brain.control import RunControl
 from dcbrain.brain.plan_diff import ScriptDiff, plan_calls
 from dcbrain.brain.trace import RunRecorder
 from dcbrain.chain import AdditionalInfoPrompt, BasePrompt, Chain
-from dcbrain.events import EventType
+from dcbrain.events import PlanCreated, PlanFinished, PlanRevised
 from dcbrain.exceptions import TFChainError
+from dcbrain.journal import CallJournal, JournalEntry, JournalKey
 from dcbrain.llm.base import ChatLLM
+from dcbrain.messages import TextMessage
 from dcbrain.tfplan import extract_plan
 
 if TYPE_CHECKING:
+    from dcbrain.brain.dc_brain import DCBrain
     from dcbrain.memory import Recall
+
+#: Successful calls listed for the planner, and characters of each result shown.
+JOURNAL_CALLS_SHOWN = 40
+JOURNAL_RESULT_CHARS = 300
 
 
 def as_prompt(
@@ -39,37 +51,111 @@ def as_prompt(
     return prompt
 
 
+@dataclass
+class PlanningContext:
+    """Everything the planning template renders (its variable names are the field names).
+
+    ``extra`` carries the question's own ``additional_kwargs`` for custom templates.
+    """
+
+    question: str
+    max_iterations: int
+    max_tokens: int
+    spec_chains: str = "(none)"
+    tools: str = "(none)"
+    iterations_left: int = 0
+    tokens_left: int = 0
+    previous_suggestion: str = ""
+    contextual_plan_info: list[dict[str, Any]] = field(default_factory=list)
+    memory_documents: str = ""
+    memory_keyword_hits: str = ""
+    journal_calls: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def for_run(cls, brain: DCBrain, context: BrainContext) -> PlanningContext:
+        return cls(
+            question=context.current_input.content,
+            max_iterations=brain.max_iterations,
+            max_tokens=brain.max_tokens,
+            iterations_left=brain.max_iterations,
+            tokens_left=brain.max_tokens,
+            extra=dict(context.current_input.additional_kwargs),
+        )
+
+    def describe(self, described: list[dict[str, Any]]) -> None:
+        """Take the capability descriptions of the chains and tools plans may call."""
+        self.spec_chains = json_lines([item for item in described if item["kind"] == "chain"])
+        self.tools = json_lines([item for item in described if item["kind"] != "chain"])
+
+    def take_recall(self, context: BrainContext, recall: Recall) -> None:
+        """Give the planning what memory recalled: conversation, knowledge, documents, hits."""
+        context.recall = recall
+        context.conversation = list(recall.conversation)
+        context.knowledge = [item.text for item in recall.knowledge]
+        self.memory_documents = recall.documents_text()
+        self.memory_keyword_hits = recall.keyword_text()
+
+    def update(
+        self,
+        ir: BrainIntermediateResult,
+        *,
+        contextual_plan_info: list[dict[str, Any]],
+        iterations_left: int,
+        tokens_left: int,
+        journal: CallJournal,
+    ) -> None:
+        """Bring in the last suggestion, earlier failures, budgets and finished calls."""
+        self.previous_suggestion = ir.suggestion or ""
+        self.contextual_plan_info = contextual_plan_info
+        self.iterations_left = iterations_left
+        self.tokens_left = tokens_left
+        self.journal_calls = describe_journal(journal)
+
+    def template_vars(self) -> dict[str, Any]:
+        values = {item.name: getattr(self, item.name) for item in fields(self)
+                  if item.name not in ("extra", "question")}
+        return {**self.extra, **values}
+
+    def message(self) -> TextMessage:
+        """The planner's input: the question, with this context to render."""
+        return TextMessage(content=self.question, additional_kwargs=self.template_vars())
+
+
+def describe_journal(journal: CallJournal) -> str:
+    """The run's successful chain and tool calls, one line each, for the planner."""
+    lines = []
+    for entry in journal.successful():
+        if entry.kind not in ("chain", "tool"):
+            continue
+        lines.append(f"- {call_text(entry)}")
+    if len(lines) > JOURNAL_CALLS_SHOWN:
+        skipped = len(lines) - JOURNAL_CALLS_SHOWN
+        lines = [*lines[-JOURNAL_CALLS_SHOWN:], f"({skipped} earlier calls not shown)"]
+    return "\n".join(lines)
+
+
+def call_text(entry: JournalEntry) -> str:
+    """``name(arg=value, ...) -> result`` with the result cut to a few hundred characters."""
+    try:
+        arguments = json.loads(entry.key.args)
+    except ValueError:
+        arguments = {}
+    args = ", ".join(f"{key}={json.dumps(value, ensure_ascii=False)}"
+                     for key, value in arguments.items()) if isinstance(arguments, dict) else ""
+    result = entry.result if isinstance(entry.result, str) else json.dumps(
+        entry.to_dict()["result"], ensure_ascii=False)
+    if len(result) > JOURNAL_RESULT_CHARS:
+        result = result[:JOURNAL_RESULT_CHARS] + "…"
+    name = entry.key.name.split("#", 1)[0]
+    return f"{name}({args}) -> {result}"
+
+
 def json_lines(items: list[dict[str, Any]]) -> str:
     """One JSON object per line: compact for the prompt, still readable."""
     if not items:
         return "(none)"
     return "\n".join(json.dumps(item, ensure_ascii=False) for item in items)
-
-
-def write_planning_context(
-    info: dict[str, Any], described: list[dict[str, Any]], *, max_iterations: int, max_tokens: int
-) -> None:
-    """Write the capability descriptions and the template's defaults into ``info``."""
-    info["spec_chains"] = json_lines([item for item in described if item["kind"] == "chain"])
-    info["tools"] = json_lines([item for item in described if item["kind"] != "chain"])
-    info.update(
-        contextual_plan_info=[],
-        previous_suggestion="",
-        memory_documents="",
-        memory_keyword_hits="",
-        max_iterations=max_iterations,
-        max_tokens=max_tokens,
-    )
-
-
-def write_recall(context: BrainContext, recall: Recall) -> None:
-    """Give the planning what memory recalled: conversation, knowledge, documents, hits."""
-    context.recall = recall
-    context.conversation = list(recall.conversation)
-    context.knowledge = [item.text for item in recall.knowledge]
-    info = context.current_input.additional_kwargs
-    info["memory_documents"] = recall.documents_text()
-    info["memory_keyword_hits"] = recall.keyword_text()
 
 
 def plan_chain(llm: ChatLLM, prompts: Sequence[BasePrompt]) -> Chain:
@@ -85,17 +171,32 @@ async def ask_planner(
     ir: BrainIntermediateResult,
     llm: ChatLLM,
     prompts: Sequence[BasePrompt],
+    planning: PlanningContext,
     control: RunControl,
     recorder: RunRecorder,
     callables: Iterable[str],
+    journal: CallJournal,
 ) -> None:
-    """One planning: a fresh plan chain asked about the question, its reply taken."""
+    """One planning: a fresh plan chain asked about the question, its reply taken.
+
+    The reply is recorded in the run's journal; a replayed run gets the recorded reply.
+    """
     context = ir.context
-    chain = plan_chain(llm, prompts)
-    reply = await control.interruptible(
-        "plan", chain.async_run(context.current_input, context.conversation, context.knowledge)
-    )
-    take_reply(ir, reply.content, recorder, callables)
+    key = JournalKey(ir.iterations, "", "__planner__", "", 0)
+    entry = journal.lookup(key)
+    if entry is not None and entry.ok:
+        content = entry.result
+    else:
+        chain = plan_chain(llm, prompts)
+        started = time.perf_counter()
+        reply = await control.interruptible(
+            "plan", chain.async_run(planning.message(), context.conversation, context.knowledge)
+        )
+        content = reply.content
+        journal.record(JournalEntry(key, "llm", True, result=content,
+                                    duration_s=time.perf_counter() - started,
+                                    tokens=reply.usage.total_tokens))
+    take_reply(ir, content, recorder, callables)
 
 
 def take_reply(
@@ -105,12 +206,48 @@ def take_reply(
     text = content if isinstance(content, str) else answer_text(content)
     plan = extract_plan(text)
     if plan is not None and plan.strip():
-        record_new_plan(ir, plan, recorder, callables)
+        if not refuse_repeated_plan(ir, plan, recorder):
+            record_new_plan(ir, plan, recorder, callables)
     elif text.strip():
         ir.final_result = text.strip()
         ir.direct_answer = True
     else:
         ir.interpreter_err = TFChainError("the planner replied with nothing")
+
+
+def normalized_plan(plan: str) -> str:
+    """A plan with its whitespace normalised, to recognise a repeated plan."""
+    return " ".join(plan.split())
+
+
+def remember_failed_plan(ir: BrainIntermediateResult) -> None:
+    """Note the current plan as failed (so running it again can be refused)."""
+    if ir.current_plan is not None:
+        ir.failed_plans.setdefault(normalized_plan(ir.current_plan), ir.iterations)
+
+
+def refuse_repeated_plan(ir: BrainIntermediateResult, plan: str, recorder: RunRecorder) -> bool:
+    """Refuse a plan identical to one that already failed in this run.
+
+    The first repeat becomes the attempt's error (the next planning is told); a second
+    ends the run with reason ``repeated_plan``.
+    """
+    earlier = ir.failed_plans.get(normalized_plan(plan))
+    if earlier is None:
+        return False
+    ir.repeats += 1
+    ir.plans.append(plan)
+    error = (f"this plan is the same as the plan of attempt {earlier}, which failed; "
+             "running it again would fail again — write a different plan")
+    recorder.emit(PlanFinished(iteration=ir.iterations, ok=False, error=error,
+                               error_kind="repeated_plan", skipped=True))
+    if ir.repeats >= 2:
+        ir.reason = "repeated_plan"
+        ir.error = error
+        return True
+    ir.interpreter_err = TFChainError(error)
+    ir.last_error = error
+    return True
 
 
 def record_new_plan(
@@ -122,22 +259,21 @@ def record_new_plan(
     ir.plans.append(plan)
     names = list(callables)
     if previous is None:
-        recorder.emit(
-            EventType.PLAN_CREATED,
+        recorder.emit(PlanCreated(
             iteration=ir.iterations,
             revision=0,
             plan=plan,
-            calls=[call.to_dict() for call in plan_calls(plan, names)],
-        )
+            calls=[call.item() for call in plan_calls(plan, names)],
+        ))
         return
     diff = ScriptDiff.compute(previous, plan, callables=names, revision=len(ir.plans) - 1)
-    recorder.emit(
-        EventType.PLAN_REVISED,
+    reason = ir.suggestion or (ir.last_error or "")
+    recorder.emit(PlanRevised(
         iteration=ir.iterations,
         revision=diff.revision,
         plan=plan,
         previous_plan=previous,
-        reason=ir.suggestion or (ir.last_error or ""),
-        diff=diff.to_dict(),
+        reason=reason,
+        diff=diff.to_data(reason),
         summary=diff.render(),
-    )
+    ))

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import time
 
-from dcbrain.brain.context import BrainIntermediateResult, describe_value
+from dcbrain.brain.context import BrainIntermediateResult
 from dcbrain.brain.control import RunControl
 from dcbrain.brain.trace import RunRecorder
 from dcbrain.chain import TFChainInterpreter
-from dcbrain.events import EventType
+from dcbrain.events import PlanFinished, clip
 from dcbrain.exceptions import (
     TFChainError,
     TFInterpreterError,
@@ -42,8 +42,7 @@ async def run_plan(
         ir.interpreter_err = exc
         ir.last_error = str(exc)
         problems = getattr(exc, "problems", None)
-        recorder.emit(
-            EventType.PLAN_FINISHED,
+        recorder.emit(PlanFinished(
             iteration=ir.iterations,
             ok=False,
             error=str(exc),
@@ -51,17 +50,17 @@ async def run_plan(
             problems=[str(problem) for problem in problems] if problems else [],
             stdout=getattr(exc, "stdout", ""),
             duration_s=time.perf_counter() - started,
-        )
+        ))
         return
     ir.current_result = result
     ir.last_result = result.value
     ir.last_error = None
-    recorder.emit(
-        EventType.PLAN_FINISHED,
+    recorder.emit(PlanFinished(
         iteration=ir.iterations,
         ok=True,
-        result=describe_value(result.value, 2000),
+        result=clip(result.value),
         stdout=result.stdout[-2000:],
         calls=len(result.trace),
+        reused_calls=sum(bool(record.extra.get("reused")) for record in result.trace),
         duration_s=time.perf_counter() - started,
-    )
+    ))

@@ -1,10 +1,12 @@
 """The default planning and validation prompts (Jinja2, rendered from the planning context).
 
-The planning template reads what the brain writes into ``current_input.additional_kwargs``:
-``spec_chains`` and ``tools`` (JSON capability descriptions), ``iterations_left``,
-``max_iterations``, ``tokens_left``, ``max_tokens``, ``contextual_plan_info`` (earlier
-failed attempts: ``plan``, ``result``, ``error``, ``suggestion``), ``previous_suggestion``,
-``memory_documents`` and ``memory_keyword_hits``. The question itself is sent after it,
+The planning template renders the fields of
+:class:`~dcbrain.brain.planning.PlanningContext`: ``spec_chains`` and ``tools`` (JSON
+capability descriptions), ``iterations_left``, ``max_iterations``, ``tokens_left``,
+``max_tokens``, ``contextual_plan_info`` (earlier failed attempts: ``plan``, ``result``,
+``error``, ``suggestion``), ``previous_suggestion``, ``memory_documents``,
+``memory_keyword_hits`` and ``journal_calls`` (the run's successful calls with their
+results). The question itself is sent after it,
 with the conversation (``MemoPrompt``) and knowledge (``KnowledgePrompt``) in between.
 
 The validation template reads ``input`` (the question), ``plan``, ``plan_result`` and
@@ -53,6 +55,11 @@ Tokens left: {{ tokens_left }} of {{ max_tokens }}. Keep plans short and direct.
 {% endif %}{% if attempt.suggestion %}The validator's suggestion: {{ attempt.suggestion }}
 {% endif %}{% endfor %}
 Write a new plan that fixes these problems; do not repeat a failed plan.
+{% endif %}{% if journal_calls %}
+## Calls that already succeeded in this run
+Calling one of these again with the same arguments returns the recorded result at no cost \
+(it does not run again), so a new plan may simply repeat the calls whose results it needs:
+{{ journal_calls }}
 {% endif %}{% if previous_suggestion %}
 ## The validator's last suggestion
 {{ previous_suggestion }}

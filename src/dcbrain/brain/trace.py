@@ -18,8 +18,15 @@ from typing import IO, Any
 from opentelemetry import trace as otel_trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
-from dcbrain.brain.context import describe_value
-from dcbrain.events import Event, EventLog, EventType
+from dcbrain.events import (
+    CallFinished,
+    CallStarted,
+    Event,
+    EventData,
+    EventLog,
+    EventType,
+    clip,
+)
 from dcbrain.tfplan import CallRecord
 
 Subscriber = Callable[[Event], None]
@@ -45,9 +52,12 @@ class RunRecorder:
         for subscriber in subscribers:
             self.log.subscribe(subscriber)
 
-    def emit(self, type: str, **data: Any) -> Event:
+    def emit(self, payload: EventData) -> Event | None:
+        """Record ``payload`` as the run's next event; dropped once the run is closed."""
         with self._lock:
-            event = self.log.emit(type, **data)
+            event = self.log.emit(payload)
+            if event is None:
+                return None
             if self._jsonl is not None:
                 self._jsonl.write(event)
             if self._spans is not None:
@@ -55,7 +65,9 @@ class RunRecorder:
         return event
 
     def close(self) -> None:
+        """The run ended: nothing more is recorded."""
         with self._lock:
+            self.log.seal()
             if self._jsonl is not None:
                 self._jsonl.close()
                 self._jsonl = None
@@ -230,43 +242,69 @@ class OTelSpans:
 
 
 class PlanCallEvents:
-    """The tf_plan :class:`~dcbrain.tfplan.CallObserver` of a run: chain/tool calls as events."""
+    """The tf_plan :class:`~dcbrain.tfplan.CallObserver` of a run: chain/tool calls as events.
+
+    Calls still open when the run stops are closed by :meth:`close_open`; a late end of
+    such a call (a tool thread that finished after the run) is not reported again.
+    """
 
     def __init__(self, recorder: RunRecorder, chain_names: Iterable[str]) -> None:
         self._recorder = recorder
         self._chains = frozenset(chain_names)
-        self._ids: dict[int, str] = {}
+        self._open: dict[int, tuple[str, CallRecord]] = {}
         self._counter = itertools.count(1)
         self._lock = threading.Lock()
+        self.reused = 0
 
     def on_call_start(self, record: CallRecord) -> None:
+        reused = bool(record.extra.get("reused"))
         with self._lock:
             call_id = f"call-{next(self._counter)}"
-            self._ids[id(record)] = call_id
-        self._recorder.emit(
-            EventType.CALL_STARTED,
+            self._open[id(record)] = (call_id, record)
+            self.reused += reused
+        self._recorder.emit(CallStarted(
             call_id=call_id,
             kind=self._kind(record),
             name=record.name,
-            kwargs={key: describe_value(value, 500) for key, value in record.kwargs.items()},
+            args={key: clip(value, 500) for key, value in record.kwargs.items()},
+            reused=reused,
             line=record.line,
+            col=record.col,
             branch=record.branch,
-        )
+            path=str(record.extra.get("path", "")),
+        ))
 
     def on_call_end(self, record: CallRecord) -> None:
         with self._lock:
-            call_id = self._ids.pop(id(record), "call-?")
-        self._recorder.emit(
-            EventType.CALL_FINISHED,
+            entry = self._open.pop(id(record), None)
+        if entry is not None:
+            self._finish(entry[0], record, "error" if record.error else "ok")
+
+    def close_open(self, status: str) -> None:
+        """End every call still open with ``status`` (``aborted`` or ``error``)."""
+        with self._lock:
+            still_open = list(self._open.values())
+            self._open.clear()
+        for call_id, record in still_open:
+            self._finish(call_id, record, status, error=f"the run stopped ({status})")
+
+    def _finish(
+        self, call_id: str, record: CallRecord, status: str, error: str | None = None
+    ) -> None:
+        failed = status != "ok"
+        self._recorder.emit(CallFinished(
             call_id=call_id,
             kind=self._kind(record),
             name=record.name,
+            status=status,  # type: ignore[arg-type]
+            reused=bool(record.extra.get("reused")),
             line=record.line,
             branch=record.branch,
+            path=str(record.extra.get("path", "")),
             duration_s=record.duration_s,
-            error=record.error,
-            result=None if record.error else describe_value(record.result, 2000),
-        )
+            error=record.error or error if failed else None,
+            result=None if failed else clip(record.result),
+        ))
 
     def _kind(self, record: CallRecord) -> str:
         name = record.name

@@ -7,7 +7,8 @@ the parse error as the suggestion: a confused validator costs an iteration, neve
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import time
+from dataclasses import dataclass
 from typing import Any
 
 from dcbrain.brain.context import BrainIntermediateResult, describe_value
@@ -15,8 +16,9 @@ from dcbrain.brain.control import RunControl
 from dcbrain.brain.templates import VERDICT_SCHEMA
 from dcbrain.brain.trace import RunRecorder
 from dcbrain.chain import AdditionalInfoPrompt, Chain
-from dcbrain.events import EventType
+from dcbrain.events import Validation
 from dcbrain.exceptions import TFChainError
+from dcbrain.journal import CallJournal, JournalEntry, JournalKey
 from dcbrain.llm.base import ChatLLM
 from dcbrain.messages import TextMessage
 
@@ -36,17 +38,35 @@ async def validate(
     prompt: AdditionalInfoPrompt,
     control: RunControl,
     recorder: RunRecorder,
+    journal: CallJournal | None = None,
 ) -> bool:
     """Whether the validator accepts the current plan's result.
 
     Accepted, it becomes the final result; rejected, the suggestion is kept for the next
-    planning.
+    planning. The verdict is recorded in ``journal``; a replayed run gets the recorded one.
     """
-    verdict = await ask_validator(ir, llm, prompt, control)
-    recorder.emit(EventType.VALIDATION, iteration=ir.iterations, **asdict(verdict))
+    key = JournalKey(ir.iterations, "", "__validator__", "", 0)
+    entry = journal.lookup(key) if journal is not None else None
+    validated_by = validator_name(llm)
+    if entry is not None and entry.ok and isinstance(entry.result, dict):
+        verdict = Verdict(bool(entry.result.get("is_solved")),
+                          str(entry.result.get("suggestion") or ""),
+                          entry.result.get("parse_error"))
+    else:
+        started = time.perf_counter()
+        verdict = await ask_validator(ir, llm, prompt, control)
+        if journal is not None:
+            journal.record(JournalEntry(key, "llm", True, result={
+                "is_solved": verdict.is_solved, "suggestion": verdict.suggestion,
+                "parse_error": verdict.parse_error,
+            }, duration_s=time.perf_counter() - started))
+    recorder.emit(Validation(iteration=ir.iterations, is_solved=verdict.is_solved,
+                             suggestion=verdict.suggestion, parse_error=verdict.parse_error,
+                             validated_by=validated_by))
     if verdict.is_solved:
         ir.final_result = answer_of(ir)
         ir.reason = "validated"
+        ir.validated_by = validated_by
         return True
     ir.suggestion = verdict.suggestion
     ir.suggestions.append(verdict.suggestion)
@@ -79,6 +99,11 @@ async def ask_validator(
     except TFChainError as exc:
         return Verdict(False, f"the validator's verdict could not be parsed: {exc}", str(exc))
     return parse_verdict(verdict.content)
+
+
+def validator_name(llm: ChatLLM) -> str:
+    """Who validates: the validator LLM's model name (its class name without one)."""
+    return str(getattr(llm, "model", "") or type(llm).__name__)
 
 
 def parse_verdict(content: Any) -> Verdict:

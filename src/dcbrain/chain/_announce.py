@@ -24,13 +24,19 @@ class CallAnnouncer:
     def on_call_start(self, record: CallRecord) -> None:
         self._reported.record = record
 
-    def announce(self, kind: str) -> None:
-        """Announce the call this thread is entering as a call of ``kind``."""
+    def announce(self, kind: str, *, reused: bool = False, path: str = "") -> None:
+        """Announce the call this thread is entering as a call of ``kind``.
+
+        ``reused``: the run journal answers it with a recorded result; ``path``: its
+        ``parallel`` branch path.
+        """
         record: CallRecord | None = getattr(self._reported, "record", None)
         if record is None:
             return
         self._reported.record = None
         record.extra["kind"] = kind
+        record.extra["reused"] = reused
+        record.extra["path"] = path
         self._observer.on_call_start(record)
 
     def on_call_end(self, record: CallRecord) -> None:

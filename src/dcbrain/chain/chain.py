@@ -50,7 +50,8 @@ class Chain(Runnable):
     output is a dict validated against it (a non-object schema's value is returned as
     ``{"result": value}``); without it, the reply text. ``input_schema`` describes the
     keyword arguments a plan passes; by default every template variable is a required
-    string. ``tools`` may be called by the model (OpenAI tool calls).
+    string. ``tools`` may be called by the model (OpenAI tool calls). ``reuse=False``
+    opts the chain out of the run journal's reuse (every plan calls it afresh).
     """
 
     def __init__(
@@ -70,6 +71,7 @@ class Chain(Runnable):
         max_tool_rounds: int = 8,
         max_tokens: int | None = None,
         temperature: float | None = None,
+        reuse: bool = True,
     ) -> None:
         if not isinstance(name, str) or not name:
             raise TFChainError(f"a chain needs a non-empty name, got {name!r}")
@@ -82,6 +84,7 @@ class Chain(Runnable):
         self.max_tool_rounds = max_tool_rounds
         self.max_tokens = max_tokens
         self.temperature = temperature
+        self.reuse = reuse
         self.prompts: list[BasePrompt] = []
         self.system_prompt: BasePrompt | None = None
         with self._named_errors():

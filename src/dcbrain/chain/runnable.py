@@ -20,6 +20,9 @@ class Runnable(ABC):
 
     name: str
     description: str
+    #: Whether a replan may get a recorded result of this chain instead of running it
+    #: again (the run's call journal).
+    reuse: bool = True
 
     @property
     @abstractmethod

@@ -6,15 +6,22 @@ arguments. After the call only ``__chains_intermediate_results`` is copied back,
 chains read earlier outputs while call arguments never leak into the next call (the
 two-phase sync). ``parallel(...)`` branches work on copies of their own; what each branch
 added is merged back in argument order, whichever finished first.
+
+With a :class:`~dcbrain.journal.CallJournal`, every chain, tool and ``__construct_chain``
+call is recorded when it finishes, and a call the journal already holds (the same call of
+an earlier attempt, or exactly this call of a replayed attempt) returns the recorded result
+instead of running again.
 """
 
 from __future__ import annotations
 
 import contextvars
 import dataclasses
+import hashlib
 import inspect
 import json
 import threading
+import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -28,9 +35,19 @@ from dcbrain.chain.intermediate import intermediate_results_added, merge_interme
 from dcbrain.chain.result import ChainOutput, ChainResult
 from dcbrain.exceptions import (
     TFChainError,
+    TFRecordedCallError,
     TFTokenBudgetExceeded,
     TFToolError,
     TFUserNewInputError,
+)
+from dcbrain.journal import (
+    CallContext,
+    CallJournal,
+    JournalEntry,
+    JournalKey,
+    OccurrenceCounter,
+    calling,
+    canonical_args,
 )
 from dcbrain.llm.base import ChatLLM
 from dcbrain.llm.observe import llm_observer
@@ -67,17 +84,22 @@ class _Scope:
         additional_info: dict[str, Any],
         collector: UsageCollector,
         parent: _Scope | None = None,
+        counter: OccurrenceCounter | None = None,
     ) -> None:
         self.additional_info = additional_info
         self.collector = collector
         self.parent = parent
+        self.counter = counter if counter is not None else OccurrenceCounter()
         self.before: dict[str, Any] = dict(additional_info)
         self.results: list[ChainResult] = []
         self._lock = threading.Lock()
 
-    def branch(self) -> _Scope:
+    def fork(self, count: int) -> list[_Scope]:
+        """One scope per branch of a ``parallel(...)`` made in this scope."""
         with self._lock:
-            return _Scope(dict(self.additional_info), self.collector, parent=self)
+            return [_Scope(dict(self.additional_info), self.collector, parent=self,
+                           counter=counter)
+                    for counter in self.counter.fork(count)]
 
     def record(self, result: ChainResult) -> None:
         with self._lock:
@@ -104,7 +126,7 @@ class _BranchHooks:
         parent = _current_scope.get()
         if parent is None:
             return [None] * count
-        return [parent.branch() for _ in range(count)]
+        return list(parent.fork(count))
 
     def enter(self, token: Any) -> None:
         if token is not None:
@@ -121,10 +143,18 @@ class _ChainCallable:
 
     callable_kind = "chain"
 
-    def __init__(self, owner: TFChainInterpreter, name: str, chain: Chain | Chains) -> None:
+    def __init__(
+        self,
+        owner: TFChainInterpreter,
+        name: str,
+        chain: Chain | Chains,
+        journal_name: str | None = None,
+    ) -> None:
         self.owner = owner
         self.name = name
         self.chain = chain
+        # a built chain's calls are known by its definition, not only its name
+        self.journal_name = journal_name or name
 
     @property
     def description(self) -> str:
@@ -138,8 +168,8 @@ class _ChainCallable:
     def returns_schema(self) -> dict[str, Any]:
         return self.chain.output_schema
 
-    def __call__(self, **kwargs: Any) -> Awaitable[ChainOutput]:
-        return self.owner._call_chain(self.chain, kwargs)
+    def __call__(self, **kwargs: Any) -> Any:
+        return self.owner._call_chain(self, kwargs)
 
     def __repr__(self) -> str:
         return f"<chain {self.name}>"
@@ -160,11 +190,23 @@ class _ToolCallable:
         self.signature = tool.signature
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        self.owner._announce("tool")
+        owner = self.owner
         arguments = self._keyword_arguments(args, kwargs)
+        key, entry = owner._journaled(self.name, arguments, reuse=self.tool.reuse)
+        owner._announce("tool", key, entry)
+        if entry is not None:
+            return _replayed(entry)
         if self.tool.is_async:
-            return self.owner._in_scope(self.tool.acall(**arguments))
-        return self.tool.call(**arguments)
+            return owner._in_scope(owner._recording(key, "tool", self.tool.acall(**arguments)))
+        with owner._call_context(key):
+            started = time.perf_counter()
+            try:
+                result = self.tool.call(**arguments)
+            except Exception as exc:
+                owner._record(key, "tool", started, error=exc)
+                raise
+        owner._record(key, "tool", started, result=result)
+        return result
 
     def _keyword_arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
         try:
@@ -197,6 +239,9 @@ class TFChainInterpreter:
     input is checked before every chain call and raises :class:`TFUserNewInputError`
     out of the plan; that error and :class:`TFTokenBudgetExceeded` pass through untouched.
     ``observer`` hears of a call after that check, its kind in ``record.extra["kind"]``.
+    With a ``journal`` every call is recorded under plan attempt ``attempt`` and a call the
+    journal holds returns its recorded result (``record.extra["reused"]``); ``run_id``
+    goes into each call's idempotency key (:func:`~dcbrain.journal.current_call`).
     """
 
     def __init__(
@@ -212,8 +257,14 @@ class TFChainInterpreter:
         observer: CallObserver | None = None,
         neural: Any | None = None,
         conversation_id: str | None = None,
+        journal: CallJournal | None = None,
+        attempt: int = 0,
+        run_id: str | None = None,
     ) -> None:
         self.chains_map: dict[str, Chain | Chains] = dict(chains_map)
+        self.journal = journal
+        self.attempt = attempt
+        self.run_id = run_id
         self.tools: list[Tool] = [as_tool(item) for item in tools]
         self.additional_info: dict[str, Any] = additional_info if additional_info is not None \
             else {}
@@ -347,29 +398,47 @@ class TFChainInterpreter:
         scope = _current_scope.get()
         return scope if scope is not None else self._root_scope()
 
-    def _call_chain(self, chain: Chain | Chains, kwargs: dict[str, Any]) -> Awaitable[ChainOutput]:
+    def _call_chain(self, callable_: _ChainCallable, kwargs: dict[str, Any]) -> Any:
         """Phase one, in the plan's thread: safe point, announcement, then the copied input."""
         if self.neural is not None and self.conversation_id is not None:
             self.neural.raise_if_new_input(self.conversation_id)
-        self._announce("chain")
+        chain = callable_.chain
+        key, entry = self._journaled(callable_.journal_name, kwargs, reuse=chain.reuse)
+        self._announce("chain", key, entry)
         scope = self._scope()
+        if entry is not None:
+            if entry.ok and entry.intermediate:
+                merge_intermediate_results(scope.additional_info, entry.intermediate)
+            return _replayed(entry)
         message = self.construct_chain_run_input(kwargs, additional_info=scope.additional_info)
-        return self._run_chain(chain, message, scope)
+        return self._run_chain(chain, message, scope, key)
 
     async def _run_chain(
-        self, chain: Chain | Chains, message: TextMessage, scope: _Scope
+        self, chain: Chain | Chains, message: TextMessage, scope: _Scope,
+        key: JournalKey | None = None,
     ) -> ChainOutput:
         """Phase two: run the chain, then sync back only the intermediate results."""
         token = llm_observer.set(scope.collector)
+        started = time.perf_counter()
+        before = dict(message.additional_kwargs)
+        result: ChainResult | None = None
         try:
-            result = await chain.async_run(message, self.conversation, self.knowledge)
+            with self._call_context(key):
+                result = await chain.async_run(message, self.conversation, self.knowledge)
+        except Exception as exc:
+            self._record(key, "chain", started, error=exc)
+            raise
         finally:
             llm_observer.reset(token)
             # also after a failure: what was written stays (no rollback, seed 001)
             if CHAINS_INTERMEDIATE_RESULTS in message.additional_kwargs:
                 scope.additional_info[CHAINS_INTERMEDIATE_RESULTS] = \
                     message.additional_kwargs[CHAINS_INTERMEDIATE_RESULTS]
+        assert result is not None
         scope.record(result)
+        self._record(key, "chain", started, result=result.content,
+                     tokens=result.usage.total_tokens,
+                     intermediate=intermediate_results_added(before, message.additional_kwargs))
         return result.content
 
     async def _in_scope(self, awaitable: Awaitable[Any]) -> Any:
@@ -381,21 +450,96 @@ class TFChainInterpreter:
             llm_observer.reset(token)
 
     def _construct_chain(self, **kwargs: Any) -> Callable[..., Any]:
-        """``__construct_chain(...)``: a new chain on ``default_llm``, callable by the plan."""
-        self._announce("construct_chain")
+        """``__construct_chain(...)``: a new chain on ``default_llm``, callable by the plan.
+
+        Building a chain calls no LLM, so a journaled construction is built again (it has
+        to be: the plan needs the chain) and only reported as reused.
+        """
+        key, entry = self._journaled("__construct_chain", kwargs, reuse=True)
+        self._announce("construct_chain", key, entry)
         if self.default_llm is None:
             raise TFChainError(
                 "__construct_chain needs a default LLM: pass default_llm=... to "
                 "TFChainInterpreter (llm=... for DCChains)"
             )
-        chain = construct_chain(self.default_llm, **kwargs)
+        started = time.perf_counter()
+        try:
+            chain = construct_chain(self.default_llm, **kwargs)
+        except Exception as exc:
+            self._record(key if entry is None else None, "construct_chain", started, error=exc)
+            raise
         if self.neural is not None:
             self.neural.register("chain", chain.name, chain)
-        return _ChainCallable(self, chain.name, chain)
+        if entry is None:
+            self._record(key, "construct_chain", started, result={"name": chain.name})
+        digest = hashlib.sha256(canonical_args(kwargs).encode()).hexdigest()[:12]
+        return _ChainCallable(self, chain.name, chain, journal_name=f"{chain.name}#{digest}")
 
-    def _announce(self, kind: str) -> None:
+    def _announce(
+        self, kind: str, key: JournalKey | None = None, entry: JournalEntry | None = None
+    ) -> None:
         if self._announcer is not None:
-            self._announcer.announce(kind)
+            self._announcer.announce(
+                kind, reused=entry is not None, path=key.path if key is not None else ""
+            )
+
+    # -- the journal -------------------------------------------------------------------
+    def _journaled(
+        self, name: str, arguments: Mapping[str, Any], *, reuse: bool
+    ) -> tuple[JournalKey | None, JournalEntry | None]:
+        """This call's journal key and the entry that answers it, if any."""
+        if self.journal is None:
+            return None, None
+        counter = self._scope().counter
+        args = canonical_args(dict(arguments))
+        key = JournalKey(self.attempt, counter.path, name, args, counter.next(name, args))
+        entry = self.journal.lookup(key)
+        if entry is None and reuse:
+            entry = self.journal.reusable(key)
+        return key, entry
+
+    def _record(
+        self,
+        key: JournalKey | None,
+        kind: str,
+        started: float,
+        *,
+        result: Any = None,
+        error: BaseException | None = None,
+        tokens: int = 0,
+        intermediate: dict[str, Any] | None = None,
+    ) -> None:
+        if key is None or self.journal is None or isinstance(error, PASSTHROUGH):
+            return
+        self.journal.record(JournalEntry(
+            key=key,
+            kind=kind,
+            ok=error is None,
+            result=_plain_copy(result) if error is None else None,
+            error=None if error is None else _error_text(error),
+            duration_s=time.perf_counter() - started,
+            tokens=tokens,
+            intermediate=intermediate or None,
+        ))
+
+    async def _recording(self, key: JournalKey | None, kind: str, work: Awaitable[Any]) -> Any:
+        started = time.perf_counter()
+        try:
+            with self._call_context(key):
+                result = await work
+        except Exception as exc:
+            self._record(key, kind, started, error=exc)
+            raise
+        self._record(key, kind, started, result=result)
+        return result
+
+    @contextmanager
+    def _call_context(self, key: JournalKey | None) -> Iterator[None]:
+        if key is None:
+            yield
+            return
+        with calling(CallContext(self.run_id, key)):
+            yield
 
     def _relax_required(self, spec: CallableSpec) -> CallableSpec:
         required = spec.parameters.get("required")
@@ -430,6 +574,31 @@ class TFChainInterpreter:
             if sub.current_generate is not None:
                 result.current_generate = sub.current_generate
         return result
+
+
+def _replayed(entry: JournalEntry) -> Any:
+    """The recorded outcome of a journaled call: its result, or its error raised again."""
+    if not entry.ok:
+        raise TFRecordedCallError(entry.error or "the call failed")
+    return _plain_copy(entry.result)
+
+
+def _plain_copy(value: Any) -> Any:
+    """A deep copy of plain data, so neither the journal nor a plan sees the other's edits."""
+    if isinstance(value, dict):
+        return {key: _plain_copy(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_plain_copy(item) for item in value]
+    if isinstance(value, tuple):
+        return tuple(_plain_copy(item) for item in value)
+    if isinstance(value, set):
+        return {_plain_copy(item) for item in value}
+    return value
+
+
+def _error_text(error: BaseException) -> str:
+    text = str(error)
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
 def partial_chain_result(error: BaseException) -> ChainResult | None:

@@ -17,7 +17,20 @@ from rich.status import Status
 from rich.syntax import Syntax
 from rich.text import Text
 
-from dcbrain.events import Event
+from dcbrain.events import (
+    Budget,
+    CallFinished,
+    CallStarted,
+    ErrorEvent,
+    Event,
+    EventData,
+    PlanCreated,
+    PlanFinished,
+    PlanRevised,
+    RunStarted,
+    StateChanged,
+    Validation,
+)
 
 _MAX_VALUE_CHARS = 160
 
@@ -61,102 +74,107 @@ class ProgressView:
     def handle(self, event: Event) -> None:
         """Render one event (safe to call from any thread)."""
         with self._lock:
-            data = event.data
-            renderable = self._render(str(event.type), data)
+            renderable = self._render(event.payload)
             if renderable is not None:
                 self.console.print(renderable)
             if self._status is not None:
                 self._status.update(self._status_text())
 
-    def _render(self, kind: str, data: dict[str, Any]) -> Any:
-        handler = getattr(self, f"_on_{kind}", None)
-        return handler(data) if handler is not None else None
+    def _render(self, payload: EventData) -> Any:
+        match payload:
+            case RunStarted():
+                self.max_tokens = payload.max_tokens or 0
+                return Text.assemble(("question ", "bold"), payload.question or "")
+            case StateChanged():
+                self.state = payload.dest or self.state
+                style = {"succeeded": "bold green", "failed": "bold red", "aborted": "bold red"}
+                return Text(f"● {self.state}", style=style.get(self.state, "bold cyan"))
+            case PlanCreated():
+                return Panel(_plan_syntax(payload.plan or ""), title="plan",
+                             title_align="left", border_style="cyan")
+            case PlanRevised():
+                return self._revised(payload)
+            case CallStarted():
+                return self._call_started(payload)
+            case CallFinished():
+                return self._call_finished(payload)
+            case PlanFinished():
+                if payload.ok:
+                    return Text(f"  plan result: {_short(payload.result)}", style="green")
+                return Text(f"  plan failed: {_short(payload.error, 400)}", style="red")
+            case Validation():
+                if payload.is_solved:
+                    return Text("  validator: solved", style="bold green")
+                return Text(f"  validator: not solved — {_short(payload.suggestion, 400)}",
+                            style="yellow")
+            case Budget():
+                return self._budget(payload)
+            case ErrorEvent():
+                return Text(f"  error: {_short(payload.error, 400)}", style="red")
+        return None
 
-    def _on_run_started(self, data: dict[str, Any]) -> Any:
-        self.max_tokens = int(data.get("max_tokens") or 0)
-        return Text.assemble(("question ", "bold"), str(data.get("question", "")))
-
-    def _on_state_changed(self, data: dict[str, Any]) -> Any:
-        self.state = str(data.get("dest", self.state))
-        style = {"succeeded": "bold green", "failed": "bold red", "aborted": "bold red"}
-        return Text(f"● {self.state}", style=style.get(self.state, "bold cyan"))
-
-    def _on_plan_created(self, data: dict[str, Any]) -> Any:
-        return Panel(_plan_syntax(str(data.get("plan", ""))), title="plan",
-                     title_align="left", border_style="cyan")
-
-    def _on_plan_revised(self, data: dict[str, Any]) -> Any:
-        diff = data.get("diff") or {}
-        unified = str(diff.get("unified", "")) if isinstance(diff, dict) else str(diff)
-        revision = data.get("revision", "")
+    def _revised(self, payload: PlanRevised) -> Any:
+        unified = payload.diff.unified or ""
+        revision = payload.revision
         parts: list[Any] = []
-        reason = str(data.get("reason") or "")
-        if reason:
-            parts.append(Text(f"why: {_short(reason, 400)}", style="yellow"))
-        summary = str(data.get("summary") or "")
-        call_lines = [line for line in summary.splitlines()[1:] if line.strip()]
+        if payload.reason:
+            parts.append(Text(f"why: {_short(payload.reason, 400)}", style="yellow"))
+        call_lines = [line for line in (payload.summary or "").splitlines()[1:] if line.strip()]
         if call_lines:
             parts.append(Text("calls: " + "; ".join(call_lines), style="magenta"))
         parts.append(Syntax(unified.rstrip("\n") or "(no textual change)", "diff",
                             theme="ansi_dark", background_color="default", word_wrap=True))
         diff_panel = Panel(Group(*parts), title=f"plan revised (revision {revision}) — diff",
                            title_align="left", border_style="yellow")
-        plan_panel = Panel(_plan_syntax(str(data.get("plan", ""))),
+        plan_panel = Panel(_plan_syntax(payload.plan or ""),
                            title=f"plan (revision {revision})", title_align="left",
                            border_style="cyan")
         return Group(diff_panel, plan_panel)
 
-    def _on_call_started(self, data: dict[str, Any]) -> Any:
-        kind = str(data.get("kind", "tool"))
-        if kind == "llm":
-            model = str(data.get("model") or data.get("name") or "")
+    def _call_started(self, payload: CallStarted) -> Any:
+        if payload.kind == "llm":
+            model = payload.model or payload.name
             if model and model not in self.models:
                 self.models.append(model)
             if not self.show_llm_calls:
                 return None
-            return Text(f"  … LLM {model} ({data.get('phase') or 'call'}, "
-                        f"{data.get('prompt_tokens', '?')} prompt tokens)", style="dim")
-        kwargs = data.get("kwargs") or {}
-        args = ", ".join(f"{key}={_short(value, 60)}" for key, value in kwargs.items())
-        return Text(f"  → {kind} {data.get('name')}({args})", style="blue")
+            return Text(f"  … LLM {model} ({payload.phase or 'call'}, "
+                        f"{payload.prompt_tokens} prompt tokens)", style="dim")
+        if payload.reused:
+            return None  # shown once, when it finishes
+        args = ", ".join(f"{key}={_short(value, 60)}"
+                         for key, value in (payload.args or {}).items())
+        return Text(f"  → {payload.kind} {payload.name}({args})", style="blue")
 
-    def _on_call_finished(self, data: dict[str, Any]) -> Any:
-        kind = str(data.get("kind", "tool"))
-        seconds = float(data.get("duration_s") or 0.0)
+    def _call_finished(self, payload: CallFinished) -> Any:
+        kind, name = payload.kind, payload.name
+        seconds = payload.duration_s or 0.0
         if kind == "llm":
             if not self.show_llm_calls:
                 return None
-            return Text(f"  ✓ LLM {data.get('model') or data.get('name')}: "
-                        f"{data.get('total_tokens', '?')} tokens, {seconds:.1f}s", style="dim")
-        if data.get("error"):
-            return Text(f"  ✗ {kind} {data.get('name')} failed after {seconds:.2f}s: "
-                        f"{_short(data['error'])}", style="red")
-        return Text(f"  ✓ {kind} {data.get('name')} {seconds:.2f}s → "
-                    f"{_short(data.get('result'))}", style="green")
+            return Text(f"  ✓ LLM {payload.model or name}: "
+                        f"{payload.total_tokens} tokens, {seconds:.1f}s", style="dim")
+        if payload.status == "aborted":
+            return Text(f"  ■ {kind} {name} stopped: the run ended first", style="red")
+        if payload.status == "error":
+            return Text(f"  ✗ {kind} {name} failed after {seconds:.2f}s: "
+                        f"{_short(payload.error)}", style="red")
+        if payload.reused:
+            return Text(f"  ↺ {kind} {name} reused from an earlier attempt → "
+                        f"{_short(payload.result)}", style="cyan")
+        return Text(f"  ✓ {kind} {name} {seconds:.2f}s → {_short(payload.result)}",
+                    style="green")
 
-    def _on_plan_finished(self, data: dict[str, Any]) -> Any:
-        if data.get("ok"):
-            return Text(f"  plan result: {_short(data.get('result'))}", style="green")
-        return Text(f"  plan failed: {_short(data.get('error'), 400)}", style="red")
-
-    def _on_validation(self, data: dict[str, Any]) -> Any:
-        if data.get("is_solved"):
-            return Text("  validator: solved", style="bold green")
-        return Text(f"  validator: not solved — {_short(data.get('suggestion'), 400)}",
-                    style="yellow")
-
-    def _on_budget(self, data: dict[str, Any]) -> Any:
-        if "tokens_used" in data:
-            self.tokens_used = int(data["tokens_used"])
-            self.max_tokens = int(data.get("max_tokens") or self.max_tokens)
-        if data.get("exhausted"):
-            return Text(f"  budget exhausted: {data.get('budget')} "
-                        f"({data.get('used', self.tokens_used)}/{data.get('limit', '')})",
+    def _budget(self, payload: Budget) -> Any:
+        if payload.tokens_used is not None:
+            self.tokens_used = payload.tokens_used
+            self.max_tokens = payload.max_tokens or self.max_tokens
+        if payload.exhausted:
+            used = payload.used if payload.used is not None else self.tokens_used
+            limit = payload.limit if payload.limit is not None else ""
+            return Text(f"  budget exhausted: {payload.budget} ({used}/{limit})",
                         style="bold red")
         return None
-
-    def _on_error(self, data: dict[str, Any]) -> Any:
-        return Text(f"  error: {_short(data.get('error'), 400)}", style="red")
 
 
 def _plan_syntax(plan: str) -> Syntax:

@@ -12,7 +12,7 @@ import json
 import logging
 import os
 import re
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from importlib import resources
 from typing import Any, Final
@@ -170,10 +170,10 @@ class _Api:
         for record in records[:MAX_LISTED_RUNS]:
             live = await self.runs.describe(record.run_id)
             summaries.append(live if live is not None else record_summary(record))
-        server_run_ids = self.runs.server_run_ids(records)
+        run_ids = {record.run_id for record in records}
         return JSONResponse({
             "conversation_id": cid,
-            "messages": [_message_dict(message, server_run_ids) for message in messages],
+            "messages": [_message_dict(message, run_ids) for message in messages],
             "runs": summaries,
         })
 
@@ -256,19 +256,18 @@ class _Api:
                            "the body is not JSON this server reads: nested too deeply") from None
 
 
-def _message_dict(message: TextMessage, server_run_ids: Mapping[str, str]) -> dict[str, Any]:
+def _message_dict(message: TextMessage, run_ids: Collection[str]) -> dict[str, Any]:
     """A stored message as the API shows it.
 
-    The brain tags its answers with its own run id; the API knows runs by the server's
-    id, so ``run_id`` is the server's run the answer came from, and is left out when no
-    run of the server is known to have produced it.
+    The brain tags its answers with its run id, which is the server's run id; ``run_id``
+    is left out when no run of the server is known to have produced the answer.
     """
     extra = message.additional_kwargs
     shown: dict[str, Any] = {"role": message.role, "content": message.content,
                              "created_at": message.created_at}
-    brain_run_id = extra.get("run_id")
-    if isinstance(brain_run_id, str) and brain_run_id in server_run_ids:
-        shown["run_id"] = server_run_ids[brain_run_id]
+    run_id = extra.get("run_id")
+    if isinstance(run_id, str) and run_id in run_ids:
+        shown["run_id"] = run_id
     shown.update({key: extra[key] for key in ("status", "reason") if key in extra})
     return shown
 

@@ -55,9 +55,10 @@ class RunnableBrain(Protocol):
         conversation_id: str = ...,
         *,
         on_event: Callable[[Event], None] | None = ...,
+        run_id: str | None = ...,
     ) -> BrainResult: ...
 
-    def abort(self) -> bool: ...
+    def abort(self, run_id: str | None = ...) -> bool: ...
 
 
 BrainFactory = Callable[[], RunnableBrain]
@@ -78,7 +79,6 @@ class ServerRun:
     error: str | None = None
     superseded_by: str | None = None
     supersedes: str | None = None
-    brain_run_id: str | None = None
     events: list[dict[str, Any]] = field(default_factory=list)  # stored, so visible
     pending: list[dict[str, Any]] = field(default_factory=list)  # numbered, not stored yet
     next_seq: int = 0
@@ -107,7 +107,6 @@ class ServerRun:
             "error": self.error,
             "superseded_by": self.superseded_by,
             "supersedes": self.supersedes,
-            "brain_run_id": self.brain_run_id,
             "event_count": self.next_seq,
         }
 
@@ -244,22 +243,6 @@ class RunManager:
             }
         return list(seen.values())
 
-    def server_run_ids(self, records: Sequence[RunRecord]) -> dict[str, str]:
-        """The brain's run id → the server's run id, for the runs of ``records``.
-
-        A brain numbers its runs itself (it takes no run id); the server learns the brain's
-        id from the run's first event and stores it with the run as ``brain_run_id``.
-        """
-        mapping: dict[str, str] = {}
-        for record in records:
-            live = self._runs.get(record.run_id)
-            brain_run_id = live.brain_run_id if live is not None else None
-            if brain_run_id is None:
-                brain_run_id = record.data.get("brain_run_id")
-            if isinstance(brain_run_id, str):
-                mapping[brain_run_id] = record.run_id
-        return mapping
-
     async def exists(self, run_id: str) -> bool:
         return run_id in self._runs or await self.memory.aget_run(run_id) is not None
 
@@ -320,7 +303,7 @@ class RunManager:
         if run.brain is None:
             run.stop_waiting.set()
         else:
-            run.brain.abort()
+            run.brain.abort(run.run_id)
         return run
 
     def _supersede(self, old: ServerRun, new: ServerRun) -> None:
@@ -331,11 +314,10 @@ class RunManager:
         neural = old.brain.neural or self.neural
         neural.post_user_input(old.conversation_id, new.question)
         if self.supersede_grace_s == 0:
-            old.brain.abort()
+            old.brain.abort(old.run_id)
         else:
-            brain = old.brain
             old.grace_timer = asyncio.get_running_loop().call_later(
-                self.supersede_grace_s, brain.abort
+                self.supersede_grace_s, old.brain.abort, old.run_id
             )
 
     # -- a run -------------------------------------------------------------------------
@@ -401,7 +383,7 @@ class RunManager:
         try:
             try:
                 result = await brain.async_run(
-                    run.question, run.conversation_id, on_event=deliver
+                    run.question, run.conversation_id, on_event=deliver, run_id=run.run_id
                 )
             finally:
                 await _delivered(loop)
@@ -427,9 +409,6 @@ class RunManager:
         seq = event.get("seq")
         if run.done or not isinstance(seq, int) or seq < run.next_seq:
             return  # already recorded (from the result) or after the run ended
-        brain_run_id = event.get("run_id")
-        if run.brain_run_id is None and isinstance(brain_run_id, str):
-            run.brain_run_id = brain_run_id
         event["run_id"] = run.run_id
         event["seq"] = run.next_seq
         if event.get("type") == EventType.FINAL:
@@ -438,7 +417,7 @@ class RunManager:
             event["superseded_by"] = run.superseded_by
         started = event.get("type") == EventType.RUN_STARTED
         if started and run.abort_requested and run.brain is not None:
-            run.brain.abort()  # requested before the brain had a run to abort
+            run.brain.abort(run.run_id)  # requested before the brain had a run to abort
         self._record(run, event)
 
     def _record(self, run: ServerRun, event: dict[str, Any]) -> None:

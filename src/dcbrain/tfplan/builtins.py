@@ -7,15 +7,16 @@ functions; ``isinstance`` maps them back to the real types.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Callable
 from typing import Any
 
 from dcbrain.tfplan.errors import SizeLimitExceeded
-from dcbrain.tfplan.guards import Namespace, TypeProxy
+from dcbrain.tfplan.guards import Guards, Namespace, TypeProxy
+from dcbrain.tfplan.guards.access import LazyMembers
 from dcbrain.tfplan.methods import ALLOWED, MATH_CONSTANTS, MATH_FUNCTIONS
-from dcbrain.tfplan.values import rendered_size_exceeds
 
 #: Exception types a plan may raise (``raise ValueError("...")``) and test with isinstance.
 EXCEPTIONS: dict[str, type[BaseException]] = {
@@ -47,19 +48,18 @@ BUILTIN_FUNCTIONS: tuple[str, ...] = (
 
 #: Largest argument of math.factorial/comb/perm: their results grow far faster than it.
 _MAX_COMBINATORIC = 10_000
-_JSON_DUMPS_OPTIONS = frozenset({"indent", "sort_keys", "ensure_ascii", "separators"})
 
 
-def build_builtins(guards: dict[str, Any], max_size: int) -> dict[str, Any]:
+def build_builtins(guards: Guards) -> dict[str, Any]:
     """The names every plan can use, bound to one run's guards."""
-    materialize: Callable[..., Any] = guards["materialize"]
-    iterate: Callable[[Any], Any] = guards["__tf_iter"]
-    deep: Callable[[Any], Any] = guards["__tf_deep"]
-    hash_key: Callable[[Any], Any] = guards["__tf_key"]
-    hashed_items: Callable[[Any], Any] = guards["hashed_items"]
-    check_result: Callable[[Any], Any] = guards["check_result"]
-    charge: Callable[[int], None] = guards["charge"]
-    plan_str: Callable[..., str] = guards["plan_str"]
+    budget, arithmetic, strings = guards.budget, guards.arithmetic, guards.strings
+    materialize = budget.materialize
+    iterate = budget.iterate
+    deep = budget.deep
+    hash_key = budget.key
+    hashed_items = budget.hashed_items
+    check_result = budget.check_result
+    charge = budget.charge
 
     def plan_list(iterable: Any = ()) -> list[Any]:
         return list(materialize(iterable))
@@ -74,41 +74,59 @@ def build_builtins(guards: dict[str, Any], max_size: int) -> dict[str, Any]:
         return frozenset(hashed_items(iterable))
 
     def plan_dict(source: Any = (), /, **kwargs: Any) -> dict[str, Any]:
-        if type(source) is not dict:
-            source = deep(materialize(source))
-        else:
-            charge(1 + len(source))
-        return check_result(dict(source, **kwargs))  # type: ignore[no-any-return]
+        budget.charge_collisions(list(kwargs))
+        return check_result(dict(budget.hashed_pairs(source), **kwargs))  # type: ignore[no-any-return]
 
     def plan_sorted(iterable: Any, /, *, key: Any = None, reverse: bool = False) -> list[Any]:
         items = materialize(iterable)
         charge(len(items) * max(len(items).bit_length(), 1) // 4)
         if key is None:  # the items are compared; with a key only the keys are
             return sorted(deep(items), reverse=reverse)
-        return sorted(items, key=lambda item: deep(key(item)), reverse=reverse)
+        listed = items if type(items) is list else list(items)
+        return [listed[index] for index in budget.order_by_key(listed, key, reverse)]
 
     def consumer(func: Callable[..., Any], compares: bool = False) -> Callable[..., Any]:
         def consume(*args: Any, **kwargs: Any) -> Any:
             key = kwargs.get("key")
             if compares and key is not None:
+                if len(args) == 1 and set(kwargs) <= {"key", "default"}:
+                    # min/max by key: the keys computed in one pass and checked in bulk
+                    items = materialize(args[0])
+                    listed = items if type(items) is list else list(items)
+                    if not listed and "default" in kwargs:
+                        return kwargs["default"]
+                    keys = budget.checked_keys(list(map(key, listed)))
+                    return listed[func(range(len(keys)), key=keys.__getitem__)]
                 kwargs["key"] = lambda item: deep(key(item))
             if len(args) == 1:  # lazily, so any()/all() stop early as in Python
                 items = iterate(args[0])
-                if compares:
+                if compares and key is None:
                     items = (deep(item) for item in items)
                 return func(items, **kwargs)
-            if compares:
+            if compares and key is None:
                 deep(args)
             return func(*args, **kwargs)
 
         consume.__name__ = consume.__qualname__ = func.__name__
         return consume
 
+    def lazy(func: Callable[..., Any], read: slice) -> Callable[..., Any]:
+        """``map``, ``filter``, ``zip``, ``enumerate``: the iterables they read (the
+        positional arguments in ``read``) are paid for as they are consumed, and a chain
+        of them recurses in Python, which stops cleanly, instead of in C, which crashes."""
+        def start(*args: Any, **kwargs: Any) -> Any:
+            first, last, _ = read.indices(len(args))
+            return func(*args[:first], *[iterate(arg) for arg in args[first:last]],
+                        *args[last:], **kwargs)
+
+        start.__name__ = start.__qualname__ = func.__name__
+        return start
+
     def plan_sum(iterable: Any, /, start: Any = 0) -> Any:
         if type(start) is str:
             raise TypeError("sum() can't sum strings [use ''.join(seq) instead]")
         total = start
-        add = guards["__tf_add"]
+        add = arithmetic.add
         for item in iterate(iterable):
             total = add(total, item)
         return total
@@ -125,17 +143,6 @@ def build_builtins(guards: dict[str, Any], max_size: int) -> dict[str, Any]:
                 and -ndigits > number.bit_length() * 3 // 10 + 2:
             return 0
         return round(number, ndigits)
-
-    def math_lcm(*numbers: Any) -> int:
-        charge(1 + len(numbers))
-        result = 1
-        for number in numbers:
-            result = check_result(math.lcm(result, number))
-        return result
-
-    def math_gcd(*numbers: Any) -> int:
-        charge(1 + len(numbers))
-        return math.gcd(*numbers)
 
     def plan_iter(*args: Any) -> Any:
         """An iterator that pays for each item it yields: ``x in iter(...)`` or
@@ -158,18 +165,10 @@ def build_builtins(guards: dict[str, Any], max_size: int) -> dict[str, Any]:
     def plan_format(value: Any, spec: Any = "") -> str:
         if type(spec) is not str:
             raise TypeError("format() argument 2 must be str")
-        return guards["render"](value, spec)  # type: ignore[no-any-return]
+        return strings.render(value, spec)
 
     def plan_parallel(*values: Any) -> list[Any]:
         return list(values)
-
-    def json_dumps(value: Any, **options: Any) -> str:
-        unknown = set(options) - _JSON_DUMPS_OPTIONS
-        if unknown:
-            raise TypeError(f"json.dumps() got unsupported option(s): {', '.join(sorted(unknown))}")
-        if rendered_size_exceeds(value, max_size):
-            raise SizeLimitExceeded(f"json.dumps() result would exceed the size limit {max_size}")
-        return check_result(json.dumps(value, **options))  # type: ignore[no-any-return]
 
     def json_loads(text: Any) -> Any:
         if type(text) is not str:
@@ -189,7 +188,7 @@ def build_builtins(guards: dict[str, Any], max_size: int) -> dict[str, Any]:
 
     def math_prod(iterable: Any, /, *, start: Any = 1) -> Any:
         total = start
-        mul = guards["__tf_mul"]
+        mul = arithmetic.mul
         for item in iterate(iterable):
             total = mul(total, item)
         return total
@@ -202,10 +201,10 @@ def build_builtins(guards: dict[str, Any], max_size: int) -> dict[str, Any]:
     math_members.update(
         factorial=combinatoric(math.factorial), comb=combinatoric(math.comb),
         perm=combinatoric(math.perm), prod=math_prod, fsum=math_fsum, pow=math.pow,
-        lcm=math_lcm, gcd=math_gcd,
+        lcm=arithmetic.lcm, gcd=arithmetic.gcd,
     )
 
-    attr: Callable[[Any, str], Any] = guards["__tf_attr"]
+    attr = guards.access.attr
 
     def unbound(real: type, name: str) -> Callable[..., Any]:
         def call(*args: Any, **kwargs: Any) -> Any:
@@ -220,14 +219,14 @@ def build_builtins(guards: dict[str, Any], max_size: int) -> dict[str, Any]:
         return call
 
     def proxy(real: type, constructor: Callable[..., Any]) -> TypeProxy:
-        members = {name: unbound(real, name) for name in ALLOWED[real]}
+        members = LazyMembers(ALLOWED[real], functools.partial(unbound, real))
         if real is dict:
             members["fromkeys"] = lambda keys, value=None: check_result(
                 dict.fromkeys(hashed_items(keys), value))
         return TypeProxy(real, constructor, members)
 
-    guarded_print: Callable[..., None] = guards["plan_print"]
-    guarded_repr: Callable[[Any], str] = guards["plan_repr"]
+    guarded_print = strings.plan_print
+    guarded_repr = strings.plan_repr
 
     def plan_print(*args: Any, **options: Any) -> None:
         for option in options:
@@ -246,15 +245,18 @@ def build_builtins(guards: dict[str, Any], max_size: int) -> dict[str, Any]:
     names: dict[str, Any] = dict(PLAIN_BUILTINS)
     names.update(EXCEPTIONS)
     names.update(
-        print=plan_print, str=proxy(str, plan_str), repr=plan_repr,
+        print=plan_print, str=proxy(str, strings.plan_str), repr=plan_repr,
+        int=proxy(int, arithmetic.to_int), divmod=arithmetic.divmod,
+        map=lazy(map, slice(1, None)), filter=lazy(filter, slice(1, None)),
+        zip=lazy(zip, slice(None)), enumerate=lazy(enumerate, slice(0, 1)),
         list=proxy(list, plan_list), tuple=proxy(tuple, plan_tuple), set=proxy(set, plan_set),
         frozenset=proxy(frozenset, plan_frozenset), dict=proxy(dict, plan_dict),
         sorted=plan_sorted, sum=plan_sum, min=consumer(min, compares=True),
         max=consumer(max, compares=True),
         any=consumer(any), all=consumer(all), isinstance=plan_isinstance, format=plan_format,
-        pow=guards["power"], parallel=plan_parallel, round=plan_round, hash=plan_hash,
+        pow=arithmetic.power, parallel=plan_parallel, round=plan_round, hash=plan_hash,
         iter=plan_iter,
-        json=Namespace("json", {"dumps": json_dumps, "loads": json_loads}),
+        json=Namespace("json", {"dumps": strings.json_dumps, "loads": json_loads}),
         math=Namespace("math", math_members),
     )
     return names

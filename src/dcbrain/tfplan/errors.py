@@ -183,3 +183,23 @@ class Expired(BaseException):
 
 class Cancelled(BaseException):
     """Delivered asynchronously into plan threads when the run is cancelled."""
+
+
+class PlanProcessCrashed(TFInterpreterError):
+    """The sandbox process running the plan died (a signal, or out of memory)."""
+
+    default_kind = "PlanProcessCrashed"
+
+
+class ChannelClosed(Exception):
+    """The other end of a sandbox process's channel is gone."""
+
+
+class HostCallFailed(BaseException):
+    """Raised in a sandbox process: the host's call failed; the plan ends and the host
+    reports that call's error."""
+
+    def __init__(self, call_id: int) -> None:
+        super().__init__(call_id)
+        self.call_id = call_id
+        self.stdout = ""

@@ -20,7 +20,11 @@ _SPEC = re.compile(
     r"^(?:.?[<>=^])?[-+ ]?z?#?0?(?P<width>\d*)[,_]?(?:\.(?P<precision>\d+))?[a-zA-Z%]?$", re.S
 )
 _FIELD = re.compile(r"^(?P<head>[^.\[]*)(?P<rest>(?:\[[^\]]*\])*)(?P<tail>.*)$", re.S)
-_PERCENT_SPEC = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\*|\d*)(?:\.(\*|\d*))?[hlL]?[a-zA-Z%]")
+_PERCENT_SPEC = re.compile(
+    r"%(?:\(([^)]*)\))?[-#0 +]*(\*|\d*)(?:\.(\*|\d*))?[hlL]?([a-zA-Z%])"
+)
+#: Room for the digits of a float written by ``%f`` or ``%d`` (up to 309).
+_FLOAT_DIGITS = 320
 
 
 def check_spec(spec: str, max_size: int) -> None:
@@ -41,15 +45,49 @@ def check_spec(spec: str, max_size: int) -> None:
             )
 
 
-def check_percent_format(template: str, max_size: int) -> None:
-    """Raise if a ``%``-format template asks for a huge or ``*`` width/precision."""
+def percent_size(
+    template: str,
+    values: Any,
+    max_size: int,
+    rendered_size: Callable[[Any, int], int],
+) -> int:
+    """An upper bound of ``len(template % values)``; raises :class:`FormatLimitError` for a
+    ``*`` or over-limit width or precision.
+
+    Each field writes at most its width, its precision and its value rendered (plus room
+    for a float's digits); ``rendered_size(value, limit)`` bounds a value's ``repr``.
+    """
+    total = len(template)
+    fields: list[str | None] = []
     for match in _PERCENT_SPEC.finditer(template):
-        for value in match.groups():
-            if value == "*":
+        name, width, precision, conversion = match.groups()
+        for number in (width, precision):
+            if number == "*":
                 raise FormatLimitError("'*' width or precision is not allowed in tf_plan")
-            if value and int(value) > max_size:
-                raise FormatLimitError(f"%-format width {int(value)} exceeds the size limit "
+            if number and int(number) > max_size:
+                raise FormatLimitError(f"%-format width {int(number)} exceeds the size limit "
                                        f"{max_size}")
+        if conversion == "%":
+            continue
+        total += int(width or 0) + int(precision or 0)
+        if conversion in "fFdiu":  # a float written in full: up to 309 digits
+            total += _FLOAT_DIGITS
+        fields.append(name)
+        if total > max_size:
+            return total
+    if isinstance(values, dict) and any(name is not None for name in fields):
+        for name in fields:
+            if name is not None and name in values:
+                total += rendered_size(values[name], max_size)
+                if total > max_size:
+                    return total
+        return total
+    items = values if type(values) is tuple else (values,)
+    for item in items:
+        total += rendered_size(item, max_size)
+        if total > max_size:
+            break
+    return total
 
 
 def safe_format(

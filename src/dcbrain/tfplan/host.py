@@ -133,38 +133,55 @@ class Dispatcher:
         *,
         plain_result: bool = True,
     ) -> Any:
+        self.count_call()
+        args, kwargs = self.plain_arguments(name, args, kwargs)
+        line, col = caller_position(self.lines)
+        record = CallRecord(
+            name=name, args=args, kwargs=kwargs, line=line, col=col,
+            started_at=time.time(), branch=getattr(self.state.branch, "index", None),
+        )
+        return self.invoke(record, func, plain_result=plain_result)
+
+    def count_call(self) -> None:
+        """Count one call against ``max_calls``."""
         state = self.state
-        limits = state.limits
         with state.lock:
             state.calls += 1
             count = state.calls
-        if count > limits.max_calls:
-            raise CallLimitExceeded(f"plan made more than {limits.max_calls} chain/tool calls")
+        if count > state.limits.max_calls:
+            raise CallLimitExceeded(f"plan made more than {state.limits.max_calls} "
+                                    "chain/tool calls")
+
+    def plain_arguments(
+        self, name: str, args: Sequence[Any], kwargs: dict[str, Any]
+    ) -> tuple[list[Any], dict[str, Any]]:
+        """Copies of a call's arguments as plain data (the boundary copy)."""
+        max_size = self.state.limits.max_size
         try:
-            args = to_plan_value(list(args), max_items=limits.max_size,
-                                 where=f"{name}() arguments")
-            kwargs = to_plan_value(kwargs, max_items=limits.max_size,
-                                   where=f"{name}() arguments")
+            return (to_plan_value(list(args), max_items=max_size, where=f"{name}() arguments"),
+                    to_plan_value(kwargs, max_items=max_size, where=f"{name}() arguments"))
         except NotPlainData as exc:
             raise TypeError(str(exc)) from None
         except OverflowError as exc:
             raise SizeLimitExceeded(str(exc)) from None
-        line, col = caller_position(self.lines)
-        record = CallRecord(
-            name=name, args=list(args), kwargs=dict(kwargs), line=line, col=col,
-            started_at=time.time(), branch=getattr(state.branch, "index", None),
-        )
+
+    def invoke(self, record: CallRecord, func: Callable[..., Any], *,
+               plain_result: bool = True) -> Any:
+        """Run ``func`` with the arguments of ``record``, tracing it and translating errors."""
+        state = self.state
+        name = record.name
         state.trace.append(record)
         if state.observer is not None:
             state.observer.on_call_start(record)
         started = time.perf_counter()
         state.enter_host()
         try:
-            result = func(*args, **kwargs)
+            result = func(*record.args, **record.kwargs)
             if inspect.isawaitable(result):
                 result = self._await(result)
             if plain_result:
-                result = to_plan_value(result, max_items=limits.max_size, where=f"{name}() result")
+                result = to_plan_value(result, max_items=state.limits.max_size,
+                                       where=f"{name}() result")
             record.result = result
             return result
         except state.passthrough as exc:
@@ -228,40 +245,105 @@ class Dispatcher:
 
     # -- parallel --------------------------------------------------------------------
     def parallel(self, *items: Any) -> list[Any]:
-        """Evaluate ``parallel(...)``'s branches concurrently; results in argument order."""
+        """Evaluate ``parallel(...)``'s branches concurrently; results in argument order.
+
+        The calling thread takes branches itself, helped by as many threads as the run's
+        ``max_parallel`` still allows over every nesting level; a nested ``parallel`` with
+        no thread to spare runs its branches in its own thread. A branch that has not
+        started when the run stops, or when another branch failed, never starts.
+        """
         state = self.state
         if len(items) < 2 or not any(isinstance(item, Thunk) for item in items):
             return [item() if isinstance(item, Thunk) else item for item in items]
         hooks = state.parallel_hooks
         tokens = hooks.fork(len(items)) if hooks is not None else [None] * len(items)
-        workers = min(len(items), state.limits.max_parallel)
-        pool = concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="tf_plan")
-        try:
-            futures = [
-                pool.submit(contextvars.copy_context().run, self._branch, index, item, token)
-                for index, (item, token) in enumerate(zip(items, tokens, strict=True))
-            ]
-            pending = set(futures)
-            while pending:  # short waits, so a stop signal reaches this thread too
-                _, pending = concurrent.futures.wait(pending, timeout=0.05)
-        finally:
-            pool.shutdown(wait=False)
+        branches = _Branches(self, items, tokens)
+        for _ in range(state.reserve_threads(len(items) - 1)):
+            threading.Thread(target=branches.help, name="tf_plan-branch", daemon=True).start()
+        branches.work()
+        branches.wait()
         if hooks is not None:
             hooks.join(tokens)
-        for future in futures:
-            error = future.exception()
+        for error in branches.errors:
             if error is not None:
                 raise error
-        return [future.result() for future in futures]
+        return branches.results
 
-    def _branch(self, index: int, item: Any, token: Any) -> Any:
+    def run_branch(self, index: int, item: Any, token: Any) -> Any:
+        """One branch, in whichever thread took it."""
         state = self.state
-        state.add_plan_thread()
+        outer = getattr(state.branch, "index", None)
         state.branch.index = index
         try:
             if state.parallel_hooks is not None:
                 state.parallel_hooks.enter(token)
             return item() if isinstance(item, Thunk) else item
         finally:
-            state.branch.index = None
+            state.branch.index = outer
+
+
+class _Branches:
+    """The branches of one ``parallel`` call, taken in order by the threads working on it."""
+
+    def __init__(self, dispatcher: Dispatcher, items: Sequence[Any], tokens: list[Any]) -> None:
+        self.dispatcher = dispatcher
+        self.items = items
+        self.tokens = tokens
+        # each branch runs in a copy of the caller's context, whichever thread runs it
+        self.contexts = [contextvars.copy_context() for _ in items]
+        self.results: list[Any] = [None] * len(items)
+        self.errors: list[BaseException | None] = [None] * len(items)
+        self.next = 0
+        self.running = 0
+        self.failed = False  # once a branch failed, parallel() fails: start no more
+        self.changed = threading.Condition()
+
+    def _take(self) -> int | None:
+        state = self.dispatcher.state
+        with self.changed:
+            if self.next >= len(self.items) or self.failed or state.stopping:
+                return None
+            self.next += 1
+            self.running += 1
+            return self.next - 1
+
+    def _run(self, index: int) -> None:
+        try:
+            self.results[index] = self.contexts[index].run(
+                self.dispatcher.run_branch, index, self.items[index], self.tokens[index])
+        except BaseException as exc:
+            self.errors[index] = exc
+            self.failed = True
+            raise
+        finally:
+            with self.changed:
+                self.running -= 1
+                self.changed.notify_all()
+
+    def work(self) -> None:
+        """Take branches in the calling thread until none is left."""
+        while (index := self._take()) is not None:
+            try:
+                self._run(index)
+            except (Expired, Cancelled):
+                raise
+            except BaseException:  # reported in argument order by parallel()
+                continue
+
+    def help(self) -> None:
+        """A helper thread: take branches, then give the thread back to the run."""
+        state = self.dispatcher.state
+        state.add_plan_thread()
+        try:
+            self.work()
+        except BaseException:  # a stop signal: the run is ending
+            pass
+        finally:
             state.remove_plan_thread()
+            state.release_threads(1)
+
+    def wait(self) -> None:
+        """Until no branch is running; short waits, so a stop signal reaches this thread."""
+        with self.changed:
+            while self.running:
+                self.changed.wait(0.05)

@@ -5,6 +5,8 @@ builds a fresh global namespace holding the guards, with ``__builtins__`` holdin
 the allowlisted builtins and one opaque handle per registered callable (so plan names
 shadow them as in Python), and executes it. Synchronous runs execute in the calling thread;
 ``arun`` executes in a thread of its own so the event loop stays free for async chains.
+With ``isolation="process"`` (the default) that execution happens in a sandbox process
+and the calling thread relays the plan's calls (see ``sandbox/``).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from types import CodeType, TracebackType
-from typing import Any
+from typing import Any, ClassVar, Literal
 
 from dcbrain.tfplan.builtins import build_builtins
 from dcbrain.tfplan.checker import BUILTIN_NAMES, CallableSpec, check, specs_of
@@ -36,15 +38,16 @@ from dcbrain.tfplan.errors import (
     TFSyntaxError,
     TimeLimitExceeded,
 )
-from dcbrain.tfplan.guards import build_guards
+from dcbrain.tfplan.guards import Guards
 from dcbrain.tfplan.host import Dispatcher, HostCallable, Thunk, background_loop, code_position
 from dcbrain.tfplan.limits import Limits
 from dcbrain.tfplan.messages import public_message
 from dcbrain.tfplan.parser import Plan, parse
 from dcbrain.tfplan.result import ConsoleResult
 from dcbrain.tfplan.rewrite import MAIN_FUNCTION, PLAN_FILENAME, compile_plan
+from dcbrain.tfplan.sandbox.relay import cancel_in_sandbox, run_in_sandbox
 from dcbrain.tfplan.state import CallObserver, ParallelHooks, RunState, Watchdog
-from dcbrain.tfplan.values import to_plan_value
+from dcbrain.tfplan.values import bounded_message, to_plan_value
 
 
 @lru_cache(maxsize=128)
@@ -64,6 +67,10 @@ def _compiled(source: str, host_names: frozenset[str]) -> tuple[Plan, CodeType]:
     return plan, code
 
 
+#: Where a plan runs: in a sandbox process with OS limits, or in this process.
+Isolation = Literal["process", "inprocess"]
+
+
 def compile_source(
     source: str, host_names: frozenset[str] = frozenset()
 ) -> tuple[Plan, CodeType]:
@@ -78,7 +85,13 @@ class Interpreter:
     ``callables`` maps names to Python callables (sync or async); ``tools`` adds
     callables under their own ``name`` (or ``__name__``). Every call a plan makes goes
     through one dispatch point that records it in the result's trace.
+
+    ``isolation="process"`` (the default) runs each plan in a sandbox worker process
+    with OS limits; the chains and tools still run here. ``"inprocess"`` runs the plan in
+    this process: faster to start, for trusted plans and benchmarks.
     """
+
+    dispatcher_class: ClassVar[type[Dispatcher]] = Dispatcher
 
     def __init__(
         self,
@@ -91,7 +104,11 @@ class Interpreter:
         observer: CallObserver | None = None,
         parallel_hooks: ParallelHooks | None = None,
         passthrough: tuple[type[BaseException], ...] = (),
+        isolation: Isolation = "process",
     ) -> None:
+        if isolation not in ("process", "inprocess"):
+            raise ValueError(f"isolation must be 'process' or 'inprocess', got {isolation!r}")
+        self.isolation: Isolation = isolation
         self.callables: dict[str, Callable[..., Any]] = dict(callables or {})
         for tool in tools:
             name = getattr(tool, "name", None) or tool.__name__
@@ -131,7 +148,7 @@ class Interpreter:
         """Run ``plan`` in this thread (``check=True`` checks it statically first)."""
         parsed, code = self._prepare(plan, check)
         state = self._new_state(loop=None)
-        return self._execute(parsed, code, state)
+        return self._run_here(parsed, code, state)
 
     async def arun(self, plan: Plan | str, *, check: bool = False) -> ConsoleResult:
         """Run ``plan`` in a worker thread; async callables run on the current event loop.
@@ -154,7 +171,7 @@ class Interpreter:
 
         def work() -> None:
             try:
-                outcome: Any = context.run(self._execute, parsed, code, state)
+                outcome: Any = context.run(self._run_here, parsed, code, state)
                 failed = False
             except BaseException as exc:  # handed to the awaiting task
                 outcome, failed = exc, True
@@ -166,9 +183,17 @@ class Interpreter:
             return await asyncio.shield(future)
         except asyncio.CancelledError:
             state.stop(Cancelled)
+            if self.isolation == "process":
+                cancel_in_sandbox(state)
             raise
 
     # -- internals -------------------------------------------------------------------
+    def _run_here(self, plan: Plan, code: CodeType, state: RunState) -> ConsoleResult:
+        """Run the plan from this thread: in a sandbox process, or right here."""
+        if self.isolation == "process":
+            return run_in_sandbox(self, plan, code, state)
+        return self._execute(plan, code, state)
+
     def _prepare(self, plan: Plan | str, run_check: bool) -> tuple[Plan, CodeType]:
         source = plan.source if isinstance(plan, Plan) else plan
         parsed, code = compile_source(source, frozenset(self.callables))
@@ -187,16 +212,16 @@ class Interpreter:
             passthrough=self.passthrough,
         )
 
-    def _namespace(self, plan: Plan, state: RunState) -> tuple[dict[str, Any], dict[str, Any]]:
-        guards = build_guards(state)
-        dispatcher = Dispatcher(state, plan.lines, self.construct_chain)
+    def _namespace(self, plan: Plan, state: RunState) -> tuple[dict[str, Any], Guards]:
+        guards = Guards(state)
+        dispatcher = self.dispatcher_class(state, plan.lines, self.construct_chain)
         # builtins and registered callables sit under the plan's own names, as in Python
-        builtins = build_builtins(guards, self.limits.max_size)
+        builtins = build_builtins(guards)
         builtins["__construct_chain"] = dispatcher.construct_chain
         for name, func in self.callables.items():
             builtins[name] = HostCallable(name, func, dispatcher)
         namespace: dict[str, Any] = {"__builtins__": builtins, "__name__": "__main__"}
-        namespace.update({name: g for name, g in guards.items() if name.startswith("__tf_")})
+        namespace.update(guards.namespace())
         namespace["__tf_parallel"] = dispatcher.parallel
         namespace["__tf_thunk"] = Thunk
         namespace["__tf_modules"] = {"math": builtins["math"], "json": builtins["json"]}
@@ -233,7 +258,7 @@ class Interpreter:
                 value=_plain(value, self.limits.max_size),
                 stdout=state.stdout,
                 trace=list(state.trace),
-                operations=guards["operations"](),
+                operations=guards.budget.operations(),
                 duration_s=time.perf_counter() - started,
                 returned=bool(returned),
             )
@@ -267,7 +292,7 @@ class Interpreter:
             error = TFRuntimeError(f"name {name!r} is not defined", kind="NameError")
         elif isinstance(exc, Exception):
             kind = type(exc).__name__
-            error = TFRuntimeError(public_message(str(exc), kind), kind=kind)
+            error = TFRuntimeError(public_message(bounded_message(exc), kind), kind=kind)
         else:
             return None
         source_line = plan.lines[line - 1] if 0 < line <= len(plan.lines) else None

@@ -13,22 +13,36 @@ class Limits:
     ``max_operations`` counts loop iterations and work proportional to the size of every
     string or collection the plan builds (one operation per 4 elements), so it bounds both
     time and memory of pure computation; plan function calls are counted against the same
-    number separately.
+    number separately. ``max_size`` bounds the length of every str and collection,
+    ``max_bits`` the size of every int. ``max_memory_mb`` is the address space of the sandbox
+    process running the plan (``0``: 512 MiB plus 1 KiB per unit of ``max_size``); it has
+    no effect on in-process runs.
     """
 
     max_operations: int = 10_000_000
     max_call_depth: int = 200
     timeout_s: float = 300.0
     max_size: int = 1_000_000
+    max_bits: int = 1_000_000
     max_output_chars: int = 100_000
     max_calls: int = 200
     max_parallel: int = 8
+    max_memory_mb: int = 0
 
     def __post_init__(self) -> None:
         for spec in fields(self):
             value = getattr(self, spec.name)
-            if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
+            zero_ok = spec.name == "max_memory_mb"  # 0 means: derived from max_size
+            if (not isinstance(value, int | float) or isinstance(value, bool) or value < 0
+                    or (value == 0 and not zero_ok)):
                 raise ValueError(f"limit {spec.name} must be a positive number, got {value!r}")
+
+    @property
+    def memory_bytes(self) -> int:
+        """Address space of a sandbox process running a plan under these limits."""
+        if self.max_memory_mb:
+            return int(self.max_memory_mb) * 2**20
+        return 512 * 2**20 + int(self.max_size) * 1024
 
     @classmethod
     def names(cls) -> list[str]:

@@ -3,7 +3,7 @@
 Both are allowlists: methods by exact type, module members by name.
 
 ``FREE`` methods cost nothing beyond their call; every other listed method copies or
-scans its object and is charged for its size (see ``guards.py``). A method that is not
+scans its object and is charged for its size (see ``guards/access.py``). A method that is not
 listed does not exist for a plan, whatever Python offers.
 """
 

@@ -8,9 +8,10 @@ difference shows (one that shadows a builtin, or that a function uses) is declar
 and ``del`` uncovers it again (see :func:`module_globals`).
 
 Every construct that could reach the host or grow without bound is routed through a
-guard (see ``guards.py``); everything else runs as CPython bytecode, which is what makes
-the sandbox fast. Positions are copied from the original nodes, so errors point at the
-plan's own lines and columns.
+guard (see ``guards/``); everything else runs as CPython bytecode, which is what makes
+the sandbox fast; where a guard would be called for the common case (numbers, scalar
+keys), the check is written inline instead (see ``_inline.py``). Positions are copied
+from the original nodes, so errors point at the plan's own lines and columns.
 """
 
 from __future__ import annotations
@@ -19,18 +20,43 @@ import ast
 import copy
 from types import CodeType
 
+from dcbrain.tfplan._inline import (
+    FIELD,
+    KEY,
+    SHORT_TEXT,
+    TEXT,
+    checked_inline,
+    constant,
+    guard_call,
+    is_int,
+    is_number,
+    iteration,
+    load_name,
+    numbers_inline,
+    small_int_inline,
+    target_shape,
+)
+
 PLAN_FILENAME = "<tf_plan>"
 MAIN_FUNCTION = "__tf_main"
 _RESULT = "__tf_value"
+_DEPTH = "__tf_depth"
+_CALLS = "__tf_calls"
 
 #: Binary operators that can build large values; the others cannot (or only with numbers).
 _GUARDED_BINOPS: dict[type[ast.operator], str] = {
     ast.Add: "__tf_add", ast.Sub: "__tf_sub", ast.Mult: "__tf_mul", ast.Pow: "__tf_pow",
     ast.LShift: "__tf_lshift", ast.Mod: "__tf_mod", ast.BitOr: "__tf_bitor",
-    ast.BitAnd: "__tf_bitand", ast.BitXor: "__tf_bitxor",
+    ast.BitAnd: "__tf_bitand", ast.BitXor: "__tf_bitxor", ast.FloorDiv: "__tf_floordiv",
 }
-#: Operators that are safe when one operand is a number literal (the result is a number).
-_SAFE_WITH_NUMBER = (ast.Add, ast.Sub, ast.BitOr, ast.BitAnd, ast.BitXor)
+#: Operators that are safe when one operand is a number literal (the result is a number,
+#: and a division by a literal is linear in the other operand).
+_SAFE_WITH_NUMBER = (ast.Add, ast.Sub, ast.BitOr, ast.BitAnd, ast.BitXor, ast.FloorDiv)
+#: dict/set methods whose first argument is hashed.
+KEYED_METHODS = frozenset({"get", "pop", "setdefault", "add", "discard", "remove"})
+#: f-strings with more fields than this are joined by a guard that sizes them first; up to
+#: this many, CPython joins them (each field is bounded by the size limit, so is the sum).
+FSTRING_NATIVE_FIELDS = 8
 
 
 def compile_plan(tree: ast.Module, provided: frozenset[str] = frozenset()) -> CodeType:
@@ -89,40 +115,25 @@ def module_globals(tree: ast.Module, provided: frozenset[str] = frozenset()) -> 
     return list(chosen)
 
 
-def _name(identifier: str, node: ast.AST) -> ast.Name:
-    return ast.copy_location(ast.Name(id=identifier, ctx=ast.Load()), node)
-
-
-def _call(func: str, args: list[ast.expr], node: ast.AST) -> ast.Call:
-    call = ast.Call(func=_name(func, node), args=args, keywords=[])
-    return ast.copy_location(call, node)
-
-
 def _module(name: str, node: ast.AST) -> ast.expr:
     """The helper module ``name`` as bound for every run, whatever the plan rebinds."""
     return ast.copy_location(
-        ast.Subscript(value=_name("__tf_modules", node), slice=ast.Constant(value=name),
+        ast.Subscript(value=load_name("__tf_modules", node), slice=ast.Constant(value=name),
                       ctx=ast.Load()), node)
 
 
-def _is_scalar_constant(node: ast.expr) -> bool:
-    return isinstance(node, ast.Constant) or _is_number(node)
+def _is_scalarconstant(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) or is_number(node)
 
 
 def _deep(node: ast.expr) -> ast.expr:
     """``node`` checked before Python compares it (it may expand exponentially)."""
-    return node if _is_scalar_constant(node) else _call("__tf_deep", [node], node)
+    return node if _is_scalarconstant(node) else guard_call("__tf_deep", [node], node)
 
 
 def _key(node: ast.expr) -> ast.expr:
     """``node`` checked before Python hashes it as a dict key or set element."""
-    return node if _is_scalar_constant(node) else _call("__tf_key", [node], node)
-
-
-def _is_number(node: ast.expr) -> bool:
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
-        node = node.operand
-    return isinstance(node, ast.Constant) and type(node.value) in (int, float)
+    return node if _is_scalarconstant(node) else guard_call("__tf_key", [node], node)
 
 
 class _Rewriter(ast.NodeTransformer):
@@ -130,6 +141,11 @@ class _Rewriter(ast.NodeTransformer):
         self._provided = provided
         self._function_depth = 0
         self._temporaries = 0
+        # > 0 where checks may not bind temporaries with ``:=``: in a comprehension's
+        # iterable (Python refuses it) and in a generator expression (it runs later,
+        # maybe in another thread, and would share its temporaries with the enclosing
+        # function)
+        self._no_temporaries = 0
 
     def rewrite(self, tree: ast.Module) -> ast.Module:
         body: list[ast.stmt] = []
@@ -147,6 +163,7 @@ class _Rewriter(ast.NodeTransformer):
                 body.extend(visited if isinstance(visited, list) else [visited])
         start = ast.Assign(targets=[ast.Name(id=_RESULT, ctx=ast.Store())],
                            value=ast.Constant(value=None))
+        counters = ast.parse(f"{_DEPTH} = {_CALLS} = 0\n__tf_count_calls(lambda: {_CALLS})").body
         finish = ast.Return(value=ast.Tuple(
             elts=[ast.Constant(value=False), ast.Name(id=_RESULT, ctx=ast.Load())],
             ctx=ast.Load()))
@@ -154,7 +171,8 @@ class _Rewriter(ast.NodeTransformer):
             name=MAIN_FUNCTION,
             args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[],
                                defaults=[]),
-            body=[ast.copy_location(start, tree.body[0]) if tree.body else start, *body, finish],
+            body=[*(ast.copy_location(first, tree.body[0]) if tree.body else first
+                    for first in (start, *counters)), *body, finish],
             decorator_list=[],
         )
         module = ast.Module(body=[main], type_ignores=[])
@@ -172,14 +190,14 @@ class _Rewriter(ast.NodeTransformer):
         for special in (node.args.vararg, node.args.kwarg):
             if special is not None:
                 special.annotation = None
-        # depth and calls counted inline (list cells, not a call): calls stay cheap
-        # [depth, calls]; one guard call only when a limit is crossed
+        # depth and calls counted in cells of __tf_main (no call, no global store):
+        # calls stay cheap; one guard call only when a limit is crossed
         prologue = ast.parse(
-            "__tf_frames[0] += 1\n__tf_frames[1] += 1\n"
-            "if __tf_frames[0] > __tf_max_depth or __tf_frames[1] > __tf_max_calls:\n"
-            "    __tf_too_deep()"
+            f"nonlocal {_DEPTH}, {_CALLS}\n{_DEPTH} += 1\n{_CALLS} += 1\n"
+            f"if {_DEPTH} > __tf_max_depth or {_CALLS} > __tf_max_calls:\n"
+            f"    __tf_too_deep({_DEPTH})"
         ).body
-        epilogue = ast.parse("__tf_frames[0] -= 1").body
+        epilogue = ast.parse(f"{_DEPTH} -= 1").body
         for statement in (*prologue, *epilogue):
             for child in ast.walk(statement):
                 ast.copy_location(child, node)
@@ -191,6 +209,10 @@ class _Rewriter(ast.NodeTransformer):
         self._function_depth += 1
         self.generic_visit(node)
         self._function_depth -= 1
+        # lambda: e  ->  lambda: __tf_tick() and e  (each call is one operation)
+        tick = guard_call("__tf_tick", [], node.body)
+        node.body = ast.copy_location(ast.BoolOp(op=ast.And(), values=[tick, node.body]),
+                                      node.body)
         return node
 
     def visit_Return(self, node: ast.Return) -> ast.Return:
@@ -230,20 +252,54 @@ class _Rewriter(ast.NodeTransformer):
         assign = ast.Assign(targets=[node.target], value=node.value)
         return self.visit(ast.copy_location(assign, node))  # type: ignore[no-any-return]
 
-    # -- loops -----------------------------------------------------------------------
+    # -- assignments and loops -------------------------------------------------------
+    def visit_Assign(self, node: ast.Assign) -> ast.stmt:
+        self.generic_visit(node)
+        if len(node.targets) == 1:
+            target = node.targets[0]
+            if isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Slice):
+                bounds = [part or ast.Constant(value=None)
+                          for part in (target.slice.lower, target.slice.upper,
+                                       target.slice.step)]
+                call = guard_call("__tf_set_slice", [target.value, *bounds, node.value], node)
+                return ast.copy_location(ast.Expr(value=call), node)
+        shapes = [target_shape(target) for target in node.targets]
+        shape = next((shape for shape in shapes if shape is not None), None)
+        if shape is not None:
+            if len(node.targets) > 1 and any(other not in (None, shape) for other in shapes):
+                shape = "[:]" if isinstance(shape, str) else tuple(None for _ in shape)
+            node.value = guard_call("__tf_unpack", [node.value, constant(shape, node)], node.value)
+        return node
+
     def visit_For(self, node: ast.For) -> ast.For:
         self.generic_visit(node)
-        node.iter = _call("__tf_iter", [node.iter], node.iter)
+        node.iter = iteration(node.target, node.iter)
+        return node
+
+    def _key(self, node: ast.expr) -> ast.expr:
+        """``node`` checked before Python hashes it; a scalar without a call."""
+        if self._no_temporaries or _is_scalarconstant(node):
+            return _key(node)
+        return checked_inline(node, KEY, "__tf_flat", "__tf_key")
+
+    def visit_GeneratorExp(self, node: ast.GeneratorExp) -> ast.GeneratorExp:
+        self._no_temporaries += 1
+        self.generic_visit(node)
+        self._no_temporaries -= 1
         return node
 
     def visit_comprehension(self, node: ast.comprehension) -> ast.comprehension:
-        self.generic_visit(node)
-        node.iter = _call("__tf_iter", [node.iter], node.iter)
+        node.target = self.visit(node.target)
+        self._no_temporaries += 1  # Python refuses assignment expressions here
+        node.iter = self.visit(node.iter)
+        self._no_temporaries -= 1
+        node.ifs = [self.visit(condition) for condition in node.ifs]
+        node.iter = iteration(node.target, node.iter)
         return node
 
     def visit_While(self, node: ast.While) -> ast.While:
         self.generic_visit(node)
-        tick = ast.copy_location(ast.Expr(value=_call("__tf_tick", [], node)), node)
+        tick = ast.copy_location(ast.Expr(value=guard_call("__tf_tick", [], node)), node)
         node.body = [tick, *node.body]
         return node
 
@@ -254,31 +310,42 @@ class _Rewriter(ast.NodeTransformer):
         if guard is None:
             return node
         if isinstance(node.op, _SAFE_WITH_NUMBER) and (
-            _is_number(node.left) or _is_number(node.right)
+            is_number(node.left) or is_number(node.right)
         ):
             return node
+        if isinstance(node.op, ast.Mod) and is_number(node.left):
+            return node
+        if isinstance(node.op, ast.Add | ast.Sub) and not self._no_temporaries:
+            return numbers_inline(node)
         if isinstance(node.op, ast.Mult) and (
             (isinstance(node.left, ast.Constant) and type(node.left.value) is float)
             or (isinstance(node.right, ast.Constant) and type(node.right.value) is float)
         ):
             return node
-        return _call(guard, [node.left, node.right], node)
+        if not self._no_temporaries:
+            if isinstance(node.op, ast.Mod) and is_number(node.right):
+                return small_int_inline(node, guard, "left", bounded=False)
+            if isinstance(node.op, ast.Mult) and is_int(node.right):
+                return small_int_inline(node, guard, "left", bounded=True)
+            if isinstance(node.op, ast.Mult) and is_int(node.left):
+                return small_int_inline(node, guard, "right", bounded=True)
+        return guard_call(guard, [node.left, node.right], node)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> ast.stmt | list[ast.stmt]:
         self.generic_visit(node)
         op_name = type(node.op).__name__
         if type(node.op) not in _GUARDED_BINOPS:
             return node
-        if isinstance(node.op, _SAFE_WITH_NUMBER) and _is_number(node.value):
+        if isinstance(node.op, _SAFE_WITH_NUMBER) and is_number(node.value):
             return node
         if isinstance(node.target, ast.Name):
             if isinstance(node.op, ast.Add):
                 # x += v stays a native += so CPython can append to strings in place.
-                load = _name(node.target.id, node.target)
-                node.value = _call("__tf_check_iadd", [load, node.value], node.value)
+                load = load_name(node.target.id, node.target)
+                node.value = guard_call("__tf_check_iadd", [load, node.value], node.value)
                 return node
-            load = _name(node.target.id, node.target)
-            value = _call(f"__tf_iop_{op_name}", [load, node.value], node)
+            load = load_name(node.target.id, node.target)
+            value = guard_call(f"__tf_iop_{op_name}", [load, node.value], node)
             return ast.copy_location(ast.Assign(targets=[node.target], value=value), node)
         assert isinstance(node.target, ast.Subscript)  # attributes cannot be assigned
         # d[k] op= v  ->  t1 = d; t2 = k; t1[t2] = guard(t1[t2], v)  (each evaluated once)
@@ -288,10 +355,10 @@ class _Rewriter(ast.NodeTransformer):
                        value=node.target.value),
             ast.Assign(targets=[ast.Name(id=key, ctx=ast.Store())], value=node.target.slice),
         ]
-        current = ast.Subscript(value=_name(container, node), slice=_name(key, node),
+        current = ast.Subscript(value=load_name(container, node), slice=load_name(key, node),
                                 ctx=ast.Load())
-        value = _call(f"__tf_iop_{op_name}", [current, node.value], node)
-        store = ast.Subscript(value=_name(container, node), slice=_name(key, node),
+        value = guard_call(f"__tf_iop_{op_name}", [current, node.value], node)
+        store = ast.Subscript(value=load_name(container, node), slice=load_name(key, node),
                               ctx=ast.Store())
         update = ast.Assign(targets=[store], value=value)
         return [ast.copy_location(stmt, node) for stmt in (*prelude, update)]
@@ -306,41 +373,49 @@ class _Rewriter(ast.NodeTransformer):
         if all(isinstance(op, ast.Is | ast.IsNot) for op in node.ops):
             return node
         operands = [node.left, *node.comparators]
-        if len(operands) == 2 and any(_is_scalar_constant(part) for part in operands):
+        if len(operands) == 2 and any(_is_scalarconstant(part) for part in operands):
             return node  # comparing with a literal never walks a structure
         node.left = _deep(node.left)
-        node.comparators = [_deep(part) for part in node.comparators]
+        node.comparators = [
+            guard_call("__tf_in", [part], part) if isinstance(op, ast.In | ast.NotIn)
+            else _deep(part)
+            for op, part in zip(node.ops, node.comparators, strict=True)
+        ]
         return node
 
     def visit_Dict(self, node: ast.Dict) -> ast.Dict:
         self.generic_visit(node)
-        node.keys = [None if key is None else _key(key) for key in node.keys]
+        node.keys = [None if key is None else self._key(key) for key in node.keys]
         node.values = [
-            _call("__tf_star", [value], value) if key is None else value
+            guard_call("__tf_star", [value], value) if key is None else value
             for key, value in zip(node.keys, node.values, strict=True)
         ]
         return node
 
     def visit_Set(self, node: ast.Set) -> ast.Set:
         self.generic_visit(node)
-        node.elts = [elt if isinstance(elt, ast.Starred) else _key(elt) for elt in node.elts]
+        for elt in node.elts:
+            if isinstance(elt, ast.Starred):  # its items are hashed: __tf_star -> hashed
+                assert isinstance(elt.value, ast.Call) and isinstance(elt.value.func, ast.Name)
+                elt.value.func.id = "__tf_hashed_star"
+        node.elts = [elt if isinstance(elt, ast.Starred) else self._key(elt) for elt in node.elts]
         return node
 
     def visit_SetComp(self, node: ast.SetComp) -> ast.SetComp:
         self.generic_visit(node)
-        node.elt = _key(node.elt)
+        node.elt = self._key(node.elt)
         return node
 
     def visit_DictComp(self, node: ast.DictComp) -> ast.DictComp:
         self.generic_visit(node)
-        node.key = _key(node.key)
+        node.key = self._key(node.key)
         return node
 
     # -- access ----------------------------------------------------------------------
     def visit_Attribute(self, node: ast.Attribute) -> ast.expr:
         self.generic_visit(node)
         attribute = ast.copy_location(ast.Constant(value=node.attr), node)
-        return _call("__tf_attr", [node.value, attribute], node)
+        return guard_call("__tf_attr", [node.value, attribute], node)
 
     def visit_Subscript(self, node: ast.Subscript) -> ast.expr:
         self.generic_visit(node)
@@ -348,28 +423,52 @@ class _Rewriter(ast.NodeTransformer):
             if isinstance(node.ctx, ast.Load):
                 bounds = [part or ast.Constant(value=None)
                           for part in (node.slice.lower, node.slice.upper, node.slice.step)]
-                return _call("__tf_slice", [node.value, *bounds], node)
+                return guard_call("__tf_slice", [node.value, *bounds], node)
             return node
-        node.slice = _key(node.slice)
+        node.slice = self._key(node.slice)
         return node
 
     def visit_Starred(self, node: ast.Starred) -> ast.Starred:
         self.generic_visit(node)
         if isinstance(node.ctx, ast.Load):
-            node.value = _call("__tf_star", [node.value], node.value)
+            node.value = guard_call("__tf_star", [node.value], node.value)
         return node
 
     def visit_JoinedStr(self, node: ast.JoinedStr) -> ast.expr:
         self.generic_visit(node)
-        if any(isinstance(part, ast.FormattedValue) for part in node.values):
-            return _call("__tf_checked", [node], node)  # f"{s}{s}" must not double freely
-        return node
+        fields = [part for part in node.values if isinstance(part, ast.FormattedValue)]
+        if len(fields) > FSTRING_NATIVE_FIELDS:  # sized before the pieces are joined
+            parts = [part.value if isinstance(part, ast.FormattedValue) else part
+                     for part in node.values]
+            return guard_call("__tf_fjoin", parts, node)
+        if not fields:
+            return node
+        if self._no_temporaries:
+            return guard_call("__tf_checked", [node], node)  # f"{s}{s}" must not double freely
+        # a short result (the common case) needs neither the check nor a call
+        stored = ast.NamedExpr(target=ast.Name(id=TEXT, ctx=ast.Store()), value=node)
+        test = ast.Compare(left=guard_call("__tf_len", [stored], node), ops=[ast.LtE()],
+                           comparators=[ast.Constant(value=SHORT_TEXT)])
+        inline = ast.IfExp(test=test, body=load_name(TEXT, node),
+                           orelse=guard_call("__tf_checked", [load_name(TEXT, node)], node))
+        return ast.fix_missing_locations(ast.copy_location(inline, node))
 
     def visit_FormattedValue(self, node: ast.FormattedValue) -> ast.FormattedValue:
         self.generic_visit(node)
         spec: ast.expr = node.format_spec or ast.Constant(value="")
         conversion = ast.Constant(value=node.conversion)
-        node.value = _call("__tf_fv", [node.value, conversion, spec], node.value)
+        if node.conversion == -1 and node.format_spec is None and not self._no_temporaries:
+            # {x}: a str, int, float or bool is formatted natively without a call
+            value = node.value
+            stored = ast.NamedExpr(target=ast.Name(id=FIELD, ctx=ast.Store()), value=value)
+            test = ast.Compare(
+                left=ast.Attribute(value=stored, attr="__class__", ctx=ast.Load()),
+                ops=[ast.In()], comparators=[load_name("__tf_native", value)])
+            rendered = guard_call("__tf_fv", [load_name(FIELD, value), conversion, spec], value)
+            node.value = ast.fix_missing_locations(ast.copy_location(
+                ast.IfExp(test=test, body=load_name(FIELD, value), orelse=rendered), value))
+            return node
+        node.value = guard_call("__tf_fv", [node.value, conversion, spec], node.value)
         node.conversion = -1
         node.format_spec = None
         return node
@@ -379,10 +478,18 @@ class _Rewriter(ast.NodeTransformer):
         self.generic_visit(node)
         for keyword in node.keywords:
             if keyword.arg is None:
-                keyword.value = _call("__tf_star", [keyword.value], keyword.value)
+                keyword.value = guard_call("__tf_star", [keyword.value], keyword.value)
         if isinstance(node.func, ast.Name) and node.func.id == "parallel" and not node.keywords:
-            node.func = _name("__tf_parallel", node.func)
+            node.func = load_name("__tf_parallel", node.func)
             node.args = [self._thunk(arg) for arg in node.args]
+        func = node.func
+        if (isinstance(func, ast.Call) and isinstance(func.func, ast.Name)
+                and func.func.id == "__tf_attr" and isinstance(func.args[1], ast.Constant)
+                and func.args[1].value in KEYED_METHODS and node.args
+                and not isinstance(node.args[0], ast.Starred)):
+            # d.get(k): the key is checked here, so the method needs no wrapper
+            func.func.id = "__tf_keyed_method"
+            node.args[0] = self._key(node.args[0])
         return node
 
     def _thunk(self, arg: ast.expr) -> ast.expr:
@@ -398,8 +505,8 @@ class _Rewriter(ast.NodeTransformer):
                     posonlyargs=[], args=[ast.arg(arg=name) for name in names], kwonlyargs=[],
                     kw_defaults=[], defaults=[])
                 function = ast.copy_location(ast.Lambda(args=params, body=inner.elt), inner)
-                bound = [_name(name, inner) for name in names]
-                thunk = _call("__tf_thunk", [function, *bound], inner.elt)
+                bound = [load_name(name, inner) for name in names]
+                thunk = guard_call("__tf_thunk", [function, *bound], inner.elt)
                 listing = ast.ListComp(elt=thunk, generators=inner.generators)
                 return ast.copy_location(
                     ast.Starred(value=ast.copy_location(listing, inner), ctx=ast.Load()), arg)
@@ -407,7 +514,7 @@ class _Rewriter(ast.NodeTransformer):
         function = ast.copy_location(
             ast.Lambda(args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[],
                                           kw_defaults=[], defaults=[]), body=arg), arg)
-        return _call("__tf_thunk", [function], arg)
+        return guard_call("__tf_thunk", [function], arg)
 
 
 def _bound_names(generators: list[ast.comprehension]) -> list[str]:

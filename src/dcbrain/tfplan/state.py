@@ -75,6 +75,28 @@ class RunState:
     active_futures: set[concurrent.futures.Future[Any]] = field(default_factory=set)
     signalled: set[int] = field(default_factory=set)
     branch: threading.local = field(default_factory=threading.local)
+    #: threads ``parallel`` may still start (the plan's own thread is one of max_parallel)
+    spare_threads: int = -1
+
+    def __post_init__(self) -> None:
+        if self.spare_threads < 0:
+            self.spare_threads = self.limits.max_parallel - 1
+
+    @property
+    def stopping(self) -> bool:
+        """Whether the run is over or being stopped: no new branch may start."""
+        return self.finished or self.expired or self.cancelled
+
+    def reserve_threads(self, wanted: int) -> int:
+        """Take up to ``wanted`` of the run's spare threads; returns how many."""
+        with self.lock:
+            granted = max(0, min(wanted, self.spare_threads))
+            self.spare_threads -= granted
+            return granted
+
+    def release_threads(self, count: int) -> None:
+        with self.lock:
+            self.spare_threads += count
 
     # -- threads running plan code -------------------------------------------------
     def add_plan_thread(self) -> None:

@@ -53,21 +53,32 @@ def to_plan_value(value: Any, *, max_items: int, where: str) -> Any:
 
 #: Plan values that hold other values.
 CONTAINERS = frozenset({list, tuple, dict, set, frozenset})
+#: Live views of a dict: they hold (and compare, hash, render) the dict's keys and values.
+VIEWS = frozenset({type({}.keys()), type({}.values()), type({}.items())})
+#: Everything the size walks look inside.
+WALKED = CONTAINERS | VIEWS
+#: Longest error message shown to the planner; longer ones are cut.
+MAX_MESSAGE_CHARS = 10_000
 
 
-def rendered_size_exceeds(value: Any, limit: int) -> bool:
-    """Whether ``str(value)``/``repr(value)`` could exceed ``limit`` characters.
+def rendered_size(value: Any, limit: int) -> int:
+    """An upper bound of ``len(repr(value))``, or ``limit + 1`` once it is past ``limit``.
 
-    An upper-bound estimate. Aliased structures count every time they appear, as ``repr``
-    prints them (``a = [a, a]`` repeated 30 times renders 2**30 items); a container inside
-    itself renders as ``[...]``.
+    Aliased structures count every time they appear, as ``repr`` prints them (``a = [a, a]``
+    repeated 30 times renders 2**30 items); a container inside itself renders as ``[...]``.
     """
     kind = type(value)
     if kind is str:
-        return len(value) * 4 + 2 > limit  # worst case of repr() escapes
-    if kind not in CONTAINERS:
-        return _rendered_leaf(value) > limit
-    return _expanded_weight(value, limit, _rendered_leaf, _rendered_overhead, 5) is not None
+        return min(len(value) * 4 + 2, limit + 1)  # worst case of repr() escapes
+    if kind not in WALKED:
+        return min(_rendered_leaf(value), limit + 1)
+    weight = _expanded_weight(value, limit, _rendered_leaf, _rendered_overhead, 5)
+    return limit + 1 if weight < 0 else weight
+
+
+def rendered_size_exceeds(value: Any, limit: int) -> bool:
+    """Whether ``str(value)``/``repr(value)`` could exceed ``limit`` characters."""
+    return rendered_size(value, limit) > limit
 
 
 def comparison_problem(value: Any, limit: int) -> str | None:
@@ -77,14 +88,71 @@ def comparison_problem(value: Any, limit: int) -> str | None:
     call, recursively. ``a = (a, a)`` repeated 40 times holds 41 objects but 2**40
     leaves, and a tuple nested 300,000 deep overflows the C stack when hashed.
     """
-    if type(value) not in CONTAINERS:
+    if type(value) not in WALKED:
         return None
-    problem = _expanded_weight(value, limit, _one, _one, 1, max_depth=MAX_DATA_DEPTH)
-    if problem == "deep":
+    weight = _expanded_weight(value, limit, _one, _one, 1, max_depth=MAX_DATA_DEPTH)
+    if weight == _DEEP:
         return f"it is nested deeper than {MAX_DATA_DEPTH} levels"
-    if problem == "large":
+    if weight == _LARGE:
         return f"it repeats its own parts more than {limit} times over"
     return None
+
+
+def nesting_depth(value: Any, limit: int = MAX_DATA_DEPTH) -> int:
+    """How deeply ``value`` nests containers, counted up to ``limit + 1``."""
+    if type(value) not in WALKED:
+        return 0
+    if _expanded_weight(value, 1 << 62, _one, _one, 1, max_depth=limit) == _DEEP:
+        return limit + 1
+    memo: dict[int, int] = {}
+    held: dict[int, list[Any]] = {}
+
+    def depth(node: Any) -> int:  # recursion is bounded: the walk above checked the depth
+        known = memo.get(id(node))
+        if known is not None:
+            return known
+        memo[id(node)] = 0  # a cycle adds nothing
+        deepest = max((depth(child) for child in _children(node, held)
+                       if type(child) in WALKED), default=0)
+        memo[id(node)] = deepest + 1
+        return deepest + 1
+
+    return depth(value)
+
+
+def bounded_message(exc: BaseException, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """``str(exc)``, rendered only when it cannot be huge, and cut to ``limit`` characters.
+
+    An exception's arguments can be any plan value (``assert False, dag``, a ``KeyError``
+    whose key is a huge tuple); rendering those is one uninterruptible C call.
+    """
+    for arg in exc.args:
+        if type(arg) is not str and rendered_size_exceeds(arg, limit):
+            shown = ", ".join(
+                arg if type(arg) is str and len(arg) <= limit else
+                f"<{type(arg).__name__} too large to show>"
+                for arg in exc.args
+            )
+            return shown[:limit]
+    text = str(exc)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+_LARGE = -1
+_DEEP = -2
+
+
+def _children(node: Any, held: dict[int, list[Any]]) -> Any:
+    kind = type(node)
+    if kind is dict:
+        return [*node.keys(), *node.values()]
+    if kind in VIEWS:
+        # an items view makes new tuples on every pass: keep one list of them alive
+        listed = held.get(id(node))
+        if listed is None:
+            listed = held[id(node)] = list(node)
+        return listed
+    return node
 
 
 def _expanded_weight(
@@ -94,9 +162,9 @@ def _expanded_weight(
     overhead: Callable[[Any], int],
     cycle: int,
     max_depth: int | None = None,
-) -> str | None:
-    """``"large"`` if ``value`` expanded into a tree weighs more than ``limit``, ``"deep"``
-    if it is nested deeper than ``max_depth``, else ``None``.
+) -> int:
+    """The weight of ``value`` expanded into a tree; ``_LARGE`` past ``limit``, ``_DEEP``
+    if it is nested deeper than ``max_depth``.
 
     A container weighs ``overhead(container)`` plus its children; a child that contains
     its parent weighs ``cycle``. Weights are computed once per distinct object (dynamic
@@ -104,35 +172,36 @@ def _expanded_weight(
     expands to.
     """
     weights: dict[int, int] = {}
+    held: dict[int, list[Any]] = {}
     on_path: set[int] = set()
     stack: list[tuple[Any, bool]] = [(value, False)]
     while stack:
         node, leaving = stack.pop()
         key = id(node)
-        children = [*node.keys(), *node.values()] if type(node) is dict else node
+        children = _children(node, held)
         if leaving:
             on_path.discard(key)
             total = overhead(node)
             for child in children:
-                if type(child) in CONTAINERS:
+                if type(child) in WALKED:
                     total += weights.get(id(child), cycle)
                 else:
                     total += leaf(child)
                 if total > limit:
-                    return "large"
+                    return _LARGE
             weights[key] = total
             continue
         if key in weights or key in on_path:
             continue
         on_path.add(key)
         if max_depth is not None and len(on_path) > max_depth:
-            return "deep"
+            return _DEEP
         stack.append((node, True))
         stack.extend(
             (child, False) for child in children
-            if type(child) in CONTAINERS and id(child) not in weights
+            if type(child) in WALKED and id(child) not in weights
         )
-    return None
+    return weights[id(value)]
 
 
 def _one(_: Any) -> int:

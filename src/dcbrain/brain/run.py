@@ -1,0 +1,417 @@
+"""BrainRun: one run of a DCBrain question — the state machine's model (seed 000).
+
+The machine, declared below as data, mirrors the seed's diagram::
+
+    init ──plan──▶ planning ──exec_plan──▶ running ──succeed──▶ succeeded
+                    │  ▲  │                  │  │
+                    │  │  └──succeed──▶ succeeded (direct answer)
+                    │  └───────plan──────────┘  └──fail──▶ failed
+                    └──fail──▶ failed (budget stops while planning)
+    any state ──abort──▶ aborted        any state ──init──▶ init
+
+A run owns everything that changes while it works: its attempts (the intermediate
+result), token budget, event recorder, clock, call journal and abort control. The
+:class:`~dcbrain.brain.DCBrain` that made it is configuration only, so one brain runs
+any number of runs at once. The FSM's ``abort`` event is fired by the run itself; the
+public :meth:`BrainRun.abort` only requests it (and cancels the LLM call or plan in
+flight), from any task or thread. The work of each phase lives in its own module
+(``planning``, ``running``, ``validation``); stopping a run in ``control``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from transitions import EventData
+
+from dcbrain.brain.base import EventCallback, answer_text
+from dcbrain.brain.budget import TokenBudget
+from dcbrain.brain.context import BrainContext, BrainIntermediateResult, BrainReason, BrainResult
+from dcbrain.brain.control import AbortRequested, BrainMachine, RunControl
+from dcbrain.brain.planning import PlanningContext, ask_planner, remember_failed_plan
+from dcbrain.brain.running import run_plan
+from dcbrain.brain.trace import PlanCallEvents, RunRecorder
+from dcbrain.brain.validation import validate
+from dcbrain.chain import TFChainInterpreter
+from dcbrain.events import Budget, ErrorEvent, Final, RunStarted, StateChanged
+from dcbrain.exceptions import TFBrainError, TFError, TFUserNewInputError
+from dcbrain.journal import CallJournal
+from dcbrain.llm.observe import llm_observer, observe_llm_calls
+from dcbrain.messages import TextMessage, as_message
+
+if TYPE_CHECKING:
+    from dcbrain.brain.dc_brain import DCBrain
+
+Clock = Callable[[], float]
+
+
+class BrainRun:
+    """One question answered by a :class:`~dcbrain.brain.DCBrain`: its machine and its state.
+
+    Made by :meth:`DCBrain.start_run`; :meth:`execute` runs it once. ``run_id`` is the
+    caller's or a new one; every event and the result carry it. ``journal`` holds the
+    run's finished calls (pass a persisted one to replay a run); ``clock`` gives the
+    monotonic seconds the wall-time budget is decided on (default ``time.monotonic``).
+    """
+
+    states: ClassVar[list[str]] = ["init", "planning", "running", "succeeded", "failed", "aborted"]
+    transitions: ClassVar[list[dict[str, Any]]] = [
+        {"trigger": "init", "source": "*", "dest": "init"},
+        {
+            "trigger": "plan",
+            "source": ["init", "planning", "running"],
+            "dest": "planning",
+            "prepare": "prepare_plan",
+            "conditions": "condition_plan",
+            "before": "before_plan",
+        },
+        {
+            "trigger": "exec_plan",
+            "source": "planning",
+            "dest": "running",
+            "conditions": "condition_exec_plan",
+        },
+        {
+            "trigger": "succeed",
+            "source": ["planning", "running"],
+            "dest": "succeeded",
+            "conditions": "condition_succeed",
+        },
+        # From planning too: a budget stop or a planner failure ends the run there.
+        {"trigger": "fail", "source": ["planning", "running"], "dest": "failed"},
+        {"trigger": "abort", "source": "*", "dest": "aborted"},
+    ]
+
+    state: str
+    trigger: Callable[..., Coroutine[Any, Any, bool]]
+
+    def __init__(
+        self,
+        brain: DCBrain,
+        question: str | TextMessage,
+        conversation_id: str = "default",
+        *,
+        run_id: str | None = None,
+        on_event: EventCallback | None = None,
+        journal: CallJournal | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self.brain = brain
+        self.message = as_message(question)
+        self.conversation_id = conversation_id
+        self.run_id = run_id or uuid.uuid4().hex
+        self.clock: Clock = clock or time.monotonic
+        self.journal = journal if journal is not None else CallJournal()
+        subscribers = [*brain._subscribers, *([on_event] if on_event else [])]
+        self.recorder = RunRecorder(self.run_id, subscribers, trace_path=brain.trace_path)
+        self.budget = TokenBudget(
+            brain.max_tokens,
+            emit=self.recorder.emit,
+            parent=llm_observer.get(),
+            max_iterations=brain.max_iterations,
+        )
+        self.context = BrainContext.for_question(
+            self.message, conversation_id, self.run_id, list(brain.tools)
+        )
+        self.ir = BrainIntermediateResult(self.context)
+        self.planning = PlanningContext.for_run(brain, self.context)
+        # one observer for every plan of the run, so call ids stay unique in the run
+        self.plan_calls = PlanCallEvents(self.recorder, brain.spec_chains)
+        self.control = RunControl()
+        self.started = 0.0
+        self.executed = False
+        self.machine = BrainMachine(
+            model=self,
+            states=self.states,
+            transitions=self.transitions,
+            initial="init",
+            auto_transitions=False,
+            send_event=True,
+            before_state_change="emit_state_change",
+        )
+
+    # -- public control ----------------------------------------------------------------
+
+    def abort(self) -> bool:
+        """Stop this run as soon as possible (status ``aborted``); ``False`` if not running.
+
+        Callable from any task or thread; the LLM call or plan in flight is cancelled.
+        """
+        return self.control.request_abort()
+
+    @property
+    def elapsed(self) -> float:
+        """Seconds since the run started, on the run's clock."""
+        return self.clock() - self.started if self.started else 0.0
+
+    # -- the run -----------------------------------------------------------------------
+
+    async def execute(self) -> BrainResult:
+        """Answer the question; returns a :class:`BrainResult` on every stop but two.
+
+        A timeout raises :class:`~dcbrain.exceptions.TFBrainError` whose ``result`` is the
+        partial result (reason ``timeout``); new user input raises
+        :class:`~dcbrain.exceptions.TFUserNewInputError` untouched.
+        """
+        if self.executed:
+            raise TFBrainError(f"run {self.run_id} was already executed")
+        self.executed = True
+        brain, recorder, ir = self.brain, self.recorder, self.ir
+        self.control.start(asyncio.get_running_loop())
+        self.started = self.clock()
+        recorder.emit(RunStarted(
+            question=self.message.content,
+            conversation_id=self.conversation_id,
+            chains=sorted(brain.spec_chains),
+            tools=[tool.name for tool in brain.tools],
+            max_iterations=brain.max_iterations,
+            max_tokens=brain.max_tokens,
+            timeout=brain.timeout,
+        ))
+        try:
+            await brain.acommit_message(self.conversation_id, self.message)
+            with observe_llm_calls(self.budget):
+                await self._drive()
+        except BaseException as exc:
+            self._close_open_calls("error" if isinstance(exc, Exception) else "aborted")
+            recorder.emit(ErrorEvent(source="brain", error=f"{type(exc).__name__}: {exc}"))
+            recorder.close()
+            raise
+        finally:
+            self.control.finish()
+        self._close_open_calls("aborted" if ir.status == "aborted" else "error")
+        result = BrainResult.from_intermediate(ir, self.budget.usage.copy(), self.elapsed)
+        result.validated_by = ir.validated_by
+        result.reused_calls = self.plan_calls.reused
+        recorder.emit(Final(**result.to_dict(include_events=False)))
+        recorder.close()
+        result.events = recorder.as_dicts()
+        if result.reason == "timeout":
+            raise TFBrainError(
+                f"DCBrain timed out after {brain.timeout:g} s and {ir.iterations} plannings",
+                result=result,
+            )
+        return result
+
+    async def _drive(self) -> None:
+        """The loop of the seed's lifecycle; every stop ends in a terminal state."""
+        ir = self.ir
+        try:
+            await self._fire("init")
+            while True:
+                self.control.check()
+                if not await self._fire("plan"):
+                    await self._stop(ir.reason or "error")
+                    return
+                self.control.check()
+                if ir.direct_answer:
+                    await self._fire("succeed")
+                    return
+                if ir.current_plan is None:  # an unusable reply or a repeated plan
+                    if ir.reason == "repeated_plan":
+                        await self._stop("repeated_plan")
+                        return
+                    continue
+                await self._fire("exec_plan")
+                self.control.check()
+                if self.budget.exhausted is not None:
+                    await self._stop("max_tokens")
+                    return
+                if await self._fire("succeed"):
+                    return
+        except AbortRequested:
+            await self._stop("aborted")
+        except TFUserNewInputError:
+            raise
+        except TFError as exc:
+            ir.error = f"{type(exc).__name__}: {exc}"
+            await self._stop("max_tokens" if self.budget.exhausted is not None else "error")
+        except Exception as exc:  # a bug in a chain, tool or callback: stop, keep the trajectory
+            ir.error = f"{type(exc).__name__}: {exc}"
+            await self._stop("error", unexpected=True)
+
+    async def _fire(self, trigger: str, **kwargs: Any) -> bool:
+        """Fire ``trigger``; re-raise the stop the machine held back, and a cancellation of
+        this task, which the library swallows."""
+        done = await self.trigger(trigger, **kwargs)
+        stop = self.machine.take_stop()
+        if stop is not None:
+            raise stop
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise asyncio.CancelledError
+        return bool(done)
+
+    async def _stop(self, reason: BrainReason, *, unexpected: bool = False) -> None:
+        if reason == "aborted" or unexpected or self.state not in ("planning", "running"):
+            await self._fire("abort", reason=reason)
+        else:
+            await self._fire("fail", reason=reason)
+
+    def _close_open_calls(self, status: str) -> None:
+        """Every call still open when the run stops ends now, so no view shows it running."""
+        self.plan_calls.close_open(status)
+        self.budget.close_open(status)
+
+    # -- machine callbacks: events -----------------------------------------------------
+
+    def emit_state_change(self, event: EventData) -> None:
+        """Announce the change before the new state's ``on_enter`` work starts."""
+        if event.transition is not None:
+            self.recorder.emit(StateChanged(
+                source=event.transition.source,
+                dest=event.transition.dest,
+                trigger=event.event.name,
+            ))
+
+    # -- machine callbacks: init and planning ------------------------------------------
+
+    async def on_enter_init(self, event: EventData) -> None:
+        """Describe the chains and tools the plans may call (seed 000's init)."""
+        if self.executed:
+            self.planning.describe(self._interpreter(observer=None).describe_callables())
+
+    async def prepare_plan(self, event: EventData) -> None:
+        """Recall memory, bring in the last suggestion, earlier failures and budgets."""
+        brain, context = self.brain, self.context
+        if not self.executed:
+            return
+        if brain.neural is not None:
+            brain.neural.raise_if_new_input(context.conversation_id)
+        if context.recall is None and brain.memory is not None:
+            recall = await brain.arecall(context.conversation_id, context.current_input.content)
+            if recall is not None:
+                self.planning.take_recall(context, recall)
+        self.planning.update(
+            self.ir,
+            contextual_plan_info=brain.contextual_plan_info(context.conversation_id),
+            iterations_left=max(brain.max_iterations - self.ir.iterations, 0),
+            tokens_left=self.budget.remaining,
+            journal=self.journal,
+        )
+
+    def condition_plan(self, event: EventData) -> bool:
+        """Another planning is allowed: iterations left and (after the first) time left."""
+        ir, brain = self.ir, self.brain
+        if not self.executed:
+            return False
+        if ir.iterations >= brain.max_iterations:
+            ir.reason = "max_iterations"
+            self._budget_stop("max_iterations", ir.iterations, brain.max_iterations)
+            return False
+        elapsed = self.elapsed
+        if ir.iterations > 0 and elapsed >= brain.timeout:
+            ir.reason = "timeout"
+            self._budget_stop("timeout", round(elapsed, 3), brain.timeout)
+            return False
+        return True
+
+    def before_plan(self, event: EventData) -> None:
+        """Archive the previous plan and result; start a fresh attempt."""
+        self.ir.start_attempt()
+
+    async def on_enter_planning(self, event: EventData) -> None:
+        """Ask the planner; a ```tf_plan block is the plan, other text the answer."""
+        ir, brain, budget = self.ir, self.brain, self.budget
+        if budget.exhausted is not None:
+            raise budget.exhausted
+        ir.iterations += 1
+        budget.iterations_used = ir.iterations
+        assert brain.plan_llm is not None
+        prompts = [brain.planning_prompt, brain._memo_prompt, brain._knowledge_prompt,
+                   brain._question_prompt]
+        callables = [*brain.spec_chains, *(tool.name for tool in brain.tools)]
+        await ask_planner(ir, brain.plan_llm, prompts, self.planning, self.control,
+                          self.recorder, callables, self.journal)
+        if ir.interpreter_err is not None:  # no usable plan: nothing to run
+            brain._contextual_plan_info.record(ir)
+
+    # -- machine callbacks: running ----------------------------------------------------
+
+    def condition_exec_plan(self, event: EventData) -> bool:
+        """There is a plan that has not run yet."""
+        ir = self.ir
+        return ir.current_plan is not None and ir.current_result is None \
+            and ir.interpreter_err is None
+
+    async def on_enter_running(self, event: EventData) -> None:
+        """Check and run the plan; recoverable errors become ``interpreter_err``."""
+        if self.ir.current_plan is None:
+            return
+        await run_plan(self.ir, self._interpreter(self.plan_calls), self.recorder, self.control)
+
+    def _interpreter(self, observer: Any) -> TFChainInterpreter:
+        brain, context = self.brain, self.context
+        return TFChainInterpreter(
+            brain.spec_chains,
+            tools=brain.tools,
+            additional_info=context.chain_info,
+            limits=brain.limits,
+            default_llm=brain.default_llm,
+            conversation=context.conversation,
+            knowledge=context.knowledge,
+            observer=observer,
+            neural=brain.neural,
+            conversation_id=context.conversation_id,
+            journal=self.journal,
+            attempt=self.ir.iterations,
+            run_id=self.run_id,
+        )
+
+    # -- machine callbacks: validation -------------------------------------------------
+
+    async def condition_succeed(self, event: EventData) -> bool:
+        """A direct answer, or a plan result the validator accepts."""
+        ir, brain = self.ir, self.brain
+        if ir.direct_answer:
+            ir.reason = "direct_answer"
+            return True
+        if ir.interpreter_err is not None or ir.current_result is None:
+            remember_failed_plan(ir)
+            brain._contextual_plan_info.record(ir)
+            return False
+        if brain.neural is not None:
+            brain.neural.raise_if_new_input(ir.context.conversation_id)
+        assert brain.validate_llm is not None
+        solved = await validate(ir, brain.validate_llm, brain.validate_prompt, self.control,
+                                self.recorder, self.journal)
+        if not solved:
+            remember_failed_plan(ir)
+            brain._contextual_plan_info.record(ir)
+        return solved
+
+    # -- machine callbacks: terminal states --------------------------------------------
+
+    async def on_enter_succeeded(self, event: EventData) -> None:
+        ir = self.ir
+        ir.status = "succeeded"
+        self.brain._contextual_plan_info.clear(ir.context.conversation_id)
+        await self.brain.acommit_message(
+            ir.context.conversation_id, ir.answer_message(answer_text(ir.final_result))
+        )
+
+    async def on_enter_failed(self, event: EventData) -> None:
+        ir = self.ir
+        ir.status = "failed"
+        ir.reason = event.kwargs.get("reason", ir.reason or "error")
+        self.brain._contextual_plan_info.record(ir)
+        detail = ir.error or ir.suggestion or ir.last_error or ""
+        answer = ir.answer_message(f"(no answer: {ir.reason}) {detail}".strip())
+        await self.brain.acommit_message(ir.context.conversation_id, answer)
+
+    async def on_enter_aborted(self, event: EventData) -> None:
+        ir = self.ir
+        if not self.executed:
+            return
+        ir.status = "aborted"
+        ir.reason = event.kwargs.get("reason", "aborted")
+        self.brain._contextual_plan_info.record(ir)
+
+    # -- helpers -----------------------------------------------------------------------
+
+    def _budget_stop(self, budget: str, used: float, limit: float) -> None:
+        self.recorder.emit(Budget(budget=budget, used=used, limit=limit, exhausted=True))

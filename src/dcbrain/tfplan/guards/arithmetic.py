@@ -1,0 +1,194 @@
+"""Operators that can build large values or run long on large ints.
+
+Python's big-int operations run in one C call each: ``x // y`` and ``x % y`` take time
+proportional to the product of the operands' sizes, ``pow(a, e, m)`` a product per bit of
+``e``. They are sized and paid for (by bit size) before Python starts them.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Callable
+from typing import Any
+
+from dcbrain.tfplan.guards.budget import ALLOC_DIVISOR, Budget
+from dcbrain.tfplan.guards.strings import Strings
+
+_INTS = (int, bool)
+_SEQUENCES = (str, list, tuple)
+#: One operation per this many products of 64-bit words in quadratic big-int algorithms.
+_WORD_PRODUCTS_PER_OP = 16
+_SMALL = 1 << 64
+
+
+def _words(number: int) -> int:
+    return (number.bit_length() >> 6) + 1
+
+
+class Arithmetic:
+    """Binary operators, ``pow``, ``divmod``, ``int()`` and ``math.gcd``/``lcm`` of one run."""
+
+    def __init__(self, budget: Budget, strings: Strings) -> None:
+        self.budget = budget
+        self.strings = strings
+        self.bitor = self._bitwise(operator.or_)
+        self.bitand = self._bitwise(operator.and_)
+        self.bitxor = self._bitwise(operator.xor)
+        self._in_place: dict[str, Callable[[Any, Any], Any]] = {
+            "Add": self.list_iadd, "Sub": self._bitwise(operator.isub),
+            "BitOr": self._bitwise(operator.ior), "BitAnd": self._bitwise(operator.iand),
+            "BitXor": self._bitwise(operator.ixor), "Mult": self.mul, "Pow": self.power,
+            "LShift": self.lshift, "Mod": self.mod, "FloorDiv": self.floordiv,
+        }
+
+    def augmented(self, op_name: str) -> Callable[[Any, Any], Any]:
+        """The guard of ``x op= v`` for the operator named ``op_name`` (``"Add"`` …)."""
+        return self._in_place[op_name]
+
+    # -- growing operators -----------------------------------------------------------
+    def add(self, a: Any, b: Any) -> Any:
+        result = a + b
+        kind = result.__class__
+        if kind is int or kind is float:  # numbers grow one bit per addition at most
+            return result
+        return self.budget.check_result(result)
+
+    def sub(self, a: Any, b: Any) -> Any:
+        result = a - b
+        kind = result.__class__
+        if kind is int or kind is float:
+            return result
+        return self.budget.check_result(result)
+
+    def _bitwise(self, op: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+        check_result = self.budget.check_result
+
+        def guarded(a: Any, b: Any) -> Any:
+            result = op(a, b)
+            kind = result.__class__
+            if kind is float or kind is bool:
+                return result
+            if kind is int and -_SMALL < result < _SMALL:
+                return result
+            return check_result(result)
+
+        return guarded
+
+    def mul(self, a: Any, b: Any) -> Any:
+        budget = self.budget
+        ta, tb = a.__class__, b.__class__
+        if ta is float or tb is float:
+            return a * b
+        if ta in _INTS and tb in _INTS:
+            if -_SMALL < a < _SMALL and -_SMALL < b < _SMALL:
+                return a * b
+            if a.bit_length() + b.bit_length() > budget.max_bits:
+                raise budget.too_many_bits("int product", a.bit_length() + b.bit_length())
+        elif (ta in _INTS and tb in _SEQUENCES) or (tb in _INTS and ta in _SEQUENCES):
+            count, sequence = (a, b) if ta in _INTS else (b, a)
+            size = len(sequence) * count
+            if size > budget.max_size:
+                raise budget.too_large(type(sequence).__name__, size)
+        return budget.check_result(a * b)
+
+    def power(self, a: Any, b: Any, mod: Any = None) -> Any:
+        budget = self.budget
+        if mod is None:
+            if a.__class__ in _INTS and b.__class__ in _INTS and b > 0:
+                bits = abs(a).bit_length()
+                if bits > 1 and (bits - 1) * b > budget.max_bits:
+                    raise budget.too_many_bits("int power", (bits - 1) * b)
+            return budget.check_result(a**b)
+        if a.__class__ in _INTS and b.__class__ in _INTS and mod.__class__ in _INTS:
+            for name, number in (("base", a), ("exponent", b), ("modulus", mod)):
+                if number.bit_length() > budget.max_bits:
+                    raise budget.too_many_bits(f"pow() {name}", number.bit_length())
+            words = _words(mod)
+            # reducing the base, then a product and a reduction per exponent bit (a
+            # negative exponent first inverts the base, which costs one more reduction)
+            budget.charge((_words(a) * words + 2 * abs(b).bit_length() * words * words
+                           + (words * words if b < 0 else 0)) // _WORD_PRODUCTS_PER_OP + 1)
+        return budget.check_result(pow(a, b, mod))
+
+    def lshift(self, a: Any, b: Any) -> Any:
+        budget = self.budget
+        if (a.__class__ in _INTS and b.__class__ in _INTS and a and b > 0
+                and a.bit_length() + b > budget.max_bits):
+            raise budget.too_many_bits("int shift", a.bit_length() + b)
+        return budget.check_result(a << b)
+
+    # -- division --------------------------------------------------------------------
+    def _charge_division(self, a: Any, b: Any) -> None:
+        if a.__class__ in _INTS and b.__class__ in _INTS and not -_SMALL < b < _SMALL \
+                and not -_SMALL < a < _SMALL:
+            # schoolbook division: a word product per word of the quotient and divisor
+            quotient = max(_words(a) - _words(b), 0) + 1
+            self.budget.charge(quotient * _words(b) // _WORD_PRODUCTS_PER_OP + 1)
+
+    def floordiv(self, a: Any, b: Any) -> Any:
+        self._charge_division(a, b)
+        return a // b
+
+    def mod(self, a: Any, b: Any) -> Any:
+        kind = a.__class__
+        if kind is int and b.__class__ is int and -_SMALL < b < _SMALL:
+            return a % b  # linear in a
+        if kind is str:
+            return self.strings.percent(a, b)
+        self._charge_division(a, b)
+        return a % b
+
+    def divmod(self, a: Any, b: Any) -> tuple[Any, Any]:
+        self._charge_division(a, b)
+        return divmod(a, b)  # type: ignore[no-any-return]
+
+    def gcd(self, *numbers: Any) -> int:
+        """``math.gcd``: Lehmer's algorithm is quadratic in the operands' size."""
+        self._charge_pairs(numbers)
+        return math.gcd(*numbers)
+
+    def lcm(self, *numbers: Any) -> int:
+        self._charge_pairs(numbers)
+        result = 1
+        for number in numbers:
+            result = self.budget.check_result(math.lcm(result, number))
+        return result
+
+    def _charge_pairs(self, numbers: tuple[Any, ...]) -> None:
+        words = max((_words(n) for n in numbers if n.__class__ in _INTS), default=1)
+        self.budget.charge(1 + len(numbers) * (1 + words * words // _WORD_PRODUCTS_PER_OP))
+
+    def to_int(self, value: Any = 0, /, base: Any = None) -> int:
+        """``int()``: text in a power-of-two base converts without CPython's digit limit."""
+        if base is None:
+            return int(value)
+        if value.__class__ is str and base.__class__ in _INTS:
+            bits_per_digit = (base - 1).bit_length() if base >= 2 else 4
+            bits = len(value) * bits_per_digit
+            if bits > self.budget.max_bits:
+                raise self.budget.too_many_bits("int()", bits)
+            self.budget.charge(1 + len(value) // ALLOC_DIVISOR)
+        return int(value, base)
+
+    # -- in place ----------------------------------------------------------------------
+    def check_iadd(self, target: Any, value: Any) -> Any:
+        """Checks ``x += v`` and returns ``v``; the native ``+=`` keeps CPython's in-place
+        string append. An iterable added to a list is first consumed under the budget."""
+        kind = target.__class__
+        if kind is int or kind is float:
+            return value
+        budget = self.budget
+        if kind in _SEQUENCES and value.__class__ in _SEQUENCES:
+            size = len(target) + len(value)
+            if size > budget.max_size:
+                raise budget.too_large(kind.__name__, size)
+            budget.charge(1 + len(value) // ALLOC_DIVISOR)
+        elif kind is list:
+            value = budget.materialize(value)
+            if len(target) + len(value) > budget.max_size:
+                raise budget.too_large("list", len(target) + len(value))
+        return value
+
+    def list_iadd(self, a: Any, b: Any) -> Any:
+        return self.budget.check_result(operator.iadd(a, self.check_iadd(a, b)))

@@ -1,0 +1,94 @@
+"""Messages between the host and a sandbox process: length-prefixed pickles on a socket.
+
+The host reads what a sandbox process writes with an unpickler that refuses every
+global, so a message can only hold plain built-in data (no code runs while it is read);
+the host still checks every value that reaches a chain, a tool or the caller.
+"""
+
+from __future__ import annotations
+
+import io
+import pickle
+import socket
+import struct
+import threading
+from dataclasses import fields
+from typing import Any
+
+from dcbrain.tfplan.errors import ChannelClosed as ChannelClosed
+from dcbrain.tfplan.result import CallRecord
+
+#: Fields of a call's record that the worker fills in and sends (position, branch …);
+#: the host fills in the rest (arguments after its own copy, result, error, timing).
+WORKER_RECORD_FIELDS = tuple(
+    spec.name for spec in fields(CallRecord)
+    if spec.name not in ("args", "kwargs", "result", "error", "started_at", "duration_s",
+                         "extra")
+)
+
+_HEADER = struct.Struct("!I")
+
+#: Largest message accepted (a plan's result of ``max_size`` elements pickles far smaller).
+MAX_MESSAGE_BYTES = 2**28
+
+
+class _PlainUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        raise pickle.UnpicklingError(f"global {module}.{name} is not allowed")
+
+
+def plain_loads(data: bytes) -> Any:
+    """Unpickle ``data`` holding only built-in values (no class is ever looked up)."""
+    return _PlainUnpickler(io.BytesIO(data)).load()
+
+
+class Channel:
+    """Framed messages on a connected stream socket; ``send`` may be called from any thread."""
+
+    def __init__(self, sock: socket.socket, *, trusted: bool) -> None:
+        self.sock = sock
+        self._loads = pickle.loads if trusted else plain_loads
+        self._buffer = bytearray()
+        self._chunk = memoryview(bytearray(1 << 16))  # reused: a fresh big bytes per read costs
+        self._timeout: float | None = None
+        self._send_lock = threading.Lock()
+
+    def send(self, message: Any) -> None:
+        data = pickle.dumps(message, protocol=5)
+        with self._send_lock:
+            try:
+                self.sock.sendall(_HEADER.pack(len(data)) + data)
+            except OSError as exc:
+                raise ChannelClosed(str(exc)) from None
+
+    def recv(self, timeout: float | None = None) -> Any:
+        """The next message; raises ``TimeoutError`` when none came within ``timeout``."""
+        if timeout != self._timeout:
+            self.sock.settimeout(timeout)
+            self._timeout = timeout
+        buffer = self._buffer
+        while True:
+            if len(buffer) >= _HEADER.size:
+                (size,) = _HEADER.unpack_from(buffer)
+                if size > MAX_MESSAGE_BYTES:
+                    raise ChannelClosed(f"message of {size} bytes refused")
+                end = _HEADER.size + size
+                if len(buffer) >= end:
+                    data = bytes(buffer[_HEADER.size:end])
+                    del buffer[:end]
+                    try:
+                        return self._loads(data)
+                    except Exception as exc:  # malformed message: the peer is not trusted
+                        raise ChannelClosed(f"unreadable message: {exc}") from None
+            try:
+                size = self.sock.recv_into(self._chunk)
+            except TimeoutError:
+                raise
+            except OSError as exc:
+                raise ChannelClosed(str(exc)) from None
+            if not size:
+                raise ChannelClosed("connection closed")
+            buffer += self._chunk[:size]
+
+    def close(self) -> None:
+        self.sock.close()

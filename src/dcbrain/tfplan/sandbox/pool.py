@@ -1,0 +1,312 @@
+"""Pre-started sandbox processes, forked on demand from one preloaded parent (the zygote).
+
+One :class:`WorkerPool` per host process (:func:`shared_pool`) starts lazily with the
+first plan that runs with ``isolation="process"`` and stops at exit. A worker is reused
+plan after plan; one that was killed, crashed or ran out of memory is replaced.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from concurrent.futures import Future
+from pathlib import Path
+
+from dcbrain.tfplan.sandbox._wire import Channel
+
+#: Plans one worker runs before it is replaced (bounds what a long-lived process keeps).
+PLANS_PER_WORKER = 500
+#: Idle workers kept after a burst of concurrent plans (per memory limit).
+MAX_IDLE = 8
+#: Part of a worker's crash report the host keeps.
+MAX_REPORT_BYTES = 1 << 20
+
+
+class Worker:
+    """One sandbox process, as the host sees it."""
+
+    def __init__(self, pid: int, sock: socket.socket, report: int, memory: int) -> None:
+        self.pid = pid
+        self.channel = Channel(sock, trusted=False)
+        self.report = report  # read end of the crash-report pipe (faulthandler output)
+        self.memory = memory
+        self.plans = 0
+
+    def read_report(self) -> str:
+        """What the process wrote to its crash-report pipe since the last read (the first
+        :data:`MAX_REPORT_BYTES` of it; the rest is dropped)."""
+        chunks: list[bytes] = []
+        kept = 0
+        for _ in range(4 * MAX_REPORT_BYTES // 65536):  # a process writing on and on
+            try:
+                chunk = os.read(self.report, 65536)
+            except OSError:  # BlockingIOError: nothing more for now
+                break
+            if not chunk:
+                break
+            if kept < MAX_REPORT_BYTES:
+                chunks.append(chunk)
+                kept += len(chunk)
+        return b"".join(chunks)[:MAX_REPORT_BYTES].decode(errors="replace")
+
+    def close(self) -> None:
+        self.channel.close()
+        with contextlib.suppress(OSError):
+            os.close(self.report)
+
+
+class WorkerPool:
+    """Sandbox processes for plans: ``acquire`` one, ``release`` it, ``kill`` it.
+
+    ``idle`` workers per memory limit are kept ready; more are forked when needed.
+    """
+
+    def __init__(self, idle: int = 2) -> None:
+        self.idle_target = idle
+        self._lock = threading.Lock()
+        self._idle: dict[int, deque[Worker]] = {}
+        self._busy: set[int] = set()
+        self._coming: dict[int, int] = {}  # workers being forked for the idle list
+        self._spawns: deque[Future[int]] = deque()
+        self._exits: dict[int, int] = {}
+        self._exited = threading.Condition(self._lock)
+        self._closed = False
+        self._pid = os.getpid()
+        control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._control = control
+        self._control_lock = threading.Lock()
+        self._zygote = subprocess.Popen(
+            [sys.executable, "-c", _BOOTSTRAP, str(_PACKAGE_DIR), str(theirs.fileno())],
+            pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            env=_zygote_environment(), close_fds=True,
+        )
+        theirs.close()
+        self._reader = threading.Thread(target=self._read_zygote, name="tf_plan-sandbox",
+                                        daemon=True)
+        self._reader.start()
+
+    # -- workers -----------------------------------------------------------------------
+    def acquire(self, memory: int) -> Worker:
+        """An idle worker with address-space limit ``memory`` (forked if none is idle)."""
+        with self._lock:
+            idle = self._idle.get(memory)
+            worker = idle.popleft() if idle else None
+        if worker is None:
+            worker = self._spawn(memory)
+        with self._lock:
+            self._busy.add(worker.pid)
+        self._refill(memory)
+        worker.read_report()  # drop what an earlier plan left there
+        return worker
+
+    def release(self, worker: Worker) -> None:
+        """Give back a worker that finished its plan cleanly."""
+        with self._lock:
+            self._busy.discard(worker.pid)
+        worker.plans += 1
+        if worker.plans >= PLANS_PER_WORKER:
+            self.discard(worker)
+            return
+        with self._lock:
+            idle = self._idle.setdefault(worker.memory, deque())
+            if not self._closed and len(idle) < max(self.idle_target, MAX_IDLE):
+                idle.append(worker)
+                return
+        self.signal(worker, signal.SIGKILL)
+        worker.close()
+
+    def discard(self, worker: Worker) -> None:
+        """Kill a worker that must not run another plan; a new one takes its place."""
+        with self._lock:
+            self._busy.discard(worker.pid)
+        self.signal(worker, signal.SIGKILL)
+        worker.close()
+        self._refill(worker.memory)
+
+    def signal(self, worker: Worker, signum: int) -> None:
+        """Send ``signum`` to a worker that has not been reaped yet."""
+        self._send(f"signal {worker.pid} {signum}".encode())
+
+    def wait_exit(self, worker: Worker, timeout: float) -> int | None:
+        """The wait status of a worker that ended, or ``None`` if it did not in time."""
+        pid = worker.pid
+        deadline = time.monotonic() + timeout
+        with self._exited:
+            while pid not in self._exits:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or self._closed:
+                    return None
+                self._exited.wait(remaining)
+            return self._exits.pop(pid)
+
+    def close(self) -> None:
+        """Stop every worker and the zygote."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            workers = [w for idle in self._idle.values() for w in idle]
+            self._idle.clear()
+            self._exited.notify_all()
+        for worker in workers:
+            worker.close()
+        self._control.close()
+        try:
+            self._zygote.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self._zygote.kill()
+
+    def busy_pids(self) -> set[int]:
+        """Process ids of the workers running a plan now."""
+        with self._lock:
+            return set(self._busy)
+
+    def worker_pids(self) -> set[int]:
+        """Process ids of every worker, idle or busy."""
+        with self._lock:
+            return self._busy | {w.pid for idle in self._idle.values() for w in idle}
+
+    @property
+    def zygote_pid(self) -> int:
+        return self._zygote.pid
+
+    def idle_count(self, memory: int) -> int:
+        """Workers with address-space limit ``memory`` ready for a plan."""
+        with self._lock:
+            return len(self._idle.get(memory, ()))
+
+    @property
+    def forked_here(self) -> bool:
+        return os.getpid() == self._pid
+
+    # -- internals ---------------------------------------------------------------------
+    def _spawn(self, memory: int) -> Worker:
+        host_sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        report_r, report_w = os.pipe()
+        os.set_blocking(report_r, False)
+        future: Future[int] = Future()
+        try:
+            with self._control_lock:
+                with self._lock:
+                    if self._closed:
+                        raise RuntimeError("the sandbox pool is closed")
+                    self._spawns.append(future)
+                socket.send_fds(self._control, [f"spawn {memory}".encode()],
+                                [child_sock.fileno(), report_w])
+        finally:
+            child_sock.close()
+            os.close(report_w)
+        pid = future.result(timeout=30)
+        return Worker(pid, host_sock, report_r, memory)
+
+    def _refill(self, memory: int) -> None:
+        """Fork workers in the background until ``idle_target`` are idle (or on their way)."""
+        with self._lock:
+            coming = self._coming.get(memory, 0)
+            missing = self.idle_target - len(self._idle.get(memory, ())) - coming
+            if missing <= 0 or self._closed:
+                return
+            self._coming[memory] = coming + missing
+        threading.Thread(target=self._add_idle, args=(memory, missing), daemon=True,
+                         name="tf_plan-sandbox-refill").start()
+
+    def _add_idle(self, memory: int, count: int) -> None:
+        for done in range(count):
+            try:
+                worker: Worker | None = self._spawn(memory)
+            except (RuntimeError, OSError, TimeoutError):
+                worker = None
+            with self._lock:
+                self._coming[memory] -= 1
+                if worker is not None and not self._closed:
+                    self._idle.setdefault(memory, deque()).append(worker)
+                    worker = None
+            if worker is not None:  # the pool closed meanwhile
+                worker.close()
+            if self._closed:
+                with self._lock:
+                    self._coming[memory] -= count - done - 1
+                return
+
+    def _send(self, data: bytes) -> None:
+        with self._control_lock, contextlib.suppress(OSError):
+            self._control.send(data)
+
+    def _read_zygote(self) -> None:
+        while True:
+            try:
+                data = self._control.recv(256)
+            except OSError:
+                data = b""
+            if not data:
+                with self._lock:
+                    self._closed = True
+                    pending = list(self._spawns)
+                    self._spawns.clear()
+                    self._exited.notify_all()
+                for future in pending:
+                    future.set_exception(RuntimeError("the sandbox zygote stopped"))
+                return
+            words = data.decode().split()
+            with self._lock:
+                if words[0] == "spawned":
+                    self._spawns.popleft().set_result(int(words[1]))
+                elif words[0] == "exited":
+                    self._exits[int(words[1])] = int(words[2])
+                    if len(self._exits) > 1024:  # statuses nobody waited for
+                        del self._exits[next(iter(self._exits))]
+                    self._exited.notify_all()
+
+
+#: The ``dcbrain`` package directory this host runs.
+_PACKAGE_DIR = Path(__file__).resolve().parents[2]
+
+#: Starts the zygote with only the interpreter loaded: the package's ``__init__`` (which
+#: imports the whole library) is replaced by an empty package of the same directory.
+_BOOTSTRAP = """\
+import sys, types
+package = types.ModuleType("dcbrain")
+package.__path__ = [sys.argv[1]]
+sys.modules["dcbrain"] = package
+from dcbrain.tfplan.sandbox._zygote import main
+main(int(sys.argv[2]))
+"""
+
+
+def _zygote_environment() -> dict[str, str]:
+    env = dict(os.environ)
+    package_root = str(_PACKAGE_DIR.parent)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [package_root, *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]]
+    )
+    env["MALLOC_ARENA_MAX"] = "2"  # each arena reserves address space counted by RLIMIT_AS
+    return env
+
+
+_shared: WorkerPool | None = None
+_shared_lock = threading.Lock()
+
+
+def shared_pool() -> WorkerPool:
+    """The pool of this process, started on first use and stopped at exit."""
+    global _shared
+    with _shared_lock:
+        if _shared is None or not _shared.forked_here or _shared._closed:
+            _shared = WorkerPool()
+        return _shared
+
+
+def _close_shared() -> None:
+    if _shared is not None and _shared.forked_here:
+        _shared.close()
+
+
+atexit.register(_close_shared)
