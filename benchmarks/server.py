@@ -84,7 +84,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         db = args.db or Path(scratch) / "server.db"
         memory = SQLiteMemory(db)
-        app = create_app(lambda: brain(memory), memory, max_concurrent_runs=args.runs)
+        app = create_app(lambda: brain(memory), memory, max_concurrent_runs=args.runs,
+                         max_streams_per_client=max(args.runs, 100),
+                         max_streams=max(args.runs, 1000))
         with serve_in_thread(app) as base_url, ThreadPoolExecutor(args.runs) as pool:
             started = time.perf_counter()
             outcomes = list(pool.map(lambda i: follow(base_url, i), range(args.runs)))

@@ -12,7 +12,9 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 LISTED = [
     "brain_replan.py",
+    "custom_memory.py",
     "dc_chains.py",
+    "mcp_tools.py",
     "plan_execute.py",
     "structured_chain.py",
     "tool_chain.py",

@@ -1,4 +1,4 @@
-"""``dcbrain.toml``: LLMs, roles, chains, tools, memory and budgets in one validated file.
+"""``dcbrain.toml``: LLMs, roles, chains, tools, MCP servers, memory and budgets in one file.
 
 ``load_config(path)`` reads and validates the file (every error names its key path,
 ``dcbrain.toml: llm.main.base_url: Input should be a valid URL``); ``build_brain(config)``
@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from dcbrain.brain import DCBrain
     from dcbrain.chain import Chain
     from dcbrain.llm import ChatLLM
+    from dcbrain.mcp import MCPTools
+    from dcbrain.tools import Tool
 
 DEFAULT_CONFIG_FILE = "dcbrain.toml"
 LOCAL_LLM_NAME = "local"
@@ -77,6 +79,18 @@ class ChainConfig(_Section):
     max_tokens: PositiveInt | None = None
 
 
+class MCPServerConfig(_Section):
+    """An MCP server whose tools plans may call: ``command`` (stdio) or ``url`` (HTTP)."""
+
+    command: list[str] | str | None = None
+    url: HttpUrl | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    prefix: str = ""
+    startup_timeout: PositiveFloat = 30.0
+    call_timeout: PositiveFloat = 300.0
+
+
 class MemoryConfig(_Section):
     """The SQLite memory; ``path = ""`` turns memory off."""
 
@@ -96,6 +110,7 @@ class Config(_Section):
     llm: dict[str, LLMConfig] = Field(default_factory=dict)
     roles: RolesConfig = Field(default_factory=RolesConfig)
     chains: dict[str, ChainConfig] = Field(default_factory=dict)
+    mcp: dict[str, MCPServerConfig] = Field(default_factory=dict)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     brain: BrainConfig = Field(default_factory=BrainConfig)
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
@@ -184,6 +199,11 @@ def _cross_references(config: Config) -> list[str]:
     for name, llm in config.llm.items():
         if llm.provider == "openai" and not llm.model:
             problems.append(f"llm.{name}.model: required for provider 'openai'")
+    for name, server in config.mcp.items():
+        if (server.command is None) == (server.url is None):
+            problems.append(f"mcp.{name}: give command = [...] (stdio) or url = \"...\" (HTTP)")
+        elif server.command is not None and not server.command:
+            problems.append(f"mcp.{name}.command: empty")
     for index, tool_file in enumerate(config.tools):
         if not config.resolve(tool_file).is_file():
             problems.append(f"tools.{index}: file not found: {config.resolve(tool_file)}")
@@ -225,12 +245,13 @@ def _without_chain_prefix(message: str, name: str) -> str:
     return message
 
 
-def check_tool_names(config: Config, tools: Mapping[str, Callable[..., Any]]) -> None:
+def check_tool_names(config: Config, tools: Mapping[str, Callable[..., Any] | Tool]) -> None:
     """Raise :class:`ConfigError` when a chain and a tool share a name (a plan could not
     tell which one it calls)."""
+    sources = ", ".join([*config.tools, *(f"mcp.{name}" for name in config.mcp)])
     problems = [
-        f"chains.{name}: a tool of the same name is defined in the tool files "
-        f"({', '.join(config.tools)}); rename one of them"
+        f"chains.{name}: a tool of the same name is defined in the tool files or MCP "
+        f"servers ({sources}); rename one of them"
         for name in config.chains
         if name in tools
     ]
@@ -276,6 +297,29 @@ def load_tool_file(path: str | Path) -> dict[str, Callable[..., Any]]:
         and inspect.isfunction(value)
         and value.__module__ == module_name
     }
+
+
+def connect_mcp_servers(config: Config) -> list[MCPTools]:
+    """Start (or reach) every ``[mcp.NAME]`` server; :class:`ConfigError` naming the one
+    that failed (the ones already started are stopped). A stdio server runs in the
+    config file's folder unless ``cwd`` says otherwise."""
+    from dcbrain.mcp import MCPTools, TFMCPError
+
+    servers: list[MCPTools] = []
+    for name, spec in config.mcp.items():
+        server = MCPTools(
+            command=spec.command, url=str(spec.url) if spec.url is not None else None,
+            name=name, env=spec.env, cwd=config.resolve(spec.cwd or "."), prefix=spec.prefix,
+            startup_timeout=spec.startup_timeout, call_timeout=spec.call_timeout,
+        )
+        try:
+            server.connect()
+        except TFMCPError as exc:
+            for started in servers:
+                started.close()
+            raise ConfigError(config.source, [f"mcp.{name}: {exc}"]) from None
+        servers.append(server)
+    return servers
 
 
 def load_tools(config: Config) -> dict[str, Callable[..., Any]]:
@@ -359,9 +403,12 @@ def build_brain(config: Config, *, trace_path: str | Path | None = None) -> DCBr
     from dcbrain.brain import DCBrain
     from dcbrain.llm.local import LocalLLM
     from dcbrain.memory import SQLiteMemory
+    from dcbrain.tools import Tool
 
     llms = build_llms(config)
-    tools = load_tools(config)
+    tools: dict[str, Callable[..., Any] | Tool] = dict(load_tools(config))
+    for server in connect_mcp_servers(config):
+        tools.update((tool.name, tool) for tool in server)
     check_tool_names(config, tools)
     if not config.llm:
         default = plan = validate = llms[LOCAL_LLM_NAME]
@@ -373,7 +420,8 @@ def build_brain(config: Config, *, trace_path: str | Path | None = None) -> DCBr
         # A small local model plans only with a grammar and close few-shot examples; as a
         # validator (and in chains) it decodes with the request's JSON schema as grammar,
         # which the plain LocalLLM does by itself.
-        plan = plan.planner(tools)
+        plan = plan.planner({name: item.func if isinstance(item, Tool) else item
+                             for name, item in tools.items()})
     memory = SQLiteMemory(str(config.resolve(config.memory.path))) if config.memory.path else None
     return DCBrain(
         spec_chains=build_chains(config, llms, default),

@@ -23,6 +23,8 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from dcbrain._text import encodable
+
 
 class EventType(StrEnum):
     RUN_STARTED = "run_started"
@@ -49,13 +51,16 @@ def clip(value: Any, limit: int = DEFAULT_CLIP) -> Any:
 
     Tuples become lists, sets sorted lists, non-finite floats and other objects their
     ``repr``; a value whose JSON text is longer than ``limit`` characters becomes
-    ``{"truncated": True, "size": len(text), "preview": text[:limit]}``.
+    ``{"truncated": True, "size": len(text), "preview": text[:limit]}`` (for a string,
+    ``text`` is the string itself).
     """
     plain = to_json_value(value)
     if isinstance(plain, bool | int | float) or plain is None:
         return plain
-    if isinstance(plain, str) and len(plain) <= limit:
-        return plain
+    if isinstance(plain, str):
+        if len(plain) <= limit:
+            return plain
+        return {"truncated": True, "size": len(plain), "preview": plain[:limit]}
     text = json.dumps(plain, ensure_ascii=False)
     if len(text) <= limit:
         return plain
@@ -83,11 +88,7 @@ def to_json_value(value: Any, _depth: int = 0) -> Any:
 
 def _text(text: str) -> str:
     """``text`` made encodable (a lone surrogate becomes U+FFFD)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "replace").decode("utf-8")
-    return text
+    return encodable(text)
 
 
 class EventData(BaseModel):
@@ -146,7 +147,7 @@ class Final(EventData):
     run_id: str | None = None
     iterations: int | None = None
     duration_s: float | None = None
-    validated_by: str | None = None
+    validated_by: dict[str, Any] | None = None
     reused_calls: int | None = None
     steps_executed: int | None = None
     replans: int | None = None
@@ -269,7 +270,7 @@ class Validation(EventData):
     suggestion: str
     iteration: int | None = None
     parse_error: str | None = None
-    validated_by: str | None = None
+    validated_by: dict[str, Any] | None = None
 
 
 # -- calls and steps -------------------------------------------------------------------

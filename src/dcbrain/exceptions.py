@@ -100,6 +100,14 @@ class TFPlanError(TFError):
     """A planner returned a malformed plan (or unparsable output); the agent replans."""
 
 
+class TFReferenceError(TFPlanError):
+    """A ``{"$ref": "step-N.result…"}`` in a step's arguments is malformed or unresolvable."""
+
+
+class TFMCPError(TFToolError):
+    """An MCP server could not be started or reached (its name and the cause are said)."""
+
+
 class TFFatalStepError(TFError):
     """Raised by a tool when no new plan can help; the agent stops with ``fatal_error``."""
 
@@ -208,12 +216,14 @@ __all__ = [
     "TFLLMError",
     "TFLLMInterrupt",
     "TFLimitError",
+    "TFMCPError",
     "TFMemoryError",
     "TFNeuralError",
     "TFNeuralTimeoutError",
     "TFOrchestrationError",
     "TFPlanError",
     "TFPromptVariableError",
+    "TFReferenceError",
     "TFRuntimeError",
     "TFScriptExhaustedError",
     "TFSyntaxError",

@@ -1,18 +1,26 @@
 """Python functions as tools: name, description, argument schema, validated calls.
 
 Any function (sync or async) with type hints becomes a :class:`Tool`. Its arguments
-are validated with pydantic before the call, and its result must be JSON-like data
-(``None``, ``bool``, ``int``, ``float``, ``str``, lists/tuples and dicts with string keys).
+are validated with pydantic before the call. Its result becomes plain JSON data at the
+boundary (:func:`to_json_data`): pydantic models, dataclasses, TypedDicts, enums,
+``datetime``/``Decimal``/``UUID`` and the like are dumped as pydantic dumps them in JSON
+mode; anything else is an error. A :class:`SchemaTool` is a tool described by a JSON
+Schema instead of a signature (MCP tools, chains used as tools).
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+import keyword
+import re
+import typing
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any, Protocol, runtime_checkable
 
 from pydantic import ConfigDict, TypeAdapter, ValidationError, validate_call
+from pydantic_core import PydanticSerializationError, to_jsonable_python
 
+from dcbrain._sync import run_sync
 from dcbrain.exceptions import TFToolError
 
 
@@ -41,7 +49,7 @@ class Tool:
         self.signature = inspect.signature(func)
         self._validated = validate_call(config=ConfigDict(arbitrary_types_allowed=False))(func)
         self.parameters_schema = _arguments_schema(self.signature, func)
-        self.returns_schema = _returns_schema(self.signature)
+        self.returns_schema = _returns_schema(func)
 
     def __repr__(self) -> str:
         return f"Tool({self.name!r})"
@@ -62,7 +70,7 @@ class Tool:
             raise TFToolError(f"tool {self.name!r}: {_describe(exc)}") from None
         if inspect.isawaitable(result):
             raise TFToolError(f"tool {self.name!r} is async: use acall()")
-        return check_json_like(result, f"tool {self.name!r} result")
+        return to_json_data(result, f"tool {self.name!r} result")
 
     async def acall(self, /, **kwargs: Any) -> Any:
         """Call a sync or async tool with validated keyword arguments."""
@@ -73,7 +81,7 @@ class Tool:
                 result = await result
         except ValidationError as exc:
             raise TFToolError(f"tool {self.name!r}: {_describe(exc)}") from None
-        return check_json_like(result, f"tool {self.name!r} result")
+        return to_json_data(result, f"tool {self.name!r} result")
 
     def to_openai(self) -> dict[str, Any]:
         """The OpenAI ``tools=[...]`` entry of this tool."""
@@ -87,8 +95,24 @@ class Tool:
         }
 
 
-def as_tool(obj: Tool | Callable[..., Any]) -> Tool:
-    return obj if isinstance(obj, Tool) else Tool(obj)
+@runtime_checkable
+class ToolProvider(Protocol):
+    """An object that can stand for a tool (a chain: ``chain.as_tool()``)."""
+
+    def as_tool(self) -> Tool: ...
+
+
+def as_tool(obj: Tool | ToolProvider | Callable[..., Any]) -> Tool:
+    """``obj`` as a :class:`Tool`: a tool as it is, a chain through ``as_tool()``, a function."""
+    if isinstance(obj, Tool):
+        return obj
+    if isinstance(obj, ToolProvider) and not inspect.isroutine(obj):
+        return obj.as_tool()
+    if not callable(obj):
+        hint = " (a collection of tools, such as MCPTools, goes in unpacked: " \
+               "tools=[*mcp_tools, ...])" if isinstance(obj, Iterable) else ""
+        raise TypeError(f"{type(obj).__name__} is not a tool{hint}")
+    return Tool(obj)
 
 
 def tool(func: Callable[..., Any]) -> Tool:
@@ -112,6 +136,26 @@ def check_json_like(value: Any, where: str, _depth: int = 0) -> Any:
     raise TFToolError(f"{where}: {type(value).__name__} is not JSON-like data")
 
 
+_UNKNOWN_TYPE = re.compile(r"unknown type: <class '([^']+)'>")
+
+
+def to_json_data(value: Any, where: str) -> Any:
+    """``value`` as plain JSON data (models, dataclasses, enums, dates... dumped), else raise."""
+    try:
+        return check_json_like(value, where)
+    except TFToolError:
+        pass
+    try:
+        plain = to_jsonable_python(value)
+    except PydanticSerializationError as exc:
+        match = _UNKNOWN_TYPE.search(str(exc))
+        name = match.group(1).rsplit(".", 1)[-1] if match else type(value).__name__
+        raise TFToolError(f"{where}: {name} is not JSON-like data") from None
+    except (ValueError, RecursionError) as exc:
+        raise TFToolError(f"{where}: cannot be converted to JSON data: {exc}") from None
+    return check_json_like(plain, where)
+
+
 def _describe(exc: ValidationError) -> str:
     parts = []
     for error in exc.errors():
@@ -124,14 +168,22 @@ def _arguments_schema(signature: inspect.Signature, func: Callable[..., Any]) ->
     hints = _type_hints(func)
     properties: dict[str, Any] = {}
     required: list[str] = []
+    adapters: list[tuple[str, Any, TypeAdapter[Any]]] = []
     for name, param in signature.parameters.items():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             continue
-        annotation = hints.get(name, Any)
         try:
-            schema = TypeAdapter(annotation).json_schema()
+            adapter: TypeAdapter[Any] = TypeAdapter(hints.get(name, Any))
+            adapter.json_schema()
+            adapters.append((name, "validation", adapter))
         except Exception:
-            schema = {}
+            pass
+    # one generation for all parameters, so models they share live once under "$defs"
+    schemas, definitions = TypeAdapter.json_schemas(adapters, ref_template="#/$defs/{model}")
+    for name, param in signature.parameters.items():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        schema = dict(schemas.get((name, "validation"), {}))
         if param.default is not param.empty:
             try:
                 TypeAdapter(Any).dump_python(param.default, mode="json")
@@ -146,25 +198,116 @@ def _arguments_schema(signature: inspect.Signature, func: Callable[..., Any]) ->
         schema_out["required"] = required
     has_var_kw = any(p.kind == p.VAR_KEYWORD for p in signature.parameters.values())
     schema_out["additionalProperties"] = has_var_kw
+    if definitions.get("$defs"):
+        schema_out["$defs"] = definitions["$defs"]
     return schema_out
 
 
-def _returns_schema(signature: inspect.Signature) -> dict[str, Any] | None:
-    if signature.return_annotation is signature.empty:
+def _returns_schema(func: Callable[..., Any]) -> dict[str, Any] | None:
+    """The schema of the result as the plan sees it (after the JSON dump)."""
+    annotation = _type_hints(func).get("return", inspect.Signature.empty)
+    if annotation is inspect.Signature.empty:
         return None
     try:
-        return TypeAdapter(signature.return_annotation).json_schema()
+        return TypeAdapter(annotation).json_schema(mode="serialization")
     except Exception:
         return None
 
 
 def _type_hints(func: Callable[..., Any]) -> dict[str, Any]:
     try:
-        import typing
-
         return typing.get_type_hints(func)
     except Exception:
         return {}
 
 
-ToolLike = Tool | Callable[..., Any] | Callable[..., Awaitable[Any]]
+class SchemaTool(Tool):
+    """A tool described by a JSON Schema of its keyword arguments, not by a signature.
+
+    ``call`` is an async function taking the keyword arguments. Argument names are bound
+    to the schema's properties and, with ``check_values``, values are checked against
+    ``parameters_schema`` (with ``jsonschema``) before the call; the result becomes plain
+    JSON data. With ``closed=True`` a schema that does not say otherwise rejects
+    unknown arguments (``"additionalProperties": false``), so the static checker reports
+    them too. ``reuse`` as for :class:`Tool`.
+    """
+
+    def __init__(
+        self,
+        call: Callable[..., Awaitable[Any]],
+        *,
+        name: str,
+        description: str = "",
+        parameters_schema: Mapping[str, Any] | None = None,
+        returns_schema: dict[str, Any] | None = None,
+        closed: bool = False,
+        check_values: bool = True,
+        reuse: bool = True,
+    ) -> None:
+        from jsonschema import validators
+
+        schema = dict(parameters_schema or {"type": "object", "properties": {}})
+        schema.setdefault("type", "object")
+        schema.setdefault("properties", {})
+        if closed:
+            schema.setdefault("additionalProperties", False)
+        self.func = call
+        self.name = name
+        self.description = description
+        self.reuse = reuse
+        self.is_async = True
+        self.parameters_schema = schema
+        self.returns_schema = returns_schema
+        self.signature = _schema_signature(schema)
+        self.check_values = check_values
+        validator_class = validators.validator_for(schema)
+        validator_class.check_schema(schema)
+        self._validator = validator_class(schema)
+
+    def __repr__(self) -> str:
+        return f"SchemaTool({self.name!r})"
+
+    def validate_values(self, kwargs: Mapping[str, Any]) -> None:
+        """Raise :class:`TFToolError` when ``kwargs`` do not match the schema."""
+        errors = sorted(self._validator.iter_errors(dict(kwargs)), key=lambda e: list(e.path))
+        if errors:
+            raise TFToolError(f"tool {self.name!r}: " + "; ".join(
+                _describe_schema_error(error) for error in errors[:5]))
+
+    def call(self, /, **kwargs: Any) -> Any:
+        """Blocking :meth:`acall`."""
+        return run_sync(lambda: self.acall(**kwargs))
+
+    async def acall(self, /, **kwargs: Any) -> Any:
+        self.validate_arguments(kwargs)
+        if self.check_values:
+            self.validate_values(kwargs)
+        result = await self.func(**kwargs)
+        return to_json_data(result, f"tool {self.name!r} result")
+
+
+def _schema_signature(schema: Mapping[str, Any]) -> inspect.Signature:
+    """Keyword-only parameters for the schema's properties (``**kwargs`` when it is open)."""
+    properties = schema.get("properties") or {}
+    required = set(schema.get("required") or [])
+    parameters: list[inspect.Parameter] = []
+    open_ = schema.get("additionalProperties", True) is not False
+    for name in properties:
+        if not name.isidentifier() or keyword.iskeyword(name):
+            open_ = True  # reachable only through **{...}
+            continue
+        default = inspect.Parameter.empty if name in required else None
+        parameters.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY,
+                                            default=default))
+    parameters.sort(key=lambda p: p.default is not inspect.Parameter.empty)
+    if open_:
+        parameters.append(inspect.Parameter("arguments", inspect.Parameter.VAR_KEYWORD))
+    return inspect.Signature(parameters)
+
+
+def _describe_schema_error(error: Any) -> str:
+    where = ".".join(str(part) for part in error.absolute_path)
+    return f"argument {where!r}: {error.message}" if where else error.message
+
+
+ToolLike = Tool | ToolProvider | Callable[..., Any] | Callable[..., Awaitable[Any]]

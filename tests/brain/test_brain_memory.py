@@ -4,9 +4,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from dcbrain import ScriptedLLM
 from dcbrain.brain import DCBrain
+from dcbrain.brain.context import (
+    BrainContext,
+    BrainIntermediateResult,
+    ContextualPlanInfo,
+    contextual_plan_info_key,
+)
 from dcbrain.memory import SQLiteMemory
+from dcbrain.messages import TextMessage
 from support.brain_scripts import plan, verdict
 
 
@@ -83,3 +92,64 @@ def test_an_interpreter_error_is_recorded_as_a_failed_attempt() -> None:
     brain.run("q", conversation_id="c1")
     [attempt] = brain.contextual_plan_info("c1")
     assert attempt["plan"] == "return 1 / 0" and "ZeroDivisionError" in attempt["error"]
+
+
+def test_failed_attempts_are_shared_by_brains_on_one_database(tmp_path: Path) -> None:
+    path = tmp_path / "brain.db"
+    with SQLiteMemory(path) as first_store, SQLiteMemory(path) as second_store:
+        failing = DCBrain(default_llm=ScriptedLLM([plan("return 'wrong'"),
+                                                   verdict(False, "say right"),
+                                                   plan("return 0"), verdict(False, "no")]),
+                          memory=first_store, max_iterations=1)
+        planner = ScriptedLLM([plan("return 'right'"), verdict(True)])
+        succeeding = DCBrain(default_llm=planner, memory=second_store)
+
+        assert failing.run("q", conversation_id="c1").status == "failed"
+        failing.run("q", conversation_id="c2")
+
+        assert succeeding.contextual_plan_info("c1") == [
+            {"plan": "return 'wrong'", "result": "wrong", "error": "", "suggestion": "say right"}]
+        assert succeeding.run("q", conversation_id="c1").ok
+        assert "### Attempt 1\n```tf_plan\nreturn 'wrong'\n```" in planner.calls[0][0]["content"]
+        assert failing.contextual_plan_info("c1") == []  # success cleared it for every brain
+        assert len(failing.contextual_plan_info("c2")) == 1  # another conversation's stay
+        assert first_store.get_value(contextual_plan_info_key("c1")) is None
+
+
+def test_an_aborted_run_keeps_its_attempt_for_the_next_process(tmp_path: Path) -> None:
+    path = tmp_path / "brain.db"
+    with SQLiteMemory(path) as store:
+        brain = DCBrain(default_llm=ScriptedLLM([plan("return 1 / 0")]), memory=store,
+                        max_iterations=1)
+        brain.run("q", conversation_id="c1")
+    with SQLiteMemory(path) as reopened:
+        [attempt] = DCBrain(default_llm=ScriptedLLM([]), memory=reopened) \
+            .contextual_plan_info("c1")
+    assert attempt["plan"] == "return 1 / 0" and "ZeroDivisionError" in attempt["error"]
+
+
+def test_a_store_that_fails_keeps_the_attempts_in_the_process(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = SQLiteMemory(tmp_path / "brain.db")
+    store.close()  # every read and write of the store now raises
+    info = ContextualPlanInfo(store=store)
+    ir = BrainIntermediateResult(BrainContext(TextMessage("q"), "c1", "r1"),
+                                 current_plan="return 1")
+
+    info.record(ir)
+
+    assert [a["plan"] for a in info.of("c1")] == ["return 1"]
+    assert "could not store the failed attempts of conversation 'c1'" in caplog.text
+    info.clear("c1")
+    assert info.of("c1") == []
+
+
+def test_stored_attempts_of_an_unknown_shape_are_ignored(tmp_path: Path) -> None:
+    with SQLiteMemory(tmp_path / "brain.db") as store:
+        store.put_value(contextual_plan_info_key("c1"),
+                        [{"plan": "return 1", "result": 1, "extra": "x"}, "junk", 3])
+        assert ContextualPlanInfo(store=store).of("c1") == [
+            {"plan": "return 1", "result": "1", "error": "", "suggestion": ""}]
+        store.put_value(contextual_plan_info_key("c2"), {"not": "a list"})
+        assert ContextualPlanInfo(store=store).of("c2") == []

@@ -54,6 +54,7 @@ def test_ask_json_returns_the_answer(tmp_path: Path, run_cli: RunCLI,
     assert result["usage"]["total_tokens"] == 230
     assert result["conversation_id"] == "c-42"
     assert result["models"] == ["fake-model"]
+    assert result["validated_by"] == {"model": "fake-model", "weak": False}
     planning, validation = fake_openai.requests
     assert planning.headers.get("authorization") == "Bearer sk-test"
     assert "multiply" in json.dumps(planning.messages)
@@ -73,6 +74,7 @@ def test_ask_text_shows_progress_and_the_answer(tmp_path: Path, run_cli: RunCLI,
     assert "→ tool multiply(a=6, b=7)" in out
     assert "✓ tool multiply" in out
     assert "validator: solved" in out
+    assert "succeeded (validated by fake-model) — 1 plan," in out
     answer = out.split("answer:\n", 1)[1].splitlines()
     assert answer[0] == "42"
     assert "answered by: fake-model" in out
@@ -99,7 +101,19 @@ def test_ask_direct_answer_in_text_mode(tmp_path: Path, run_cli: RunCLI,
     done = run_cli("ask", "Say hello", "--text", env=KEY)
     assert done.returncode == 0, done.stderr
     assert "answer:\nHello! Nothing to compute here.\n" in done.stdout
-    assert "(direct_answer)" in done.stdout
+    assert "succeeded (direct_answer)" in done.stdout
+    assert "validated by" not in done.stdout  # nobody checked a direct answer
+
+
+@pytest.mark.parametrize("question", ["", "   ", "\n\t"])
+def test_an_empty_question_is_a_usage_error(tmp_path: Path, run_cli: RunCLI,
+                                            fake_openai: FakeOpenAIServer, question: str) -> None:
+    write_config(tmp_path, fake_openai)
+    done = run_cli("ask", question, env=KEY)
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: the question is empty")
+    assert done.stdout == ""
+    assert fake_openai.requests == []
 
 
 def test_ask_timeout_exits_3_with_the_partial_result(tmp_path: Path, run_cli: RunCLI,
@@ -112,6 +126,7 @@ def test_ask_timeout_exits_3_with_the_partial_result(tmp_path: Path, run_cli: Ru
     result = json.loads(done.stdout)
     assert result["reason"] == "timeout"
     assert len(result["plans"]) == 1
+    assert result["validated_by"] is None
 
 
 def test_ask_writes_a_jsonl_trace(tmp_path: Path, run_cli: RunCLI,
@@ -152,7 +167,7 @@ def test_demo_revises_its_plan_and_shows_the_diff(run_cli: RunCLI) -> None:
     assert "plan revised (revision 1)" in out
     assert "-total = nightly * 3" in out
     assert '+total_usd = convert_currency(amount=total_eur, source="EUR", target="USD")' in out
-    assert "succeeded (validated) — 2 plans" in out
+    assert "succeeded (validated by scripted-validator) — 2 plans" in out
     assert '"total_usd": 382.32' in out
 
 
@@ -178,5 +193,23 @@ def test_ask_on_the_embedded_model_end_to_end(tmp_path: Path, run_cli: RunCLI) -
     assert result["plans"], "the local planner wrote no plan"
     assert result["usage"]["requests"] >= 2
     assert result["models"][0].startswith("local:SmolLM2-135M-Instruct via llama.cpp")
+    if result["reason"] == "validated":
+        assert result["validated_by"] == {"model": "local:SmolLM2-135M-Instruct", "weak": True}
     if result["status"] == "succeeded":
         assert result["final_result"] == 391
+
+
+def test_a_verdict_of_the_embedded_tiny_model_is_called_weak() -> None:
+    from dcbrain.brain.validation import validator_name
+    from dcbrain.cli.ask import outcome_text
+    from dcbrain.llm.local import LocalLLM
+
+    embedded = validator_name(LocalLLM())  # nothing is loaded until it is asked
+    other = validator_name(LocalLLM("/models/qwen2.5-7b-instruct.gguf"))
+    assert embedded == {"model": "local:SmolLM2-135M-Instruct", "weak": True}
+    assert outcome_text("succeeded", "validated", embedded) == (
+        "succeeded (checked by local:SmolLM2-135M-Instruct — weak)")
+    assert other == {"model": "local:qwen2.5-7b-instruct", "weak": False}
+    assert outcome_text("succeeded", "validated", other) == (
+        "succeeded (validated by local:qwen2.5-7b-instruct)")
+    assert outcome_text("failed", "max_iterations", None) == "failed (max_iterations)"

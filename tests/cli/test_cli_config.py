@@ -194,6 +194,7 @@ def test_a_local_llm_plans_with_the_grammar_and_examples_and_validates_by_schema
 ) -> None:
     from dcbrain.config import build_brain
     from dcbrain.llm.local import LocalLLM
+    from dcbrain.llm.local_planner import LocalPlanner
 
     (tmp_path / "tools.py").write_text(
         'def lookup(city: str) -> str:\n    """The country of a city."""\n    return "PT"\n')
@@ -207,10 +208,10 @@ def test_a_local_llm_plans_with_the_grammar_and_examples_and_validates_by_schema
     brain = build_brain(load_config(path))
     planner, validator = brain.default_plan_llm, brain.default_validate_llm
     assert isinstance(planner, LocalLLM) and isinstance(validator, LocalLLM)
-    assert planner.grammar is not None and '"lookup"' in planner.grammar
-    assert planner.question_of is not None
+    assert planner.grammar is not None and '"lookup(" "city=" expr' in planner.grammar
+    assert isinstance(planner, LocalPlanner)
     assert any("lookup(city=" in example["content"] for example in planner.examples)
     # The validator gets the verdict's JSON schema as its grammar: no plan grammar on it.
-    assert validator.grammar is None and validator.question_of is None
+    assert validator.grammar is None and not isinstance(validator, LocalPlanner)
     assert validator.model_path == planner.model_path
     assert brain.default_llm.model == "m"

@@ -166,3 +166,14 @@ def test_tools_file_that_fails_to_import_is_a_usage_error(tmp_path: Path, run_cl
     done = run_cli("plan", "check", "p.tf", "--tools", "broken.py")
     assert done.returncode == 2
     assert "RuntimeError: boom" in done.stderr
+
+
+def test_a_plan_printing_a_lone_surrogate_is_written_with_a_replacement_character(
+    tmp_path: Path, run_cli: RunCLI
+) -> None:
+    write(tmp_path, "odd.tf", "text = 'a' + chr(55296) + 'b'\nprint(text)\nreturn text\n")
+    plain = run_cli("plan", "run", "odd.tf")
+    as_json = run_cli("plan", "run", "odd.tf", "--json")
+    assert (plain.returncode, plain.stdout, plain.stderr) == (0, "a\ufffdb\n", "")
+    assert as_json.returncode == 0, as_json.stderr
+    assert json.loads(as_json.stdout)["value"] == "a\ufffdb"

@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 from dcbrain.exceptions import TFMemoryError
+from dcbrain.llm.tokens import cl100k_base_length
 from dcbrain.memory import SCHEMA_VERSION, SQLiteMemory
+from dcbrain.memory.recall import render_entry
 
 WRITER = Path(__file__).with_name("writer_process.py")
 sys.path.insert(0, str(WRITER.parent))
@@ -177,6 +179,11 @@ def test_a_version_1_file_is_migrated_and_its_data_indexed(db_path: Path) -> Non
         memory.save_run("r1", "c1", "succeeded", {})
         memory.commit_message("c1", "thanks")
         assert [hit.text for hit in memory.search("thanks", "c1")] == ["thanks"]
+        newest, oldest = memory.recent("c1", "message")
+        assert oldest.entry_tokens is None  # stored before counts were: recall counts it
+        assert newest.entry_tokens == cl100k_base_length(render_entry(newest))
+        assert [m.content for m in memory.recall("c1", "?!").conversation] == [
+            "where is the spare key?", "thanks"]
     assert_consistent(db_path)
 
 

@@ -12,7 +12,12 @@ from hypothesis import strategies as st
 
 from dcbrain.llm.tokens import cl100k_base_length
 from dcbrain.memory import TRUNCATION_MARKER, MemoryItem, RecallBudget, SQLiteMemory
-from dcbrain.memory.recall import render_knowledge, render_message
+from dcbrain.memory.recall import (
+    render_entry,
+    render_keyword_hit,
+    render_knowledge,
+    render_message,
+)
 from dcbrain.messages import TextMessage
 
 LengthFunction = Callable[[str], int]
@@ -278,3 +283,115 @@ def test_recall_from_a_reopened_file(db_path: Path) -> None:
     with SQLiteMemory(db_path) as second:
         recalled = second.recall("c1", "which door?")
     assert [m.content for m in recalled.conversation] == ["remember the blue door"]
+
+
+# -- what the store does ahead of recall -------------------------------------------------
+
+
+ROLES = st.sampled_from(["user", "assistant", "tool", "", "a role"])
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    turns=st.lists(st.tuples(ROLES, st.text(max_size=120)), min_size=1, max_size=6),
+    notes=st.lists(st.text(max_size=120), max_size=4),
+    source=st.none() | st.text(max_size=20),
+)
+def test_stored_token_counts_are_exact(
+    shared_memory: SQLiteMemory, turns: list[tuple[str, str]], notes: list[str],
+    source: str | None,
+) -> None:
+    conversation_id = uuid.uuid4().hex
+    for role, text in turns:
+        shared_memory.commit_message(conversation_id, text, role=role)
+    for note in notes:
+        shared_memory.add_knowledge(conversation_id, note)
+        shared_memory.add_document(conversation_id, note, source=source, chunk_tokens=16)
+
+    items = [item for kind in ("message", "document", "knowledge")
+             for item in shared_memory.recent(conversation_id, kind)]  # type: ignore[arg-type]
+
+    assert len(items) >= len(turns)
+    for item in items:
+        assert item.entry_tokens == cl100k_base_length(render_entry(item))
+        assert item.hit_tokens == cl100k_base_length(render_keyword_hit(item))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    turns=st.lists(st.tuples(ROLES, st.text(max_size=80)), min_size=1, max_size=12),
+    query=st.text(max_size=30),
+)
+def test_stored_counts_add_up_to_the_count_of_each_section(
+    shared_memory: SQLiteMemory, turns: list[tuple[str, str]], query: str
+) -> None:
+    conversation_id = uuid.uuid4().hex
+    for role, text in turns:
+        shared_memory.commit_message(conversation_id, text, role=role)
+        shared_memory.add_knowledge(conversation_id, text)
+
+    recalled = shared_memory.recall(conversation_id, query, 10_000)
+
+    def total(items: list[MemoryItem], stored: Callable[[MemoryItem], int | None]) -> int:
+        counts = [stored(item) for item in items]
+        assert None not in counts
+        return sum(count for count in counts if count is not None)
+
+    knowledge_total = total(recalled.knowledge, lambda item: item.entry_tokens)
+    hits_total = total(recalled.keyword_hits, lambda item: item.hit_tokens)
+    assert cl100k_base_length(recalled.knowledge_text()) == knowledge_total
+    assert cl100k_base_length(recalled.keyword_text()) == hits_total
+
+
+def _flood(store: SQLiteMemory, count: int) -> None:
+    for i in range(count):
+        store.commit_message("c1", f"status update {i}: all systems nominal")
+    for i in range(3):
+        store.commit_message("c1", f"status update: the zebra escaped again ({i})")
+
+
+def test_very_frequent_words_are_left_out_when_rarer_ones_remain() -> None:
+    with SQLiteMemory(":memory:") as pruned, \
+            SQLiteMemory(":memory:", frequent_term_share=None) as exhaustive:
+        _flood(pruned, 1200)
+        _flood(exhaustive, 1200)
+        query = "any status update on the zebra?"
+
+        hits = pruned.search(query, "c1", limit=50)
+        best = exhaustive.search(query, "c1", limit=3)
+
+        assert [hit.text for hit in hits] == [hit.text for hit in best]
+        assert all("zebra" in hit.text for hit in hits)
+        assert len(exhaustive.search(query, "c1", limit=50)) == 50  # every update matches
+        recalled = pruned.recall("c1", query, [0, 0, 0, 1000])
+        assert [hit.text for hit in recalled.keyword_hits] == [hit.text for hit in best]
+
+
+def test_a_query_of_only_frequent_words_keeps_them_all() -> None:
+    with SQLiteMemory(":memory:") as memory:
+        _flood(memory, 1200)
+        assert len(memory.search("status update", "c1", limit=50)) == 50
+
+
+def test_word_counts_are_taken_again_once_the_store_has_grown() -> None:
+    with SQLiteMemory(":memory:") as memory:
+        _flood(memory, 1200)
+        assert len(memory.search("zebra status", "c1", limit=50)) == 3
+        for i in range(300):  # zebras everywhere: no longer a rare word
+            memory.commit_message("c1", f"zebra sighting {i}")
+        hits = memory.search("zebra status", "c1", limit=400)
+        assert len(hits) == 400
+        assert any("zebra" not in hit.text for hit in hits)
+
+
+def test_a_small_store_searches_with_every_word() -> None:
+    with SQLiteMemory(":memory:") as memory:
+        _flood(memory, 150)
+        hits = memory.search("zebra status", "c1", limit=50)
+        assert len(hits) == 50
+        assert all("zebra" in hit.text for hit in hits[:3])
+
+
+def test_frequent_term_share_must_be_a_share() -> None:
+    with pytest.raises(ValueError, match="frequent_term_share"):
+        SQLiteMemory(":memory:", frequent_term_share=0)

@@ -1,4 +1,4 @@
-"""SQLiteMemory stores conversations, documents, knowledge, runs and values per conversation."""
+"""SQLiteMemory stores conversations, documents and knowledge per conversation."""
 
 from __future__ import annotations
 
@@ -158,6 +158,10 @@ def test_search_is_scoped_by_conversation_and_kind(memory: SQLiteMemory) -> None
         "apples in knowledge"
     ]
     assert len(memory.search("apples")) == 4
+    assert [hit.kind for hit in memory.search("apples", kinds=["knowledge", "knowledge",
+                                                                 "message"])].count("document") == 0
+    assert {hit.conversation_id for hit in memory.search("apples", kinds=["knowledge"])} == {
+        "c1", "c2"}
     assert len(memory.search("apples", "c1", limit=2)) == 2
     assert len(memory.search("apples", "c1", limit=2, offset=2)) == 1
 
@@ -200,39 +204,6 @@ def test_delete_conversation_removes_everything_of_it(memory: SQLiteMemory) -> N
     assert [hit.conversation_id for hit in memory.search("apples")] == ["c2"]
 
 
-def test_runs_and_their_events(memory: SQLiteMemory) -> None:
-    memory.save_run("r1", "c1", "running", {"question": "q"})
-    memory.save_run("r2", "c2", "running", {})
-    memory.save_run("r1", "c1", "succeeded", {"question": "q", "answer": 42})
-
-    run = memory.get_run("r1")
-    assert run is not None
-    assert (run.status, run.data) == ("succeeded", {"question": "q", "answer": 42})
-    assert run.updated_at >= run.created_at
-    assert memory.get_run("missing") is None
-    assert [r.run_id for r in memory.list_runs()] == ["r2", "r1"]
-    assert [r.run_id for r in memory.list_runs("c1")] == ["r1"]
-    assert [r.run_id for r in memory.list_runs(limit=1)] == ["r2"]
-
-    for seq in range(3):
-        memory.append_run_event("r1", seq, {"type": "step", "n": seq})
-    assert [e.event["n"] for e in memory.run_events("r1")] == [0, 1, 2]
-    assert [e.seq for e in memory.run_events("r1", after_seq=0)] == [1, 2]
-    assert memory.run_events("r2") == []
-    with pytest.raises(ValueError, match="already has an event with seq 1"):
-        memory.append_run_event("r1", 1, {"type": "duplicate"})
-
-
-def test_key_values(memory: SQLiteMemory) -> None:
-    assert memory.get_value("k", default="none") == "none"
-    memory.put_value("k", {"a": [1, 2]})
-    memory.put_value("k", {"a": [3]})
-    assert memory.get_value("k") == {"a": [3]}
-    assert memory.delete_value("k") is True
-    assert memory.delete_value("k") is False
-    assert memory.get_value("k") is None
-
-
 def test_a_closed_store_refuses_use(db_path: Path) -> None:
     store = SQLiteMemory(db_path)
     store.close()
@@ -256,16 +227,8 @@ async def test_async_variants_run_the_sync_ones(memory: SQLiteMemory) -> None:
     await asyncio.gather(*(memory.acommit_message("c1", f"m{i}") for i in range(20)))
     await memory.aadd_knowledge("c1", "apples are red")
     await memory.aadd_document("c1", "bananas are yellow", source="fruit")
-    await memory.asave_run("r1", "c1", "running", {})
-    await memory.aappend_run_event("r1", 0, {"type": "x"})
-    await memory.aput_value("k", 1)
 
     assert len(await memory.amessages("c1")) == 20
     assert (await memory.asearch("apples", "c1"))[0].kind == "knowledge"
     assert (await memory.arecall("c1", "bananas")).documents[0].source == "fruit"
-    assert (await memory.aget_run("r1")) is not None
-    assert len(await memory.arun_events("r1")) == 1
-    assert len(await memory.alist_runs()) == 1
-    assert await memory.aget_value("k") == 1
-    assert await memory.adelete_value("k") is True
     assert await memory.adelete_conversation("c1") == 22

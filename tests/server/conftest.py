@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from dcbrain import SQLiteMemory
-from dcbrain.memory import Memory
+from dcbrain.memory import RunStore
 from dcbrain.server import create_app
 from dcbrain.server.testing import serve_in_thread
 from support.server_app import Api, BrainScripts, ServeFn
@@ -33,7 +33,7 @@ def serve(brains: BrainScripts, memory: SQLiteMemory) -> ServeFn:
     """``with serve(**create_app_options) as api:`` a live server on loopback."""
 
     @contextmanager
-    def start(*, token: str | None = None, store: Memory | None = None,
+    def start(*, token: str | None = None, store: RunStore | None = None,
               **options: Any) -> Iterator[Api]:
         app = create_app(brains, store or memory, api_token=token, **options)
         with serve_in_thread(app) as base_url:

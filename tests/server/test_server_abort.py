@@ -12,10 +12,10 @@ def test_abort_stops_a_run_in_the_middle_of_an_llm_call(
     with serve() as api:
         run_id = api.send("c1", "never answered")
         api.stream(run_id, until=lambda e: e["type"] == "call_started")
-        response = api.http.post(f"/v1/runs/{run_id}/abort")
+        response = api.http.post(f"/v1/runs/{run_id}/abort", json={})
         run = api.wait_for(run_id)
         events = api.stream(run_id).events
-        again = api.http.post(f"/v1/runs/{run_id}/abort")
+        again = api.http.post(f"/v1/runs/{run_id}/abort", json={})
 
     assert response.status_code == 202 and response.json() == {"run_id": run_id, "aborting": True}
     assert (run["status"], run["reason"]) == ("aborted", "aborted")
@@ -34,7 +34,7 @@ def test_abort_of_a_run_waiting_for_its_turn_ends_it_before_it_starts(
         first = api.send("c1", "first")
         assert gate.entered.wait(PATIENCE_S)
         second = api.send("c1", "second")
-        aborted = api.http.post(f"/v1/runs/{second}/abort")
+        aborted = api.http.post(f"/v1/runs/{second}/abort", json={})
         waiting = api.wait_for(second)
         gate.opened.set()
         api.wait_for(first)
@@ -45,5 +45,5 @@ def test_abort_of_a_run_waiting_for_its_turn_ends_it_before_it_starts(
 
 def test_abort_of_an_unknown_run_is_404(serve: ServeFn) -> None:
     with serve() as api:
-        response = api.http.post(f"/v1/runs/{'0' * 32}/abort")
+        response = api.http.post(f"/v1/runs/{'0' * 32}/abort", json={})
     assert response.status_code == 404 and response.json()["error"] == "not_found"

@@ -157,3 +157,15 @@ def test_the_web_page_and_its_assets_are_served(serve: ServeFn) -> None:
     assert style.status_code == 200 and "text/css" in style.headers["content-type"]
     assert "default-src 'self'" in page.headers["content-security-policy"]
     assert page.headers["x-content-type-options"] == "nosniff"
+
+
+def test_a_validated_result_says_who_validated_it(serve: ServeFn, brains: BrainScripts) -> None:
+    brains.then(replanning_brain)
+    brains.then(lambda memory: direct_brain(memory, "Paris."))
+    with serve() as api:
+        validated = api.wait_for(api.send("who", "What is 2+3+1?"))
+        direct = api.wait_for(api.send("who", "Capital of France?"))
+    assert validated["result"]["reason"] == "validated"
+    assert validated["result"]["validated_by"] == {"model": "scripted", "weak": False}
+    assert direct["result"]["reason"] == "direct_answer"
+    assert "validated_by" not in direct["result"]  # nobody judged a direct answer

@@ -19,6 +19,7 @@ from support.server_app import (
     BrainScripts,
     ServeFn,
     direct_brain,
+    stuck_brain,
     trip_brain,
 )
 
@@ -124,3 +125,26 @@ def test_the_page_shows_the_plan_its_revision_diff_the_calls_and_the_answer(
             assert console_errors == [], console_errors
         finally:
             browser.close()
+
+
+def test_the_abort_button_stops_the_run(serve: ServeFn, brains: BrainScripts) -> None:
+    """Abort needs application/json (a cross-site form cannot send it): the page sends it."""
+    brains.then(stuck_brain)
+    with serve() as api, playwright_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1200, "height": 900})
+            page.set_default_timeout(PATIENCE_S * 1000)
+            page.goto(api.base_url + "/")
+            page.fill("#message-input", "This never gets an answer")
+            page.click("#send")
+            playwright_api.expect(page.locator("#abort")).to_be_enabled()
+            conversation_id = page.locator("#chat-title").inner_text()
+            with page.expect_response(lambda r: r.url.endswith("/abort")) as aborting:
+                page.click("#abort")
+            assert aborting.value.status == 202  # not 415: the page sends JSON
+            (run,) = api.http.get(f"/v1/conversations/{conversation_id}").json()["runs"]
+            finished = api.wait_for(run["run_id"])
+        finally:
+            browser.close()
+    assert (finished["status"], finished["reason"]) == ("aborted", "aborted")

@@ -161,3 +161,58 @@ def test_serve_with_a_chain_that_cannot_be_built_exits_2_naming_its_key(tmp_path
 def test_only_loopback_addresses_count_as_local() -> None:
     assert [is_loopback(h) for h in ("127.0.0.1", "::1", "localhost", "127.0.0.2")] == [True] * 4
     assert [is_loopback(h) for h in ("0.0.0.0", "192.168.1.4", "example.org")] == [False] * 3
+
+
+def serve_command(*args: str, cwd: Path, env: dict[str, str] | None = None
+                  ) -> subprocess.CompletedProcess[str]:
+    environment = {k: v for k, v in os.environ.items() if k != "DCBRAIN_API_TOKEN"}
+    environment["PYTHONPATH"] = os.pathsep.join(sys.path)
+    environment.update(env or {})
+    return subprocess.run([sys.executable, "-m", "dcbrain.cli", "serve", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=PATIENCE_S, env=environment)
+
+
+OFFLINE_CONFIG = '[llm.main]\nmodel = "m"\napi_key = "none"\n[memory]\npath = "s.db"\n'
+
+
+def test_serve_on_a_port_in_use_fails_clearly_before_announcing_a_url(tmp_path: Path) -> None:
+    (tmp_path / "dcbrain.toml").write_text(OFFLINE_CONFIG)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = serve_command("--port", str(port), cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr == (f"error: port {port} on 127.0.0.1 is already in use (another dcbrain "
+                           "serve?); stop that process or choose another port with --port\n")
+    assert not (tmp_path / "s.db").exists()  # nothing was built
+
+
+def test_serve_refuses_an_open_address_without_a_token(tmp_path: Path) -> None:
+    (tmp_path / "dcbrain.toml").write_text(OFFLINE_CONFIG)
+    done = serve_command("--host", "0.0.0.0", "--port", str(free_port()), cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: refusing to serve on 0.0.0.0 without "
+                                  "DCBRAIN_API_TOKEN")
+    assert "--insecure-no-token" in done.stderr
+    assert "dcbrain serving on" not in done.stderr
+
+
+def test_serve_on_an_open_address_with_insecure_no_token_warns_and_listens(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "dcbrain.toml").write_text(OFFLINE_CONFIG)
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k != "DCBRAIN_API_TOKEN"}
+    env["PYTHONPATH"] = os.pathsep.join(sys.path)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "dcbrain.cli", "serve", "--host", "0.0.0.0", "--port", str(port),
+         "--insecure-no-token"], cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until_listening(process, f"http://127.0.0.1:{port}")
+    finally:
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=PATIENCE_S)
+    assert "warning: serving on 0.0.0.0 without DCBRAIN_API_TOKEN (--insecure-no-token)" in stderr
+    assert f"dcbrain serving on http://0.0.0.0:{port}/" in stderr
+    assert process.returncode == 130

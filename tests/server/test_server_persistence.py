@@ -9,7 +9,8 @@ import sys
 import time
 from pathlib import Path
 
-from dcbrain import SQLiteMemory
+from dcbrain import DCBrain, ScriptedLLM, SQLiteMemory, SQLiteRunStore
+from support.brain_scripts import plan, verdict
 from support.server_app import (
     PATIENCE_S,
     Api,
@@ -49,6 +50,40 @@ def test_a_second_server_on_the_same_file_shows_runs_events_and_messages(
     assert [m["content"] for m in conversation["messages"]] == ["What is 2+3+1?", "6"]
     assert conversation["messages"][1]["run_id"] == run_id  # the mapping is stored too
     assert [c["conversation_id"] for c in listing] == ["trip"]
+
+
+def test_runs_go_to_a_run_store_and_conversations_come_from_the_memory_given(
+    serve: ServeFn, brains: BrainScripts, memory: SQLiteMemory, tmp_path: Path
+) -> None:
+    brains.then(replanning_brain)
+    with SQLiteRunStore(tmp_path / "runs.db") as runs:
+        with serve(store=runs, memory=memory) as api:
+            run_id = api.send("trip", "What is 2+3+1?")
+            streamed = api.stream(run_id)
+            conversation = api.http.get("/v1/conversations/trip").json()
+        stored = runs.get_run(run_id)
+        assert stored is not None and stored.status == "succeeded"
+        assert [r.event for r in runs.run_events(run_id)][: len(streamed.events)] == \
+            streamed.events
+    assert memory.list_runs() == []  # the memory's own file holds no run
+    assert [m["content"] for m in conversation["messages"]] == ["What is 2+3+1?", "6"]
+    assert [r["run_id"] for r in conversation["runs"]] == [run_id]
+
+
+def test_the_next_run_of_a_conversation_sees_the_failed_attempts_of_earlier_ones(
+    serve: ServeFn, brains: BrainScripts
+) -> None:
+    planner = ScriptedLLM([plan("return 2 + 2"), verdict(True)])
+    brains.then(lambda memory: DCBrain(
+        default_llm=ScriptedLLM([plan("return 2 * 2"), verdict(False, "add them")]),
+        memory=memory, max_iterations=1))
+    brains.then(lambda memory: DCBrain(default_llm=planner, memory=memory))
+    with serve() as api:
+        assert api.wait_for(api.send("c1", "2 plus 2?"))["status"] == "failed"
+        assert api.wait_for(api.send("c1", "2 plus 2?"))["status"] == "succeeded"
+    system = planner.calls[0][0]["content"]
+    assert "```tf_plan\nreturn 2 * 2\n```" in system
+    assert "The validator's suggestion: add them" in system
 
 
 def test_a_graceful_shutdown_ends_live_runs_as_interrupted(

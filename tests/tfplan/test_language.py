@@ -7,7 +7,7 @@ from pathlib import Path
 
 from dcbrain.brain.templates import DEFAULT_PLANNING_TEMPLATE
 from dcbrain.chain.orchestrate import TFPLAN_LANGUAGE_SUMMARY
-from dcbrain.llm.local import plan_grammar
+from dcbrain.llm.local_planner import plan_grammar
 from dcbrain.tfplan import Limits
 from dcbrain.tfplan.builtins import BUILTIN_FUNCTIONS, EXCEPTIONS, build_builtins
 from dcbrain.tfplan.guards import Guards
@@ -66,7 +66,10 @@ def test_every_allowed_operator_has_a_symbol() -> None:
 
 
 def test_embedded_model_grammar_admits_the_allowed_arithmetic() -> None:
-    grammar = plan_grammar(["add"])
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    grammar = plan_grammar({"add": add})
     op_rule = next(line for line in grammar.splitlines() if line.startswith("op ::="))
     for node in (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow):
         assert f'"{OPERATOR_SYMBOLS[node]}"' in op_rule

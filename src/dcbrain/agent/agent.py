@@ -17,6 +17,7 @@ planner calls after the first.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import inspect
 import json
 import uuid
@@ -29,6 +30,7 @@ from transitions import EventData, Machine
 from dcbrain._sync import run_sync
 from dcbrain.agent.diff import PlanDiff
 from dcbrain.agent.dispatcher import Dispatcher, FailurePolicy, StepOutcome
+from dcbrain.agent.refs import resolve_references
 from dcbrain.agent.step import Step, validate_plan
 from dcbrain.events import (
     Budget,
@@ -44,7 +46,7 @@ from dcbrain.events import (
     StepStarted,
     clip,
 )
-from dcbrain.exceptions import TFPlanError
+from dcbrain.exceptions import TFPlanError, TFReferenceError
 from dcbrain.tools import Tool, ToolLike
 
 PlanLike: TypeAlias = Sequence[Step | Mapping[str, Any]]
@@ -273,6 +275,7 @@ class _Session:
 
     async def _dispatch(self, step: Step) -> StepOutcome:
         self.executions += 1
+        call = self._resolved(step)
         self.events.emit(StepStarted(
             revision=step.revision,
             step_id=step.id,
@@ -281,12 +284,15 @@ class _Session:
             expected_outcome=step.expected_outcome,
             execution=self.executions,
         ))
-        outcome = await self.agent.dispatcher.dispatch(step, self.events)
+        if isinstance(call, str):
+            outcome = StepOutcome("replannable", error=call)
+        else:
+            outcome = await self.agent.dispatcher.dispatch(call, self.events)
         step.result, step.error = outcome.result, outcome.error
         step.status = "succeeded" if outcome.ok else "failed"
         self.history.append(step.snapshot())
-        if outcome.ok:
-            self._succeeded[_call_key(step)] = (step.revision, step.result)
+        if outcome.ok and not isinstance(call, str):
+            self._succeeded[_call_key(call)] = (step.revision, step.result)
         self.events.emit(StepFinished(
             revision=step.revision,
             step_id=step.id,
@@ -302,9 +308,22 @@ class _Session:
         ))
         return outcome
 
+    def _resolved(self, step: Step) -> Step | str:
+        """``step`` with its ``$ref`` arguments resolved, or the error that prevents it."""
+        results = {done.id: done.result for done in self.history
+                   if done.status in ("succeeded", "cached")}
+        try:
+            args = resolve_references(step.args, results)
+        except TFReferenceError as exc:
+            return f"step {step.id} ({step.tool_name}) failed: {exc}"
+        return step if args == step.args else dataclasses.replace(step, args=args)
+
     def _reuse(self, step: Step) -> bool:
         """Serve ``step`` from a success of an earlier revision (the partial-plan cache)."""
-        hit = self._succeeded.get(_call_key(step)) if self.agent.cache else None
+        call = self._resolved(step)
+        if isinstance(call, str):
+            return False
+        hit = self._succeeded.get(_call_key(call)) if self.agent.cache else None
         if hit is None or hit[0] >= step.revision:
             return False
         step.result, step.status = copy.deepcopy(hit[1]), "cached"

@@ -9,6 +9,7 @@ replannable failure is the step's :data:`FailurePolicy`.
 from __future__ import annotations
 
 import asyncio
+import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
@@ -16,7 +17,7 @@ from typing import Any, Literal, get_args
 from dcbrain.agent.step import GATHER, Step
 from dcbrain.events import CallFinished, CallStarted, EventLog, clip
 from dcbrain.exceptions import TFFatalStepError, TFToolError
-from dcbrain.tools import Tool, ToolLike
+from dcbrain.tools import Tool, ToolLike, ToolProvider
 
 FailurePolicy = Literal["abort", "skip", "replan"]
 """``abort``: stop the session; ``skip``: mark the step failed and go on; ``replan``."""
@@ -153,8 +154,12 @@ def tool_registry(tools: Mapping[str, ToolLike] | Sequence[ToolLike]) -> dict[st
 
 
 def _named(item: ToolLike, name: str | None) -> Tool:
+    if isinstance(item, ToolProvider) and not isinstance(item, Tool):
+        item = item.as_tool()  # a chain: it runs as a tool
     if isinstance(item, Tool):
         if name is None or name == item.name:
             return item
-        return Tool(item.func, name=name, description=item.description)
+        renamed = copy.copy(item)
+        renamed.name = name
+        return renamed
     return Tool(item, name=name)

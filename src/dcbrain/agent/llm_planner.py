@@ -25,7 +25,12 @@ PLAN_JSON_SCHEMA: dict[str, Any] = {
                 "properties": {
                     "id": {"type": "integer"},
                     "tool_name": {"type": "string"},
-                    "args": {"type": "object"},
+                    "args": {
+                        "type": "object",
+                        "description": 'keyword arguments of the call; a value may be '
+                        '{"$ref": "step-<id>.result.<key or index>..."} to pass (part of) '
+                        "an earlier step's result",
+                    },
                     "expected_outcome": {"type": "string"},
                 },
                 "required": ["id", "tool_name", "args", "expected_outcome"],
@@ -43,6 +48,9 @@ as JSON: {{"steps": [{{"id": 1, "tool_name": "...", "args": {{...}}, \
 "expected_outcome": "..."}}]}}.
 Rules:
 - Use only the listed tools, with arguments that match their schemas.
+- To pass an earlier step's result as an argument, write the value as \
+{{"$ref": "step-<id>.result"}}; for a part of it add dict keys and list indices: \
+{{"$ref": "step-2.result.items[0].url"}}. Refer only to steps that run before.
 - Give steps increasing integer ids. When revising a plan, keep the id of a step you \
 keep and use new ids for new steps.
 - expected_outcome is one short sentence: what the step should produce.

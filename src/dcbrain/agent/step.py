@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from dcbrain.agent.refs import reference_problems
 from dcbrain.exceptions import TFPlanError, TFToolError
 from dcbrain.tools import Tool
 
@@ -131,7 +132,8 @@ def validate_plan(plan: object, tools: Mapping[str, Tool], *, revision: int = 0)
     Accepts a list (or tuple) of :class:`Step` or step dicts. Raises :class:`TFPlanError`
     naming the offending step: not a list, not a step, non-int or non-increasing id,
     unknown tool, args not a dict, arguments that do not fit the tool's signature, a
-    malformed gather step. All problems are reported at once.
+    malformed gather step, a malformed ``$ref`` or one to the step itself or a later
+    step. All problems are reported at once.
     """
     if not isinstance(plan, list | tuple):
         raise TFPlanError(f"the plan must be a list of steps, got {type(plan).__name__}")
@@ -157,6 +159,10 @@ def validate_plan(plan: object, tools: Mapping[str, Tool], *, revision: int = 0)
         if not isinstance(step.expected_outcome, str):
             problems.append(f"{where}: expected_outcome must be a str")
         problems.extend(f"{where}: {problem}" for problem in _step_problems(step, tools))
+        if isinstance(step.args, dict):
+            earlier = {earlier_step.id for earlier_step in steps}
+            problems.extend(f"{where}: {problem}"
+                            for problem in reference_problems(step.args, step.id, earlier))
         steps.append(step)
     if problems:
         raise TFPlanError("invalid plan: " + "; ".join(problems))

@@ -7,10 +7,12 @@ import contextlib
 import json
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dcbrain._sync import run_sync
+from dcbrain._text import encodable
 from dcbrain.events import Event
 from dcbrain.memory.recall import DEFAULT_MEMORY_CHUNK_SIZE, MemoryChunkSize
 from dcbrain.messages import TextMessage
@@ -76,11 +78,11 @@ class BaseBrain(ABC):
     async def acommit_message(self, conversation_id: str, message: TextMessage) -> None:
         """Store ``message`` in the conversation (nothing happens without memory)."""
         if self.memory is not None:
-            await self.memory.acommit_message(conversation_id, message)
+            await self.memory.acommit_message(conversation_id, _storable(message))
 
     def commit_message(self, conversation_id: str, message: TextMessage) -> None:
         if self.memory is not None:
-            self.memory.commit_message(conversation_id, message)
+            self.memory.commit_message(conversation_id, _storable(message))
 
     async def arecall(self, conversation_id: str, current_input: str) -> Recall | None:
         """What memory holds for planning ``current_input`` (``None`` without memory)."""
@@ -155,3 +157,9 @@ def answer_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _storable(message: TextMessage) -> TextMessage:
+    """``message`` with text a store can encode (a plan's answer may hold any string)."""
+    return replace(message, content=encodable(message.content),
+                   additional_kwargs=encodable(message.additional_kwargs))

@@ -8,7 +8,8 @@
 from __future__ import annotations
 
 import json
-from collections import defaultdict, deque
+import logging
+from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -16,7 +17,7 @@ from dcbrain.messages import TextMessage
 from dcbrain.usage import Usage
 
 if TYPE_CHECKING:
-    from dcbrain.memory import Recall
+    from dcbrain.memory import Recall, RunStore
     from dcbrain.tfplan import ConsoleResult
     from dcbrain.tools import Tool
 
@@ -25,6 +26,8 @@ BrainReason = Literal[
     "validated", "direct_answer", "max_iterations", "max_tokens", "timeout", "aborted",
     "repeated_plan", "error",
 ]
+
+logger = logging.getLogger("dcbrain.brain")
 
 #: Failed attempts kept per conversation for the next planning (seed 000).
 CONTEXTUAL_PLAN_INFO_SIZE = 10
@@ -89,7 +92,7 @@ class BrainIntermediateResult:
     status: BrainStatus | None = None
     reason: BrainReason | None = None
     error: str | None = None
-    validated_by: str | None = None
+    validated_by: dict[str, Any] | None = None
     failed_plans: dict[str, int] = field(default_factory=dict)
     repeats: int = 0
 
@@ -127,26 +130,74 @@ class BrainIntermediateResult:
 
 
 class ContextualPlanInfo:
-    """The last failed attempts of each conversation, shown to its next plannings."""
+    """The last failed attempts of each conversation, shown to its next plannings.
 
-    def __init__(self, size: int = CONTEXTUAL_PLAN_INFO_SIZE) -> None:
-        self._attempts: defaultdict[str, deque[dict[str, Any]]] = defaultdict(
-            lambda: deque(maxlen=size)
-        )
+    With a ``store`` the attempts live in its key/values (one key per conversation): read
+    at every use and written on every change, so brains in other processes on the same
+    store see them. A store that fails is logged and the attempts are kept in this
+    process instead, so a run never fails over them.
+    """
+
+    def __init__(
+        self, size: int = CONTEXTUAL_PLAN_INFO_SIZE, store: RunStore | None = None
+    ) -> None:
+        self.size = size
+        self.store = store
+        self._attempts: dict[str, deque[dict[str, Any]]] = {}
 
     def of(self, conversation_id: str) -> list[dict[str, Any]]:
         """The conversation's failed attempts, oldest first."""
-        return list(self._attempts.get(conversation_id, ()))
+        return list(self._current(conversation_id))
 
     def record(self, ir: BrainIntermediateResult) -> None:
         """Remember the current attempt of ``ir`` if it failed (once per attempt)."""
         if ir.attempt_recorded or (ir.current_plan is None and ir.interpreter_err is None):
             return
         ir.attempt_recorded = True
-        self._attempts[ir.context.conversation_id].append(ir.attempt_record())
+        conversation_id = ir.context.conversation_id
+        attempts = self._current(conversation_id)
+        attempts.append(ir.attempt_record())
+        if self.store is not None:
+            try:
+                self.store.put_value(contextual_plan_info_key(conversation_id), list(attempts))
+            except Exception:
+                logger.warning("could not store the failed attempts of conversation %r",
+                               conversation_id, exc_info=True)
 
     def clear(self, conversation_id: str) -> None:
         self._attempts.pop(conversation_id, None)
+        if self.store is not None:
+            try:
+                self.store.delete_value(contextual_plan_info_key(conversation_id))
+            except Exception:
+                logger.warning("could not clear the failed attempts of conversation %r",
+                               conversation_id, exc_info=True)
+
+    def _current(self, conversation_id: str) -> deque[dict[str, Any]]:
+        """The conversation's attempts, read from the store when there is one."""
+        if self.store is not None:
+            try:
+                stored = self.store.get_value(contextual_plan_info_key(conversation_id), [])
+            except Exception:
+                logger.warning("could not read the failed attempts of conversation %r",
+                               conversation_id, exc_info=True)
+            else:
+                self._attempts[conversation_id] = deque(_attempts(stored), maxlen=self.size)
+        return self._attempts.setdefault(conversation_id, deque(maxlen=self.size))
+
+
+def contextual_plan_info_key(conversation_id: str) -> str:
+    """The store key of a conversation's failed attempts."""
+    return f"dcbrain.contextual_plan_info:{conversation_id}"
+
+
+def _attempts(stored: Any) -> list[dict[str, str]]:
+    """Stored attempts in their known shape; anything else in the value is dropped."""
+    if not isinstance(stored, list):
+        return []
+    fields = ("plan", "result", "error", "suggestion")
+    return [{name: str(attempt.get(name, "")) for name in fields}
+            for attempt in stored if isinstance(attempt, dict)]
 
 
 @dataclass
@@ -175,7 +226,7 @@ class BrainResult:
     error: str | None = None
     last_error: str | None = None
     duration_s: float = 0.0
-    validated_by: str | None = None
+    validated_by: dict[str, Any] | None = None
     reused_calls: int = 0
 
     @classmethod
@@ -225,9 +276,10 @@ class BrainResult:
             "error": self.error,
             "last_error": self.last_error,
             "duration_s": self.duration_s,
-            "validated_by": self.validated_by,
             "reused_calls": self.reused_calls,
         }
+        if self.validated_by is not None:  # nobody judged a direct answer
+            record["validated_by"] = self.validated_by
         if include_events:
             record["events"] = list(self.events)
         return record

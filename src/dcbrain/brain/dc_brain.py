@@ -33,6 +33,7 @@ from dcbrain.exceptions import TFBrainBusyError
 from dcbrain.journal import CallJournal
 from dcbrain.llm.base import ChatLLM
 from dcbrain.memory.recall import DEFAULT_MEMORY_CHUNK_SIZE, MemoryChunkSize
+from dcbrain.memory.run_store import RunStore
 from dcbrain.messages import TextMessage
 from dcbrain.tfplan import Limits
 from dcbrain.tools import Tool, ToolLike, as_tool
@@ -104,7 +105,9 @@ class DCBrain(BaseBrain):
         self.max_tokens = max_tokens
         self.timeout = timeout
         self.limits = limits
-        self._contextual_plan_info = ContextualPlanInfo()
+        # Kept in the memory's file when it is also a run store: other processes see them.
+        store = self.memory if isinstance(self.memory, RunStore) else None
+        self._contextual_plan_info = ContextualPlanInfo(store=store)
         self._runs_lock = threading.Lock()
         self._runs: dict[str, BrainRun] = {}
         if neural is not None:

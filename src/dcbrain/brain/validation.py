@@ -101,9 +101,11 @@ async def ask_validator(
     return parse_verdict(verdict.content)
 
 
-def validator_name(llm: ChatLLM) -> str:
-    """Who validates: the validator LLM's model name (its class name without one)."""
-    return str(getattr(llm, "model", "") or type(llm).__name__)
+def validator_name(llm: ChatLLM) -> dict[str, Any]:
+    """Who validates: ``{"model", "weak"}``; ``weak`` for a judge whose verdict is a
+    formality (the embedded tiny model), not a check."""
+    return {"model": str(getattr(llm, "model", "") or type(llm).__name__),
+            "weak": bool(getattr(llm, "weak_judge", False))}
 
 
 def parse_verdict(content: Any) -> Verdict:

@@ -19,6 +19,8 @@ from typing import Any
 import json_repair
 from jsonschema import exceptions as jsonschema_exceptions
 from jsonschema import validators
+from pydantic import TypeAdapter
+from pydantic import ValidationError as PydanticValidationError
 
 from dcbrain.chain.intermediate import merge_intermediate_results
 from dcbrain.chain.prompts import (
@@ -34,7 +36,7 @@ from dcbrain.chain.runnable import MessageLike, Runnable
 from dcbrain.exceptions import TFChainError, TFError, TFToolError
 from dcbrain.llm.base import ChatLLM, LLMReply, ToolCall
 from dcbrain.messages import TextMessage, as_message
-from dcbrain.tools import Tool, ToolLike, as_tool
+from dcbrain.tools import Tool, ToolLike, ToolProvider, as_tool
 
 PromptArg = str | BasePrompt | Iterable[BasePrompt] | None
 
@@ -48,9 +50,11 @@ class Chain(Runnable):
     ``prompt`` is a Jinja2 template string or prompt objects (default: the input text);
     ``system_prompt`` a template for the system message. With ``output_json_schema`` the
     output is a dict validated against it (a non-object schema's value is returned as
-    ``{"result": value}``); without it, the reply text. ``input_schema`` describes the
-    keyword arguments a plan passes; by default every template variable is a required
-    string. ``tools`` may be called by the model (OpenAI tool calls). ``reuse=False``
+    ``{"result": value}``); without it, the reply text. ``output_type`` (a pydantic
+    model, dataclass, TypedDict or any type pydantic knows) derives that schema, and the
+    validated value is also returned as an instance in ``result.output``. ``input_schema``
+    describes the keyword arguments a plan passes; by default every template variable is
+    a required string. ``tools`` may be called by the model (OpenAI tool calls). ``reuse=False``
     opts the chain out of the run journal's reuse (every plan calls it afresh).
     """
 
@@ -63,6 +67,7 @@ class Chain(Runnable):
         prompt: PromptArg = DEFAULT_PROMPT,
         system_prompt: str | BasePrompt | None = None,
         output_json_schema: dict[str, Any] | None = None,
+        output_type: Any = None,
         result_cache_key: str | None = None,
         catch_intermediate_chain_result: bool = True,
         input_schema: dict[str, Any] | None = None,
@@ -89,6 +94,13 @@ class Chain(Runnable):
         self.system_prompt: BasePrompt | None = None
         with self._named_errors():
             self.set_prompts(prompt, system_prompt=system_prompt)
+        self.output_type = output_type
+        self._output_adapter: TypeAdapter[Any] | None = None
+        if output_type is not None:
+            if output_json_schema is not None:
+                raise TFChainError(f"chain {name!r}: give output_type or output_json_schema, "
+                                   "not both")
+            self._output_adapter, output_json_schema = self._typed_schema(output_type)
         self.output_json_schema = self._checked_schema(output_json_schema, "output_json_schema")
         self._explicit_input_schema = self._checked_schema(input_schema, "input_schema")
         self.tools: list[Tool] = self._checked_tools(tools or [])
@@ -185,6 +197,7 @@ class Chain(Runnable):
         reply = await self._complete(messages, available, result)
         if self._validator is None:
             content: ChainOutput = reply.content
+            result.output = content
         else:
             content, reply = await self._structured(messages, available, reply, result)
         result.content = content
@@ -298,8 +311,9 @@ class Chain(Runnable):
         value, error = self._decode(reply, result)
         if error is None:
             return value, reply
+        what = "output_type" if self._output_adapter is not None else "output_json_schema"
         raise TFChainError(
-            f"chain {self.name!r}: the LLM did not return JSON matching output_json_schema "
+            f"chain {self.name!r}: the LLM did not return JSON matching {what} "
             f"(after a repair and a retry): {error}"
         )
 
@@ -322,7 +336,43 @@ class Chain(Runnable):
             return {}, "; ".join(_describe_error(error) for error in errors[:5])
         if not isinstance(candidate, dict):
             return {}, f"expected a JSON object, got {type(candidate).__name__}"
-        return candidate, None
+        if self._output_adapter is None:
+            result.output = candidate
+            return candidate, None
+        return self._typed(candidate, result)
+
+    def _typed(
+        self, candidate: dict[str, Any], result: ChainResult
+    ) -> tuple[dict[str, Any], str | None]:
+        """Validate with ``output_type``; the content is the instance dumped as JSON data."""
+        assert self._output_adapter is not None
+        raw = candidate[WRAPPED_RESULT_KEY] if self._wrapped else candidate
+        try:
+            typed = self._output_adapter.validate_python(raw)
+        except PydanticValidationError as exc:
+            return {}, "; ".join(
+                (f"{'/'.join(str(part) for part in error['loc'])}: {error['msg']}"
+                 if error["loc"] else error["msg"])
+                for error in exc.errors()[:5]
+            )
+        result.output = typed
+        plain = self._output_adapter.dump_python(typed, mode="json")
+        return ({WRAPPED_RESULT_KEY: plain} if self._wrapped else plain), None
+
+    def _typed_schema(self, output_type: Any) -> tuple[TypeAdapter[Any], dict[str, Any]]:
+        """The adapter of ``output_type`` and its JSON Schema (a top-level ``$ref`` inlined)."""
+        try:
+            adapter: TypeAdapter[Any] = TypeAdapter(output_type)
+            schema = adapter.json_schema()
+        except Exception as exc:
+            raise TFChainError(f"chain {self.name!r}: output_type {output_type!r} has no JSON "
+                               f"Schema: {exc}") from None
+        reference = schema.get("$ref")
+        definitions = schema.get("$defs", {})
+        if isinstance(reference, str) and reference.startswith("#/$defs/") and len(schema) == 2:
+            target = definitions[reference.removeprefix("#/$defs/")]
+            schema = {**target, "$defs": definitions}
+        return adapter, schema
 
     def _on_succeeded(self, message: TextMessage, content: ChainOutput) -> None:
         """Merge the output into ``__chains_intermediate_results`` (seed 001's table)."""
@@ -358,7 +408,7 @@ class Chain(Runnable):
     def _checked_tools(self, tools: Sequence[ToolLike]) -> list[Tool]:
         checked: list[Tool] = []
         for item in tools:
-            if not (isinstance(item, Tool) or callable(item)):
+            if not (isinstance(item, Tool | ToolProvider) or callable(item)):
                 raise TFChainError(
                     f"chain {self.name!r}: a tool must be callable, got {type(item).__name__}"
                 )
@@ -386,12 +436,15 @@ def _llm_schema(schema: dict[str, Any] | None) -> tuple[dict[str, Any] | None, b
     is_object = schema.get("type") == "object" or ("type" not in schema and "properties" in schema)
     if is_object:
         return schema, False
+    inner = {key: value for key, value in schema.items() if key != "$defs"}
     wrapped = {
         "type": "object",
-        "properties": {WRAPPED_RESULT_KEY: schema},
+        "properties": {WRAPPED_RESULT_KEY: inner},
         "required": [WRAPPED_RESULT_KEY],
         "additionalProperties": False,
     }
+    if "$defs" in schema:  # references point at the root, so the definitions move there
+        wrapped["$defs"] = schema["$defs"]
     return wrapped, True
 
 

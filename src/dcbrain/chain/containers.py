@@ -97,6 +97,7 @@ class SeqChains(Chains):
             )
             result += child_result
             result.content = child_result.content
+            result.output = child_result.output
         return result
 
 
@@ -174,6 +175,7 @@ class ParallelChains(Chains):
             result += child_result
             contents[child.name] = child_result.content
         result.content = contents
+        result.output = contents
         return result
 
     @staticmethod

@@ -19,10 +19,12 @@ class ChainResult:
     input message; ``current_generate`` the model's last message; ``usage`` the tokens of
     every LLM call; ``intermediate_msgs`` the messages exchanged besides the prompt (tool
     calls and returns, retries); ``tool_returns`` one record per tool call; ``logs`` a
-    readable trace.
+    readable trace. ``output`` is the output as Python callers want it: an instance of
+    the chain's ``output_type`` when it has one, else the same value as ``content``.
     """
 
     content: ChainOutput = ""
+    output: Any = None
     origin: TextMessage | None = None
     current_generate: TextMessage | None = None
     usage: Usage = field(default_factory=Usage)
@@ -30,17 +32,24 @@ class ChainResult:
     tool_returns: list[dict[str, Any]] = field(default_factory=list)
     logs: list[str] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        if self.output is None:
+            self.output = self.content
+
     def __iadd__(self, other: ChainResult) -> ChainResult:
         """Accumulate ``other`` (a later result) into this one (seed 001).
 
         Content: two dicts merge (later keys win); otherwise a non-empty later content
-        replaces this one. ``origin`` keeps the first, ``current_generate`` takes the
-        latest; usages are merged; messages, tool returns and logs are appended.
+        replaces this one, and ``output`` follows the content. ``origin`` keeps the first,
+        ``current_generate`` takes the latest; usages are merged; messages, tool returns
+        and logs are appended.
         """
         if isinstance(self.content, dict) and isinstance(other.content, dict):
             self.content = {**self.content, **other.content}
+            self.output = other.output
         elif other.content not in ("", {}):
             self.content = other.content
+            self.output = other.output
         if self.origin is None:
             self.origin = other.origin
         if other.current_generate is not None:

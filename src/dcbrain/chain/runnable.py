@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dcbrain._sync import run_sync
 from dcbrain.chain.prompts import Knowledge
 from dcbrain.chain.result import ChainResult
 from dcbrain.messages import TextMessage, as_message
-from dcbrain.tools import ToolLike
+from dcbrain.tools import SchemaTool, Tool, ToolLike
 
 MessageLike = TextMessage | dict[str, Any]
+
+#: Keyword arguments whose value becomes the text of the input message.
+TEXT_KWARGS = ("input", "input_text", "text")
 
 
 class Runnable(ABC):
@@ -43,31 +47,73 @@ class Runnable(ABC):
             "output_schema": self.output_schema,
         }
 
+    def as_tool(self, *, name: str | None = None, description: str | None = None) -> Tool:
+        """This chain as a tool: keyword arguments in, the result's ``content`` out.
+
+        Agents, chains and plans take it wherever they take tools; ``as_tool`` is called
+        for them when a chain is given as a tool. Values are passed on as a plan passes
+        them to a chain (its templates render dicts and lists as JSON): only the argument
+        names are checked.
+        """
+        async def call(**kwargs: Any) -> Any:
+            return (await self.arun(**kwargs)).content
+
+        return SchemaTool(
+            call,
+            name=name or self.name,
+            description=self.description if description is None else description,
+            parameters_schema=self.input_schema,
+            returns_schema=self.output_schema,
+            check_values=False,
+        )
+
     def run(
         self,
-        current_input: str | TextMessage,
+        current_input: str | TextMessage | None = None,
         conversation: Sequence[TextMessage | str] | None = None,
         knowledge: Knowledge = None,
         tools: Sequence[ToolLike] | None = None,
         intermediate_msgs: Sequence[MessageLike] | None = None,
+        **inputs: Any,
     ) -> ChainResult:
-        """Blocking :meth:`async_run`."""
+        """Blocking :meth:`async_run`: ``chain.run("text")`` or ``chain.run(topic="x")``."""
         return run_sync(
-            lambda: self.async_run(current_input, conversation, knowledge, tools, intermediate_msgs)
+            lambda: self.async_run(current_input, conversation, knowledge, tools,
+                                   intermediate_msgs, **inputs)
         )
 
     async def async_run(
         self,
-        current_input: str | TextMessage,
+        current_input: str | TextMessage | None = None,
         conversation: Sequence[TextMessage | str] | None = None,
         knowledge: Knowledge = None,
         tools: Sequence[ToolLike] | None = None,
         intermediate_msgs: Sequence[MessageLike] | None = None,
+        **inputs: Any,
     ) -> ChainResult:
-        """Run on ``current_input`` (a str becomes a user message); see ``_async_run``."""
+        """Run on ``current_input`` (a str becomes a user message), or on keyword inputs.
+
+        Keyword ``inputs`` are the template variables (a plan's call arguments): they go
+        into the message's ``additional_kwargs``, and ``input``/``input_text``/``text``,
+        else all of them as JSON, becomes its text when no ``current_input`` is given.
+        """
         return await self._async_run(
-            as_message(current_input), conversation, knowledge, tools, intermediate_msgs
+            input_message(current_input, inputs), conversation, knowledge, tools,
+            intermediate_msgs,
         )
+
+    async def arun(
+        self,
+        current_input: str | TextMessage | None = None,
+        conversation: Sequence[TextMessage | str] | None = None,
+        knowledge: Knowledge = None,
+        tools: Sequence[ToolLike] | None = None,
+        intermediate_msgs: Sequence[MessageLike] | None = None,
+        **inputs: Any,
+    ) -> ChainResult:
+        """:meth:`async_run` under its short name: ``await chain.arun(topic="x")``."""
+        return await self.async_run(current_input, conversation, knowledge, tools,
+                                    intermediate_msgs, **inputs)
 
     @abstractmethod
     async def _async_run(
@@ -78,3 +124,27 @@ class Runnable(ABC):
         tools: Sequence[ToolLike] | None,
         intermediate_msgs: Sequence[MessageLike] | None,
     ) -> ChainResult: ...
+
+
+def input_message(
+    current_input: str | TextMessage | None, inputs: Mapping[str, Any]
+) -> TextMessage:
+    """The message a run works on: ``current_input`` with ``inputs`` added to its
+    ``additional_kwargs``, or a new user message built from ``inputs`` alone."""
+    if current_input is not None:
+        message = as_message(current_input)
+        message.additional_kwargs.update(inputs)
+        return message
+    return TextMessage(content=_input_text(inputs), additional_kwargs=dict(inputs))
+
+
+def _input_text(inputs: Mapping[str, Any]) -> str:
+    for key in TEXT_KWARGS:
+        if key in inputs:
+            value = inputs[key]
+            return value if isinstance(value, str) else _as_json(value)
+    return _as_json(dict(inputs)) if inputs else ""
+
+
+def _as_json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=repr)

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import sys
 from enum import IntEnum
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TextIO
 
 import typer
+
+from dcbrain._text import encodable
 
 
 class ExitCode(IntEnum):
@@ -18,8 +20,10 @@ class ExitCode(IntEnum):
 
 
 def to_jsonable(value: Any) -> Any:
-    """``value`` with sets, tuples and unknown objects made JSON-friendly."""
-    if value is None or isinstance(value, bool | int | float | str):
+    """``value`` with sets, tuples and unknown objects made JSON-friendly (and encodable)."""
+    if isinstance(value, str):
+        return encodable(value)
+    if value is None or isinstance(value, bool | int | float):
         return value
     if isinstance(value, dict):
         return {str(key): to_jsonable(item) for key, item in value.items()}
@@ -36,6 +40,11 @@ def to_jsonable(value: Any) -> Any:
 def print_json(value: Any) -> None:
     sys.stdout.write(json.dumps(to_jsonable(value), ensure_ascii=False, indent=2) + "\n")
     sys.stdout.flush()
+
+
+def write_text(text: str, stream: TextIO | None = None) -> None:
+    """Write ``text`` as it is, lone surrogates replaced (a plan may print any string)."""
+    (stream or sys.stdout).write(encodable(text))
 
 
 def fail_usage(message: str) -> NoReturn:

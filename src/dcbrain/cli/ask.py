@@ -2,31 +2,35 @@
 
 On a terminal the run is shown live (see :mod:`dcbrain.cli.progress`) and the answer
 follows; with ``--json``, or when stdout is not a terminal, one JSON object is printed.
-Exit codes: 0 succeeded, 1 failed, 2 usage/config error, 3 aborted or timed out.
+Exit codes: 0 succeeded, 1 failed, 2 usage/config error, 3 aborted or timed out,
+130 interrupted.
 """
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 
+from dcbrain._text import encodable
 from dcbrain.cli._output import ExitCode, fail_usage, print_json
-from dcbrain.cli.progress import ProgressView
-from dcbrain.config import DEFAULT_CONFIG_FILE, Config, ConfigError, build_brain, find_config
-from dcbrain.exceptions import TFBrainError, TFError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from dcbrain.config import Config
+
+CONFIG_HELP = ("Config file (default: ./dcbrain.toml if present, else the embedded local "
+               "model).")
 
 
 def ask(
     question: Annotated[str, typer.Argument(help="The question to answer.", show_default=False)],
     config: Annotated[
         Path | None,
-        typer.Option("--config", "-c", help=f"Config file (default: ./{DEFAULT_CONFIG_FILE} "
-                     "if present, else the embedded local model).", show_default=False),
+        typer.Option("--config", "-c", help=CONFIG_HELP, show_default=False),
     ] = None,
     conversation: Annotated[
         str, typer.Option("--conversation", help="Conversation id (memory and earlier attempts).")
@@ -44,7 +48,21 @@ def ask(
                      show_default=False),
     ] = None,
 ) -> None:
-    """Answer QUESTION: plan in tf_plan, run, validate, replan; show it live."""
+    """Answer QUESTION: plan in tf_plan, run, validate, replan; show it live.
+
+    Exit codes: 0 succeeded, 1 failed, 2 usage or config error, 3 aborted or timed out,
+    130 interrupted.
+    """
+    import asyncio
+
+    from rich.console import Console
+
+    from dcbrain.cli.progress import ProgressView
+    from dcbrain.config import ConfigError, build_brain
+    from dcbrain.exceptions import TFBrainError, TFError
+
+    if not question.strip():
+        fail_usage("the question is empty: dcbrain ask \"your question\"")
     if json_output and text_output:
         fail_usage("--json and --text exclude each other")
     as_json = json_output or (not text_output and not sys.stdout.isatty())
@@ -73,16 +91,15 @@ def ask(
     except TFError as exc:
         sys.stderr.write(f"error: {type(exc).__name__}: {exc}\n")
         raise typer.Exit(ExitCode.FAILED) from None
-    except KeyboardInterrupt:
-        sys.stderr.write("aborted\n")
-        raise typer.Exit(ExitCode.ABORTED) from None
     models = [descriptions.get(name, name) for name in result.usage.per_model]
+    judge = result.validated_by
     if as_json:
         record = result.to_dict(include_events=False)
         record["models"] = models
+        record["validated_by"] = judge
         print_json(record)
     else:
-        show_result(console, result, models)
+        show_result(console, result, models, judge)
     raise typer.Exit(exit_code(result.status, result.reason))
 
 
@@ -94,22 +111,38 @@ def exit_code(status: str, reason: str | None) -> int:
     return ExitCode.FAILED
 
 
-def show_result(console: Console, result: Any, models: list[str]) -> None:
+def outcome_text(status: str, reason: str | None, judge: dict[str, Any] | None) -> str:
+    """``succeeded (validated by gpt-4o)``, or says plainly that a tiny model's check is weak."""
+    if reason == "validated" and judge is not None:
+        if judge["weak"]:
+            return f"{status} (checked by {judge['model']} — weak)"
+        return f"{status} (validated by {judge['model']})"
+    return f"{status} ({reason})"
+
+
+def show_result(
+    console: Console, result: Any, models: list[str], judge: dict[str, Any] | None = None
+) -> None:
     """The final answer (or why there is none), its cost, and which model answered."""
     usage = result.usage
     plans = len(result.plans)
     console.print()
     style = "bold green" if result.status == "succeeded" else "bold red"
-    console.print(f"[{style}]{result.status}[/{style}] ({result.reason}) — "
+    outcome = outcome_text(result.status, result.reason, judge)
+    console.print(f"[{style}]{outcome}[/{style}] — "
                   f"{plans} plan{'s' if plans != 1 else ''}, {usage.total_tokens:,} tokens "
                   f"in {usage.requests} LLM call{'s' if usage.requests != 1 else ''}")
     if result.final_result is not None:
         answer = result.final_result
         text = answer if isinstance(answer, str) else _json_text(answer)
         console.print("[bold]answer:[/bold]")
-        console.print(text, markup=False)
+        console.print(encodable(text), markup=False)
     elif result.error or result.last_error:
-        console.print(f"[red]{result.error or result.last_error}[/red]", markup=True)
+        console.print(encodable(str(result.error or result.last_error)), style="red",
+                      markup=False)
+    if judge is not None and judge["weak"]:
+        console.print("[yellow]the check is weak: a 135M-parameter model judged the answer; "
+                      "configure a real provider to validate answers[/yellow]")
     if models:
         console.print(f"[dim]answered by: {', '.join(models)}[/dim]")
 
@@ -121,6 +154,8 @@ def _json_text(value: Any) -> str:
 
 
 def _load(path: Path | None) -> Config:
+    from dcbrain.config import ConfigError, find_config
+
     try:
         return find_config(path)
     except ConfigError as exc:

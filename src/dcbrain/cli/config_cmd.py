@@ -9,14 +9,6 @@ from typing import Annotated
 import typer
 
 from dcbrain.cli._output import ExitCode, fail_usage
-from dcbrain.config import (
-    DEFAULT_CONFIG_FILE,
-    ConfigError,
-    check_tool_names,
-    environment_problems,
-    load_config,
-    load_tools,
-)
 
 config_app = typer.Typer(help="Validate the configuration file.", no_args_is_help=True)
 
@@ -90,9 +82,7 @@ def word_count(text: str) -> int:
 
 
 def init(
-    path: Annotated[Path, typer.Argument(help="Where to write the file.")] = Path(
-        DEFAULT_CONFIG_FILE
-    ),
+    path: Annotated[Path, typer.Argument(help="Where to write the file.")] = Path("dcbrain.toml"),
     force: Annotated[bool, typer.Option("--force", help="Overwrite existing files.")] = False,
 ) -> None:
     """Write a commented example dcbrain.toml (and a tools.py beside it)."""
@@ -108,12 +98,20 @@ def init(
 
 
 @config_app.command("check")
-def check(config: ConfigOption = Path(DEFAULT_CONFIG_FILE)) -> None:
+def check(config: ConfigOption = Path("dcbrain.toml")) -> None:
     """Validate a config file (and import its tool files); exit 2 naming each bad key.
 
     API key variables that are not set in this environment are only warned about: the
     file may be checked where its secrets are not (CI); ``ask`` and ``serve`` need them.
     """
+    from dcbrain.config import (
+        ConfigError,
+        check_tool_names,
+        environment_problems,
+        load_config,
+        load_tools,
+    )
+
     try:
         loaded = load_config(config)
         tools = load_tools(loaded)

@@ -8,16 +8,13 @@ Only the LLMs are scripted; the plans really run in the sandbox and call real to
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
 from dcbrain.cli._output import print_json
 from dcbrain.cli.ask import exit_code, show_result
-from dcbrain.cli.progress import ProgressView
 
 QUESTION = "How much do 3 nights in a Lisbon hotel cost, in US dollars?"
 
@@ -100,6 +97,12 @@ def demo(
     ] = False,
 ) -> None:
     """Run an offline showcase: a plan fails validation, is revised (diff shown), succeeds."""
+    import asyncio
+
+    from rich.console import Console
+
+    from dcbrain.cli.progress import ProgressView
+
     brain = build_demo_brain()
     if json_output:
         result = asyncio.run(brain.async_run(QUESTION, "demo"))
@@ -111,7 +114,8 @@ def demo(
     view = ProgressView(console, show_llm_calls=False)
     with view:
         result = asyncio.run(brain.async_run(QUESTION, "demo", on_event=view.handle))
-    show_result(console, result, list(result.usage.per_model))
+    judge = result.validated_by
+    show_result(console, result, list(result.usage.per_model), judge)
     sys.stdout.flush()
     raise typer.Exit(exit_code(result.status, result.reason))
 

@@ -11,21 +11,25 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from dcbrain.cli._output import ExitCode, fail_usage, print_json
-from dcbrain.config import ConfigError, load_tool_file
-from dcbrain.tfplan import Interpreter, Limits, TFInterpreterError
+from dcbrain.cli._output import ExitCode, fail_usage, print_json, write_text
+from dcbrain.tfplan.limits import Limits
+
+if TYPE_CHECKING:
+    from dcbrain.tfplan import TFInterpreterError
 
 app = typer.Typer(help="Check and run tf_plan scripts.", no_args_is_help=True)
 
-FileArg = Annotated[Path, typer.Argument(help="The tf_plan script.", show_default=False)]
+FileArg = Annotated[Path, typer.Argument(help="The tf_plan script.", metavar="FILE",
+                                         show_default=False)]
 ToolsOption = Annotated[
     list[Path] | None,
     typer.Option(
         "--tools",
+        metavar="TOOLS.py",
         help="A Python file whose public functions the plan may call (repeatable).",
         show_default=False,
     ),
@@ -35,6 +39,8 @@ ToolsOption = Annotated[
 @app.command()
 def check(file: FileArg, tools: ToolsOption = None) -> None:
     """Check FILE statically; print every problem as FILE:LINE:COL: error: message."""
+    from dcbrain.tfplan import Interpreter
+
     source = _read(file)
     interpreter = Interpreter(_load_tools(tools))
     problems = interpreter.check(source)
@@ -62,6 +68,8 @@ def run(
     ] = None,
 ) -> None:
     """Check FILE, then run it; its print output goes to stdout verbatim."""
+    from dcbrain.tfplan import Interpreter, TFInterpreterError
+
     source = _read(file)
     limits = _parse_limits(limit or [])
     interpreter = Interpreter(_load_tools(tools), limits=limits)
@@ -73,7 +81,7 @@ def run(
     if json_output:
         print_json(result.to_dict())
     else:
-        sys.stdout.write(result.stdout)
+        write_text(result.stdout)
         sys.stdout.flush()
 
 
@@ -95,13 +103,13 @@ def _report_error(file: Path, error: TFInterpreterError, json_output: bool) -> N
         }
         print_json(payload)
         return
-    sys.stdout.write(error.stdout)
+    write_text(error.stdout)
     sys.stdout.flush()
     if problems:
         lines = [f"{file}:{p.line}:{p.col}: {error.kind}: {p.message}" for p in problems]
     else:
         lines = [f"{file}:{error.line}:{max(error.col, 1)}: {error.kind}: {error.message}"]
-    sys.stderr.write("\n".join(lines) + "\n")
+    write_text("\n".join(lines) + "\n", sys.stderr)
 
 
 def _read(file: Path) -> str:
@@ -114,8 +122,12 @@ def _read(file: Path) -> str:
 
 
 def _load_tools(paths: list[Path] | None) -> dict[str, Callable[..., Any]]:
+    if not paths:
+        return {}
+    from dcbrain.config import ConfigError, load_tool_file  # pydantic: only when needed
+
     callables: dict[str, Callable[..., Any]] = {}
-    for path in paths or []:
+    for path in paths:
         try:
             callables.update(load_tool_file(path))
         except ConfigError as exc:

@@ -1,5 +1,14 @@
-"""Chat LLMs: one interface, an OpenAI-compatible provider, test LLMs, token counting."""
+"""Chat LLMs: one interface, an OpenAI-compatible provider, test LLMs, token counting.
 
+:class:`OpenAILLM` is imported on first use: the ``openai`` SDK is slow to import and
+most commands never need it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from dcbrain._lazy import lazy_exports
 from dcbrain.llm.base import ChatLLM, LLMReply, ToolCall
 from dcbrain.llm.observe import (
     LLMFailureObserver,
@@ -7,7 +16,6 @@ from dcbrain.llm.observe import (
     llm_observer,
     observe_llm_calls,
 )
-from dcbrain.llm.openai import OpenAILLM
 from dcbrain.llm.testing import FunctionLLM, LLMCallInfo, ScriptedLLM
 from dcbrain.llm.tokens import cl100k_base_length, count_message_tokens
 
@@ -26,3 +34,8 @@ __all__ = [
     "llm_observer",
     "observe_llm_calls",
 ]
+
+if TYPE_CHECKING:
+    from dcbrain.llm.openai import OpenAILLM
+
+__getattr__, __dir__ = lazy_exports(__name__, {"OpenAILLM": "dcbrain.llm.openai"})

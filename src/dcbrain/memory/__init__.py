@@ -1,4 +1,9 @@
-"""Memory: conversation, documents, knowledge and a keyword index, recalled within budgets."""
+"""Memory (conversation, documents, knowledge, keyword index) and the run store.
+
+``Memory`` is what planning recalls; ``RunStore`` keeps runs, their events and
+key/values. ``SQLiteMemory`` is both on one file; ``SQLiteRunStore`` is the run store
+alone, for a deployment whose memory lives elsewhere.
+"""
 
 from dcbrain.memory.base import (
     ALL_KINDS,
@@ -6,8 +11,6 @@ from dcbrain.memory.base import (
     Memory,
     MemoryItem,
     MemoryKind,
-    RunEventRecord,
-    RunRecord,
 )
 from dcbrain.memory.recall import (
     DEFAULT_MEMORY_CHUNK_SIZE,
@@ -17,7 +20,9 @@ from dcbrain.memory.recall import (
     RecallBudget,
     recall,
 )
+from dcbrain.memory.run_store import RunEventRecord, RunRecord, RunStore
 from dcbrain.memory.sqlite import SCHEMA_VERSION, SQLiteMemory
+from dcbrain.memory.sqlite_runs import SQLiteRunStore
 
 __all__ = [
     "ALL_KINDS",
@@ -33,6 +38,8 @@ __all__ = [
     "RecallBudget",
     "RunEventRecord",
     "RunRecord",
+    "RunStore",
     "SQLiteMemory",
+    "SQLiteRunStore",
     "recall",
 ]

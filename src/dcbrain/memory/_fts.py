@@ -23,8 +23,8 @@ def index_text(text: str) -> str:
     return _CJK_CHAR.sub(r" \1 ", text)
 
 
-def match_query(text: str) -> str | None:
-    """A safe FTS5 query matching any word of ``text``, or ``None`` if it has no words."""
+def query_terms(text: str) -> list[str]:
+    """The distinct FTS5 terms of ``text`` (quoted words and CJK pairs), in order."""
     terms: list[str] = []
     seen: set[str] = set()
     for match in _TERM.finditer(text):
@@ -40,4 +40,4 @@ def match_query(text: str) -> str | None:
                 terms.append(term)
         if len(terms) >= MAX_QUERY_TERMS:
             break
-    return " OR ".join(terms[:MAX_QUERY_TERMS]) or None
+    return terms[:MAX_QUERY_TERMS]

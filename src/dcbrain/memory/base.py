@@ -2,9 +2,10 @@
 
 A memory keeps, per ``conversation_id``: the conversation's messages, documents (the
 seed's "elements", stored as token-bounded chunks), knowledge (facts and notes) and a
-keyword index over all three. It also keeps runs and their events for the server, and a
-small key/value table. Every method has an ``a``-prefixed async twin that runs the sync
-one in a worker thread, so brains can await memory without blocking their event loop.
+keyword index over all three — what planning recalls. Runs, their events and key/values
+are a separate interface, :class:`~dcbrain.memory.run_store.RunStore`. Every method has
+an ``a``-prefixed async twin that runs the sync one in a worker thread, so brains can
+await memory without blocking their event loop.
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, Literal, Self
+from typing import TYPE_CHECKING, Any, Final, Literal
 
+from dcbrain.memory._closing import ClosableStore
 from dcbrain.messages import TextMessage
 
 if TYPE_CHECKING:
@@ -32,6 +33,9 @@ class MemoryItem:
 
     ``score`` is set by searches: higher is more relevant (negated FTS5 bm25).
     For messages ``metadata`` holds the message's ``additional_kwargs``.
+    ``entry_tokens`` and ``hit_tokens`` are the cl100k token counts of the item's recall
+    entry in its own section and as a keyword hit, when the store counted them as it
+    stored the item (``None``: recall counts them itself).
     """
 
     kind: MemoryKind
@@ -45,6 +49,8 @@ class MemoryItem:
     chunk_index: int | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     score: float | None = None
+    entry_tokens: int | None = None
+    hit_tokens: int | None = None
 
     def to_message(self) -> TextMessage:
         """The item as a :class:`TextMessage` (role ``"user"`` when it has none)."""
@@ -56,30 +62,11 @@ class MemoryItem:
         )
 
 
-@dataclass(frozen=True)
-class RunRecord:
-    """A run as the server persists it: its status and a JSON-able ``data`` dict."""
+class Memory(ClosableStore, ABC):
+    """Conversation, documents, knowledge and a keyword index, recalled for planning.
 
-    run_id: str
-    conversation_id: str | None
-    status: str
-    data: dict[str, Any]
-    created_at: float
-    updated_at: float
-
-
-@dataclass(frozen=True)
-class RunEventRecord:
-    """One event of a run, in ``seq`` order."""
-
-    run_id: str
-    seq: int
-    event: dict[str, Any]
-    created_at: float
-
-
-class Memory(ABC):
-    """Conversation, documents, knowledge, keyword index, runs and key/values.
+    A store of another kind (a vector store, a remote service) implements the seven
+    abstract methods; ``search`` may rank by any relevance, best first.
 
     Implementations must be safe to share between threads and brains of one process.
     """
@@ -164,58 +151,6 @@ class Memory(ABC):
         size = DEFAULT_MEMORY_CHUNK_SIZE if memory_chunk_size is None else memory_chunk_size
         return recall(self, conversation_id, current_input, size)
 
-    # -- runs and key/values -----------------------------------------------------------
-
-    @abstractmethod
-    def save_run(
-        self, run_id: str, conversation_id: str | None, status: str, data: dict[str, Any]
-    ) -> None:
-        """Create or replace a run's status and data (its creation time is kept)."""
-
-    @abstractmethod
-    def get_run(self, run_id: str) -> RunRecord | None:
-        """The run, or ``None`` when it was never saved."""
-
-    @abstractmethod
-    def append_run_event(self, run_id: str, seq: int, event: dict[str, Any]) -> None:
-        """Store event ``seq`` of a run; a second event with the same ``seq`` is an error."""
-
-    @abstractmethod
-    def run_events(self, run_id: str, after_seq: int = -1) -> list[RunEventRecord]:
-        """The run's events with ``seq > after_seq``, in ``seq`` order."""
-
-    @abstractmethod
-    def list_runs(
-        self, conversation_id: str | None = None, limit: int | None = None
-    ) -> list[RunRecord]:
-        """Runs, newest first; only the conversation's when ``conversation_id`` is given."""
-
-    @abstractmethod
-    def put_value(self, key: str, value: Any) -> None:
-        """Store a JSON-able value under ``key``, replacing any previous one."""
-
-    @abstractmethod
-    def get_value(self, key: str, default: Any = None) -> Any:
-        """The value stored under ``key``, or ``default``."""
-
-    @abstractmethod
-    def delete_value(self, key: str) -> bool:
-        """Remove ``key``; ``True`` when it existed."""
-
-    def close(self) -> None:  # noqa: B027 - optional for implementations without resources
-        """Release the store's resources."""
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
     # -- async twins -------------------------------------------------------------------
 
     async def acommit_message(
@@ -265,34 +200,3 @@ class Memory(ABC):
 
     async def adelete_conversation(self, conversation_id: str) -> int:
         return await asyncio.to_thread(self.delete_conversation, conversation_id)
-
-    async def asave_run(
-        self, run_id: str, conversation_id: str | None, status: str, data: dict[str, Any]
-    ) -> None:
-        await asyncio.to_thread(self.save_run, run_id, conversation_id, status, data)
-
-    async def aget_run(self, run_id: str) -> RunRecord | None:
-        return await asyncio.to_thread(self.get_run, run_id)
-
-    async def aappend_run_event(self, run_id: str, seq: int, event: dict[str, Any]) -> None:
-        await asyncio.to_thread(self.append_run_event, run_id, seq, event)
-
-    async def arun_events(self, run_id: str, after_seq: int = -1) -> list[RunEventRecord]:
-        return await asyncio.to_thread(self.run_events, run_id, after_seq)
-
-    async def alist_runs(
-        self, conversation_id: str | None = None, limit: int | None = None
-    ) -> list[RunRecord]:
-        return await asyncio.to_thread(self.list_runs, conversation_id, limit)
-
-    async def aput_value(self, key: str, value: Any) -> None:
-        await asyncio.to_thread(self.put_value, key, value)
-
-    async def aget_value(self, key: str, default: Any = None) -> Any:
-        return await asyncio.to_thread(self.get_value, key, default)
-
-    async def adelete_value(self, key: str) -> bool:
-        return await asyncio.to_thread(self.delete_value, key)
-
-    async def aclose(self) -> None:
-        await asyncio.to_thread(self.close)

@@ -29,6 +29,8 @@ MemoryChunkSize: TypeAlias = int | Sequence[int] | tuple[object, ...]
 DEFAULT_MEMORY_CHUNK_SIZE: Final[MemoryChunkSize] = (16384, cl100k_base_length)
 TRUNCATION_MARKER: Final = "…[truncated]"
 _PAGE: Final = 128
+# A search ranks every match whatever its limit, so one large page beats several small.
+_SEARCH_PAGE: Final = 512
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,24 @@ def render_keyword_hit(item: MemoryItem) -> str:
     return f"({label}) {item.text}\n"
 
 
+def render_entry(item: MemoryItem) -> str:
+    """The item as an entry of its own section (conversation, documents or knowledge)."""
+    if item.kind == "message":
+        return render_message(item.to_message())
+    if item.kind == "document":
+        return render_document(item)
+    return render_knowledge(item)
+
+
+def count_entry_tokens(item: MemoryItem) -> tuple[int, int]:
+    """cl100k tokens of the item's entry in its own section and as a keyword hit.
+
+    Stores call this once per item so recall need not count again (``entry_tokens``,
+    ``hit_tokens``).
+    """
+    return cl100k_base_length(render_entry(item)), cl100k_base_length(render_keyword_hit(item))
+
+
 @dataclass
 class Recall:
     """What memory contributes to one planning step.
@@ -133,6 +153,10 @@ def recall(
     """
     budget = RecallBudget.parse(memory_chunk_size)
     length = budget.length
+    # Counts stored with the items are cl100k counts: usable only with that length.
+    counted = length is cl100k_base_length
+    own_count = _stored_entry_tokens if counted else None
+    hit_count = _stored_hit_tokens if counted else None
 
     turns = _recent_items(memory, conversation_id, "message")
     newest = next(turns, None)
@@ -142,7 +166,9 @@ def recall(
             shown.add(newest.id)
         else:
             turns = _chain_one(newest, turns)
-    conversation_items = take_within(turns, budget.conversation, length, _render_item_message)
+    conversation_items = take_within(
+        turns, budget.conversation, length, _render_item_message, own_count
+    )
     conversation_items.reverse()
 
     documents = take_within(
@@ -150,12 +176,14 @@ def recall(
         budget.documents,
         length,
         render_document,
+        own_count,
     )
     knowledge = take_within(
         _ranked(memory, conversation_id, "knowledge", current_input),
         budget.knowledge,
         length,
         render_knowledge,
+        own_count,
     )
     shown.update(item.id for item in (*conversation_items, *documents, *knowledge))
     hits = (
@@ -163,7 +191,7 @@ def recall(
         for item in _search_all(memory, conversation_id, current_input, None)
         if item.id not in shown
     )
-    keyword_hits = take_within(hits, budget.keywords, length, render_keyword_hit)
+    keyword_hits = take_within(hits, budget.keywords, length, render_keyword_hit, hit_count)
     return Recall(
         conversation=[item.to_message() for item in conversation_items],
         documents=documents,
@@ -177,18 +205,22 @@ def take_within(
     budget: int,
     length: LengthFunction,
     render: Callable[[MemoryItem], str],
+    stored: Callable[[MemoryItem], int | None] | None = None,
 ) -> list[MemoryItem]:
     """The longest prefix of ``items`` whose rendered entries fit ``budget`` together.
 
     Both the sum of the entries' lengths and the length of their concatenation stay
-    within ``budget``, so the guarantee holds for any length function.
+    within ``budget``, so the guarantee holds for any length function. ``stored`` gives
+    an entry's length counted in advance (``None``: measure it with ``length``).
     """
     taken: list[MemoryItem] = []
     entries: list[str] = []
     used = 0
     for item in items:
         entry = render(item)
-        cost = length(entry)
+        cost = stored(item) if stored is not None else None
+        if cost is None:
+            cost = length(entry)
         if used + cost <= budget:
             taken.append(item)
             entries.append(entry)
@@ -200,11 +232,23 @@ def take_within(
                 taken.append(cut)
                 entries.append(render(cut))
         break
-    # Entries end in a newline, so token counts add up; this guards other length functions.
-    while taken and length("".join(entries)) > budget:
-        taken.pop()
-        entries.pop()
+    if not _counts_add_up(length, entries):
+        while taken and length("".join(entries)) > budget:
+            taken.pop()
+            entries.pop()
     return taken
+
+
+def _counts_add_up(length: LengthFunction, entries: list[str]) -> bool:
+    """Whether the joined entries' length is the sum of theirs, without measuring it.
+
+    cl100k splits text into pieces before merging tokens, and a newline followed by a
+    character other than whitespace always ends a piece: entries that end with a newline
+    and start with something else count the same apart and joined.
+    """
+    return length is cl100k_base_length and all(
+        entry.endswith("\n") and not entry[:1].isspace() for entry in entries
+    )
 
 
 def _truncated(
@@ -214,11 +258,20 @@ def _truncated(
         return render(replace(item, text=text))
 
     cut = fit_prefix(item.text, budget, length, TRUNCATION_MARKER, render_text)
-    return None if cut is None else replace(item, text=cut)
+    return None if cut is None else replace(item, text=cut, entry_tokens=None, hit_tokens=None)
+
+
+def _stored_entry_tokens(item: MemoryItem) -> int | None:
+    return item.entry_tokens
+
+
+def _stored_hit_tokens(item: MemoryItem) -> int | None:
+    return item.hit_tokens
 
 
 def _render_item_message(item: MemoryItem) -> str:
-    return render_message(item.to_message())
+    # render_message(item.to_message()) without building the message: recall's hot path.
+    return f"{item.role or 'user'}: {item.text}\n"
 
 
 def _chain_one(first: MemoryItem, rest: Iterator[MemoryItem]) -> Iterator[MemoryItem]:
@@ -240,7 +293,7 @@ def _search_all(
     memory: Memory, conversation_id: str, query: str, kind: MemoryKind | None
 ) -> Iterator[MemoryItem]:
     kinds = ALL_KINDS if kind is None else (kind,)
-    offset, size = 0, _PAGE
+    offset, size = 0, _SEARCH_PAGE
     while True:
         page = memory.search(query, conversation_id, kinds=kinds, limit=size, offset=offset)
         yield from page

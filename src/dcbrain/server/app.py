@@ -1,7 +1,9 @@
 """The HTTP API and the web page, as one Starlette (ASGI) application.
 
-``create_app(brain_factory, memory)`` is all a deployment or a test needs: the factory
-builds a fresh brain per run, ``memory`` stores conversations, runs and their events.
+``create_app(brain_factory, store)`` is all a deployment or a test needs: the factory
+builds a fresh brain per run, ``store`` (a :class:`~dcbrain.memory.RunStore`) keeps runs
+and their events, and the conversations come from ``memory`` (by default the store itself
+when it is also a :class:`~dcbrain.memory.Memory`, as ``SQLiteMemory`` is).
 Every error is a JSON body ``{"error": code, "detail": message}`` with a 4xx status.
 """
 
@@ -28,7 +30,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from dcbrain.exceptions import ApiError as ApiError
 from dcbrain.exceptions import TooManyRuns
-from dcbrain.memory import Memory
+from dcbrain.memory import Memory, RunStore
 from dcbrain.messages import TextMessage
 from dcbrain.neural import Neural
 from dcbrain.server.runs import (
@@ -38,7 +40,13 @@ from dcbrain.server.runs import (
     RunManager,
     record_summary,
 )
-from dcbrain.server.sse import event_stream_response, parse_last_event_id
+from dcbrain.server.sse import (
+    DEFAULT_MAX_STREAMS,
+    DEFAULT_MAX_STREAMS_PER_CLIENT,
+    StreamSlots,
+    event_stream_response,
+    parse_last_event_id,
+)
 
 logger = logging.getLogger("dcbrain.server")
 
@@ -49,6 +57,8 @@ LOOPBACK_HOSTS: Final = ("127.0.0.1", "localhost", "::1")
 #: Conversation ids are chosen by clients: short, printable, no path tricks.
 CONVERSATION_ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}")
 RUN_ID: Final = re.compile(r"[0-9a-f]{32}")
+#: The one path that takes ?access_token= (EventSource cannot send headers).
+EVENT_STREAM_PATH: Final = re.compile(r"/v1/runs/[0-9a-f]{32}/events")
 #: Runs shown with a conversation (newest first).
 MAX_LISTED_RUNS: Final = 100
 
@@ -66,8 +76,9 @@ def error_response(
 
 def create_app(
     brain_factory: BrainFactory,
-    memory: Memory,
+    store: RunStore,
     *,
+    memory: Memory | None = None,
     api_token: str | None = None,
     max_concurrent_runs: int = DEFAULT_MAX_CONCURRENT_RUNS,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
@@ -75,8 +86,14 @@ def create_app(
     allowed_hosts: Sequence[str] = LOOPBACK_HOSTS,
     list_conversations: bool = False,
     neural: Neural | None = None,
+    max_streams_per_client: int = DEFAULT_MAX_STREAMS_PER_CLIENT,
+    max_streams: int = DEFAULT_MAX_STREAMS,
 ) -> Starlette:
     """The server as an ASGI app.
+
+    ``store`` keeps runs and their events; ``memory`` is where conversations are read
+    (default: ``store`` when it is a :class:`Memory`, else none: conversations then show
+    their runs only).
 
     ``api_token`` (default: the ``DCBRAIN_API_TOKEN`` environment variable) makes every
     ``/v1`` request need ``Authorization: Bearer <token>``. ``max_concurrent_runs`` caps
@@ -86,19 +103,25 @@ def create_app(
     ``GET /v1/conversations`` answers only with ``list_conversations=True``: by default a
     conversation is reachable only by whoever knows its id. ``supersede_grace_s`` is how long a
     superseded run may take to reach its next safe point before it is aborted.
+    ``max_streams_per_client`` and ``max_streams`` cap open event streams per client
+    address and in total (429 beyond).
     """
     if max_body_bytes < 1:
         raise ValueError("max_body_bytes must be at least 1")
     token = api_token if api_token is not None else os.environ.get(API_TOKEN_ENV) or None
+    if memory is None and isinstance(store, Memory):
+        memory = store
     runs = RunManager(
         brain_factory,
-        memory,
+        store,
+        memory=memory,
         neural=neural,
         max_concurrent_runs=max_concurrent_runs,
         supersede_grace_s=supersede_grace_s,
     )
     api = _Api(runs, memory, max_body_bytes=max_body_bytes,
-               list_conversations=list_conversations)
+               list_conversations=list_conversations,
+               streams=StreamSlots(max_streams_per_client, max_streams))
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -142,12 +165,14 @@ class _Api:
     """The ``/v1`` endpoints."""
 
     def __init__(
-        self, runs: RunManager, memory: Memory, *, max_body_bytes: int, list_conversations: bool
+        self, runs: RunManager, memory: Memory | None, *, max_body_bytes: int,
+        list_conversations: bool, streams: StreamSlots,
     ) -> None:
         self.runs = runs
         self.memory = memory
         self.max_body_bytes = max_body_bytes
         self.allow_listing = list_conversations
+        self.streams = streams
 
     async def health(self, request: Request) -> Response:
         return JSONResponse({"ok": True, "active_runs": self.runs.active_count,
@@ -162,8 +187,8 @@ class _Api:
 
     async def get_conversation(self, request: Request) -> Response:
         cid = _conversation_id(request)
-        messages = await self.memory.amessages(cid)
-        records = await self.memory.alist_runs(cid)
+        messages = await self.memory.amessages(cid) if self.memory is not None else []
+        records = await self.runs.store.alist_runs(cid)
         if not messages and not records:
             raise ApiError(404, "not_found", f"no conversation {cid!r}")
         summaries = []
@@ -219,13 +244,19 @@ class _Api:
         )
         if after is None:
             raise ApiError(400, "invalid_last_event_id",
-                           "Last-Event-ID (or ?after=) must be an event seq (an integer >= -1)")
+                           "Last-Event-ID (or ?after=) must be -1 or an event seq (digits only, at "
+                           "most 18)")
         if not await self.runs.exists(run_id):
             raise ApiError(404, "not_found", f"no run {run_id!r}")
-        return event_stream_response(self.runs, run_id, after)
+        client = request.client.host if request.client is not None else ""
+        problem = self.streams.problem(client)
+        if problem is not None:
+            raise ApiError(429, "too_many_streams", problem, headers={"Retry-After": "5"})
+        return event_stream_response(self.runs, run_id, after, self.streams.take(client))
 
     async def abort_run(self, request: Request) -> Response:
         run_id = _run_id(request)
+        _require_json_or_token(request)
         run = self.runs.abort(run_id)
         if run is not None:
             return JSONResponse({"run_id": run_id, "aborting": True}, status_code=202)
@@ -236,8 +267,7 @@ class _Api:
                        f"({summary['status']})")
 
     async def _json_body(self, request: Request) -> Any:
-        media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-        if media_type != "application/json":
+        if _media_type(request) != "application/json":
             raise ApiError(415, "unsupported_media_type", "send the body as application/json")
         declared = request.headers.get("content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > self.max_body_bytes):
@@ -270,6 +300,24 @@ def _message_dict(message: TextMessage, run_ids: Collection[str]) -> dict[str, A
         shown["run_id"] = run_id
     shown.update({key: extra[key] for key in ("status", "reason") if key in extra})
     return shown
+
+
+def _media_type(request: Request) -> str:
+    return request.headers.get("content-type", "").split(";")[0].strip().lower()
+
+
+def _require_json_or_token(request: Request) -> None:
+    """A state-changing request must be one a cross-site page cannot send unnoticed.
+
+    A form or a ``fetch`` without a CORS preflight can only send a few content types and
+    no ``Authorization`` header; this server answers no preflight, so either one shows
+    the request comes from the page itself or from a client that holds the token.
+    """
+    if request.headers.get("authorization", "").lower().startswith("bearer "):
+        return
+    if _media_type(request) != "application/json":
+        raise ApiError(415, "unsupported_media_type",
+                       "send Content-Type: application/json (an empty body is fine)")
 
 
 def _too_large(limit: int) -> ApiError:
@@ -356,7 +404,7 @@ class _Guard:
         if scheme.lower() != "bearer" or not given:
             # EventSource cannot send headers: the event stream also takes ?access_token=.
             given = ""
-            if scope["method"] == "GET" and scope["path"].endswith("/events"):
+            if scope["method"] == "GET" and EVENT_STREAM_PATH.fullmatch(scope["path"]):
                 given = _query_value(scope, "access_token")
         return bool(given) and hmac.compare_digest(given.strip().encode(), self.token.encode())
 

@@ -1,21 +1,27 @@
-"""``dcbrain serve``: the HTTP server and web page for the brain a config file describes."""
+"""``dcbrain serve``: the HTTP server and web page for the brain a config file describes.
+
+Exit codes: 2 for a bad config, a port that cannot be bound, or a non-loopback address
+without a token (unless ``--insecure-no-token``); 130 once stopped with Ctrl-C (after a
+graceful shutdown).
+"""
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import os
+import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
-from dcbrain.config import DEFAULT_CONFIG_FILE, Config, ConfigError, build_brain, find_config
-
 if TYPE_CHECKING:
     from dcbrain.brain import DCBrain
-    from dcbrain.memory import Memory
+    from dcbrain.config import Config
+    from dcbrain.memory import RunStore
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -23,24 +29,22 @@ DEFAULT_PORT = 8765
 FALLBACK_DB = "dcbrain-server.db"
 
 
-def brain_factory_from_config(config: Config) -> tuple[Memory, Callable[[], DCBrain]]:
+def brain_factory_from_config(config: Config) -> tuple[RunStore, Callable[[], DCBrain]]:
     """The store the server uses and a factory of one fresh brain per run.
 
     LLMs, chains and tools are built once and shared; each run gets its own
     :class:`~dcbrain.brain.DCBrain` (one instance runs one question at a time), all on
-    the one store.
+    the one store. With the config's memory off, runs go to a run store of their own and
+    no conversation is kept.
     """
     from dcbrain.brain import DCBrain
-    from dcbrain.memory import SQLiteMemory
+    from dcbrain.config import build_brain
+    from dcbrain.memory import RunStore, SQLiteRunStore
 
     template = build_brain(config)
     memory = template.memory
-    if memory is None:
-        memory = SQLiteMemory(config.resolve(FALLBACK_DB))
-        commit_conversations = False
-    else:
-        commit_conversations = True
-    store = memory
+    store = memory if isinstance(memory, RunStore) else SQLiteRunStore(
+        config.resolve(FALLBACK_DB))
 
     def factory() -> DCBrain:
         return DCBrain(
@@ -51,7 +55,7 @@ def brain_factory_from_config(config: Config) -> tuple[Memory, Callable[[], DCBr
             tools=template.tools,
             planning_prompt=template.planning_prompt,
             validate_prompt=template.validate_prompt,
-            memory=store if commit_conversations else None,
+            memory=memory,
             memory_chunk_size=template.memory_chunk_size,
             max_iterations=template.max_iterations,
             max_tokens=template.max_tokens,
@@ -71,11 +75,36 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def bind(host: str, port: int) -> socket.socket:
+    """A listening-ready socket on ``host:port``; ``OSError`` says why it cannot be had."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
+def _bind_problem(host: str, port: int, exc: OSError) -> str:
+    if exc.errno == errno.EADDRINUSE:
+        return (f"port {port} on {host} is already in use (another dcbrain serve?); stop that "
+                "process or choose another port with --port")
+    if exc.errno == errno.EACCES:
+        return f"not allowed to listen on {host}:{port} (ports below 1024 need privileges)"
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return f"{host} is not an address of this machine"
+    return f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+
+
 def serve(
     config: Annotated[
         Path | None,
-        typer.Option("--config", "-c", help=f"Config file (default: ./{DEFAULT_CONFIG_FILE} "
-                     "if present, else the embedded local model).", show_default=False),
+        typer.Option("--config", "-c", help="Config file (default: ./dcbrain.toml if present, "
+                     "else the embedded local model).", show_default=False),
     ] = None,
     host: Annotated[str, typer.Option(help="Address to bind; keep the loopback default "
                                       "unless a proxy or a token protects the server.")]
@@ -89,37 +118,66 @@ def serve(
                            help="Answer GET /v1/conversations (off: a conversation is only "
                            "reachable through its id).")
     ] = False,
+    insecure_no_token: Annotated[
+        bool, typer.Option("--insecure-no-token",
+                           help="Serve a non-loopback address without DCBRAIN_API_TOKEN "
+                           "(anyone who reaches it can run the brain).")
+    ] = False,
 ) -> None:
-    """Serve the HTTP API (live events over SSE) and the web page at http://HOST:PORT/."""
+    """Serve the HTTP API (live events over SSE) and the web page at http://HOST:PORT/.
+
+    Exit codes: 2 bad config, port in use, or a non-loopback address without a token;
+    130 stopped with Ctrl-C.
+    """
     import uvicorn
 
+    from dcbrain.config import ConfigError, find_config
     from dcbrain.server.app import API_TOKEN_ENV, LOOPBACK_HOSTS, create_app
 
     try:
         loaded = find_config(config)
-        memory, factory = brain_factory_from_config(loaded)
-    except (ConfigError, FileNotFoundError, OSError) as exc:
-        sys.stderr.write(f"error: {exc}\n")
-        raise typer.Exit(2) from None
+    except (ConfigError, OSError) as exc:
+        _fail(str(exc))
     token = os.environ.get(API_TOKEN_ENV) or None
     loopback = is_loopback(host)
     if not loopback and token is None:
+        if not insecure_no_token:
+            _fail(f"refusing to serve on {host} without {API_TOKEN_ENV}: anyone who can reach "
+                  f"this address could run the brain and read conversations. Set "
+                  f"{API_TOKEN_ENV}, or pass --insecure-no-token if something else (a proxy, "
+                  "a firewall) protects it")
         sys.stderr.write(
-            f"warning: serving on {host} without {API_TOKEN_ENV}: anyone who can reach this "
-            "address can run the brain and read conversations\n"
+            f"warning: serving on {host} without {API_TOKEN_ENV} (--insecure-no-token): anyone "
+            "who can reach this address can run the brain and read conversations\n"
         )
+    try:  # before the (slow) brain is built, and before any URL is announced
+        sock = bind(host, port)
+    except OSError as exc:
+        _fail(_bind_problem(host, port, exc))
+    try:
+        store, factory = brain_factory_from_config(loaded)
+    except (ConfigError, OSError) as exc:
+        sock.close()
+        _fail(str(exc))
     app = create_app(
         factory,
-        memory,
+        store,
         api_token=token,
         max_concurrent_runs=max_concurrent_runs,
         allowed_hosts=LOOPBACK_HOSTS if loopback else ("*",),
         list_conversations=list_conversations,
     )
     shown = f"[{host}]" if ":" in host else host
-    sys.stderr.write(f"dcbrain serving on http://{shown}:{port}/ (store: {memory!r})\n")
+    bound_port = sock.getsockname()[1]
+    sys.stderr.write(f"dcbrain serving on http://{shown}:{bound_port}/ (store: {store!r})\n")
     # No access log: the event stream may carry ?access_token= in its URL.
-    uvicorn.run(app, host=host, port=port, access_log=False, log_level="info")
+    server = uvicorn.Server(uvicorn.Config(app, access_log=False, log_level="info"))
+    server.run(sockets=[sock])
+
+
+def _fail(message: str) -> NoReturn:
+    sys.stderr.write(f"error: {message}\n")
+    raise typer.Exit(2)
 
 
 def register(app: typer.Typer) -> None:

@@ -23,11 +23,12 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
+from dcbrain._text import encodable
 from dcbrain.brain import BrainResult
 from dcbrain.events import Event, EventType
 from dcbrain.exceptions import TFBrainError, TFUserNewInputError
 from dcbrain.exceptions import TooManyRuns as TooManyRuns
-from dcbrain.memory import Memory, RunRecord
+from dcbrain.memory import Memory, RunRecord, RunStore
 from dcbrain.neural import Neural
 
 logger = logging.getLogger("dcbrain.server")
@@ -146,13 +147,18 @@ def record_summary(record: RunRecord) -> dict[str, Any]:
 
 
 class RunManager:
-    """Starts, supersedes, aborts and records runs; all methods run on the server's loop."""
+    """Starts, supersedes, aborts and records runs; all methods run on the server's loop.
+
+    ``store`` records runs and their events; ``memory`` (optional) keeps the question of a
+    run superseded before it started in its conversation.
+    """
 
     def __init__(
         self,
         brain_factory: BrainFactory,
-        memory: Memory,
+        store: RunStore,
         *,
+        memory: Memory | None = None,
         neural: Neural | None = None,
         max_concurrent_runs: int = DEFAULT_MAX_CONCURRENT_RUNS,
         supersede_grace_s: float = DEFAULT_SUPERSEDE_GRACE_S,
@@ -162,6 +168,7 @@ class RunManager:
         if supersede_grace_s < 0:
             raise ValueError("supersede_grace_s must be >= 0")
         self.brain_factory = brain_factory
+        self.store = store
         self.memory = memory
         self.neural = neural if neural is not None else Neural()
         self.max_concurrent_runs = max_concurrent_runs
@@ -177,17 +184,17 @@ class RunManager:
         return await asyncio.to_thread(self._interrupt_stale_runs)
 
     def _interrupt_stale_runs(self) -> list[str]:
-        stale = [r for r in self.memory.list_runs() if r.status not in TERMINAL_STATUSES]
+        stale = [r for r in self.store.list_runs() if r.status not in TERMINAL_STATUSES]
         for record in stale:
-            events = self.memory.run_events(record.run_id)
+            events = self.store.run_events(record.run_id)
             seq = events[-1].seq + 1 if events else 0
             reason = "server_restart"
-            self.memory.append_run_event(
+            self.store.append_run_event(
                 record.run_id, seq, _final_event(record.run_id, seq, "interrupted", reason)
             )
             data = dict(record.data, reason=reason, event_count=seq + 1)
             data["error"] = "the server stopped while this run was in flight"
-            self.memory.save_run(record.run_id, record.conversation_id, "interrupted", data)
+            self.store.save_run(record.run_id, record.conversation_id, "interrupted", data)
         return [record.run_id for record in stale]
 
     async def stop(self) -> None:
@@ -216,12 +223,12 @@ class RunManager:
         run = self._runs.get(run_id)
         if run is not None:
             return run.to_dict()
-        record = await self.memory.aget_run(run_id)
+        record = await self.store.aget_run(run_id)
         return None if record is None else record_summary(record)
 
     async def conversations(self, limit: int = 200) -> list[dict[str, Any]]:
         """Conversations that have runs, most recently started first."""
-        records = await self.memory.alist_runs(limit=limit * 20)
+        records = await self.store.alist_runs(limit=limit * 20)
         seen: dict[str, dict[str, Any]] = {}
         for record in records:
             cid = record.conversation_id
@@ -244,7 +251,7 @@ class RunManager:
         return list(seen.values())
 
     async def exists(self, run_id: str) -> bool:
-        return run_id in self._runs or await self.memory.aget_run(run_id) is not None
+        return run_id in self._runs or await self.store.aget_run(run_id) is not None
 
     async def events(self, run_id: str, after: int = -1) -> AsyncIterator[dict[str, Any]]:
         """The run's events with ``seq > after``: stored or past ones first, then live ones.
@@ -253,7 +260,7 @@ class RunManager:
         """
         run = self._runs.get(run_id)
         if run is None:
-            for record in await self.memory.arun_events(run_id, after):
+            for record in await self.store.arun_events(run_id, after):
                 yield record.event
             return
         index = after + 1
@@ -288,7 +295,7 @@ class RunManager:
             run.supersedes = previous.run_id
             self._supersede(previous, run)
         await self._save(run)  # stored before its id is handed out
-        record = await self.memory.aget_run(run.run_id)
+        record = await self.store.aget_run(run.run_id)
         if record is not None:
             run.created_at = record.created_at
         run.task = asyncio.create_task(self._drive(run, waits_for), name=f"run:{run.run_id}")
@@ -357,9 +364,8 @@ class RunManager:
     async def _end_unstarted(self, run: ServerRun) -> None:
         if run.superseded_by is not None:
             # The user did say it: keep the message in the conversation.
-            await self.memory.acommit_message(
-                run.conversation_id, run.question, "user"
-            )
+            if self.memory is not None:
+                await self.memory.acommit_message(run.conversation_id, run.question, "user")
             self._end(run, "aborted", "superseded")
         else:
             self._end(run, "aborted", "aborted")
@@ -402,8 +408,8 @@ class RunManager:
             reason = result.reason
             if run.superseded_by is not None and result.status == "aborted":
                 reason = "superseded"
-            self._end(run, result.status, reason, result=result.to_dict(include_events=False),
-                      error=result.error)
+            record = result.to_dict(include_events=False)  # with who validated, if anyone
+            self._end(run, result.status, reason, result=record, error=result.error)
 
     def _on_brain_event(self, run: ServerRun, event: dict[str, Any]) -> None:
         seq = event.get("seq")
@@ -422,6 +428,7 @@ class RunManager:
 
     def _record(self, run: ServerRun, event: dict[str, Any]) -> None:
         """Number ``event``; readers see it once it is stored (so a seen seq survives a crash)."""
+        event = encodable(event)  # a plan may build any string; SQLite and SSE need UTF-8
         run.next_seq += 1
         run.last_type = event.get("type")
         run.pending.append(event)
@@ -450,9 +457,9 @@ class RunManager:
                          plans=_plans_of([*run.events, *run.pending]))
             self._record(run, final)
         if result is not None:
-            result = dict(result, run_id=run.run_id, reason=reason)
+            result = encodable(dict(result, run_id=run.run_id, reason=reason))
         run.result = result
-        run.error = error
+        run.error = encodable(error)
         run.reason = reason
         run.status = status
         if self._active.get(run.conversation_id) is run:  # the slot is free from now on
@@ -489,13 +496,13 @@ class RunManager:
     def _store_events(self, run_id: str, events: list[dict[str, Any]]) -> None:
         for event in events:
             try:
-                self.memory.append_run_event(run_id, event["seq"], event)
+                self.store.append_run_event(run_id, event["seq"], event)
             except Exception:  # a reader still gets the event live; the log says what is lost
                 logger.exception("could not store event %s of run %s", event["seq"], run_id)
 
     async def _save(self, run: ServerRun) -> None:
         try:
-            await self.memory.asave_run(run.run_id, run.conversation_id, run.status, run.data())
+            await self.store.asave_run(run.run_id, run.conversation_id, run.status, run.data())
         except Exception:
             logger.exception("could not store run %s", run.run_id)
 

@@ -185,6 +185,9 @@ class Interpreter:
             state.stop(Cancelled)
             if self.isolation == "process":
                 cancel_in_sandbox(state)
+            # The plan ends later with PlanCancelled that no one awaits: retrieve it, or
+            # asyncio logs "Future exception was never retrieved" for every abort.
+            future.add_done_callback(_retrieve)
             raise
 
     # -- internals -------------------------------------------------------------------
@@ -297,6 +300,11 @@ class Interpreter:
             return None
         source_line = plan.lines[line - 1] if 0 < line <= len(plan.lines) else None
         return error.with_position(line, col, source_line)
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 def _stop(state: RunState, watchdog: Watchdog | None) -> None:

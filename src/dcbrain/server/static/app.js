@@ -247,14 +247,19 @@ function renderRunHistory(runs) {
   }
 }
 
+// 128 random bits: a conversation id is all it takes to read a conversation.
+function newConversationId() {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return `c-${Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("")}`;
+}
+
 async function sendMessage(event) {
   event.preventDefault();
   const input = $("message-input");
   const content = input.value.trim();
   if (!content) return;
   if (!app.conversationId) {
-    const id = (crypto.randomUUID ? crypto.randomUUID() : String(Date.now())).slice(0, 8);
-    app.conversationId = `c-${id}`;
+    app.conversationId = newConversationId();
     $("chat-title").textContent = app.conversationId;
   }
   const path = `/v1/conversations/${encodeURIComponent(app.conversationId)}/messages`;
@@ -730,7 +735,7 @@ function init() {
   $("new-conversation").addEventListener("click", startNewConversation);
   $("abort").addEventListener("click", async () => {
     if (!app.run) return;
-    try { await api(`/v1/runs/${app.run.id}/abort`, { method: "POST" }); } catch (_) { /* ended */ }
+    try { await api(`/v1/runs/${app.run.id}/abort`, { method: "POST", body: {} }); } catch (_) { /* ended */ }
   });
   $("token-button").addEventListener("click", askForToken);
   $("token-form").addEventListener("submit", (event) => {

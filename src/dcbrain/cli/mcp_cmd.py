@@ -1,0 +1,75 @@
+"""``dcbrain mcp``: serve the configured brain as an MCP server with one ``ask`` tool.
+
+Over stdio by default (an MCP client starts ``dcbrain mcp`` itself), or over streamable
+HTTP on 127.0.0.1 with ``--http``. The brain is the one ``dcbrain ask`` would build from
+the same config. Exit codes: 0 when the client closes the session, 2 for a config or
+usage error (before anything is served), 130 on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from dcbrain.config import DEFAULT_CONFIG_FILE
+
+HTTP_HOST = "127.0.0.1"
+DEFAULT_MCP_PORT = 8766
+
+
+def mcp(
+    config: Annotated[
+        Path | None,
+        typer.Option("--config", "-c", help=f"Config file (default: ./{DEFAULT_CONFIG_FILE} "
+                     "if present, else the embedded local model).", show_default=False),
+    ] = None,
+    http: Annotated[
+        bool, typer.Option("--http", help="Serve streamable HTTP on 127.0.0.1 instead of stdio.")
+    ] = False,
+    port: Annotated[int, typer.Option("--port", help="Port for --http.")] = DEFAULT_MCP_PORT,
+    trace: Annotated[
+        Path | None,
+        typer.Option("--trace", help="Append every event of every run to this JSONL file.",
+                     show_default=False),
+    ] = None,
+) -> None:
+    """Serve the brain as an MCP server: one `ask` tool with progress notifications."""
+    from dcbrain.config import ConfigError, build_brain, find_config
+
+    try:
+        brain = build_brain(find_config(config), trace_path=trace)
+    except ConfigError as exc:
+        sys.stderr.write(f"{exc}\n")
+        raise typer.Exit(2) from None
+    if http:
+        problem = _port_problem(port)
+        if problem is not None:
+            sys.stderr.write(f"error: {problem}\n")
+            raise typer.Exit(2)
+    from dcbrain.mcp.server import create_server
+
+    server = create_server(brain)
+    try:
+        if http:
+            sys.stderr.write(f"dcbrain MCP server on http://{HTTP_HOST}:{port}/mcp\n")
+            server.run("streamable-http", host=HTTP_HOST, port=port)
+        else:
+            server.run("stdio")
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+
+
+def _port_problem(port: int) -> str | None:
+    """Why ``port`` cannot be served on 127.0.0.1, or None."""
+    if not 0 < port < 65536:
+        return f"--port {port} is not a TCP port"
+    with socket.socket() as probe:
+        try:
+            probe.bind((HTTP_HOST, port))
+        except OSError as exc:
+            return f"cannot listen on {HTTP_HOST}:{port}: {exc.strerror or exc}"
+    return None

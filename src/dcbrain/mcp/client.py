@@ -1,0 +1,315 @@
+"""Tools of an MCP server (Model Context Protocol), through the official ``mcp`` SDK.
+
+``MCPTools(command=[...])`` starts a server as a subprocess and talks to it over stdio;
+``MCPTools(url="http://…/mcp")`` connects over streamable HTTP. It is a sequence of
+:class:`~dcbrain.tools.Tool`, so it goes wherever tools go (``tools=MCPTools(...)`` or
+``tools=[*mcp_tools, my_function]``). The session lives on an event loop of its own in a
+background thread: tools work from any thread or loop (plans call them from theirs),
+and the sync API works without an event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import shlex
+import tempfile
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from contextlib import AsyncExitStack
+from pathlib import Path
+from types import TracebackType
+from typing import IO, TYPE_CHECKING, Any, overload
+
+from dcbrain.exceptions import TFMCPError, TFToolError
+from dcbrain.mcp._convert import identifier, plain_result, wrapped_output
+from dcbrain.tools import SchemaTool, Tool
+
+if TYPE_CHECKING:
+    from mcp.types import Tool as MCPToolInfo
+
+    from mcp import Client
+
+
+class MCPTools(Sequence[Tool]):
+    """The tools of one MCP server, as dcbrain :class:`~dcbrain.tools.Tool` objects.
+
+    Give ``command`` (a list, or a shell-like string) to start a stdio server, with
+    ``env`` added to the SDK's safe default environment and ``cwd``; or ``url`` for a
+    streamable HTTP server. ``name`` names the server in errors (default: the command's
+    program or the URL's host). Tool names become identifiers (``-``/``.`` → ``_``)
+    after ``prefix``. The server is started on first use (iterating, ``len``, indexing,
+    :meth:`connect`, ``with``/``async with``) and stopped by :meth:`close` (or at exit).
+    Start-up fails after ``startup_timeout`` seconds; each call after ``call_timeout``.
+    """
+
+    def __init__(
+        self,
+        *,
+        command: str | Sequence[str] | None = None,
+        url: str | None = None,
+        name: str | None = None,
+        env: Mapping[str, str] | None = None,
+        cwd: str | Path | None = None,
+        prefix: str = "",
+        startup_timeout: float = 30.0,
+        call_timeout: float | None = 300.0,
+    ) -> None:
+        if (command is None) == (url is None):
+            raise ValueError("MCPTools needs exactly one of command=[...] (stdio) or url=...")
+        argv = shlex.split(command) if isinstance(command, str) else list(command or [])
+        if command is not None and not argv:
+            raise ValueError("MCPTools: command is empty")
+        self.command = argv
+        self.url = url
+        self.name = name or _default_name(argv, url)
+        self.env = dict(env or {})
+        self.cwd = str(cwd) if cwd is not None else None
+        self.prefix = prefix
+        self.startup_timeout = startup_timeout
+        self.call_timeout = call_timeout
+        self._tools: list[Tool] | None = None
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._client: Client | None = None
+        self._stop: asyncio.Event | None = None
+        self._finished: Future[None] | None = None
+        self._errlog: IO[str] | None = None
+
+    def __repr__(self) -> str:
+        where = shlex.join(self.command) if self.command else self.url
+        return f"MCPTools({self.name!r}, {where!r})"
+
+    # -- the sequence of tools ----------------------------------------------------------
+    @property
+    def tools(self) -> list[Tool]:
+        """The server's tools (connecting first if needed)."""
+        if self._tools is None:
+            self.connect()
+        assert self._tools is not None
+        return self._tools
+
+    def __len__(self) -> int:
+        return len(self.tools)
+
+    @overload
+    def __getitem__(self, index: int) -> Tool: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Tool]: ...
+    def __getitem__(self, index: int | slice) -> Tool | list[Tool]:
+        return self.tools[index]
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self.tools)
+
+    # -- lifetime ------------------------------------------------------------------------
+    def connect(self) -> MCPTools:
+        """Start (or reach) the server and list its tools; :class:`TFMCPError` on failure."""
+        with self._lock:
+            if self._tools is not None:
+                return self
+            loop = self._start_loop()
+            self._stop = asyncio.Event()
+            ready: Future[list[MCPToolInfo]] = Future()
+            self._finished = asyncio.run_coroutine_threadsafe(self._serve(ready), loop)
+            try:
+                listing = ready.result(timeout=self.startup_timeout)
+            except FutureTimeout:
+                message = self._failure(f"no answer within {self.startup_timeout:g} s")
+                self._shutdown()
+                raise TFMCPError(message) from None
+            except BaseException as exc:
+                message = self._failure(_describe(exc))
+                self._shutdown()
+                raise TFMCPError(message) from None
+            self._tools = [self._tool(info) for info in listing]
+            atexit.register(self.close)
+            return self
+
+    def close(self) -> None:
+        """Stop the session (and the server process, for stdio). Safe to call twice."""
+        with self._lock:
+            self._shutdown()
+            self._tools = None
+        atexit.unregister(self.close)
+
+    async def aconnect(self) -> MCPTools:
+        """:meth:`connect` without blocking the running event loop."""
+        return await asyncio.to_thread(self.connect)
+
+    async def aclose(self) -> None:
+        await asyncio.to_thread(self.close)
+
+    def __enter__(self) -> MCPTools:
+        return self.connect()
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        self.close()
+
+    async def __aenter__(self) -> MCPTools:
+        return await self.aconnect()
+
+    async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                        traceback: TracebackType | None) -> None:
+        await self.aclose()
+
+    # -- internals -----------------------------------------------------------------------
+    def _start_loop(self) -> asyncio.AbstractEventLoop:
+        loop = asyncio.new_event_loop()
+        thread = threading.Thread(target=loop.run_forever, name=f"dcbrain-mcp-{self.name}",
+                                  daemon=True)
+        thread.start()
+        self._loop, self._thread = loop, thread
+        return loop
+
+    async def _serve(self, ready: Future[list[MCPToolInfo]]) -> None:
+        """Hold the session open until :meth:`close`: the SDK's contexts need one task."""
+        stop = self._stop
+        assert stop is not None
+        try:
+            from mcp.client.stdio import stdio_client
+
+            from mcp import Client, StdioServerParameters
+
+            async with AsyncExitStack() as stack:
+                if self.command:
+                    parameters = StdioServerParameters(
+                        command=self.command[0], args=self.command[1:], env=self.env or None,
+                        cwd=self.cwd)
+                    # closed by _shutdown: start-up errors read it after this task ends
+                    self._errlog = tempfile.TemporaryFile(  # noqa: SIM115
+                        "w+", encoding="utf-8", errors="replace")
+                    client = Client(stdio_client(parameters, errlog=self._errlog))
+                else:
+                    client = Client(str(self.url))
+                self._client = await stack.enter_async_context(client)
+                listing = await self._list_tools(self._client)
+                ready.set_result(listing)
+                await stop.wait()
+        except BaseException as exc:
+            if not ready.done():
+                ready.set_exception(exc)
+            elif not isinstance(exc, asyncio.CancelledError | GeneratorExit):
+                raise
+        finally:
+            self._client = None
+
+    @staticmethod
+    async def _list_tools(client: Client) -> list[MCPToolInfo]:
+        tools: list[MCPToolInfo] = []
+        cursor: str | None = None
+        while True:
+            page = await client.list_tools(cursor=cursor)
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if not cursor:
+                return tools
+
+    def _shutdown(self) -> None:
+        loop, thread, finished = self._loop, self._thread, self._finished
+        if loop is None or thread is None:
+            return
+        stop = self._stop
+        if stop is not None:
+            loop.call_soon_threadsafe(stop.set)
+        if finished is not None:
+            try:
+                finished.result(timeout=10)
+            except BaseException:
+                finished.cancel()  # the session is gone either way
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=10)
+        if not thread.is_alive():
+            loop.close()
+        if self._errlog is not None:
+            self._errlog.close()
+        self._loop = self._thread = self._finished = self._stop = self._errlog = None
+
+    def _tool(self, info: MCPToolInfo) -> Tool:
+        server_name = info.name
+        inner = wrapped_output(info.output_schema)
+
+        async def call(**arguments: Any) -> Any:
+            return await self._call(server_name, arguments, wrapped=inner is not None)
+
+        tool = SchemaTool(
+            call,
+            name=identifier(self.prefix + server_name),
+            description=info.description or info.title or "",
+            parameters_schema=info.input_schema,
+            returns_schema=inner if inner is not None else info.output_schema,
+            closed=True,  # unknown keywords fail before the plan runs, not silently later
+        )
+        # readers of plain functions (the embedded planner's prompt) see the real arguments
+        call.__signature__ = tool.signature  # type: ignore[attr-defined]
+        call.__doc__ = tool.description
+        return tool
+
+    async def _call(self, tool: str, arguments: dict[str, Any], *, wrapped: bool) -> Any:
+        """Run ``tools/call`` on the session's loop, from whichever loop calls."""
+        loop, client = self._loop, self._client
+        if loop is None or client is None:
+            raise TFMCPError(f"MCP server {self.name!r} is closed")
+        timeout = self.call_timeout
+        future = asyncio.run_coroutine_threadsafe(
+            client.call_tool(tool, arguments, read_timeout_seconds=timeout), loop)
+        try:
+            result = await asyncio.wrap_future(future)
+        except asyncio.CancelledError:
+            future.cancel()
+            raise
+        except Exception as exc:
+            raise TFMCPError(f"MCP server {self.name!r}: tool {tool!r} failed: "
+                             f"{_describe(exc)}") from None
+        if result.is_error:
+            raise TFToolError(f"MCP tool {tool!r} of server {self.name!r}: "
+                              f"{_error_text(result)}")
+        return plain_result(result, wrapped)
+
+    def _failure(self, reason: str) -> str:
+        where = shlex.join(self.command) if self.command else str(self.url)
+        message = f"MCP server {self.name!r} ({where}) did not start: {reason}"
+        tail = self._stderr_tail()
+        return f"{message}\n{tail}" if tail else message
+
+    def _stderr_tail(self, lines: int = 8) -> str:
+        errlog = self._errlog
+        if errlog is None or errlog.closed:
+            return ""
+        try:
+            errlog.seek(0)
+            text = errlog.read()
+        except (OSError, ValueError):
+            return ""
+        kept = [line for line in text.splitlines() if line.strip()][-lines:]
+        return "its stderr ends with:\n" + "\n".join(f"  {line}" for line in kept) if kept else ""
+
+
+def _default_name(argv: list[str], url: str | None) -> str:
+    if argv:
+        return Path(argv[-1] if len(argv) > 1 else argv[0]).stem or argv[0]
+    from urllib.parse import urlsplit
+
+    return urlsplit(url or "").hostname or "mcp"
+
+
+def _describe(exc: BaseException) -> str:
+    """The innermost message of an error (the SDK's task groups wrap them in groups)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    if isinstance(exc, FileNotFoundError):
+        return f"command not found: {exc.filename or exc}"
+    text = str(exc).strip() or type(exc).__name__
+    return f"{type(exc).__name__}: {text}" if not isinstance(exc, TFToolError) else text
+
+
+def _error_text(result: Any) -> str:
+    texts = [getattr(block, "text", "") for block in result.content]
+    return " ".join(text for text in texts if text).strip() or "the tool reported an error"
+
+
+__all__ = ["MCPTools", "TFMCPError"]

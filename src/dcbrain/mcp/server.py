@@ -1,0 +1,161 @@
+"""dcbrain served as an MCP server: one ``ask`` tool that runs a brain (``dcbrain mcp``).
+
+Any MCP client can then use a planning brain as one tool. While a question runs, the
+brain's events (state changes, plans, calls, validation) are sent as MCP progress
+notifications to clients that asked for progress; the result carries the answer and
+how the run ended. One brain answers one question at a time: concurrent ``ask`` calls
+wait their turn.
+"""
+
+# no ``from __future__ import annotations``: the SDK reads the ``ask`` tool's annotations,
+# and ``Context`` is imported inside create_server (the SDK is imported only when serving)
+import asyncio
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, Field
+
+from dcbrain.events import Event
+from dcbrain.exceptions import TFBrainError, TFError
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
+    from dcbrain.brain import DCBrain
+
+ASK_DESCRIPTION = (
+    "Answer a question with a planning brain: it writes a small checked program that "
+    "calls its tools and chains, runs it, validates the answer and replans when needed. "
+    "Give the same conversation_id to continue a conversation."
+)
+
+
+class AskAnswer(BaseModel):
+    """What ``ask`` returns: the answer and how the run ended."""
+
+    answer: Any = Field(description="the final answer (text or JSON data); null if none")
+    status: str = Field(description="succeeded, failed or aborted")
+    reason: str | None = Field(description="why the run ended (e.g. validated, max_iterations)")
+    error: str | None = Field(default=None, description="the last error, when it failed")
+    conversation_id: str
+    run_id: str | None = None
+    plans: int = Field(default=0, description="how many plans were written")
+
+
+def create_server(brain: "DCBrain", *, name: str = "dcbrain") -> "MCPServer":
+    """An MCP server (the SDK's ``MCPServer``) whose ``ask`` tool runs ``brain``."""
+    from mcp.server.mcpserver import Context, MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    server = MCPServer(name, instructions=ASK_DESCRIPTION)
+    turn = asyncio.Lock()
+
+    @server.tool(name="ask", description=ASK_DESCRIPTION)
+    async def ask(question: str, ctx: Context, conversation_id: str = "default") -> AskAnswer:
+        if not question.strip():
+            raise ToolError("the question is empty")
+        progress = _ProgressForwarder(ctx.report_progress)
+        async with turn:
+            progress.start()
+            try:
+                result = await brain.async_run(question, conversation_id,
+                                               on_event=progress.on_event)
+            except TFBrainError as exc:  # a timeout carries the partial result
+                partial = getattr(exc, "result", None)
+                if partial is None:
+                    raise ToolError(str(exc)) from exc
+                result = partial
+            except TFError as exc:  # the client should see what went wrong
+                raise ToolError(f"{type(exc).__name__}: {exc}") from exc
+            finally:
+                await progress.finish()
+        return AskAnswer(
+            answer=result.final_result,
+            status=str(result.status),
+            reason=result.reason,
+            error=result.error or result.last_error,
+            conversation_id=conversation_id,
+            run_id=result.run_id,
+            plans=len(result.plans),
+        )
+
+    return server
+
+
+class _ProgressForwarder:
+    """Brain events (from any thread) → MCP progress notifications, in order."""
+
+    def __init__(self, report: Callable[[float, float | None, str | None], Any]) -> None:
+        self.report = report
+        self.loop = asyncio.get_running_loop()
+        self.queue: asyncio.Queue[str | None] = asyncio.Queue()
+        self.task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self.task = asyncio.create_task(self._forward())
+
+    def on_event(self, event: Event) -> None:
+        text = describe_event(event)
+        if text is not None:
+            self.loop.call_soon_threadsafe(self.queue.put_nowait, text)
+
+    async def finish(self) -> None:
+        # through the same callback queue, so every event sent before it goes first
+        self.loop.call_soon_threadsafe(self.queue.put_nowait, None)
+        if self.task is not None:
+            await self.task
+
+    async def _forward(self) -> None:
+        sent = 0
+        while (text := await self.queue.get()) is not None:
+            sent += 1
+            try:
+                await self.report(sent, None, text)
+            except Exception:  # a client gone away must not stop the run
+                continue
+
+
+def describe_event(event: Event) -> str | None:
+    """One progress message for a brain event; ``None`` for events not worth one."""
+    data = event.data
+    kind = str(event.type)
+    if kind == "run_started":
+        return f"question: {_short(data.get('question'))}"
+    if kind == "state_changed":
+        return f"state: {data.get('dest')}"
+    if kind == "plan_created":
+        return f"plan:\n{data.get('plan', '')}"
+    if kind == "plan_revised":
+        reason = f" because {_short(data.get('reason'))}" if data.get("reason") else ""
+        return f"plan revised (revision {data.get('revision', '?')}){reason}:\n" \
+               f"{data.get('plan', '')}"
+    if kind in ("call_started", "call_finished") and data.get("kind", "tool") != "llm":
+        name = data.get("name") or data.get("tool_name")
+        if kind == "call_started":
+            kwargs = data.get("kwargs") or data.get("args") or {}
+            args = ", ".join(f"{key}={_short(value, 60)}" for key, value in kwargs.items()) \
+                if isinstance(kwargs, dict) else ""
+            return f"call {name}({args})"
+        if data.get("error"):
+            return f"{name} failed: {_short(data.get('error'))}"
+        return f"{name} → {_short(data.get('result'))}"
+    if kind == "plan_finished":
+        if data.get("ok"):
+            return f"plan result: {_short(data.get('result'))}"
+        return f"plan failed: {_short(data.get('error'))}"
+    if kind == "validation":
+        if data.get("is_solved"):
+            return "validator: solved"
+        return f"validator: not solved — {_short(data.get('suggestion'))}"
+    if kind == "error":
+        return f"error: {_short(data.get('error'))}"
+    if kind == "final":
+        return f"finished: {data.get('status')} ({data.get('reason')})"
+    return None
+
+
+def _short(value: Any, limit: int = 300) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False,
+                                                            default=str)
+    return text if len(text) <= limit else text[:limit] + "…"

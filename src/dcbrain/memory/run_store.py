@@ -1,0 +1,110 @@
+"""The ``RunStore`` interface: runs, their events and a small key/value table.
+
+The server records every run and its event stream here, and a brain keeps its state
+between processes here (the failed attempts of each conversation). Every method has an
+``a``-prefixed async twin that runs the sync one in a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any
+
+from dcbrain.memory._closing import ClosableStore
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """A run as the server persists it: its status and a JSON-able ``data`` dict."""
+
+    run_id: str
+    conversation_id: str | None
+    status: str
+    data: dict[str, Any]
+    created_at: float
+    updated_at: float
+
+
+@dataclass(frozen=True)
+class RunEventRecord:
+    """One event of a run, in ``seq`` order."""
+
+    run_id: str
+    seq: int
+    event: dict[str, Any]
+    created_at: float
+
+
+class RunStore(ClosableStore, ABC):
+    """Runs, run events and key/values.
+
+    Implementations must be safe to share between threads and brains of one process.
+    """
+
+    @abstractmethod
+    def save_run(
+        self, run_id: str, conversation_id: str | None, status: str, data: dict[str, Any]
+    ) -> None:
+        """Create or replace a run's status and data (its creation time is kept)."""
+
+    @abstractmethod
+    def get_run(self, run_id: str) -> RunRecord | None:
+        """The run, or ``None`` when it was never saved."""
+
+    @abstractmethod
+    def append_run_event(self, run_id: str, seq: int, event: dict[str, Any]) -> None:
+        """Store event ``seq`` of a run; a second event with the same ``seq`` is an error."""
+
+    @abstractmethod
+    def run_events(self, run_id: str, after_seq: int = -1) -> list[RunEventRecord]:
+        """The run's events with ``seq > after_seq``, in ``seq`` order."""
+
+    @abstractmethod
+    def list_runs(
+        self, conversation_id: str | None = None, limit: int | None = None
+    ) -> list[RunRecord]:
+        """Runs, newest first; only the conversation's when ``conversation_id`` is given."""
+
+    @abstractmethod
+    def put_value(self, key: str, value: Any) -> None:
+        """Store a JSON-able value under ``key``, replacing any previous one."""
+
+    @abstractmethod
+    def get_value(self, key: str, default: Any = None) -> Any:
+        """The value stored under ``key``, or ``default``."""
+
+    @abstractmethod
+    def delete_value(self, key: str) -> bool:
+        """Remove ``key``; ``True`` when it existed."""
+
+    # -- async twins -------------------------------------------------------------------
+
+    async def asave_run(
+        self, run_id: str, conversation_id: str | None, status: str, data: dict[str, Any]
+    ) -> None:
+        await asyncio.to_thread(self.save_run, run_id, conversation_id, status, data)
+
+    async def aget_run(self, run_id: str) -> RunRecord | None:
+        return await asyncio.to_thread(self.get_run, run_id)
+
+    async def aappend_run_event(self, run_id: str, seq: int, event: dict[str, Any]) -> None:
+        await asyncio.to_thread(self.append_run_event, run_id, seq, event)
+
+    async def arun_events(self, run_id: str, after_seq: int = -1) -> list[RunEventRecord]:
+        return await asyncio.to_thread(self.run_events, run_id, after_seq)
+
+    async def alist_runs(
+        self, conversation_id: str | None = None, limit: int | None = None
+    ) -> list[RunRecord]:
+        return await asyncio.to_thread(self.list_runs, conversation_id, limit)
+
+    async def aput_value(self, key: str, value: Any) -> None:
+        await asyncio.to_thread(self.put_value, key, value)
+
+    async def aget_value(self, key: str, default: Any = None) -> Any:
+        return await asyncio.to_thread(self.get_value, key, default)
+
+    async def adelete_value(self, key: str) -> bool:
+        return await asyncio.to_thread(self.delete_value, key)

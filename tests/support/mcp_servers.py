@@ -1,0 +1,46 @@
+"""MCP servers for the tests: the SDK's own server code, over stdio and over HTTP."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+CALC_SERVER = Path(__file__).with_name("mcp_calc_server.py")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the server exited with {process.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"nothing listens on 127.0.0.1:{port} after {timeout} s")
+
+
+@contextmanager
+def calc_http_server() -> Iterator[str]:
+    """The calc server over streamable HTTP on a free 127.0.0.1 port: its URL."""
+    port = free_port()
+    process = subprocess.Popen([sys.executable, str(CALC_SERVER), "--http", str(port)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_port(port, process)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
