@@ -65,6 +65,7 @@ from dcbrain.tfplan import (
     check,
     compile_source,
 )
+from dcbrain.tfplan.interpreter import Isolation
 from dcbrain.tools import Tool, as_tool
 
 #: Keyword arguments that become the text (``content``) of a chain's ``current_input``.
@@ -242,6 +243,8 @@ class TFChainInterpreter:
     With a ``journal`` every call is recorded under plan attempt ``attempt`` and a call the
     journal holds returns its recorded result (``record.extra["reused"]``); ``run_id``
     goes into each call's idempotency key (:func:`~dcbrain.journal.current_call`).
+    ``isolation`` is where plans run: ``"process"`` (sandbox worker processes, the
+    default) or ``"inprocess"`` (trusted plans).
     """
 
     def __init__(
@@ -260,6 +263,7 @@ class TFChainInterpreter:
         journal: CallJournal | None = None,
         attempt: int = 0,
         run_id: str | None = None,
+        isolation: Isolation = "process",
     ) -> None:
         self.chains_map: dict[str, Chain | Chains] = dict(chains_map)
         self.journal = journal
@@ -292,6 +296,7 @@ class TFChainInterpreter:
             observer=self._announcer,
             parallel_hooks=_BranchHooks(),
             passthrough=PASSTHROUGH,
+            isolation=isolation,
         )
 
     @property

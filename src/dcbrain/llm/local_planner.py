@@ -145,7 +145,25 @@ def last_attempt(messages: list[dict[str, Any]]) -> tuple[str, str] | None:
     feedback_text = rest[: end.start()] if end else rest
     lines = [line.strip() for line in feedback_text.splitlines()]
     feedback = " ".join(line for line in lines if line and set(line) != {"^"})
-    return last.group(1).strip(), feedback[:MAX_FEEDBACK_CHARS]
+    feedback = feedback[:MAX_FEEDBACK_CHARS]
+    done = journal_calls(system)
+    if done:
+        feedback += f" Already done, free to repeat: {done}"
+    return last.group(1).strip(), feedback
+
+
+#: The planning template's list of the run's successful calls (the run journal).
+_JOURNAL_HEADER = "## Calls that already succeeded in this run"
+MAX_JOURNAL_CHARS = 300
+
+
+def journal_calls(system: str) -> str:
+    """The run's successful calls listed in the brain's prompt, short, on one line."""
+    if _JOURNAL_HEADER not in system:
+        return ""
+    section = system.split(_JOURNAL_HEADER, 1)[1].split("\n## ", 1)[0]
+    calls = [line[2:].strip() for line in section.splitlines() if line.startswith("- ")]
+    return "; ".join(calls)[:MAX_JOURNAL_CHARS]
 
 
 def _schema_type(annotation: Any) -> str:
