@@ -8,6 +8,7 @@ runs with its defaults, so it lists no conversations: the page lists the ones it
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -80,7 +81,9 @@ def test_the_page_shows_the_plan_its_revision_diff_the_calls_and_the_answer(
                 "node => getComputedStyle(node).backgroundColor")
             assert added_bg not in ("rgba(0, 0, 0, 0)", "transparent")
             assert "US dollars" in page.locator(".revision-reason").inner_text()
-            assert page.locator(".chip.added").count() >= 1
+            assert page.locator(".chip.added").all_inner_texts() == [
+                "exchange_rate(source='EUR', target='USD')",
+                "summarize(text=f'3 nights in Lisbon cost {total_usd} USD')"]
 
             columns = page.locator(".tl-parallel .tl-column")
             assert columns.count() == 2
@@ -90,8 +93,30 @@ def test_the_page_shows_the_plan_its_revision_diff_the_calls_and_the_answer(
             assert left is not None and right is not None
             assert right["x"] > left["x"] + left["width"] - 1  # side by side, not stacked
             assert abs(right["y"] - left["y"]) < 1
-            assert page.locator(".tl-call.done").count() == 4
-            assert page.locator("#timeline-meta").inner_text() == "4 calls"
+            # The planner's and the validator's own LLM calls, one per planning and verdict.
+            llm_kinds = page.locator(".tl-call.call-llm .kind").all_inner_texts()
+            assert [k.lower() for k in llm_kinds] == ["planner", "validator"] * 2
+            assert page.locator(".tl-call.done").count() == 8
+            assert page.locator("#timeline-meta").inner_text() == "8 calls · 1 reused"
+
+            # The second plan's hotel_price came from the run's call journal: marked, no bar.
+            reused = page.locator(".tl-call.reused")
+            expect(reused).to_have_count(1)
+            assert reused.locator(".tl-name").inner_text() == "hotel_price"
+            assert reused.locator(".reused-tag").inner_text().lower() == "reused"
+            assert reused.locator(".tl-bar").count() == 0
+            assert float(reused.evaluate("node => getComputedStyle(node).opacity")) < 1
+
+            # A click opens a call's arguments and result (not only a tooltip).
+            rate = columns.nth(1).locator(".tl-call")
+            expect(rate.locator(".tl-body")).to_be_hidden()
+            rate.locator("summary").click()
+            expect(rate.locator(".tl-body")).to_be_visible()
+            values = rate.locator(".tl-value").all_inner_texts()
+            assert json.loads(values[0]) == {"source": "EUR", "target": "USD"}
+            assert values[1] == "1.08"
+            page.locator(".revision").last.screenshot(path=str(tmp_path / "revision-diff.png"))
+            page.locator("#timeline").screenshot(path=str(tmp_path / "timeline-reused.png"))
 
             tokens = page.locator("#tokens-text").inner_text()
             used, limit = (int(part.replace(",", "")) for part in tokens.split(" / "))
@@ -111,13 +136,25 @@ def test_the_page_shows_the_plan_its_revision_diff_the_calls_and_the_answer(
             expect(page.locator("#plan")).to_contain_text("No plan yet.")
             expect(page.locator("#messages .bubble")).to_have_count(4)
 
+            # Runs are labelled by their question, the conversation by its first (ids on hover).
+            chips = page.locator(".run-chip")
+            expect(chips).to_have_count(2)
+            assert chips.all_inner_texts() == [
+                "How much do 3 nights in Lisbon cost in USD?", "Thanks!"]
+            assert page.locator("#run-id").inner_text() == "Thanks!"
+            conversation_id = page.locator("#chat-title").get_attribute("data-conversation-id")
+            assert conversation_id is not None and conversation_id.startswith("c-")
+            expect(page.locator("#chat-title")).to_have_text(
+                "How much do 3 nights in Lisbon cost in USD?")
+            assert conversation_id in (page.locator("#chat-title").get_attribute("title") or "")
+
             # The page keeps the conversation it started: still listed after a reload.
-            conversation_id = page.locator("#chat-title").inner_text()
-            assert conversation_id.startswith("c-")
             page.goto(api.base_url + "/")
             listed = page.locator(".conversation")
             expect(listed).to_have_count(1)
-            expect(listed.locator(".conversation-id")).to_have_text(conversation_id)
+            expect(listed).to_have_attribute("title", conversation_id)
+            expect(listed.locator(".conversation-title")).to_have_text(
+                "How much do 3 nights in Lisbon cost in USD?")
             expect(listed.locator(".conversation-question")).to_have_text("Thanks!")
             expect(listed.locator(".dot")).to_have_class("dot status-succeeded")
             listed.click()
@@ -139,7 +176,7 @@ def test_the_abort_button_stops_the_run(serve: ServeFn, brains: BrainScripts) ->
             page.fill("#message-input", "This never gets an answer")
             page.click("#send")
             playwright_api.expect(page.locator("#abort")).to_be_enabled()
-            conversation_id = page.locator("#chat-title").inner_text()
+            conversation_id = page.locator("#chat-title").get_attribute("data-conversation-id")
             with page.expect_response(lambda r: r.url.endswith("/abort")) as aborting:
                 page.click("#abort")
             assert aborting.value.status == 202  # not 415: the page sends JSON

@@ -237,12 +237,14 @@ class RunManager:
             entry = seen.get(cid)
             if entry is not None:
                 entry["runs"] += 1
+                entry["first_question"] = record.data.get("question")  # older runs come later
                 continue
             if len(seen) >= limit:
                 continue
             live = self._runs.get(record.run_id)
             seen[cid] = {
                 "conversation_id": cid,
+                "first_question": record.data.get("question"),
                 "last_question": record.data.get("question"),
                 "last_status": live.status if live is not None else record.status,
                 "updated_at": record.updated_at,
