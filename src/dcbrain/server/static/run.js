@@ -105,6 +105,9 @@ function apply(run, event) {
       }
       // Calls still open when the run ended were stopped with it.
       for (const call of run.callList) if (call.status === "running") call.status = "aborted";
+      if (event.status !== "succeeded") {
+        run.timeline.push({ kind: "stop", label: `■ ${event.status}${event.reason && event.reason !== event.status ? ` · ${event.reason}` : ""}` });
+      }
       break;
     default:
       break;
@@ -342,6 +345,7 @@ function renderTimeline(run) {
       ]);
     }
     if (entry.kind === "call") return callNode(entry.call, longest);
+    if (entry.kind === "stop") return el("div", { class: "tl-stop", text: entry.label });
     const columns = [...entry.columns.entries()].sort((a, b) => a[0] - b[0]);
     return el("div", { class: "tl-parallel" }, [
       el("div", { class: "tl-parallel-label", text: `parallel × ${columns.length}` }),
@@ -373,17 +377,28 @@ function callNode(call, longest) {
   details.append(el("summary", { class: "tl-summary" }, [
     el("div", { class: "tl-call-head" }, [
       el("span", { class: `kind kind-${call.kind}`, text: callKindLabel(call) }),
-      el("span", { class: "tl-name", text: call.name }),
+      el("span", { class: "tl-name" }, breakable(call.name)),
       call.line ? el("span", { class: "tl-line", text: `L${call.line}` }) : null,
-      call.tokens ? el("span", { class: "tl-tokens", text: `${call.tokens.total} tok` }) : null,
+      call.tokens && call.tokens.total
+        ? el("span", { class: "tl-tokens", text: `${call.tokens.total} tok` }) : null,
       timing,
     ]),
     call.reused ? null
       : el("div", { class: "tl-bar" }, el("div", { class: "tl-fill", style: `width:${width.toFixed(1)}%` })),
-    call.error ? el("div", { class: "tl-error", text: call.error }) : null,
+    state === "error" && call.error ? el("div", { class: "tl-error", text: call.error }) : null,
   ]));
   details.append(callBody(call));
   return details;
+}
+
+// A long identifier that may wrap after its underscores, never cut off.
+function breakable(name) {
+  const parts = [];
+  String(name).split(/(?<=_)/).forEach((part, index) => {
+    if (index) parts.push(el("wbr"));
+    parts.push(part);
+  });
+  return parts;
 }
 
 function callBody(call) {
