@@ -309,3 +309,42 @@ def test_at_800_px_parallel_calls_run_side_by_side_and_a_superseded_run_shows_as
         finally:
             release.set()
             browser.close()
+
+
+def big_report(topic: str) -> str:
+    """A long report on a topic."""
+    return "x" * 5000
+
+
+def test_a_failed_run_is_stopped_and_a_large_result_shows_its_start_and_size(
+    serve: ServeFn, brains: BrainScripts, tmp_path: Path
+) -> None:
+    brains.then(lambda memory: DCBrain(
+        default_llm=ScriptedLLM([plan('r = big_report(topic="rain")\nreturn len(r)'),
+                                 verdict(False, "count words, not characters")]),
+        tools=[big_report], memory=memory, max_iterations=1))
+    expect = playwright_api.expect
+    with serve() as api, playwright_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1100, "height": 900})
+            page.set_default_timeout(PATIENCE_S * 1000)
+            page.goto(api.base_url + "/")
+            page.fill("#message-input", "How long is the rain report?")
+            page.click("#send")
+            expect(page.locator("#final")).to_have_attribute("data-status", "failed")
+            expect(page.locator("#final")).to_have_class("card final stopped")
+            expect(page.locator("#final-title")).to_have_text("Stopped")
+            expect(page.locator("#final-answer")).to_have_text(
+                "No answer (max_iterations): count words, not characters")
+            expect(page.locator("#messages .message.assistant.stopped")).to_have_count(1)
+
+            report = page.locator(".tl-call", has_text="big_report")
+            report.locator("summary").click()
+            values = report.locator(".tl-value").all_inner_texts()
+            assert json.loads(values[0]) == {"topic": "rain"}
+            assert values[1].startswith('"xxxx') and values[1].endswith("…")
+            expect(report.locator(".tl-body")).to_contain_text("truncated: 5,002 characters")
+            page.screenshot(path=str(tmp_path / "failed.png"), full_page=True)
+        finally:
+            browser.close()

@@ -444,7 +444,8 @@ function stopNote(final) {
   if (final.status === "aborted") {
     return reason === "aborted" ? "Aborted before answering." : `Stopped before answering (${reason}).`;
   }
-  const error = final.error || final.last_error || "";
+  const suggestions = Array.isArray(final.suggestions) ? final.suggestions : [];
+  const error = final.error || final.last_error || suggestions[suggestions.length - 1] || "";
   if (error && !NEW_INPUT.test(error)) return `No answer (${reason}): ${error}`;
   return `No answer (${reason}).`;
 }
