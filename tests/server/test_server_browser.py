@@ -343,8 +343,9 @@ def test_a_failed_run_is_stopped_and_a_large_result_shows_its_start_and_size(
             report.locator("summary").click()
             values = report.locator(".tl-value").all_inner_texts()
             assert json.loads(values[0]) == {"topic": "rain"}
-            assert values[1].startswith('"xxxx') and values[1].endswith("…")
-            expect(report.locator(".tl-body")).to_contain_text("truncated: 5,002 characters")
+            assert values[1].startswith("xxxx") and values[1].endswith("…")
+            assert len(values[1]) < 5000
+            expect(report.locator(".tl-body")).to_contain_text("truncated: 5,000 characters")
             page.screenshot(path=str(tmp_path / "failed.png"), full_page=True)
         finally:
             browser.close()
