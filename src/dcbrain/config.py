@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, HttpUrl, PositiveFloat, PositiveInt
 from pydantic import ValidationError as PydanticValidationError
 
+from dcbrain.exceptions import ConfigError as ConfigError
 from dcbrain.exceptions import TFError
 
 if TYPE_CHECKING:
@@ -32,15 +33,6 @@ if TYPE_CHECKING:
 
 DEFAULT_CONFIG_FILE = "dcbrain.toml"
 LOCAL_LLM_NAME = "local"
-
-
-class ConfigError(TFError):
-    """A configuration problem; ``problems`` are ``key.path: message`` strings."""
-
-    def __init__(self, source: str, problems: list[str]) -> None:
-        self.source = source
-        self.problems = problems
-        super().__init__("\n".join(f"{source}: {problem}" for problem in problems))
 
 
 class _Section(BaseModel):

@@ -1,8 +1,12 @@
-"""Every exception dcbrain raises, in one place."""
+"""Every exception dcbrain raises, in one place, in one tree rooted in :class:`TFError`.
+
+The tf_plan language's own errors are defined in ``dcbrain.tfplan.errors`` (the lowest
+layer, where the root lives too) and gathered here.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dcbrain.tfplan.errors import (
     CallDepthLimitExceeded,
@@ -13,6 +17,7 @@ from dcbrain.tfplan.errors import (
     SizeLimitExceeded,
     TFCallError,
     TFCheckError,
+    TFError,
     TFInterpreterError,
     TFLimitError,
     TFRuntimeError,
@@ -20,9 +25,9 @@ from dcbrain.tfplan.errors import (
     TimeLimitExceeded,
 )
 
-
-class TFError(Exception):
-    """Base of dcbrain's own errors outside the tf_plan language."""
+if TYPE_CHECKING:
+    from dcbrain.brain.context import BrainResult
+    from dcbrain.chain.result import ChainResult
 
 
 class TFChainError(TFError):
@@ -61,6 +66,10 @@ class TFTokenBudgetExceeded(TFLLMInterrupt):
 
 class TFLLMError(TFLLMInterrupt):
     """The provider failed after its retries (HTTP error, timeout, malformed body)."""
+
+
+class LocalModelUnavailable(TFLLMError):
+    """The runtime or the weights of the embedded model are not installed."""
 
 
 class TFScriptExhaustedError(TFLLMError):
@@ -106,9 +115,14 @@ class TFFatalStepError(TFError):
 class TFBrainError(TFError):
     """The brain stopped abnormally (e.g. timeout); ``result`` holds the partial result."""
 
-    def __init__(self, message: str, *, result: Any = None) -> None:
+    def __init__(self, message: str, *, result: BrainResult | None = None) -> None:
         super().__init__(message)
         self.result = result
+
+    @property
+    def partial_result(self) -> BrainResult | None:
+        """The run as far as it got (the seed calls it ``result``)."""
+        return self.result
 
 
 class TFBrainBusyError(TFBrainError, RuntimeError):
@@ -129,7 +143,7 @@ class TFOrchestrationError(TFError, ValueError):
         failed_plans: list[str],
         failed_infos: list[str],
         usage: Any = None,
-        result: Any = None,
+        result: ChainResult | None = None,
     ) -> None:
         super().__init__(message)
         self.failed_plans = failed_plans
@@ -137,10 +151,56 @@ class TFOrchestrationError(TFError, ValueError):
         self.usage = usage
         self.result = result
 
+    @property
+    def partial_result(self) -> ChainResult | None:
+        """The chain run as far as it got (the seed calls it ``result``)."""
+        return self.result
+
+
+class ConfigError(TFError):
+    """A configuration problem; ``problems`` are ``key.path: message`` strings."""
+
+    def __init__(self, source: str, problems: list[str]) -> None:
+        self.source = source
+        self.problems = problems
+        super().__init__("\n".join(f"{source}: {problem}" for problem in problems))
+
+
+class AbortRequested(TFError):
+    """Raised inside a run when ``DCBrain.abort()`` was called."""
+
+
+class ApiError(TFError):
+    """An error answered as ``{"error": code, "detail": message}`` with ``status``."""
+
+    def __init__(
+        self, status: int, code: str, detail: str, headers: dict[str, str] | None = None
+    ) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.code = code
+        self.detail = detail
+        self.headers = headers
+
+
+class TooManyRuns(TFError):
+    """Every run slot is taken; the caller should retry later."""
+
+    def __init__(self, limit: int, detail: str | None = None) -> None:
+        if detail is None:
+            runs = "1 run is" if limit == 1 else f"{limit} runs are"
+            detail = f"{runs} already active (the limit); retry when one has finished"
+        super().__init__(detail)
+        self.limit = limit
+
 
 __all__ = [
+    "AbortRequested",
+    "ApiError",
     "CallDepthLimitExceeded",
     "CallLimitExceeded",
+    "ConfigError",
+    "LocalModelUnavailable",
     "OperationLimitExceeded",
     "OutputLimitExceeded",
     "PlanCancelled",
@@ -171,4 +231,5 @@ __all__ = [
     "TFToolError",
     "TFUserNewInputError",
     "TimeLimitExceeded",
+    "TooManyRuns",
 ]

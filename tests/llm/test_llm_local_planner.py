@@ -156,3 +156,22 @@ def test_a_plan_that_fails_the_check_or_repeats_the_failed_one_is_sampled_again(
     scripted("The lamp costs 24.5 EUR.")  # a direct answer is taken as it is
     assert planner.chat(first).content == "The lamp costs 24.5 EUR."
     assert len(samples) == 1
+
+
+def test_a_revision_request_lists_the_calls_already_made() -> None:
+    from dcbrain.llm.local_planner import last_attempt
+
+    system = ("## Earlier attempts that did not solve the question\n### Attempt 1\n"
+              "```tf_plan\nx = refund(order_id=\"A1\", amount=3)\nreturn x[\"nope\"]\n```\n"
+              "It failed with this error:\nKeyError: 'nope'\n"
+              "Write a new plan that fixes these problems; do not repeat a failed plan.\n\n"
+              "## Calls that already succeeded in this run\nCalling one of these again ...\n"
+              '- refund(amount=3, order_id="A1") -> {"refund_id": "R1"}\n\n## Budget\n')
+    attempt = last_attempt([{"role": "system", "content": system},
+                            {"role": "user", "content": "Refund A1"}])
+    assert attempt is not None
+    plan, feedback = attempt
+    assert plan.startswith("x = refund(")
+    assert "KeyError" in feedback
+    assert feedback.endswith('Already done, free to repeat: refund(amount=3, order_id="A1") -> '
+                             '{"refund_id": "R1"}')

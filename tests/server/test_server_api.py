@@ -111,7 +111,8 @@ def test_the_conversation_holds_the_question_and_the_answer(
     assert [m.get("run_id") for m in conversation["messages"]] == [None, first, None, second]
     assert [run["run_id"] for run in conversation["runs"]] == [second, first]
     assert listing["conversations"] == [
-        {"conversation_id": "geo", "last_question": "How many people live there?",
+        {"conversation_id": "geo", "first_question": "Capital of France?",
+         "last_question": "How many people live there?",
          "last_status": "succeeded", "updated_at": listing["conversations"][0]["updated_at"],
          "runs": 2}
     ]

@@ -102,4 +102,4 @@ def test_checking_after_running_sees_the_plan_as_written() -> None:
 def test_rejected_constructs_and_check_problems_are_reported_together() -> None:
     problems = messages("import os\nx = serch(query='q')\nprint(nope)")
     assert [p.split(":")[0] for p in problems] == ["1", "2", "3"]
-    assert "import statement is not allowed" in problems[0]
+    assert "import of 'os' is not allowed" in problems[0]

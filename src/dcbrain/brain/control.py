@@ -18,13 +18,10 @@ from transitions import EventData
 from transitions.extensions.asyncio import AsyncMachine
 
 from dcbrain.brain.budget import llm_phase
+from dcbrain.exceptions import AbortRequested as AbortRequested
 from dcbrain.exceptions import TFUserNewInputError
 
 T = TypeVar("T")
-
-
-class AbortRequested(Exception):
-    """Raised inside a run when ``DCBrain.abort()`` was called."""
 
 
 #: How a run stops by design from inside a machine callback.

@@ -36,6 +36,7 @@ from dcbrain.memory.recall import DEFAULT_MEMORY_CHUNK_SIZE, MemoryChunkSize
 from dcbrain.memory.run_store import RunStore
 from dcbrain.messages import TextMessage
 from dcbrain.tfplan import Limits
+from dcbrain.tfplan.interpreter import Isolation
 from dcbrain.tools import Tool, ToolLike, as_tool
 
 
@@ -49,7 +50,9 @@ class DCBrain(BaseBrain):
     templates (a str is a Jinja2 template). Budgets: ``max_iterations`` plannings,
     ``max_tokens`` for every LLM call of a run (checked before each call), ``timeout``
     seconds (checked before each new planning; a running plan is not interrupted;
-    ``0`` plans exactly once). ``limits`` are the sandbox limits of each plan.
+    ``0`` plans exactly once). ``limits`` are the sandbox limits of each plan; ``isolation``
+    says where plans run (``"process"``: sandbox worker processes, the default;
+    ``"inprocess"``: trusted plans, faster).
 
     One instance runs any number of questions at once, each as its own
     :class:`~dcbrain.brain.run.BrainRun`; only two runs of the same conversation (or with
@@ -76,6 +79,7 @@ class DCBrain(BaseBrain):
         max_tokens: int = 128_000,
         timeout: float = 1200,
         limits: Limits | None = None,
+        isolation: Isolation = "process",
         trace_path: str | Path | None = None,
         neural: Any = None,
     ) -> None:
@@ -105,6 +109,7 @@ class DCBrain(BaseBrain):
         self.max_tokens = max_tokens
         self.timeout = timeout
         self.limits = limits
+        self.isolation: Isolation = isolation
         # Kept in the memory's file when it is also a run store: other processes see them.
         store = self.memory if isinstance(self.memory, RunStore) else None
         self._contextual_plan_info = ContextualPlanInfo(store=store)

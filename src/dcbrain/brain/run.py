@@ -360,6 +360,7 @@ class BrainRun:
             journal=self.journal,
             attempt=self.ir.iterations,
             run_id=self.run_id,
+            isolation=brain.isolation,
         )
 
     # -- machine callbacks: validation -------------------------------------------------

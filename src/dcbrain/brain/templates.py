@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from dcbrain.tfplan.language import language_summary
+
 DEFAULT_PLANNING_TEMPLATE: Final = """\
 You are the planner of an assistant that solves questions by writing small programs.
 Answer the user's question (the last message) in one of two ways:
@@ -27,26 +29,9 @@ Answer the user's question (the last message) in one of two ways:
    the answer. The script runs in a sandbox; its result is checked by a validator.
 
 ## The tf_plan language
-A safe subset of Python 3.
-- Allowed: assignments (also `a, b = ...`), `+=`, if/elif/else, for and while loops with \
-break/continue, `def` functions (defaults, *args, **kwargs), lambda, list/dict/set \
-comprehensions, f-strings, slicing, all arithmetic, comparison and boolean operators, \
-`assert`, `raise ValueError("...")` to give up with a message, and the builtins len, range, \
-enumerate, zip, min, max, sum, abs, round, sorted, reversed, any, all, str, int, float, bool, \
-list, dict, set, tuple, isinstance, map, filter, print, plus json and math helpers.
-- Not allowed: import, try/except, with, class, async/await, yield, global, decorators, \
-names starting with `_` (except `__construct_chain`), files, network.
-- Call a chain or tool like a function, with keyword arguments only: \
-`summary = summarize(text=article)`. A chain returns a str, or a dict when it has an \
-output schema.
-- `a, b = parallel(chain_a(x=1), tool_b(y=2))` runs independent calls at the same time \
-and returns their results in argument order. Prefer it whenever calls do not depend on \
-each other.
-- `helper = __construct_chain(output_schema={...}, tags=["..."])` builds a new chain at run \
-time; call it as `helper(input="...")`. A chain returns only text or a dict: wrap other \
-values, e.g. {"result": [1, 2, 3]}.
-- End with `return value`: that value is the plan's result (a dict for several values). \
-What the plan prints is shown to the validator too.
+""" + language_summary() + """\
+`raise ValueError("...")` gives up with a message. Prefer `parallel` whenever calls do
+not depend on each other, and end with `return value` (a dict for several values).
 
 ## Chains
 {{ spec_chains }}

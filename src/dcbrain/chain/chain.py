@@ -14,6 +14,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from functools import lru_cache
 from typing import Any
 
 import json_repair
@@ -397,7 +398,7 @@ class Chain(Runnable):
                 f"got {type(schema).__name__}"
             )
         try:
-            validators.validator_for(schema).check_schema(schema)
+            _check_schema(json.dumps(schema, sort_keys=True, default=repr))
         except jsonschema_exceptions.SchemaError as exc:
             where = "/".join(str(part) for part in exc.path) or "the top level"
             raise TFChainError(
@@ -481,6 +482,13 @@ def _strip_code_fence(text: str) -> str:
 def _preview(text: str, limit: int = 200) -> str:
     flat = " ".join(text.split())
     return repr(flat if len(flat) <= limit else flat[:limit] + "…")
+
+
+@lru_cache(maxsize=256)
+def _check_schema(schema_json: str) -> None:
+    """Raise ``SchemaError`` for an invalid schema; each distinct schema is checked once."""
+    schema = json.loads(schema_json)
+    validators.validator_for(schema).check_schema(schema)
 
 
 def _describe_error(error: jsonschema_exceptions.ValidationError) -> str:

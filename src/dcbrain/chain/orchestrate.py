@@ -14,38 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 from dcbrain.exceptions import TFChainError
 from dcbrain.messages import TextMessage
+from dcbrain.tfplan.language import language_summary
 from dcbrain.tools import Tool
 
 if TYPE_CHECKING:
     from dcbrain.chain.dc_chains import DCChains
 
-#: A concise definition of tf_plan for planning prompts (the language of ``dcbrain.tfplan``).
-TFPLAN_LANGUAGE_SUMMARY = """\
-tf_plan is a strict subset of Python 3. Write the script in one ```tf_plan code block.
-- Allowed: assignment (with unpacking), augmented assignment, if/elif/else, for/while
-  with break/continue/else, def (defaults, *args, **kwargs, closures, recursion), return,
-  pass, del, assert, raise of a builtin exception, lambda, comprehensions, conditional
-  expressions, f-strings, slicing, the walrus operator, all operators.
-- Rejected: import, try/except/finally, with, class, async/await, yield,
-  global/nonlocal, decorators, names or attributes starting with '_' (except
-  __construct_chain).
-- Values: None, bool, int, float, str, list, tuple, dict, set, functions, and the chains
-  and tools listed below. Methods of these built-in types work (str.split, dict.get,
-  list.append ...); there is no other attribute access, no files, network or modules.
-- Builtins: print, len, range, enumerate, zip, min, max, sum, abs, round, sorted,
-  reversed, any, all, str, int, float, bool, list, dict, set, tuple, isinstance, map,
-  filter, repr, divmod, chr, ord, pow, json.dumps/json.loads, math.*.
-- Call a chain or tool by its name with keyword arguments:
-  result = summarize(text="...")   # a chain returns a str, or a dict for structured output
-- parallel(a(...), b(...)) runs the calls concurrently and returns their results as a
-  list in argument order.
-- __construct_chain(output_schema={...}, prompt="...", name="...") builds a new chain at
-  run time; call it with input="...".
-- The result of the script is the value of a top-level `return`, else of the last
-  top-level expression; print() output is captured.
-- The script is checked before it runs: unknown names, unknown chains/tools and wrong
-  keyword arguments are errors.
-"""
+#: The definition of tf_plan planning prompts show, generated from the language's tables.
+TFPLAN_LANGUAGE_SUMMARY = language_summary()
 
 DEFAULT_ABILITIES_PURPOSE = (
     "The current chain of thought is DCChains: solve the task by writing a tf_plan script "

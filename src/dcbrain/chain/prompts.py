@@ -15,6 +15,7 @@ import string
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Literal
 
 import jinja2
@@ -331,6 +332,9 @@ _ENVIRONMENT = SandboxedEnvironment(
 )
 
 
+# Compiled once per template text: brains and chains are built often (one per server run),
+# and a compiled template renders concurrently without shared state.
+@lru_cache(maxsize=512)
 def _compile_jinja(template: str) -> jinja2.Template:
     try:
         return _ENVIRONMENT.from_string(template)
@@ -340,6 +344,7 @@ def _compile_jinja(template: str) -> jinja2.Template:
         ) from None
 
 
+@lru_cache(maxsize=512)
 def _jinja_variables(template: str) -> frozenset[str]:
     names = jinja2.meta.find_undeclared_variables(_ENVIRONMENT.parse(template))
     return frozenset(names - set(_ENVIRONMENT.globals))

@@ -61,9 +61,11 @@ from dcbrain.tfplan import (
     Limits,
     Problem,
     TFCheckError,
+    TFInterpreterError,
     check,
     compile_source,
 )
+from dcbrain.tfplan.interpreter import Isolation
 from dcbrain.tools import Tool, as_tool
 
 #: Keyword arguments that become the text (``content``) of a chain's ``current_input``.
@@ -241,6 +243,8 @@ class TFChainInterpreter:
     With a ``journal`` every call is recorded under plan attempt ``attempt`` and a call the
     journal holds returns its recorded result (``record.extra["reused"]``); ``run_id``
     goes into each call's idempotency key (:func:`~dcbrain.journal.current_call`).
+    ``isolation`` is where plans run: ``"process"`` (sandbox worker processes, the
+    default) or ``"inprocess"`` (trusted plans).
     """
 
     def __init__(
@@ -259,6 +263,7 @@ class TFChainInterpreter:
         journal: CallJournal | None = None,
         attempt: int = 0,
         run_id: str | None = None,
+        isolation: Isolation = "process",
     ) -> None:
         self.chains_map: dict[str, Chain | Chains] = dict(chains_map)
         self.journal = journal
@@ -291,6 +296,7 @@ class TFChainInterpreter:
             observer=self._announcer,
             parallel_hooks=_BranchHooks(),
             passthrough=PASSTHROUGH,
+            isolation=isolation,
         )
 
     @property
@@ -373,7 +379,8 @@ class TFChainInterpreter:
 
     # -- internals ---------------------------------------------------------------------
     def _prepare(self, plan: str, run_check: bool) -> None:
-        parsed, _ = compile_source(plan)  # raises TFSyntaxError
+        # compiled as the run will compile it (raises TFSyntaxError); the run reuses it
+        parsed, _ = compile_source(plan, frozenset(self._interpreter.callables))
         if run_check:
             problems = check(parsed, self.specs)
             if problems:
@@ -601,13 +608,16 @@ def _error_text(error: BaseException) -> str:
 
 def partial_chain_result(error: BaseException) -> ChainResult | None:
     """What a failed :meth:`TFChainInterpreter.evaluate` did before failing (usage, trace)."""
-    result = getattr(error, "chain_result", None)
+    if not isinstance(error, TFInterpreterError):
+        return None
+    result = error.partial_result.chain_result
     return result if isinstance(result, ChainResult) else None
 
 
 def _attach_partial(error: BaseException, result: ChainResult) -> None:
-    if partial_chain_result(error) is None:
-        setattr(error, "chain_result", result)  # noqa: B010 - errors of tfplan have no slot
+    if isinstance(error, TFInterpreterError) and partial_chain_result(error) is None:
+        error.partial_result.chain_result = result
+        error.partial_result.usage = result.usage.copy()
 
 
 def _input_text(kwargs: Mapping[str, Any]) -> str:

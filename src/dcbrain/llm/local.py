@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from dcbrain.exceptions import LocalModelUnavailable as LocalModelUnavailable
 from dcbrain.exceptions import TFLLMError
 from dcbrain.llm.base import ChatLLM, LLMReply
 from dcbrain.usage import Usage
@@ -36,10 +37,6 @@ INSTALL_HINT = (
 
 _servers: dict[tuple[str, int, int], Any] = {}
 _servers_lock = threading.Lock()
-
-
-class LocalModelUnavailable(TFLLMError):
-    """The runtime or the weights of the embedded model are not installed."""
 
 
 def find_model_path() -> Path:

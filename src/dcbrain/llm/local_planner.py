@@ -24,6 +24,7 @@ from typing import Any, Final
 from dcbrain.llm.base import LLMReply
 from dcbrain.llm.local import LocalLLM, plain_messages
 from dcbrain.tfplan.interpreter import Interpreter
+from dcbrain.tfplan.language import ARITHMETIC, language_summary, operator_symbols
 from dcbrain.tfplan.parser import extract_plan
 
 #: Temperature of a revision: the greedy reply to the same question is the failed plan.
@@ -144,7 +145,25 @@ def last_attempt(messages: list[dict[str, Any]]) -> tuple[str, str] | None:
     feedback_text = rest[: end.start()] if end else rest
     lines = [line.strip() for line in feedback_text.splitlines()]
     feedback = " ".join(line for line in lines if line and set(line) != {"^"})
-    return last.group(1).strip(), feedback[:MAX_FEEDBACK_CHARS]
+    feedback = feedback[:MAX_FEEDBACK_CHARS]
+    done = journal_calls(system)
+    if done:
+        feedback += f" Already done, free to repeat: {done}"
+    return last.group(1).strip(), feedback
+
+
+#: The planning template's list of the run's successful calls (the run journal).
+_JOURNAL_HEADER = "## Calls that already succeeded in this run"
+MAX_JOURNAL_CHARS = 300
+
+
+def journal_calls(system: str) -> str:
+    """The run's successful calls listed in the brain's prompt, short, on one line."""
+    if _JOURNAL_HEADER not in system:
+        return ""
+    section = system.split(_JOURNAL_HEADER, 1)[1].split("\n## ", 1)[0]
+    calls = [line[2:].strip() for line in section.splitlines() if line.startswith("- ")]
+    return "; ".join(calls)[:MAX_JOURNAL_CHARS]
 
 
 def _schema_type(annotation: Any) -> str:
@@ -174,9 +193,10 @@ def _signature_line(name: str, func: Callable[..., Any]) -> str:
 def plan_system_prompt(tools: Mapping[str, Callable[..., Any]]) -> str:
     listed = "\n".join(_signature_line(name, func) for name, func in tools.items())
     return (
-        "You answer with a ```tf_plan block: Python statements that compute the answer "
-        "and return it. Call tools with keyword arguments. Answer in one plain sentence "
+        "You answer with a ```tf_plan block: statements that compute the answer and "
+        "return it. Call tools with keyword arguments. Answer in one plain sentence "
         "only when nothing needs computing or looking up.\n"
+        f"{language_summary().splitlines()[0]}\n"
         f"Tools:\n{listed or '(none: use arithmetic only)'}"
     )
 
@@ -252,6 +272,7 @@ def plan_grammar(tools: Mapping[str, Callable[..., Any]]) -> str:
         for i, (name, func) in enumerate(calls.items()):
             rules += f"call{i} ::= {json.dumps(name + '(')} {_arguments(func)} \")\"\n"
     head = "(call | ident)" if calls else "ident"
+    operators = " | ".join(json.dumps(symbol) for symbol in operator_symbols(ARITHMETIC))
     return (
         "root ::= plan | answer\n"
         'plan ::= "```tf_plan\\n" stmt{1,6} "return " expr "\\n```"\n'
@@ -262,7 +283,7 @@ def plan_grammar(tools: Mapping[str, Callable[..., Any]]) -> str:
         'index ::= "[" (string | number) "]"\n'
         'list ::= "[" (expr (", " expr){0,7})? "]"\n'
         f"{rules}"
-        'op ::= "+" | "-" | "*" | "/" | "//" | "%" | "**"\n'
+        f"op ::= {operators}\n"
         "ident ::= [a-zA-Z_] [a-zA-Z0-9_]{0,39}\n"
         # A name assigned to never starts with "ret": the model would write "return = x".
         "target ::= [a-qs-zA-Z_] [a-zA-Z0-9_]{0,39} | \"r\" ([a-df-zA-Z0-9_] "

@@ -23,6 +23,17 @@ def cl100k_base() -> tiktoken.Encoding:
 
 def cl100k_base_length(text: str) -> int:
     """Number of cl100k_base tokens in ``text``."""
+    if len(text) < _CACHED_FROM:
+        return len(cl100k_base().encode(text, disallowed_special=()))
+    return _long_text_length(text)
+
+
+#: Long texts (planning prompts, tool descriptions) recur from call to call: count once.
+_CACHED_FROM = 256
+
+
+@lru_cache(maxsize=1024)
+def _long_text_length(text: str) -> int:
     return len(cl100k_base().encode(text, disallowed_special=()))
 
 

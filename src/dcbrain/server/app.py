@@ -28,6 +28,8 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from dcbrain.exceptions import ApiError as ApiError
+from dcbrain.exceptions import TooManyRuns
 from dcbrain.memory import Memory, RunStore
 from dcbrain.messages import TextMessage
 from dcbrain.neural import Neural
@@ -36,7 +38,6 @@ from dcbrain.server.runs import (
     DEFAULT_SUPERSEDE_GRACE_S,
     BrainFactory,
     RunManager,
-    TooManyRuns,
     record_summary,
 )
 from dcbrain.server.service import RunService
@@ -66,19 +67,6 @@ _CONTENT_SECURITY_POLICY: Final = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
-
-
-class ApiError(Exception):
-    """An error answered as ``{"error": code, "detail": message}`` with ``status``."""
-
-    def __init__(
-        self, status: int, code: str, detail: str, headers: dict[str, str] | None = None
-    ) -> None:
-        super().__init__(detail)
-        self.status = status
-        self.code = code
-        self.detail = detail
-        self.headers = headers
 
 
 def error_response(

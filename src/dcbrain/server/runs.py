@@ -27,6 +27,7 @@ from dcbrain._text import encodable
 from dcbrain.brain import BrainResult
 from dcbrain.events import Event, EventType
 from dcbrain.exceptions import TFBrainError, TFUserNewInputError
+from dcbrain.exceptions import TooManyRuns as TooManyRuns
 from dcbrain.memory import Memory, RunRecord, RunStore
 from dcbrain.neural import Neural
 
@@ -63,17 +64,6 @@ class RunnableBrain(Protocol):
 
 BrainFactory = Callable[[], RunnableBrain]
 """Builds a fresh brain for each run (a brain runs one question at a time)."""
-
-
-class TooManyRuns(Exception):
-    """Every run slot is taken; the caller should retry later."""
-
-    def __init__(self, limit: int, detail: str | None = None) -> None:
-        if detail is None:
-            runs = "1 run is" if limit == 1 else f"{limit} runs are"
-            detail = f"{runs} already active (the limit); retry when one has finished"
-        super().__init__(detail)
-        self.limit = limit
 
 
 @dataclass(eq=False)
@@ -247,12 +237,14 @@ class RunManager:
             entry = seen.get(cid)
             if entry is not None:
                 entry["runs"] += 1
+                entry["first_question"] = record.data.get("question")  # older runs come later
                 continue
             if len(seen) >= limit:
                 continue
             live = self._runs.get(record.run_id)
             seen[cid] = {
                 "conversation_id": cid,
+                "first_question": record.data.get("question"),
                 "last_question": record.data.get("question"),
                 "last_status": live.status if live is not None else record.status,
                 "updated_at": record.updated_at,

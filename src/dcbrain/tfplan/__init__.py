@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         TimeLimitExceeded,
     )
     from dcbrain.tfplan.interpreter import Interpreter, compile_source
+    from dcbrain.tfplan.language import language_summary
     from dcbrain.tfplan.limits import Limits
     from dcbrain.tfplan.parser import Plan, extract_plan, parse
     from dcbrain.tfplan.result import CallRecord, ConsoleResult
@@ -64,6 +65,7 @@ __all__ = [
     "check",
     "compile_source",
     "extract_plan",
+    "language_summary",
     "parse",
 ]
 
@@ -94,5 +96,6 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "check": "dcbrain.tfplan.checker",
     "compile_source": "dcbrain.tfplan.interpreter",
     "extract_plan": "dcbrain.tfplan.parser",
+    "language_summary": "dcbrain.tfplan.language",
     "parse": "dcbrain.tfplan.parser",
 })

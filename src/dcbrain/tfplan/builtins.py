@@ -16,7 +16,7 @@ from typing import Any
 from dcbrain.tfplan.errors import SizeLimitExceeded
 from dcbrain.tfplan.guards import Guards, Namespace, TypeProxy
 from dcbrain.tfplan.guards.access import LazyMembers
-from dcbrain.tfplan.methods import ALLOWED
+from dcbrain.tfplan.methods import ALLOWED, MATH_CONSTANTS, MATH_FUNCTIONS
 
 #: Exception types a plan may raise (``raise ValueError("...")``) and test with isinstance.
 EXCEPTIONS: dict[str, type[BaseException]] = {
@@ -36,13 +36,16 @@ PLAIN_BUILTINS: dict[str, Any] = {
     "reversed": reversed, "next": next, "callable": callable,
 }
 
-_MATH_FUNCTIONS = (
-    "ceil", "floor", "trunc", "sqrt", "exp", "log", "log2", "log10", "sin", "cos", "tan",
-    "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "degrees", "radians", "hypot",
-    "fabs", "copysign", "isclose", "isfinite", "isinf", "isnan", "gcd", "lcm", "fmod",
-    "remainder", "isqrt", "dist", "modf", "frexp", "ldexp", "erf", "erfc", "gamma", "lgamma",
+#: Every builtin function of tf_plan (the exception types aside), in the order the
+#: language summary lists them; ``build_builtins`` binds exactly these names.
+BUILTIN_FUNCTIONS: tuple[str, ...] = (
+    "print", "len", "range", "enumerate", "zip", "map", "filter", "reversed", "iter", "next",
+    "min", "max", "sum", "abs", "round", "divmod", "sorted", "any", "all", "str", "int",
+    "float", "bool", "list", "dict", "set", "frozenset", "tuple", "isinstance", "repr",
+    "hash", "chr", "ord", "hex", "oct", "bin", "pow", "format", "callable", "parallel",
+    "json", "math",
 )
-_MATH_CONSTANTS = ("pi", "e", "tau", "inf", "nan")
+
 #: Largest argument of math.factorial/comb/perm: their results grow far faster than it.
 _MAX_COMBINATORIC = 10_000
 
@@ -53,6 +56,7 @@ def build_builtins(guards: Guards) -> dict[str, Any]:
     materialize = budget.materialize
     iterate = budget.iterate
     deep = budget.deep
+    hash_key = budget.key
     hashed_items = budget.hashed_items
     check_result = budget.check_result
     charge = budget.charge
@@ -103,7 +107,7 @@ def build_builtins(guards: Guards) -> dict[str, Any]:
                 deep(args)
             return func(*args, **kwargs)
 
-        consume.__name__ = func.__name__
+        consume.__name__ = consume.__qualname__ = func.__name__
         return consume
 
     def lazy(func: Callable[..., Any], read: slice) -> Callable[..., Any]:
@@ -115,7 +119,7 @@ def build_builtins(guards: Guards) -> dict[str, Any]:
             return func(*args[:first], *[iterate(arg) for arg in args[first:last]],
                         *args[last:], **kwargs)
 
-        start.__name__ = func.__name__
+        start.__name__ = start.__qualname__ = func.__name__
         return start
 
     def plan_sum(iterable: Any, /, start: Any = 0) -> Any:
@@ -139,6 +143,21 @@ def build_builtins(guards: Guards) -> dict[str, Any]:
                 and -ndigits > number.bit_length() * 3 // 10 + 2:
             return 0
         return round(number, ndigits)
+
+    def plan_iter(*args: Any) -> Any:
+        """An iterator that pays for each item it yields: ``x in iter(...)`` or
+        ``iter(int, 1)`` would otherwise loop in C, where no limit can stop it. An
+        iterator is its own iterator, as in Python."""
+        if not 1 <= len(args) <= 2:
+            raise TypeError(f"iter expected at most 2 arguments, got {len(args)}"
+                            if args else "iter expected at least 1 argument, got 0")
+        iterator = iter(*args)
+        if len(args) == 1 and iterator is args[0]:
+            return iterator
+        return iterate(iterator)
+
+    def plan_hash(value: Any, /) -> int:
+        return hash(hash_key(value))
 
     def plan_isinstance(value: Any, classinfo: Any) -> bool:
         return isinstance(value, real_types(classinfo))
@@ -177,8 +196,8 @@ def build_builtins(guards: Guards) -> dict[str, Any]:
     def math_fsum(iterable: Any) -> float:
         return math.fsum(materialize(iterable, allocates=False))
 
-    math_members: dict[str, Any] = {name: getattr(math, name) for name in _MATH_FUNCTIONS}
-    math_members.update({name: getattr(math, name) for name in _MATH_CONSTANTS})
+    math_members: dict[str, Any] = {name: getattr(math, name) for name in MATH_FUNCTIONS}
+    math_members.update({name: getattr(math, name) for name in MATH_CONSTANTS})
     math_members.update(
         factorial=combinatoric(math.factorial), comb=combinatoric(math.comb),
         perm=combinatoric(math.perm), prod=math_prod, fsum=math_fsum, pow=math.pow,
@@ -188,7 +207,10 @@ def build_builtins(guards: Guards) -> dict[str, Any]:
     attr = guards.access.attr
 
     def unbound(real: type, name: str) -> Callable[..., Any]:
-        def call(obj: Any, /, *args: Any, **kwargs: Any) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if not args:
+                raise TypeError(f"unbound method {real.__name__}.{name}() needs an argument")
+            obj, *args = args  # type: ignore[assignment]
             if type(obj) is not real:
                 raise TypeError(f"descriptor {name!r} for {real.__name__!r} objects doesn't "
                                 f"apply to a {type(obj).__name__!r} object")
@@ -203,10 +225,27 @@ def build_builtins(guards: Guards) -> dict[str, Any]:
                 dict.fromkeys(hashed_items(keys), value))
         return TypeProxy(real, constructor, members)
 
+    guarded_print = strings.plan_print
+    guarded_repr = strings.plan_repr
+
+    def plan_print(*args: Any, **options: Any) -> None:
+        for option in options:
+            if option not in ("sep", "end", "flush"):
+                raise TypeError(f"'{option}' is an invalid keyword argument for print()")
+        options.pop("flush", None)  # output is captured: there is nothing to flush
+        guarded_print(*args, **options)
+
+    def plan_repr(*args: Any, **kwargs: Any) -> str:
+        if kwargs:
+            raise TypeError("repr() takes no keyword arguments")
+        if len(args) != 1:
+            raise TypeError(f"repr() takes exactly one argument ({len(args)} given)")
+        return guarded_repr(args[0])
+
     names: dict[str, Any] = dict(PLAIN_BUILTINS)
     names.update(EXCEPTIONS)
     names.update(
-        print=strings.plan_print, str=proxy(str, strings.plan_str), repr=strings.plan_repr,
+        print=plan_print, str=proxy(str, strings.plan_str), repr=plan_repr,
         int=proxy(int, arithmetic.to_int), divmod=arithmetic.divmod,
         map=lazy(map, slice(1, None)), filter=lazy(filter, slice(1, None)),
         zip=lazy(zip, slice(None)), enumerate=lazy(enumerate, slice(0, 1)),
@@ -215,7 +254,8 @@ def build_builtins(guards: Guards) -> dict[str, Any]:
         sorted=plan_sorted, sum=plan_sum, min=consumer(min, compares=True),
         max=consumer(max, compares=True),
         any=consumer(any), all=consumer(all), isinstance=plan_isinstance, format=plan_format,
-        pow=arithmetic.power, parallel=plan_parallel, round=plan_round,
+        pow=arithmetic.power, parallel=plan_parallel, round=plan_round, hash=plan_hash,
+        iter=plan_iter,
         json=Namespace("json", {"dumps": strings.json_dumps, "loads": json_loads}),
         math=Namespace("math", math_members),
     )

@@ -1,6 +1,7 @@
 """Static check of a plan before it runs ("compiling" it against known chains and tools).
 
-Reports, all at once and with positions: names that are never bound anywhere, calls to
+Reports, all at once and with positions: names bound nowhere the reading scope can see
+(names resolve scope by scope, see ``scopes.py``), calls to
 unknown functions, keyword arguments a chain/tool does not take, missing required ones,
 positional arguments to keyword-only callables, and methods that no value type has.
 A bad plan then costs a replan, not an execution.
@@ -15,17 +16,14 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from dcbrain.tfplan.builtins import EXCEPTIONS, PLAIN_BUILTINS
+from dcbrain.tfplan.builtins import BUILTIN_FUNCTIONS, EXCEPTIONS
 from dcbrain.tfplan.errors import Problem, TFSyntaxError
-from dcbrain.tfplan.methods import ALL_METHOD_NAMES
+from dcbrain.tfplan.methods import ALL_METHOD_NAMES, MODULE_MEMBERS
 from dcbrain.tfplan.parser import SPECIAL_NAMES, Plan, parse
+from dcbrain.tfplan.scopes import resolve
 
 #: Names every plan can use besides its own and the registered callables.
-BUILTIN_NAMES = frozenset(PLAIN_BUILTINS) | frozenset(EXCEPTIONS) | {
-    "print", "str", "repr", "list", "tuple", "set", "frozenset", "dict", "sorted", "sum",
-    "min", "max", "any", "all", "isinstance", "format", "pow", "parallel", "json", "math",
-    "round",
-} | SPECIAL_NAMES
+BUILTIN_NAMES = frozenset(BUILTIN_FUNCTIONS) | frozenset(EXCEPTIONS) | SPECIAL_NAMES
 #: Unknown names that get a "did you mean" hint; past it a plan of garbage stays linear.
 _MAX_HINTS = 20
 
@@ -126,19 +124,22 @@ class _Checker:
         self.plan = plan
         self.specs = specs
         self.problems: list[Problem] = []
-        self.bound = _bound_names(plan.tree)
-        self.hints: dict[str, str] = {}
+        self.resolution = resolve(plan.tree)
         self.called = {  # names in call position, to tell unknown functions from names
             id(node.func) for node in ast.walk(plan.tree) if isinstance(node, ast.Call)
         }
+        self.plan_bound: set[int] = set()  # ids of names that resolve to a plan binding
+        self.hints: dict[str, str] = {}
 
     def run(self) -> list[Problem]:
-        known = self.bound | BUILTIN_NAMES | set(self.specs)
+        available = BUILTIN_NAMES | set(self.specs)
+        for name, scope in self.resolution.reads:
+            if self.resolution.binds(name.id, scope):
+                self.plan_bound.add(id(name))
+            elif name.id not in available:
+                self._unknown_name(name, available)
         for node in ast.walk(self.plan.tree):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-                if node.id not in known:
-                    self._unknown_name(node, known)
-            elif isinstance(node, ast.Call):
+            if isinstance(node, ast.Call):
                 self._check_call(node)
             elif isinstance(node, ast.Attribute) and node.attr not in ALL_METHOD_NAMES \
                     and not _is_namespace_access(node):
@@ -146,12 +147,13 @@ class _Checker:
         self.problems.sort(key=lambda p: (p.line, p.col))
         return self.problems
 
-    def _unknown_name(self, node: ast.Name, known: set[str]) -> None:
+    def _unknown_name(self, node: ast.Name, available: frozenset[str]) -> None:
         hint = self.hints.get(node.id)
         if hint is None:
             hint = ""
             if len(self.hints) < _MAX_HINTS:
-                close = difflib.get_close_matches(node.id, sorted(known), n=1)
+                known = sorted(available | self.resolution.module.bound)
+                close = difflib.get_close_matches(node.id, known, n=1)
                 hint = f"; did you mean {close[0]!r}?" if close else ""
             self.hints[node.id] = hint
         if id(node) in self.called:
@@ -166,7 +168,7 @@ class _Checker:
             return
         name = node.func.id
         spec = self.specs.get(name)
-        if spec is None or name in self.bound:
+        if spec is None or id(node.func) in self.plan_bound:
             return
         has_star_args = any(isinstance(arg, ast.Starred) for arg in node.args)
         has_star_kwargs = any(keyword.arg is None for keyword in node.keywords)
@@ -207,20 +209,10 @@ class _Checker:
         self.problems.append(Problem(line, col + 1, message, kind="CheckError"))
 
 
-def _bound_names(tree: ast.AST) -> set[str]:
-    bound: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
-            bound.add(node.id)
-        elif isinstance(node, ast.FunctionDef):
-            bound.add(node.name)
-        elif isinstance(node, ast.arg):
-            bound.add(node.arg)
-    return bound
-
-
 def _is_namespace_access(node: ast.Attribute) -> bool:
-    return isinstance(node.value, ast.Name) and node.value.id in ("json", "math")
+    """``math.sqrt``, ``json.dumps``: members of the helper modules, however they are named
+    (``import math as m``)."""
+    return any(node.attr in members for members in MODULE_MEMBERS.values())
 
 
 def _example_kwargs(spec: CallableSpec) -> str:

@@ -1,14 +1,21 @@
-"""Errors of the tf_plan language. Every one carries ``line:col`` and the offending line.
+"""Errors of the tf_plan language, and :class:`TFError`, the root of every dcbrain error.
 
-``str(error)`` is ``"line:col: Kind: message"`` followed by the source line and a caret,
-which is what the planner sees when a plan fails.
+A plan's errors carry ``line:col`` and the offending line: ``str(error)`` is
+``"line:col: Kind: message"`` followed by the source line and a caret, which is what the
+planner sees when a plan fails. The root lives here, in the lowest layer, so that
+``dcbrain.exceptions`` can gather every error under it.
 """
 
 from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Any
+
+from dcbrain.tfplan.result import CallRecord, ConsoleResult
+
+
+class TFError(Exception):
+    """Base of every error dcbrain raises."""
 
 
 @dataclass(frozen=True)
@@ -24,7 +31,7 @@ class Problem:
         return f"{self.line}:{self.col}: {self.message}"
 
 
-class TFInterpreterError(Exception):
+class TFInterpreterError(TFError):
     """Base of every error a plan can cause: syntax, check, runtime, limits.
 
     ``kind`` is the error's name as the planner sees it (``"KeyError"``,
@@ -51,7 +58,16 @@ class TFInterpreterError(Exception):
         self.col = col
         self.source_line = source_line
         self.stdout = ""
-        self.trace: list[Any] = []
+        self.trace: list[CallRecord] = []
+        self._partial: ConsoleResult | None = None
+
+    @property
+    def partial_result(self) -> ConsoleResult:
+        """What the plan did before it failed: its output and calls (no value). The chain
+        layer adds the usage and ``chain_result`` of the chains it called, as on success."""
+        if self._partial is None:
+            self._partial = ConsoleResult(value=None, stdout=self.stdout, trace=list(self.trace))
+        return self._partial
 
     @property
     def location(self) -> str:
@@ -150,7 +166,40 @@ class PlanCancelled(TFInterpreterError):
     default_kind = "Cancelled"
 
 
+class NotPlainData(TFError, TypeError):
+    """A value handed across the plan/host boundary is not plain data."""
+
+
+class FormatLimitError(TFError, ValueError):
+    """A format width or precision larger than the plan's size limit."""
+
+
+class Expired(BaseException):
+    """Delivered asynchronously into plan threads when the wall-time limit passes.
+
+    A ``BaseException`` signal, not an error: nothing on its way may swallow it.
+    """
+
+
+class Cancelled(BaseException):
+    """Delivered asynchronously into plan threads when the run is cancelled."""
+
+
 class PlanProcessCrashed(TFInterpreterError):
     """The sandbox process running the plan died (a signal, or out of memory)."""
 
     default_kind = "PlanProcessCrashed"
+
+
+class ChannelClosed(Exception):
+    """The other end of a sandbox process's channel is gone."""
+
+
+class HostCallFailed(BaseException):
+    """Raised in a sandbox process: the host's call failed; the plan ends and the host
+    reports that call's error."""
+
+    def __init__(self, call_id: int) -> None:
+        super().__init__(call_id)
+        self.call_id = call_id
+        self.stdout = ""

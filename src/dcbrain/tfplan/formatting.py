@@ -13,6 +13,8 @@ import string
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from dcbrain.tfplan.errors import FormatLimitError as FormatLimitError
+
 _FORMATTER = string.Formatter()
 _SPEC = re.compile(
     r"^(?:.?[<>=^])?[-+ ]?z?#?0?(?P<width>\d*)[,_]?(?:\.(?P<precision>\d+))?[a-zA-Z%]?$", re.S
@@ -23,10 +25,6 @@ _PERCENT_SPEC = re.compile(
 )
 #: Room for the digits of a float written by ``%f`` or ``%d`` (up to 309).
 _FLOAT_DIGITS = 320
-
-
-class FormatLimitError(ValueError):
-    """A width or precision larger than the plan's size limit."""
 
 
 def check_spec(spec: str, max_size: int) -> None:

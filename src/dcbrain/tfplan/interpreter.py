@@ -1,8 +1,9 @@
 """Run plans: the public :class:`Interpreter`.
 
-A run compiles the validated, rewritten plan (cached per source), builds a fresh global
-namespace holding only the allowlisted builtins, the guards and one opaque handle per
-registered callable, and executes it. Synchronous runs execute in the calling thread;
+A run compiles the validated, rewritten plan (cached per source and callable names),
+builds a fresh global namespace holding the guards, with ``__builtins__`` holding only
+the allowlisted builtins and one opaque handle per registered callable (so plan names
+shadow them as in Python), and executes it. Synchronous runs execute in the calling thread;
 ``arun`` executes in a thread of its own so the event loop stays free for async chains.
 With ``isolation="process"`` (the default) that execution happens in a sandbox process
 and the calling thread relays the plan's calls (see ``sandbox/``).
@@ -22,9 +23,12 @@ from types import CodeType, TracebackType
 from typing import Any, ClassVar, Literal
 
 from dcbrain.tfplan.builtins import build_builtins
-from dcbrain.tfplan.checker import CallableSpec, check, specs_of
+from dcbrain.tfplan.checker import BUILTIN_NAMES, CallableSpec, check, specs_of
 from dcbrain.tfplan.errors import (
     CallDepthLimitExceeded,
+    Cancelled,
+    Expired,
+    NotPlainData,
     PlanCancelled,
     Problem,
     SizeLimitExceeded,
@@ -37,23 +41,24 @@ from dcbrain.tfplan.errors import (
 from dcbrain.tfplan.guards import Guards
 from dcbrain.tfplan.host import Dispatcher, HostCallable, Thunk, background_loop, code_position
 from dcbrain.tfplan.limits import Limits
+from dcbrain.tfplan.messages import public_message
 from dcbrain.tfplan.parser import Plan, parse
 from dcbrain.tfplan.result import ConsoleResult
 from dcbrain.tfplan.rewrite import MAIN_FUNCTION, PLAN_FILENAME, compile_plan
 from dcbrain.tfplan.sandbox.relay import cancel_in_sandbox, run_in_sandbox
-from dcbrain.tfplan.state import CallObserver, Cancelled, Expired, ParallelHooks, RunState, Watchdog
-from dcbrain.tfplan.values import NotPlainData, bounded_message, to_plan_value
+from dcbrain.tfplan.state import CallObserver, ParallelHooks, RunState, Watchdog
+from dcbrain.tfplan.values import bounded_message, to_plan_value
 
 
 @lru_cache(maxsize=128)
-def _compiled(source: str) -> tuple[Plan, CodeType]:
+def _compiled(source: str, host_names: frozenset[str]) -> tuple[Plan, CodeType]:
     plan = parse(source)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            code = compile_plan(plan.tree)
+            code = compile_plan(plan.tree, BUILTIN_NAMES | host_names)
     except SyntaxError as exc:
-        problem = Problem(exc.lineno or 1, exc.offset or 1, f"invalid syntax: {exc.msg}",
+        problem = Problem(exc.lineno or 1, exc.offset or 1, exc.msg,
                           kind="SyntaxError")
         raise TFSyntaxError([problem], source) from None
     except (RecursionError, MemoryError):
@@ -66,9 +71,12 @@ def _compiled(source: str) -> tuple[Plan, CodeType]:
 Isolation = Literal["process", "inprocess"]
 
 
-def compile_source(source: str) -> tuple[Plan, CodeType]:
-    """Parse, validate and compile ``source`` (cached); raises :class:`TFSyntaxError`."""
-    return _compiled(source)
+def compile_source(
+    source: str, host_names: frozenset[str] = frozenset()
+) -> tuple[Plan, CodeType]:
+    """Parse, validate and compile ``source`` for a run whose registered callables are
+    ``host_names`` (cached); raises :class:`TFSyntaxError`."""
+    return _compiled(source, host_names)
 
 
 class Interpreter:
@@ -124,8 +132,17 @@ class Interpreter:
         return self._specs
 
     def check(self, plan: Plan | str) -> list[Problem]:
-        """Every static problem of ``plan`` against the registered callables."""
-        return check(plan, self.specs)
+        """Every static problem of ``plan`` against the registered callables; a plan with
+        none is compiled too, so what Python's compiler refuses ('break' outside a loop,
+        ``nonlocal`` without a binding) is reported before the plan runs."""
+        problems = check(plan, self.specs)
+        if not problems:
+            try:  # cached: the run reuses this compile
+                compile_source(plan.source if isinstance(plan, Plan) else plan,
+                               frozenset(self.callables))
+            except TFSyntaxError as exc:
+                problems = list(exc.problems)
+        return problems
 
     def run(self, plan: Plan | str, *, check: bool = False) -> ConsoleResult:
         """Run ``plan`` in this thread (``check=True`` checks it statically first)."""
@@ -181,7 +198,8 @@ class Interpreter:
         return self._execute(plan, code, state)
 
     def _prepare(self, plan: Plan | str, run_check: bool) -> tuple[Plan, CodeType]:
-        parsed, code = compile_source(plan.source if isinstance(plan, Plan) else plan)
+        source = plan.source if isinstance(plan, Plan) else plan
+        parsed, code = compile_source(source, frozenset(self.callables))
         if run_check:
             problems = self.check(parsed)
             if problems:
@@ -200,14 +218,16 @@ class Interpreter:
     def _namespace(self, plan: Plan, state: RunState) -> tuple[dict[str, Any], Guards]:
         guards = Guards(state)
         dispatcher = self.dispatcher_class(state, plan.lines, self.construct_chain)
-        namespace: dict[str, Any] = {"__builtins__": {}}
-        namespace.update(build_builtins(guards))
+        # builtins and registered callables sit under the plan's own names, as in Python
+        builtins = build_builtins(guards)
+        builtins["__construct_chain"] = dispatcher.construct_chain
+        for name, func in self.callables.items():
+            builtins[name] = HostCallable(name, func, dispatcher)
+        namespace: dict[str, Any] = {"__builtins__": builtins, "__name__": "__main__"}
         namespace.update(guards.namespace())
         namespace["__tf_parallel"] = dispatcher.parallel
         namespace["__tf_thunk"] = Thunk
-        namespace["__construct_chain"] = dispatcher.construct_chain
-        for name, func in self.callables.items():
-            namespace[name] = HostCallable(name, func, dispatcher)
+        namespace["__tf_modules"] = {"math": builtins["math"], "json": builtins["json"]}
         return namespace, guards
 
     def _execute(self, plan: Plan, code: CodeType, state: RunState) -> ConsoleResult:
@@ -255,7 +275,9 @@ class Interpreter:
             return None
         if isinstance(exc, KeyboardInterrupt | SystemExit | GeneratorExit):
             return None
-        line, col, in_main = _locate(exc.__traceback__, plan.lines)
+        # too deep: the innermost frame is the callee's entry; the caller's call is the cause
+        at_call = isinstance(exc, CallDepthLimitExceeded | RecursionError)
+        line, col, in_main = _locate(exc.__traceback__, plan.lines, at_call)
         error: TFInterpreterError
         if isinstance(exc, Expired):
             error = TimeLimitExceeded(f"plan ran longer than its limit of "
@@ -268,11 +290,12 @@ class Interpreter:
             error = CallDepthLimitExceeded("plan recursed too deeply")
         elif isinstance(exc, MemoryError):
             error = SizeLimitExceeded("plan ran out of memory")
-        elif isinstance(exc, UnboundLocalError) and in_main:
+        elif isinstance(exc, UnboundLocalError) and in_main:  # a top-level fast local
             name = str(exc).split("'")[1] if "'" in str(exc) else "?"
             error = TFRuntimeError(f"name {name!r} is not defined", kind="NameError")
         elif isinstance(exc, Exception):
-            error = TFRuntimeError(bounded_message(exc), kind=type(exc).__name__)
+            kind = type(exc).__name__
+            error = TFRuntimeError(public_message(bounded_message(exc), kind), kind=kind)
         else:
             return None
         source_line = plan.lines[line - 1] if 0 < line <= len(plan.lines) else None
@@ -297,17 +320,21 @@ def _stop(state: RunState, watchdog: Watchdog | None) -> None:
             continue
 
 
-def _locate(tb: TracebackType | None, lines: Sequence[str]) -> tuple[int, int, bool]:
-    """Position of the innermost plan frame in ``tb``, and whether it is the top level."""
-    found: TracebackType | None = None
+def _locate(
+    tb: TracebackType | None, lines: Sequence[str], caller: bool
+) -> tuple[int, int, bool]:
+    """Position in the innermost plan frame of ``tb`` (or in its caller's, with ``caller``),
+    and whether the innermost plan frame is the plan's top level."""
+    found: list[TracebackType] = []
     while tb is not None:
         if tb.tb_frame.f_code.co_filename == PLAN_FILENAME:
-            found = tb
+            found = [*found[-1:], tb]
         tb = tb.tb_next
-    if found is None:
+    if not found:
         return 0, 0, False
-    line, col = code_position(found.tb_frame.f_code, found.tb_lasti, lines)
-    return line, col, found.tb_frame.f_code.co_name == MAIN_FUNCTION
+    frame = found[0] if caller else found[-1]
+    line, col = code_position(frame.tb_frame.f_code, frame.tb_lasti, lines)
+    return line, col, found[-1].tb_frame.f_code.co_name == MAIN_FUNCTION
 
 
 def _plain(value: Any, max_size: int) -> Any:

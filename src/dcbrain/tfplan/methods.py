@@ -1,4 +1,6 @@
-"""The methods a plan may call on each built-in type: an allowlist, by exact type.
+"""The methods a plan may call on each built-in type, and the helper modules' members.
+
+Both are allowlists: methods by exact type, module members by name.
 
 ``FREE`` methods cost nothing beyond their call; every other listed method copies or
 scans its object and is charged for its size (see ``guards/access.py``). A method that is not
@@ -66,5 +68,25 @@ CHARGED: dict[type, frozenset[str]] = {
 #: type -> every method a plan may call.
 ALLOWED: dict[type, frozenset[str]] = {kind: FREE[kind] | CHARGED[kind] for kind in FREE}
 
+#: type -> members reached through the type itself rather than a value (``dict.fromkeys``).
+TYPE_MEMBERS: dict[type, frozenset[str]] = {dict: frozenset({"fromkeys"})}
+
 #: Every method name that exists for some type (used by the static checker).
-ALL_METHOD_NAMES: frozenset[str] = frozenset().union(*ALLOWED.values())
+ALL_METHOD_NAMES: frozenset[str] = frozenset().union(*ALLOWED.values(), *TYPE_MEMBERS.values())
+
+#: Functions of ``math`` passed through unchanged (they neither iterate nor grow values).
+MATH_FUNCTIONS = (
+    "ceil", "floor", "trunc", "sqrt", "exp", "log", "log2", "log10", "sin", "cos", "tan",
+    "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "degrees", "radians", "hypot",
+    "fabs", "copysign", "isclose", "isfinite", "isinf", "isnan", "fmod",
+    "remainder", "isqrt", "dist", "modf", "frexp", "ldexp", "erf", "erfc", "gamma", "lgamma",
+)
+MATH_CONSTANTS = ("pi", "e", "tau", "inf", "nan")
+#: ``math`` functions that run under the budget (bounded arguments, charged loops).
+MATH_GUARDED = ("factorial", "comb", "perm", "prod", "fsum", "pow", "lcm", "gcd")
+
+#: Members of the helper modules ``math`` and ``json`` (reached as ``math.sqrt``).
+MODULE_MEMBERS: dict[str, frozenset[str]] = {
+    "math": frozenset((*MATH_FUNCTIONS, *MATH_CONSTANTS, *MATH_GUARDED)),
+    "json": frozenset({"dumps", "loads"}),
+}

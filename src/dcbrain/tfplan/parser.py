@@ -13,9 +13,12 @@ import warnings
 from dataclasses import dataclass, field
 
 from dcbrain.tfplan.errors import Problem, TFSyntaxError
+from dcbrain.tfplan.methods import MODULE_MEMBERS
 
-#: Special functions a plan may call although their names start with ``_``.
+#: Special functions a plan may call although their names start with ``__``.
 SPECIAL_NAMES = frozenset({"__construct_chain"})
+#: Modules a plan may import (their names are always bound; importing rebinds them).
+IMPORTABLE_MODULES = frozenset({"math", "json"})
 
 #: Source size a plan may have; an LLM plan is a few hundred lines at most.
 MAX_SOURCE_CHARS = 200_000
@@ -41,6 +44,10 @@ ALLOWED_NODES: dict[type[ast.AST], str] = {
     ast.Delete: "del statement",
     ast.Assert: "assert statement",
     ast.Raise: "raise statement",
+    ast.Import: "import of math or json",
+    ast.ImportFrom: "from-import of math or json",
+    ast.Global: "global statement",
+    ast.Nonlocal: "nonlocal statement",
     # expressions
     ast.BoolOp: "boolean operation",
     ast.NamedExpr: "assignment expression (walrus)",
@@ -74,6 +81,7 @@ ALLOWED_NODES: dict[type[ast.AST], str] = {
     ast.Load: "load",
     ast.Store: "store",
     ast.Del: "delete",
+    ast.alias: "imported name",
 }
 ALLOWED_NODES.update({op: "operator" for op in (
     ast.And, ast.Or, ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow,
@@ -84,8 +92,6 @@ ALLOWED_NODES.update({op: "operator" for op in (
 
 #: Constructs rejected with a specific name (everything unlisted gets its class name).
 REJECTED_NODES: dict[type[ast.AST], str] = {
-    ast.Import: "import statement",
-    ast.ImportFrom: "from-import statement",
     ast.Try: "try statement",
     ast.TryStar: "try statement",
     ast.With: "with statement",
@@ -96,8 +102,6 @@ REJECTED_NODES: dict[type[ast.AST], str] = {
     ast.Await: "await expression",
     ast.Yield: "yield expression",
     ast.YieldFrom: "yield from expression",
-    ast.Global: "global statement",
-    ast.Nonlocal: "nonlocal statement",
     ast.Match: "match statement",
 }
 
@@ -144,7 +148,7 @@ def parse(source: str) -> Plan:
             tree = ast.parse(source, filename="<tf_plan>", mode="exec")
     except SyntaxError as exc:
         line, col = exc.lineno or 1, exc.offset or 1
-        problem = Problem(line, col, f"invalid syntax: {exc.msg}", kind="SyntaxError")
+        problem = Problem(line, col, exc.msg, kind="SyntaxError")
         raise TFSyntaxError([problem], source) from None
     except (RecursionError, MemoryError, ValueError) as exc:
         message = "plan is nested too deeply" if not isinstance(exc, ValueError) else str(exc)
@@ -158,8 +162,12 @@ def parse(source: str) -> Plan:
     return Plan(source=source, tree=tree, defined_functions=defined)
 
 
-def _is_private(name: str) -> bool:
-    return name.startswith("_") and name not in SPECIAL_NAMES
+def _is_reserved(name: str) -> bool:
+    return name.startswith("__") and name not in SPECIAL_NAMES
+
+
+def _reserved(what: str, name: str) -> str:
+    return f"{what} {name!r} is not allowed in tf_plan (names starting with '__' are reserved)"
 
 
 class _Validator:
@@ -167,29 +175,30 @@ class _Validator:
 
     def validate(self, tree: ast.Module) -> list[Problem]:
         problems: list[Problem] = []
-        stack: list[tuple[ast.AST, int]] = [(tree, 0)]
+        stack: list[tuple[ast.AST, int, bool]] = [(tree, 0, False)]
         while stack:
-            node, depth = stack.pop()
+            node, depth, in_function = stack.pop()
             if depth > MAX_TREE_DEPTH:
                 problems.append(_problem(node, f"expression nested deeper than {MAX_TREE_DEPTH}"
                                                " levels"))
                 continue
-            message = self._check_node(node)
+            message = self._check_node(node, in_function)
             if message is not None:
                 problems.append(_problem(node, message))
                 if type(node) not in ALLOWED_NODES:
                     continue
-            stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+            inner = in_function or isinstance(node, ast.FunctionDef | ast.Lambda)
+            stack.extend((child, depth + 1, inner) for child in ast.iter_child_nodes(node))
         problems.sort(key=lambda p: (p.line, p.col))
         return problems
 
-    def _check_node(self, node: ast.AST) -> str | None:
+    def _check_node(self, node: ast.AST, in_function: bool) -> str | None:
         kind = type(node)
         if kind not in ALLOWED_NODES:
             construct = REJECTED_NODES.get(kind, kind.__name__)
             return f"{construct} is not allowed in tf_plan"
-        if isinstance(node, ast.Name) and _is_private(node.id):
-            return f"name {node.id!r} is not allowed in tf_plan (names starting with '_')"
+        if isinstance(node, ast.Name) and _is_reserved(node.id):
+            return _reserved("name", node.id)
         if isinstance(node, ast.Attribute):
             if node.attr.startswith("_"):
                 return (f"attribute {node.attr!r} is not allowed in tf_plan "
@@ -199,18 +208,54 @@ class _Validator:
         if isinstance(node, ast.FunctionDef):
             if node.decorator_list:
                 return "decorator is not allowed in tf_plan"
-            if _is_private(node.name):
-                return f"function name {node.name!r} is not allowed in tf_plan " \
-                       "(names starting with '_')"
-        if isinstance(node, ast.arg) and node.arg.startswith("_"):
-            return f"parameter {node.arg!r} is not allowed in tf_plan (names starting with '_')"
-        if isinstance(node, ast.keyword) and node.arg is not None and node.arg.startswith("_"):
-            return f"keyword {node.arg!r} is not allowed in tf_plan (names starting with '_')"
+            if _is_reserved(node.name):
+                return _reserved("function name", node.name)
+        if isinstance(node, ast.arg) and _is_reserved(node.arg):
+            return _reserved("parameter", node.arg)
+        if isinstance(node, ast.keyword) and node.arg is not None and _is_reserved(node.arg):
+            return _reserved("keyword", node.arg)
+        if isinstance(node, ast.Global | ast.Nonlocal):
+            return _check_declaration(node, in_function)
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            return _check_import(node)
         if isinstance(node, ast.Constant) and isinstance(node.value, bytes):
             return "bytes literal is not allowed in tf_plan"
         if isinstance(node, ast.Constant) and node.value is Ellipsis:
             return "'...' is not allowed in tf_plan"
         return None
+
+
+def _check_declaration(node: ast.Global | ast.Nonlocal, in_function: bool) -> str | None:
+    if isinstance(node, ast.Nonlocal) and not in_function:
+        return "nonlocal declaration not allowed at module level"
+    for name in node.names:
+        if _is_reserved(name):
+            return _reserved("name", name)
+    return None
+
+
+def _check_import(node: ast.Import | ast.ImportFrom) -> str | None:
+    """Only ``math`` and ``json`` can be imported; both are always bound already."""
+    allowed = ", ".join(f"'{module}'" for module in sorted(IMPORTABLE_MODULES))
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            if alias.name not in IMPORTABLE_MODULES:
+                return f"import of {alias.name!r} is not allowed in tf_plan (only {allowed})"
+            if alias.asname is not None and _is_reserved(alias.asname):
+                return _reserved("name", alias.asname)
+        return None
+    if node.level or node.module not in IMPORTABLE_MODULES:
+        module = "." * node.level + (node.module or "")
+        return f"import from {module!r} is not allowed in tf_plan (only {allowed})"
+    members = MODULE_MEMBERS[node.module]
+    for alias in node.names:
+        if alias.name == "*":
+            return f"'from {node.module} import *' is not allowed in tf_plan"
+        if alias.name not in members:
+            return f"cannot import name {alias.name!r} from {node.module!r}"
+        if alias.asname is not None and _is_reserved(alias.asname):
+            return _reserved("name", alias.asname)
+    return None
 
 
 def _problem(node: ast.AST, message: str) -> Problem:

@@ -1,11 +1,16 @@
 """Rewrite a validated plan into guarded Python and compile it.
 
 The plan's statements become the body of one function, ``__tf_main``, so that a
-top-level ``return`` ends the plan with its value. Every construct that could reach the
-host or grow without bound is routed through a guard (see ``guards/``); everything else
-runs as CPython bytecode, which is what makes the sandbox fast; where a guard would be
-called for the common case (numbers, scalar keys), the check is written inline instead
-(see ``_inline.py``). Positions are copied
+top-level ``return`` ends the plan with its value. Names still resolve as in a Python
+module: builtins live in the run's ``__builtins__``, and every top-level name where the
+difference shows (one that shadows a builtin, or that a function uses) is declared
+``global`` in ``__tf_main``, so a plan variable shadows a builtin from its assignment on
+and ``del`` uncovers it again (see :func:`module_globals`).
+
+Every construct that could reach the host or grow without bound is routed through a
+guard (see ``guards/``); everything else runs as CPython bytecode, which is what makes
+the sandbox fast; where a guard would be called for the common case (numbers, scalar
+keys), the check is written inline instead (see ``_inline.py``). Positions are copied
 from the original nodes, so errors point at the plan's own lines and columns.
 """
 
@@ -54,10 +59,67 @@ KEYED_METHODS = frozenset({"get", "pop", "setdefault", "add", "discard", "remove
 FSTRING_NATIVE_FIELDS = 8
 
 
-def compile_plan(tree: ast.Module) -> CodeType:
-    """Compile a validated plan; raises ``SyntaxError`` for compiler-level errors."""
-    rewritten = _Rewriter().rewrite(copy.deepcopy(tree))  # the plan's own tree stays as written
-    return compile(rewritten, PLAN_FILENAME, "exec")
+def compile_plan(tree: ast.Module, provided: frozenset[str] = frozenset()) -> CodeType:
+    """Compile a validated plan whose run provides the names ``provided`` (builtins,
+    registered callables); raises ``SyntaxError`` for compiler-level errors."""
+    rewritten = _Rewriter(provided).rewrite(copy.deepcopy(tree))  # the plan's tree stays
+    return _as_module_code(compile(rewritten, PLAN_FILENAME, "exec"))
+
+
+_MAIN_PREFIX = MAIN_FUNCTION + ".<locals>."
+
+
+def _as_module_code(code: CodeType) -> CodeType:
+    """``code`` with the plan's functions named as at module level (``f``, not
+    ``__tf_main.<locals>.f``): Python's own error messages name them that way."""
+    consts = tuple(_as_module_code(const) if isinstance(const, CodeType) else const
+                   for const in code.co_consts)
+    qualname = code.co_qualname.removeprefix(_MAIN_PREFIX)
+    return code.replace(co_consts=consts, co_qualname=qualname)
+
+
+_NESTED_SCOPES = (ast.FunctionDef, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp,
+                  ast.GeneratorExp)
+
+
+def module_globals(tree: ast.Module, provided: frozenset[str] = frozenset()) -> list[str]:
+    """Top-level names of a plan that must live in the run's globals, not in fast locals.
+
+    Python can tell the difference only for a name that shadows a builtin or registered
+    callable (``provided``: an earlier use must still reach it, ``del`` uncovers it), a
+    name a nested scope (function, lambda, comprehension) mentions, and a name a function
+    declares ``global``. Every other top-level name stays a fast local of ``__tf_main``,
+    which keeps top-level loops fast.
+    """
+    top: dict[str, None] = {}
+    nested: set[str] = set()
+    declared: dict[str, None] = {}
+    stack: list[tuple[ast.AST, bool]] = [(node, False) for node in reversed(tree.body)]
+    while stack:
+        node, inner = stack.pop()
+        if isinstance(node, ast.Name | ast.alias | ast.FunctionDef):
+            name = node.id if isinstance(node, ast.Name) else node.name \
+                if isinstance(node, ast.FunctionDef) else (node.asname or node.name)
+            if inner:
+                nested.add(name)
+            elif not isinstance(node, ast.Name) or not isinstance(node.ctx, ast.Load):
+                top[name] = None
+        elif isinstance(node, ast.Global):
+            declared.update(dict.fromkeys(node.names))
+        elif isinstance(node, ast.Nonlocal):
+            nested.update(node.names)
+        inner = inner or isinstance(node, _NESTED_SCOPES)
+        stack.extend((child, inner) for child in reversed(list(ast.iter_child_nodes(node))))
+    chosen = {name: None for name in top if name in nested or name in provided}
+    chosen.update(declared)
+    return list(chosen)
+
+
+def _module(name: str, node: ast.AST) -> ast.expr:
+    """The helper module ``name`` as bound for every run, whatever the plan rebinds."""
+    return ast.copy_location(
+        ast.Subscript(value=load_name("__tf_modules", node), slice=ast.Constant(value=name),
+                      ctx=ast.Load()), node)
 
 
 def _is_scalarconstant(node: ast.expr) -> bool:
@@ -75,7 +137,8 @@ def _key(node: ast.expr) -> ast.expr:
 
 
 class _Rewriter(ast.NodeTransformer):
-    def __init__(self) -> None:
+    def __init__(self, provided: frozenset[str]) -> None:
+        self._provided = provided
         self._function_depth = 0
         self._temporaries = 0
         # > 0 where checks may not bind temporaries with ``:=``: in a comprehension's
@@ -86,6 +149,9 @@ class _Rewriter(ast.NodeTransformer):
 
     def rewrite(self, tree: ast.Module) -> ast.Module:
         body: list[ast.stmt] = []
+        bound = module_globals(tree, self._provided)
+        if bound:
+            body.append(ast.copy_location(ast.Global(names=bound), tree.body[0]))
         for statement in tree.body:
             if isinstance(statement, ast.Expr):
                 value = self.visit(statement.value)
@@ -156,6 +222,29 @@ class _Rewriter(ast.NodeTransformer):
             node.value = ast.copy_location(
                 ast.Tuple(elts=[ast.Constant(value=True), value], ctx=ast.Load()), node)
         return node
+
+    def visit_Import(self, node: ast.Import) -> list[ast.stmt]:
+        """``import math as m`` -> ``m = <math>``: the module every run has, bound under
+        the name Python would bind (also when the plan had rebound ``math`` before)."""
+        return [
+            ast.copy_location(ast.Assign(
+                targets=[ast.Name(id=alias.asname or alias.name, ctx=ast.Store())],
+                value=_module(alias.name, node)), node)
+            for alias in node.names
+        ]
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> list[ast.stmt]:
+        """``from math import sqrt as root`` -> ``root = <math>.sqrt`` (checked members)."""
+        assert node.module is not None  # the parser admits only math and json
+        assigns: list[ast.stmt] = []
+        for alias in node.names:
+            member = ast.Attribute(value=_module(node.module, node), attr=alias.name,
+                                   ctx=ast.Load())
+            target = ast.Name(id=alias.asname or alias.name, ctx=ast.Store())
+            assign = ast.Assign(targets=[target],
+                                value=self.visit(ast.copy_location(member, node)))
+            assigns.append(ast.copy_location(assign, node))
+        return assigns
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.stmt:
         if node.value is None:

@@ -16,16 +16,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
+from dcbrain.tfplan.errors import Cancelled as Cancelled
+from dcbrain.tfplan.errors import Expired as Expired
 from dcbrain.tfplan.limits import Limits
 from dcbrain.tfplan.result import CallRecord
-
-
-class Expired(BaseException):
-    """Delivered asynchronously into plan threads when the wall-time limit passes."""
-
-
-class Cancelled(BaseException):
-    """Delivered asynchronously into plan threads when the run is cancelled."""
 
 
 class CallObserver(Protocol):

@@ -5,10 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-
-class NotPlainData(TypeError):
-    """A value handed to a plan is not plain data."""
-
+from dcbrain.tfplan.errors import NotPlainData as NotPlainData
 
 #: Nesting depth of data crossing the plan/host boundary.
 MAX_DATA_DEPTH = 200

@@ -1,19 +1,6 @@
-// dcbrain web page: conversations, and the current run live from its event stream.
+// dcbrain web page: conversations, and the current run live from its event stream (run.js).
 // Plain DOM, no build step. Every piece of server text goes through textContent.
 "use strict";
-
-const STATES = ["init", "planning", "running", "succeeded", "failed", "aborted"];
-const TERMINAL = new Set(["succeeded", "failed", "aborted", "interrupted"]);
-const KEYWORDS = new Set([
-  "and", "assert", "break", "continue", "def", "del", "elif", "else", "for", "if", "in",
-  "is", "lambda", "not", "or", "pass", "raise", "return", "while",
-]);
-const CONSTANTS = new Set(["None", "True", "False"]);
-const BUILTINS = new Set([
-  "print", "len", "range", "enumerate", "zip", "min", "max", "sum", "abs", "round", "sorted",
-  "reversed", "any", "all", "str", "int", "float", "bool", "list", "dict", "set", "tuple",
-  "isinstance", "map", "filter", "repr", "divmod", "chr", "ord", "pow", "parallel",
-]);
 
 const app = {
   token: sessionStorage.getItem("dcbrain-token") || "",
@@ -140,12 +127,29 @@ function updateSavedConversation(conversationId, data) {
   if (!known || !data.runs.length) return;
   const latest = data.runs[0];
   Object.assign(known, {
+    first_question: known.first_question || firstQuestion(data),
     last_question: latest.question || known.last_question,
     last_status: latest.status,
     updated_at: latest.updated_at || known.updated_at,
     runs: data.runs.length,
   });
   storeConversations(items);
+}
+
+// The question that opened a conversation: its first message, else its oldest listed run's.
+function firstQuestion(data) {
+  const message = (data.messages || []).find((item) => item.role === "user");
+  if (message) return message.content;
+  const runs = data.runs || [];
+  return runs.length ? runs[runs.length - 1].question || "" : "";
+}
+
+function setChatTitle(conversationId, label) {
+  const title = $("chat-title");
+  title.textContent = label || "New conversation";
+  title.title = conversationId ? `conversation ${conversationId}` : "";
+  if (conversationId) title.dataset.conversationId = conversationId;
+  else delete title.dataset.conversationId;
 }
 
 function forgetConversation(conversationId) {
@@ -178,15 +182,19 @@ async function loadConversations() {
   list.replaceChildren();
   for (const item of items) {
     const active = item.conversation_id === app.conversationId;
+    const first = item.first_question || item.last_question || item.conversation_id;
+    const last = item.last_question && item.last_question !== first ? item.last_question : "";
     list.append(el("li", {}, el("button", {
       type: "button",
       class: `conversation${active ? " active" : ""}`,
+      title: item.conversation_id,
+      "data-conversation-id": item.conversation_id,
       onclick: () => openConversation(item.conversation_id),
     }, [
       el("span", { class: `dot status-${item.last_status}`, title: item.last_status }),
       el("span", { class: "conversation-text" }, [
-        el("span", { class: "conversation-id", text: item.conversation_id }),
-        el("span", { class: "conversation-question", text: item.last_question || "" }),
+        el("span", { class: "conversation-title", text: first }),
+        last ? el("span", { class: "conversation-question", text: last }) : null,
       ]),
     ])));
   }
@@ -198,7 +206,7 @@ async function loadConversations() {
 async function openConversation(conversationId, { followLatest = true } = {}) {
   app.conversationId = conversationId;
   history.replaceState(null, "", `#${encodeURIComponent(conversationId)}`);
-  $("chat-title").textContent = conversationId;
+  setChatTitle(conversationId, "");
   let data;
   try {
     data = await api(`/v1/conversations/${encodeURIComponent(conversationId)}`);
@@ -207,6 +215,8 @@ async function openConversation(conversationId, { followLatest = true } = {}) {
     if (error.status === 404) forgetConversation(conversationId);
     data = { messages: [], runs: [] };
   }
+  if (app.conversationId !== conversationId) return;  // the user moved on meanwhile
+  setChatTitle(conversationId, firstQuestion(data));
   renderMessages(data.messages);
   renderRunHistory(data.runs);
   loadConversations();
@@ -226,9 +236,14 @@ function renderMessages(messages) {
 function messageNode(message) {
   const meta = [message.role === "user" ? "you" : "dcbrain"];
   if (message.created_at) meta.push(shortTime(message.created_at));
-  if (message.status && message.status !== "succeeded") meta.push(message.status);
-  return el("li", { class: `message ${message.role}` }, [
-    el("div", { class: "bubble", text: message.content }),
+  const stopped = message.role !== "user" && message.status && message.status !== "succeeded";
+  if (stopped) meta.push(message.reason ? `stopped: ${message.reason}` : message.status);
+  let content = message.content;
+  if (message.role !== "user" && NEW_INPUT.test(content || "")) {
+    content = "(stopped: replaced by a newer message)";
+  }
+  return el("li", { class: `message ${message.role}${stopped ? " stopped" : ""}` }, [
+    el("div", { class: "bubble", text: content }),
     el("div", { class: "message-meta", text: meta.join(" · ") }),
   ]);
 }
@@ -237,13 +252,17 @@ function renderRunHistory(runs) {
   const box = $("run-history");
   box.replaceChildren();
   for (const run of runs.slice(0, 8).reverse()) {
+    const status = run.reason && run.reason !== run.status ? `${run.status} (${run.reason})` : run.status;
     box.append(el("button", {
       type: "button",
       class: `run-chip status-${run.status}${app.run && app.run.id === run.run_id ? " active" : ""}`,
-      title: `${run.question || ""}\n${run.status}${run.reason ? ` (${run.reason})` : ""}`,
+      title: `${run.question || ""}\n${status}\nrun ${run.run_id}`,
+      "data-run-id": run.run_id,
       onclick: () => watchRun(run.run_id),
-      text: run.run_id.slice(0, 6),
-    }));
+    }, [
+      el("span", { class: `dot status-${run.status}` }),
+      el("span", { class: "run-chip-text", text: run.question || run.run_id.slice(0, 8) }),
+    ]));
   }
 }
 
@@ -258,9 +277,10 @@ async function sendMessage(event) {
   const input = $("message-input");
   const content = input.value.trim();
   if (!content) return;
-  if (!app.conversationId) {
+  const first = !app.conversationId;
+  if (first) {
     app.conversationId = newConversationId();
-    $("chat-title").textContent = app.conversationId;
+    setChatTitle(app.conversationId, content);
   }
   const path = `/v1/conversations/${encodeURIComponent(app.conversationId)}/messages`;
   $("send").disabled = true;
@@ -268,6 +288,7 @@ async function sendMessage(event) {
     const data = await api(path, { method: "POST", body: { content } });
     saveConversation({
       conversation_id: app.conversationId,
+      ...(first ? { first_question: content } : {}),
       last_question: content,
       last_status: "queued",
       updated_at: Date.now() / 1000,
@@ -279,7 +300,7 @@ async function sendMessage(event) {
     list.scrollTop = list.scrollHeight;
     history.replaceState(null, "", `#${encodeURIComponent(app.conversationId)}`);
     watchRun(data.run_id);
-    loadConversations();
+    refreshConversation({ messages: false });  // the new run's chip
   } catch (error) {
     $("composer-hint").textContent = error.message;
     $("composer-hint").classList.add("error");
@@ -288,30 +309,7 @@ async function sendMessage(event) {
   }
 }
 
-// -- the run model -------------------------------------------------------------------------
-
-function newRun(runId) {
-  return {
-    id: runId,
-    lastSeq: -1,
-    state: null,
-    visited: new Set(),
-    status: null,
-    tokensUsed: 0,
-    maxTokens: 0,
-    iterationsUsed: 0,
-    maxIterations: 0,
-    callables: new Set(),
-    plans: [],          // {plan, iteration, revision}
-    revisions: [],      // plan_revised events
-    timeline: [],       // {kind: "phase"} | {kind: "call", call} | {kind: "group", columns}
-    calls: new Map(),   // call_id -> call
-    final: null,
-    validations: [],
-    errors: [],
-    startedAt: null,
-  };
-}
+// -- the current run ---------------------------------------------------------------------
 
 function watchRun(runId) {
   if (app.source) app.source.close();
@@ -348,113 +346,19 @@ function watchRun(runId) {
   };
 }
 
-async function refreshConversation() {
+async function refreshConversation({ messages = true } = {}) {
   const conversationId = app.conversationId;
   if (!conversationId) return;
   try {
     const data = await api(`/v1/conversations/${encodeURIComponent(conversationId)}`);
     updateSavedConversation(conversationId, data);
     if (app.conversationId !== conversationId) return;  // the user moved on meanwhile
-    renderMessages(data.messages);
+    setChatTitle(conversationId, firstQuestion(data));
+    if (messages) renderMessages(data.messages);
     renderRunHistory(data.runs);
   } catch (_) { /* the page keeps what it shows */ }
   loadConversations();
 }
-
-function apply(run, event) {
-  if (typeof event.seq === "number") {
-    if (event.seq <= run.lastSeq) return; // already seen (a reconnect replays nothing twice)
-    run.lastSeq = event.seq;
-  }
-  switch (event.type) {
-    case "run_started":
-      run.startedAt = event.ts;
-      run.maxTokens = event.max_tokens || 0;
-      run.maxIterations = event.max_iterations || 0;
-      for (const name of [...(event.chains || []), ...(event.tools || [])]) run.callables.add(name);
-      break;
-    case "state_changed":
-      run.state = event.dest;
-      run.visited.add(event.dest);
-      if (event.dest === "planning") {
-        run.timeline.push({ kind: "phase", label: `Planning ${run.iterationsUsed + 1}` });
-      }
-      break;
-    case "plan_created":
-    case "plan_revised":
-      run.plans.push({ plan: event.plan, iteration: event.iteration, revision: event.revision });
-      if (event.type === "plan_revised") run.revisions.push(event);
-      run.timeline.push({ kind: "phase", label: `Plan ${event.revision + 1} runs` });
-      break;
-    case "call_started":
-      if (event.kind !== "llm") startCall(run, event);
-      break;
-    case "call_finished":
-      if (event.kind !== "llm") finishCall(run, event);
-      break;
-    case "budget":
-      if (typeof event.tokens_used === "number") run.tokensUsed = event.tokens_used;
-      if (event.max_tokens) run.maxTokens = event.max_tokens;
-      if (typeof event.iterations_used === "number") run.iterationsUsed = event.iterations_used;
-      if (event.max_iterations) run.maxIterations = event.max_iterations;
-      break;
-    case "validation":
-      run.validations.push(event);
-      run.timeline.push({
-        kind: "verdict", solved: event.is_solved, suggestion: event.suggestion || "",
-      });
-      break;
-    case "error":
-      run.errors.push(event.error);
-      break;
-    case "final":
-      run.final = event;
-      run.status = event.status;
-      if (event.usage && typeof event.usage.total_tokens === "number") {
-        run.tokensUsed = event.usage.total_tokens;
-      }
-      if (typeof event.iterations === "number") run.iterationsUsed = event.iterations;
-      if (STATES.includes(event.status)) {
-        run.state = event.status;
-        run.visited.add(event.status);
-      }
-      break;
-    default:
-      break;
-  }
-}
-
-function startCall(run, event) {
-  // Call ids restart with every plan: key them by plan too.
-  const call = {
-    id: `${run.plans.length}:${event.call_id}`, name: event.name, kind: event.kind, line: event.line,
-    branch: event.branch, startedTs: event.ts, duration: null, error: null, kwargs: event.kwargs,
-  };
-  run.calls.set(call.id, call);
-  const last = run.timeline[run.timeline.length - 1];
-  if (call.branch === null || call.branch === undefined) {
-    run.timeline.push({ kind: "call", call });
-    return;
-  }
-  // Calls inside parallel(...) carry their branch index: they share one row, side by side.
-  let group = last && last.kind === "group" ? last : null;
-  if (!group) {
-    group = { kind: "group", columns: new Map() };
-    run.timeline.push(group);
-  }
-  if (!group.columns.has(call.branch)) group.columns.set(call.branch, []);
-  group.columns.get(call.branch).push(call);
-}
-
-function finishCall(run, event) {
-  const call = run.calls.get(`${run.plans.length}:${event.call_id}`);
-  if (!call) return;
-  call.duration = typeof event.duration_s === "number" ? event.duration_s : 0;
-  call.error = event.error || null;
-  call.result = event.result;
-}
-
-// -- rendering -----------------------------------------------------------------------------
 
 function scheduleRender() {
   if (app.renderQueued) return;
@@ -466,239 +370,7 @@ function scheduleRender() {
 }
 
 function render() {
-  const run = app.run;
-  if (!run) return;
-  $("run-id").textContent = `run ${run.id.slice(0, 12)}`;
-  renderStates(run);
-  renderBudget(run);
-  renderPlan(run);
-  renderRevisions(run);
-  renderTimeline(run);
-  renderFinal(run);
-  for (const chip of document.querySelectorAll(".run-chip")) {
-    chip.classList.toggle("active", chip.textContent === run.id.slice(0, 6));
-  }
-}
-
-function renderStates(run) {
-  const list = $("states");
-  list.replaceChildren();
-  STATES.forEach((state, index) => {
-    const classes = ["state", `state-${state}`];
-    if (run.state === state) classes.push("active");
-    else if (run.visited.has(state)) classes.push("visited");
-    if (index > 0) list.append(el("li", { class: "arrow", "aria-hidden": "true", text: index > 3 ? "·" : "→" }));
-    list.append(el("li", { class: classes.join(" "), "data-state": state, text: state }));
-  });
-  if (run.status === "interrupted") {
-    list.append(el("li", { class: "state state-interrupted active", text: "interrupted" }));
-  }
-}
-
-function renderBudget(run) {
-  const tokenShare = run.maxTokens ? Math.min(run.tokensUsed / run.maxTokens, 1) : 0;
-  $("tokens-text").textContent =
-    `${run.tokensUsed.toLocaleString()} / ${run.maxTokens.toLocaleString()}`;
-  $("tokens-fill").style.width = `${(tokenShare * 100).toFixed(1)}%`;
-  $("tokens-fill").classList.toggle("warn", tokenShare > 0.8);
-  const iterationShare = run.maxIterations ? Math.min(run.iterationsUsed / run.maxIterations, 1) : 0;
-  $("iterations-text").textContent = `${run.iterationsUsed} / ${run.maxIterations}`;
-  $("iterations-fill").style.width = `${(iterationShare * 100).toFixed(1)}%`;
-}
-
-function renderPlan(run) {
-  const box = $("plan");
-  const current = run.plans[run.plans.length - 1];
-  if (!current) {
-    box.replaceChildren(el("div", { class: "muted pad", text: "No plan yet." }));
-    $("plan-meta").textContent = "";
-    return;
-  }
-  $("plan-meta").textContent = current.revision
-    ? `revision ${current.revision} · planning ${current.iteration}`
-    : `first plan · planning ${current.iteration}`;
-  const running = new Set();
-  for (const call of run.calls.values()) if (call.duration === null) running.add(call.line);
-  const table = el("div", { class: "code-lines" });
-  current.plan.split("\n").forEach((line, index) => {
-    const number = index + 1;
-    table.append(el("div", { class: `code-line${running.has(number) ? " current" : ""}` }, [
-      el("span", { class: "ln", text: String(number) }),
-      el("code", { class: "src" }, highlight(line, run.callables)),
-    ]));
-  });
-  box.replaceChildren(table);
-}
-
-function renderRevisions(run) {
-  const box = $("revisions");
-  $("revision-count").textContent = run.revisions.length
-    ? `${run.revisions.length} revision${run.revisions.length > 1 ? "s" : ""}` : "";
-  if (!run.revisions.length) {
-    box.replaceChildren(el("div", { class: "muted pad", text: "The first plan has not been revised." }));
-    return;
-  }
-  const openIndex = run.revisions.length - 1;
-  box.replaceChildren(...run.revisions.map((revision, index) => {
-    const details = el("details", { class: "revision", open: index === openIndex });
-    details.append(el("summary", {}, [
-      el("span", { class: "revision-title", text: `Revision ${revision.revision}` }),
-      el("span", { class: "revision-reason", text: revision.reason || "" }),
-    ]));
-    details.append(callChanges(revision.diff || {}));
-    details.append(diffView(revision.diff ? revision.diff.unified : "", run.callables));
-    return details;
-  }));
-}
-
-function callChanges(diff) {
-  const row = el("div", { class: "call-changes" });
-  const describe = (call) => `${call.name}(${Object.entries(call.kwargs || {})
-    .map(([k, v]) => (k.startsWith("#") ? v : `${k}=${v}`)).join(", ")})`;
-  for (const call of diff.removed || []) {
-    row.append(el("span", { class: "chip removed", title: "removed call" }, el("s", { text: describe(call) })));
-  }
-  for (const change of diff.changed || []) {
-    row.append(el("span", { class: "chip changed", title: "changed arguments" },
-      [el("s", { text: describe(change.old) }), " → ", describe(change.new)]));
-  }
-  for (const call of diff.added || []) {
-    row.append(el("span", { class: "chip added", title: "added call", text: describe(call) }));
-  }
-  return row;
-}
-
-function diffView(unified, callables) {
-  const box = el("div", { class: "diff" });
-  let oldLine = 0;
-  let newLine = 0;
-  for (const line of (unified || "").split("\n")) {
-    if (!line || line.startsWith("---") || line.startsWith("+++")) continue;
-    if (line.startsWith("@@")) {
-      const match = /@@ -(\d+)(?:,\d+)? \+(\d+)/.exec(line);
-      if (match) { oldLine = Number(match[1]); newLine = Number(match[2]); }
-      box.append(el("div", { class: "diff-hunk", text: line }));
-      continue;
-    }
-    const sign = line[0];
-    const text = line.slice(1);
-    let kind = "ctx";
-    let left = "";
-    let right = "";
-    if (sign === "-") { kind = "del"; left = oldLine++; }
-    else if (sign === "+") { kind = "add"; right = newLine++; }
-    else { left = oldLine++; right = newLine++; }
-    const code = el("code", { class: "src" }, highlight(text, callables));
-    box.append(el("div", { class: `diff-line ${kind}` }, [
-      el("span", { class: "ln", text: String(left) }),
-      el("span", { class: "ln", text: String(right) }),
-      el("span", { class: "sign", text: sign === " " ? "" : sign }),
-      kind === "del" ? el("del", {}, code) : kind === "add" ? el("ins", {}, code) : code,
-    ]));
-  }
-  return box;
-}
-
-function renderTimeline(run) {
-  const box = $("timeline");
-  const calls = [...run.calls.values()];
-  const longest = Math.max(0.001, ...calls.map((call) => call.duration || 0));
-  $("timeline-meta").textContent = calls.length ? `${calls.length} call${calls.length > 1 ? "s" : ""}` : "";
-  if (!run.timeline.length) {
-    box.replaceChildren(el("div", { class: "muted pad", text: "No calls yet." }));
-    return;
-  }
-  box.replaceChildren(...run.timeline.map((entry) => {
-    if (entry.kind === "phase") return el("div", { class: "tl-phase", text: entry.label });
-    if (entry.kind === "verdict") {
-      return el("div", { class: `tl-verdict ${entry.solved ? "ok" : "no"}` }, [
-        el("strong", { text: entry.solved ? "✓ validated" : "✗ not solved" }),
-        entry.suggestion ? el("span", { text: ` — ${entry.suggestion}` }) : null,
-      ]);
-    }
-    if (entry.kind === "call") return callNode(entry.call, longest);
-    const columns = [...entry.columns.entries()].sort((a, b) => a[0] - b[0]);
-    return el("div", { class: "tl-parallel" }, [
-      el("div", { class: "tl-parallel-label", text: `parallel × ${columns.length}` }),
-      el("div", { class: "tl-columns" }, columns.map(([branch, branchCalls]) =>
-        el("div", { class: "tl-column", "data-branch": String(branch) },
-          branchCalls.map((call) => callNode(call, longest))))),
-    ]);
-  }));
-}
-
-function callNode(call, longest) {
-  const state = call.duration === null ? "running" : call.error ? "error" : "done";
-  const width = call.duration === null ? 100 : Math.max(2, (call.duration / longest) * 100);
-  return el("div", { class: `tl-call ${state}`, title: call.error || formatValue(call.result) }, [
-    el("div", { class: "tl-call-head" }, [
-      el("span", { class: `kind kind-${call.kind}`, text: call.kind === "construct_chain" ? "new chain" : call.kind }),
-      el("span", { class: "tl-name", text: call.name }),
-      call.line ? el("span", { class: "tl-line", text: `L${call.line}` }) : null,
-      el("span", { class: "tl-duration", text: formatDuration(call.duration) }),
-    ]),
-    el("div", { class: "tl-bar" }, el("div", { class: "tl-fill", style: `width:${width.toFixed(1)}%` })),
-    call.error ? el("div", { class: "tl-error", text: call.error }) : null,
-  ]);
-}
-
-function renderFinal(run) {
-  const card = $("final");
-  const final = run.final;
-  if (!final) { card.hidden = true; return; }
-  card.hidden = false;
-  const badge = $("final-badge");
-  badge.textContent = final.reason ? `${final.status} · ${final.reason}` : final.status;
-  badge.className = `badge status-${final.status}`;
-  const answer = final.final_result;
-  let text = formatValue(answer);
-  if (!text) {
-    text = final.error || (final.superseded_by ? "Replaced by a newer message." : "No answer.");
-  }
-  $("final-answer").textContent = text;
-  $("final-answer").classList.toggle("muted", answer === null || answer === undefined);
-}
-
-// -- a tiny Python-ish highlighter ----------------------------------------------------------
-
-const TOKEN = new RegExp([
-  "(#.*$)",                                                     // comment
-  "([rRbBfF]{0,2}(?:\"\"\"[\\s\\S]*?\"\"\"|'''[\\s\\S]*?'''|\"(?:\\\\.|[^\"\\\\])*\"?|'(?:\\\\.|[^'\\\\])*'?))", // string
-  "(\\b\\d[\\d_]*(?:\\.\\d+)?(?:[eE][+-]?\\d+)?\\b)",           // number
-  "([A-Za-z_][A-Za-z0-9_]*)",                                   // name
-  "(\\s+)",                                                     // space
-  "([^\\sA-Za-z0-9_#'\"]+)",                                    // operators
-].join("|"), "gm");
-
-function highlight(line, callables) {
-  const parts = [];
-  let match;
-  TOKEN.lastIndex = 0;
-  let position = 0;
-  while ((match = TOKEN.exec(line)) !== null) {
-    if (match[0] === "") { TOKEN.lastIndex += 1; continue; }
-    if (match.index > position) parts.push(line.slice(position, match.index));
-    position = match.index + match[0].length;
-    const [text, comment, string, number, name, space] = match;
-    if (comment) parts.push(el("span", { class: "tok-comment", text }));
-    else if (string) parts.push(el("span", { class: "tok-string", text }));
-    else if (number) parts.push(el("span", { class: "tok-number", text }));
-    else if (name) {
-      const next = line.slice(position).trimStart();
-      let cls = null;
-      if (KEYWORDS.has(name)) cls = "tok-keyword";
-      else if (CONSTANTS.has(name)) cls = "tok-constant";
-      else if (callables.has(name)) cls = "tok-callable";
-      else if (BUILTINS.has(name)) cls = "tok-builtin";
-      else if (next.startsWith("(")) cls = "tok-call";
-      else if (next.startsWith("=") && !next.startsWith("==")) cls = "tok-name";
-      parts.push(cls ? el("span", { class: cls, text }) : text);
-    } else if (space) parts.push(text);
-    else parts.push(el("span", { class: "tok-op", text }));
-  }
-  if (position < line.length) parts.push(line.slice(position));
-  if (!parts.length) parts.push("\u200b"); // keep empty lines one line high
-  return parts;
+  if (app.run) renderRun(app.run);
 }
 
 // -- start ------------------------------------------------------------------------------------
@@ -709,7 +381,7 @@ function startNewConversation() {
   app.conversationId = null;
   app.run = null;
   history.replaceState(null, "", "#");
-  $("chat-title").textContent = "New conversation";
+  setChatTitle(null, "");
   $("run-history").replaceChildren();
   renderMessages([]);
   $("run-body").hidden = true;

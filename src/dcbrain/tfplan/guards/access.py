@@ -219,6 +219,8 @@ class Access:
         if value.__class__ is dict:
             self.budget.charge(1 + len(value))
             return value
+        if not hasattr(value.__class__, "__iter__"):
+            return value  # Python refuses it in its own words ("must be an iterable")
         return self.budget.materialize(value)
 
     def hashed_star(self, value: Any) -> Any:

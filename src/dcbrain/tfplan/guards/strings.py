@@ -133,6 +133,7 @@ class Strings:
             return self.budget.check_result(  # type: ignore[no-any-return]
                 getattr(text, method)(width, *args))
 
+        pad.__qualname__ = f"Strings.{method}"  # named in argument errors as the str method
         return pad
 
     def expandtabs(self, text: str, tabsize: Any = 8) -> str:
@@ -153,8 +154,12 @@ class Strings:
         return self.budget.check_result(  # type: ignore[no-any-return]
             text.replace(old, new, count))
 
-    def join(self, separator: str, iterable: Any) -> str:
-        items = self.budget.materialize(iterable)
+    def join(self, separator: str, *args: Any) -> str:
+        if len(args) != 1:
+            raise TypeError(f"str.join() takes exactly one argument ({len(args)} given)")
+        if not hasattr(args[0].__class__, "__iter__"):
+            raise TypeError("can only join an iterable")
+        items = self.budget.materialize(args[0])
         size = len(separator) * max(len(items) - 1, 0)
         for item in items:
             if item.__class__ is str:

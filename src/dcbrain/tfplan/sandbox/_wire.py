@@ -15,6 +15,7 @@ import threading
 from dataclasses import fields
 from typing import Any
 
+from dcbrain.tfplan.errors import ChannelClosed as ChannelClosed
 from dcbrain.tfplan.result import CallRecord
 
 #: Fields of a call's record that the worker fills in and sends (position, branch …);
@@ -29,10 +30,6 @@ _HEADER = struct.Struct("!I")
 
 #: Largest message accepted (a plan's result of ``max_size`` elements pickles far smaller).
 MAX_MESSAGE_BYTES = 2**28
-
-
-class ChannelClosed(Exception):
-    """The other end of the channel is gone."""
 
 
 class _PlainUnpickler(pickle.Unpickler):

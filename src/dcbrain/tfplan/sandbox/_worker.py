@@ -20,7 +20,7 @@ from collections.abc import Callable
 from types import CodeType
 from typing import Any
 
-from dcbrain.tfplan.errors import TFInterpreterError
+from dcbrain.tfplan.errors import HostCallFailed, TFInterpreterError
 from dcbrain.tfplan.host import background_loop
 from dcbrain.tfplan.interpreter import Interpreter
 from dcbrain.tfplan.limits import Limits
@@ -33,15 +33,6 @@ from dcbrain.tfplan.state import Cancelled, Expired, RunState
 
 #: Scope of the calling thread: 0 at top level, else the host's id of its ``parallel`` branch.
 _scope: contextvars.ContextVar[int] = contextvars.ContextVar("tf_sandbox_scope", default=0)
-
-
-class HostCallFailed(BaseException):
-    """The host's call failed; the plan ends and the host reports that call's error."""
-
-    def __init__(self, call_id: int) -> None:
-        super().__init__(call_id)
-        self.call_id = call_id
-        self.stdout = ""
 
 
 class _Requests:
