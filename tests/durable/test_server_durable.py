@@ -14,7 +14,7 @@ def test_a_message_runs_durably_and_streams_every_event_once(
     backend: Backend, counting: CountingTools, tmp_path: Path
 ) -> None:
     memory = SQLiteMemory(tmp_path / "conversations.db")
-    with durable_server(backend, counting.brain, memory) as api:
+    with durable_server(backend, counting.brain, memory, list_conversations=True) as api:
         run_id = api.send("c1", "count")
         stream = api.stream(run_id)
         assert stream.end == {"run_id": run_id, "status": "succeeded"}
@@ -26,6 +26,9 @@ def test_a_message_runs_durably_and_streams_every_event_once(
         assert run["status"] == "succeeded" and run["result"]["final_result"] == 4
         conversation = api.http.get("/v1/conversations/c1").json()
         assert [r["run_id"] for r in conversation["runs"]] == [run_id]
+        listed = api.http.get("/v1/conversations").json()["conversations"]
+        assert [(c["conversation_id"], c["first_question"], c["runs"]) for c in listed] == [
+            ("c1", "count", 1)]
     memory.close()
 
 

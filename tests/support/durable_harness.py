@@ -60,7 +60,8 @@ def wait_until_ended(store: DurableStore, run_id: str, timeout_s: float = 30.0) 
 
 @contextmanager
 def durable_server(backend: Backend, factory: Callable[[], Any] | None, memory: Any, *,
-                   supersede_grace_s: float = 5.0) -> Iterator[Any]:
+                   supersede_grace_s: float = 5.0, list_conversations: bool = False
+                   ) -> Iterator[Any]:
     """The HTTP server on durable runs (a worker too when ``factory`` is given)."""
     from dcbrain.durable import DurableEngine, EventHub, RunExecutor, application_version
     from dcbrain.durable._urls import is_postgres
@@ -74,7 +75,8 @@ def durable_server(backend: Backend, factory: Callable[[], Any] | None, memory: 
     engine = DurableEngine(backend.url, backend.store, app_version=application_version("t"),
                            executor=executor)
     hub = EventHub(backend.store, listen_url=backend.url if is_postgres(backend.url) else None)
-    app = create_app(None, memory, runs=DurableRuns(engine, backend.store, hub))
+    app = create_app(None, memory, runs=DurableRuns(engine, backend.store, hub),
+                     list_conversations=list_conversations)
     with serve_in_thread(app) as base_url:
         api = Api(base_url)
         try:

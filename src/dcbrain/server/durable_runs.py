@@ -150,12 +150,14 @@ class DurableRuns:
             cid = record.conversation_id
             if cid is None:
                 continue
+            question = record.data.get("question")
             if cid in seen:
                 seen[cid]["runs"] += 1
+                seen[cid]["first_question"] = question  # older runs come later
             elif len(seen) < limit:
-                seen[cid] = {"conversation_id": cid, "last_question": record.data.get("question"),
-                             "last_status": record.status, "updated_at": record.updated_at,
-                             "runs": 1}
+                seen[cid] = {"conversation_id": cid, "first_question": question,
+                             "last_question": question, "last_status": record.status,
+                             "updated_at": record.updated_at, "runs": 1}
         return list(seen.values())
 
     async def events(self, run_id: str, after: int = -1) -> AsyncIterator[dict[str, Any]]:
