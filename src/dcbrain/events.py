@@ -18,7 +18,6 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from functools import cached_property
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -385,10 +384,18 @@ class Event:
     def type(self) -> str:
         return self.payload.type
 
-    @cached_property
+    @property
     def data(self) -> dict[str, Any]:
-        """The payload's fields as JSON values."""
-        return self.payload.to_dict()
+        """The payload's fields as JSON values (computed once).
+
+        Not a ``functools.cached_property``: before Python 3.12 that one holds a lock shared
+        by every instance, and events of many runs are read from many threads at once.
+        """
+        cached: dict[str, Any] | None = self.__dict__.get("_data")
+        if cached is None:
+            cached = self.payload.to_dict()
+            object.__setattr__(self, "_data", cached)
+        return cached
 
     def to_dict(self) -> dict[str, Any]:
         record: dict[str, Any] = {"type": str(self.type), "seq": self.seq, "ts": self.ts}

@@ -10,10 +10,14 @@ Schema instead of a signature (MCP tools, chains used as tools).
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import inspect
 import keyword
 import re
+import threading
 import typing
+import weakref
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
@@ -46,10 +50,9 @@ class Tool:
         self.name = name or func.__name__
         self.description = description or inspect.cleandoc(func.__doc__ or "").split("\n\n")[0]
         self.is_async = inspect.iscoroutinefunction(func)
-        self.signature = inspect.signature(func)
-        self._validated = validate_call(config=ConfigDict(arbitrary_types_allowed=False))(func)
-        self.parameters_schema = _arguments_schema(self.signature, func)
-        self.returns_schema = _returns_schema(func)
+        self.signature, self._validated, parameters, returns = _derived(func)
+        self.parameters_schema: dict[str, Any] = copy.deepcopy(parameters)
+        self.returns_schema: dict[str, Any] | None = copy.deepcopy(returns)
 
     def __repr__(self) -> str:
         return f"Tool({self.name!r})"
@@ -162,6 +165,29 @@ def _describe(exc: ValidationError) -> str:
         location = ".".join(str(part) for part in error["loc"]) or "arguments"
         parts.append(f"argument {location!r}: {error['msg']}")
     return "; ".join(parts)
+
+
+_Derived = tuple[inspect.Signature, Callable[..., Any], dict[str, Any], dict[str, Any] | None]
+#: What a tool derives from its function (pydantic validators and schemas take milliseconds
+#: to build), per function: a worker builds a brain, and its tools, for every run.
+_DERIVED: weakref.WeakKeyDictionary[Callable[..., Any], _Derived] = weakref.WeakKeyDictionary()
+_DERIVED_LOCK = threading.Lock()
+
+
+def _derived(func: Callable[..., Any]) -> _Derived:
+    try:
+        with _DERIVED_LOCK:
+            found = _DERIVED.get(func)
+    except TypeError:  # not weakly referable, or unhashable: nothing to remember it by
+        found = None
+    if found is not None:
+        return found
+    signature = inspect.signature(func)
+    validated = validate_call(config=ConfigDict(arbitrary_types_allowed=False))(func)
+    derived = (signature, validated, _arguments_schema(signature, func), _returns_schema(func))
+    with contextlib.suppress(TypeError), _DERIVED_LOCK:
+        _DERIVED[func] = derived
+    return derived
 
 
 def _arguments_schema(signature: inspect.Signature, func: Callable[..., Any]) -> dict[str, Any]:

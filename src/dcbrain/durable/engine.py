@@ -93,6 +93,7 @@ class DurableEngine:
             self._client = DBOSClient(system_database_url=dbos_url(self.db_url),
                                       serializer=DBOSPortableJSON, lazy=True)
             return
+        self.executor.warm_up()
         install_executor(self.executor)
         config: DBOSConfig = {
             "name": "dcbrain",
@@ -130,6 +131,11 @@ class DurableEngine:
             DBOS.destroy(workflow_completion_timeout_sec=0)
             install_executor(None)
             self._launched = False
+        if self.executor is not None:  # what the runs queued until now is stored
+            try:
+                self.executor.writer.flush()
+            except Exception:
+                logger.exception("events or journal rows were lost at shutdown")
 
     # -- commands ------------------------------------------------------------------------
 

@@ -22,9 +22,11 @@ from dcbrain.brain import BrainResult
 from dcbrain.durable.journal import RecordedMemory, RunJournal
 from dcbrain.durable.sink import EventSink
 from dcbrain.durable.store import DurableStore
+from dcbrain.durable.writer import StoreWriter
 from dcbrain.events import Event, EventType
 from dcbrain.exceptions import TFBrainError, TFUserNewInputError
 from dcbrain.journal import CallJournal
+from dcbrain.llm.tokens import cl100k_base
 from dcbrain.neural import Neural
 
 logger = logging.getLogger("dcbrain.durable")
@@ -96,6 +98,18 @@ class RunExecutor:
         self.supersede_grace_s = supersede_grace_s
         self.live: dict[str, LiveRun] = {}
         self.stopping = False
+        #: Events and journal rows of every run of this process, written in batches.
+        self.writer = StoreWriter(store)
+
+    def warm_up(self) -> None:
+        """Build one brain and load the tokenizer before the first run.
+
+        Both take long the first time in a process (imports of the providers, the
+        tokenizer's tables): paid here, at start, rather than on the first run's loop,
+        where they would hold up its events and an abort asked meanwhile.
+        """
+        self.brain_factory()
+        cl100k_base()
 
     # -- control (any thread) ------------------------------------------------------------
 
@@ -139,8 +153,8 @@ class RunExecutor:
             record = await asyncio.to_thread(self.store.get_run, run_id)
             status = record.status if record is not None else "unknown"
             return {"run_id": run_id, "status": status, "executed": False}
-        sink = EventSink(self.store, run_id)
-        journal = await asyncio.to_thread(RunJournal, self.store, run_id)
+        sink = EventSink(self.store, run_id, self.writer)
+        journal = await asyncio.to_thread(RunJournal, self.store, run_id, writer=self.writer)
         brain = self.brain_factory()
         if brain.memory is not None:  # commits once, recalls as recorded
             brain.memory = RecordedMemory(brain.memory, journal)

@@ -24,6 +24,7 @@ from collections import defaultdict
 from typing import Any
 
 from dcbrain.durable.store import DurableStore
+from dcbrain.durable.writer import StoreWriter
 from dcbrain.journal import CallJournal, JournalEntry, JournalKey
 from dcbrain.memory import MemoryItem, Recall
 from dcbrain.messages import TextMessage
@@ -41,9 +42,11 @@ class JournalDivergence(BaseException):
 class RunJournal:
     """The journal rows of one run, loaded once, and the recorders built on them."""
 
-    def __init__(self, store: DurableStore, run_id: str) -> None:
+    def __init__(self, store: DurableStore, run_id: str, *,
+                 writer: StoreWriter | None = None) -> None:
         self.store = store
         self.run_id = run_id
+        self.writer = writer
         rows: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for row in store.journal(run_id):
             rows[str(row.get("type"))].append(row)
@@ -58,9 +61,18 @@ class RunJournal:
         """Whether an earlier execution of this run recorded anything."""
         return bool(len(self.calls) or self.clock.recorded or self.commits or self.recalls)
 
-    def write(self, key: str, row: dict[str, Any]) -> bool:
-        """Store a row under ``key`` unless one is there; ``True`` when it was new."""
-        return self.store.record_journal(self.run_id, key, row)
+    def write(self, key: str, row: dict[str, Any], *, wait: bool = True) -> None:
+        """Store a row under ``key`` unless one is there.
+
+        With a writer, rows go in the writer's batches, in order; ``wait`` returns only
+        once the row is stored. A row not waited for (a clock reading, a recall) may be
+        lost in a crash, but only with every row queued after it: a replay then reads
+        the clock or recalls again at that point, as the crashed execution would have.
+        """
+        if self.writer is None:
+            self.store.record_journal(self.run_id, key, row)
+        else:
+            self.writer.add_journal(self.run_id, key, row, wait=wait)
 
 
 class StoredJournal(CallJournal):
@@ -121,7 +133,7 @@ class RecordedClock:
                 self._offset = (self._readings[-1] - now) if self._readings else 0.0
             value = now + self._offset
             self._readings.append(value)
-        self._owner.write(f"clock|{index}", {"type": "clock", "value": value})
+        self._owner.write(f"clock|{index}", {"type": "clock", "value": value}, wait=False)
         return value
 
 
@@ -172,7 +184,8 @@ class RecordedMemory:
             return _recall_from(recorded)
         recall: Recall = await self._memory.arecall(*args, **kwargs)
         self._journal.write(f"recall|{number}", {"type": "recall", "n": number,
-                                                 "recall": dataclasses.asdict(recall)})
+                                                 "recall": dataclasses.asdict(recall)},
+                            wait=False)
         return recall
 
 

@@ -37,6 +37,10 @@ EVENTS_CHANNEL: Final = "dcbrain_events"
 TERMINAL_STATUSES: Final = frozenset({"succeeded", "failed", "aborted", "interrupted"})
 
 
+#: A journal row to store: (run id, key, entry).
+JournalRow = tuple[str, str, dict[str, Any]]
+
+
 def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
@@ -94,6 +98,17 @@ class DurableStore(ABC):
     @abstractmethod
     def record_journal(self, run_id: str, key: str, entry: dict[str, Any]) -> bool:
         """Store one entry under ``key`` unless one is there; ``True`` when it was new."""
+
+    def write_batch(self, events: dict[str, list[dict[str, Any]]],
+                    journal: Sequence[JournalRow]) -> None:
+        """Store events of many runs and journal rows, each only if not stored yet.
+
+        Backends that can do it in one transaction do (all of the batch or none of it).
+        """
+        for run_id, key, entry in journal:
+            self.record_journal(run_id, key, entry)
+        for run_id, records in events.items():
+            self.append_events(run_id, records)
 
     def close(self) -> None:  # noqa: B027 - optional
         """Release connections."""
@@ -226,20 +241,49 @@ class PostgresDurableStore(DurableStore):
     def append_events(self, run_id: str, events: Sequence[dict[str, Any]]) -> int:
         if not events:
             return 0
-        now = time.time()
         with self._connection() as conn, conn.transaction():
-            inserted = 0
-            for event in events:
-                cursor = conn.execute(
-                    "INSERT INTO dcbrain_run_events VALUES (%s, %s, %s, %s) "
-                    "ON CONFLICT (run_id, seq) DO NOTHING",
-                    (run_id, event["seq"], _dumps(event), now),
-                )
-                inserted += cursor.rowcount
+            cursor = conn.execute(
+                "INSERT INTO dcbrain_run_events SELECT %s, t.s, t.e, %s "
+                "FROM jsonb_to_recordset(%s::jsonb) AS t(s int, e jsonb) "
+                "ON CONFLICT (run_id, seq) DO NOTHING",
+                (run_id, time.time(), _dumps([{"s": int(e["seq"]), "e": e} for e in events])),
+            )
+            inserted = cursor.rowcount
             conn.execute("SELECT pg_notify(%s, %s)", (EVENTS_CHANNEL, run_id))
         if self.on_append is not None:
             self.on_append(run_id)
         return inserted
+
+    def write_batch(self, events: dict[str, list[dict[str, Any]]],
+                    journal: Sequence[JournalRow]) -> None:
+        # Each list goes as one JSON document: psycopg's text arrays escape every string
+        # with a regular expression, which costs more than the whole insert.
+        rows = [{"r": run_id, "s": int(e["seq"]), "e": e}
+                for run_id, records in events.items() for e in records]
+        if not rows and not journal:
+            return
+        with self._connection() as conn, conn.transaction():
+            if journal:
+                conn.execute(
+                    "INSERT INTO dcbrain_journal (run_id, key, entry) "
+                    "SELECT t.r, t.k, t.e FROM jsonb_array_elements(%s::jsonb) "
+                    "WITH ORDINALITY AS a(row, n), "
+                    "jsonb_to_record(a.row) AS t(r text, k text, e jsonb) ORDER BY a.n "
+                    "ON CONFLICT (run_id, key) DO NOTHING",
+                    (_dumps([{"r": r, "k": k, "e": e} for r, k, e in journal]),),
+                )
+            if rows:
+                conn.execute(
+                    "INSERT INTO dcbrain_run_events SELECT t.r, t.s, t.e, %s "
+                    "FROM jsonb_to_recordset(%s::jsonb) AS t(r text, s int, e jsonb) "
+                    "ON CONFLICT (run_id, seq) DO NOTHING",
+                    (time.time(), _dumps(rows)),
+                )
+                conn.execute("SELECT pg_notify(%s, r) FROM jsonb_array_elements_text(%s::jsonb) "
+                             "AS t(r)", (EVENTS_CHANNEL, _dumps(list(events))))
+        if self.on_append is not None:
+            for run_id in events:
+                self.on_append(run_id)
 
     def events(self, run_id: str, after: int = -1) -> list[dict[str, Any]]:
         with self._connection() as conn:
@@ -391,6 +435,21 @@ class SQLiteDurableStore(DurableStore):
             rows = conn.execute("SELECT entry FROM dcbrain_journal WHERE run_id = ? "
                                 "ORDER BY rowid", (run_id,)).fetchall()
         return [json.loads(row[0]) for row in rows]
+
+    def write_batch(self, events: dict[str, list[dict[str, Any]]],
+                    journal: Sequence[JournalRow]) -> None:
+        if journal:
+            with self._journal_db() as conn:
+                conn.execute("BEGIN")
+                try:
+                    conn.executemany("INSERT OR IGNORE INTO dcbrain_journal VALUES (?, ?, ?)",
+                                     [(r, k, _dumps(e)) for r, k, e in journal])
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+                conn.execute("COMMIT")
+        for run_id, records in events.items():
+            self.append_events(run_id, records)
 
     def record_journal(self, run_id: str, key: str, entry: dict[str, Any]) -> bool:
         with self._journal_db() as conn:
