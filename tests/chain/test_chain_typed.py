@@ -222,3 +222,19 @@ def test_a_collection_of_tools_must_be_unpacked() -> None:
 
     with pytest.raises(TypeError, match=r"goes in unpacked: tools=\[\*mcp_tools"):
         as_tool([])  # type: ignore[arg-type]
+
+
+def test_tools_of_one_function_share_its_validator_but_not_their_schemas() -> None:
+    def move(x: int, steps: int = 1) -> int:
+        """Move along a line."""
+        return x + steps
+
+    first, second = Tool(move), Tool(move, name="step")
+    assert first._validated is second._validated  # built once per function
+    assert first.parameters_schema == second.parameters_schema
+    first.parameters_schema["properties"]["steps"]["default"] = 99  # a caller's own copy
+    assert second.parameters_schema["properties"]["steps"]["default"] == 1
+    assert Tool(move).parameters_schema["properties"]["steps"]["default"] == 1
+    with pytest.raises(TFToolError, match="'x'"):
+        second.call(x="not a number")
+    assert second.call(x=1, steps=2) == 3
