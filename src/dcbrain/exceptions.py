@@ -194,17 +194,40 @@ class TooManyRuns(TFError):
         self.limit = limit
 
 
+class DurableRunError(TFError):
+    """A durable run ended by an exception the brain does not handle (recorded as ``failed``).
+
+    Also what a ``BaseException`` from inside a run becomes: one reaching DBOS would leave
+    the workflow pending forever, and its callers waiting.
+    """
+
+
+class StoreWriteError(TFError):
+    """A batch of a durable run's events and journal rows could not be stored."""
+
+
+class JournalDivergence(BaseException):
+    """A replayed durable run asked for another call than the one recorded.
+
+    A ``BaseException`` on purpose, outside the ``TFError`` tree: it must pass every handler
+    of the brain and the plan interpreter (an ``Exception`` there becomes a plan error, and
+    the brain would replan and run calls live again). The worker turns it into a failed run.
+    """
+
+
 __all__ = [
     "AbortRequested",
     "ApiError",
     "CallDepthLimitExceeded",
     "CallLimitExceeded",
     "ConfigError",
+    "DurableRunError",
     "LocalModelUnavailable",
     "OperationLimitExceeded",
     "OutputLimitExceeded",
     "PlanCancelled",
     "SizeLimitExceeded",
+    "StoreWriteError",
     "TFBrainBusyError",
     "TFBrainError",
     "TFCallError",

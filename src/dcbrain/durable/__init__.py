@@ -8,15 +8,17 @@ runs them. See ``docs/deploy.md``. The rest of dcbrain never imports this packag
 
 from dcbrain.durable.control import CONTROL_CHANNEL, ControlChannel
 from dcbrain.durable.engine import DurableEngine, application_version
-from dcbrain.durable.executor import DurableBrainFactory, DurableRunError, RunExecutor
+from dcbrain.durable.executor import DurableBrainFactory, RunExecutor
 from dcbrain.durable.hub import EventHub
-from dcbrain.durable.journal import JournalDivergence, RecordedMemory, RunJournal
+from dcbrain.durable.journal import RecordedMemory, RunJournal
 from dcbrain.durable.store import (
     EVENTS_CHANNEL,
     DurableStore,
     PostgresDurableStore,
     SQLiteDurableStore,
 )
+from dcbrain.durable.writer import StoreWriter
+from dcbrain.exceptions import DurableRunError, JournalDivergence, StoreWriteError
 
 __all__ = [
     "CONTROL_CHANNEL",
@@ -33,5 +35,7 @@ __all__ = [
     "RunExecutor",
     "RunJournal",
     "SQLiteDurableStore",
+    "StoreWriteError",
+    "StoreWriter",
     "application_version",
 ]

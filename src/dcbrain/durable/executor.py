@@ -24,7 +24,7 @@ from dcbrain.durable.sink import EventSink
 from dcbrain.durable.store import DurableStore
 from dcbrain.durable.writer import StoreWriter
 from dcbrain.events import Event, EventType
-from dcbrain.exceptions import TFBrainError, TFUserNewInputError
+from dcbrain.exceptions import DurableRunError, TFBrainError, TFUserNewInputError
 from dcbrain.journal import CallJournal
 from dcbrain.llm.tokens import cl100k_base
 from dcbrain.neural import Neural
@@ -61,14 +61,6 @@ class DurableBrain(Protocol):
 
 
 DurableBrainFactory = Callable[[], DurableBrain]
-
-
-class DurableRunError(Exception):
-    """A run ended by an exception the brain does not handle (recorded as ``failed``).
-
-    Also what a ``BaseException`` from inside a run becomes: one reaching DBOS would leave
-    the workflow pending forever, and its callers waiting.
-    """
 
 
 @dataclass(eq=False)

@@ -25,18 +25,10 @@ from typing import Any
 
 from dcbrain.durable.store import DurableStore
 from dcbrain.durable.writer import StoreWriter
+from dcbrain.exceptions import JournalDivergence
 from dcbrain.journal import CallJournal, JournalEntry, JournalKey
 from dcbrain.memory import MemoryItem, Recall
 from dcbrain.messages import TextMessage
-
-
-class JournalDivergence(BaseException):
-    """A replayed run asked for another call than the one recorded.
-
-    A ``BaseException``: it must pass every handler of the brain and the plan interpreter
-    (an ``Exception`` there becomes a plan error, and the brain would replan and run calls
-    live again). The worker turns it into a failed run.
-    """
 
 
 class RunJournal:

@@ -13,7 +13,8 @@ from typing import Any, Final
 
 from dbos import DBOS, WorkflowSerializationFormat
 
-from dcbrain.durable.executor import DurableRunError, RunExecutor
+from dcbrain.durable.executor import RunExecutor
+from dcbrain.exceptions import DurableRunError
 
 WORKFLOW_NAME: Final = "dcbrain.run"
 QUEUE_NAME: Final = "dcbrain_runs"

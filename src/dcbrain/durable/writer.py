@@ -20,12 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dcbrain.durable.store import DurableStore, JournalRow
+from dcbrain.exceptions import StoreWriteError
 
 logger = logging.getLogger("dcbrain.durable")
-
-
-class StoreWriteError(Exception):
-    """The batch holding a row could not be stored (the row is not recorded)."""
 
 
 @dataclass(eq=False)
