@@ -103,3 +103,18 @@ def test_a_batch_replayed_keeps_the_first_rows(backend: Backend) -> None:
     assert [e["type"] for e in store.events("r1")] == ["a", "b"]
     assert store.journal("r1") == [{"result": 1}]
     assert store.journal("r2") == [{"result": 3}]
+
+
+def test_flush_waits_for_the_batch_being_written(backend: Backend, gate: _Gate) -> None:
+    writer = StoreWriter(backend.store)
+    writer.add_events("r1", [{"type": "a", "seq": 0}])
+    assert gate.entered.wait(5)  # batch 1 is being written; nothing else is queued
+    flushed = threading.Event()
+    flusher = threading.Thread(target=lambda: (writer.flush(), flushed.set()))
+    flusher.start()
+    assert not flushed.wait(0.3)  # still in the store's hands: the store may not close yet
+    gate.release.set()
+    flusher.join(5)
+    assert flushed.is_set()
+    assert [e["type"] for e in backend.store.events("r1")] == ["a"]
+    writer.close()

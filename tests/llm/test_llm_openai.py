@@ -254,3 +254,14 @@ async def test_the_default_output_limit_uses_the_chosen_parameter_name(
     await llm.achat(MESSAGES)
     assert fake_openai.requests[0].json["max_completion_tokens"] == 77
     assert "max_tokens" not in fake_openai.requests[0].json
+
+
+async def test_warm_up_sends_nothing_and_the_next_call_works(
+    fake_openai: FakeOpenAIServer,
+) -> None:
+    llm = make_llm(fake_openai)
+    llm.warm_up()
+    assert fake_openai.requests == []
+    fake_openai.reply("ready")
+    assert (await llm.achat(MESSAGES)).content == "ready"
+    assert len(fake_openai.requests) == 1

@@ -32,10 +32,11 @@ from dcbrain.chain import (
 from dcbrain.exceptions import TFBrainBusyError
 from dcbrain.journal import CallJournal
 from dcbrain.llm.base import ChatLLM
+from dcbrain.llm.tokens import cl100k_base
 from dcbrain.memory.recall import DEFAULT_MEMORY_CHUNK_SIZE, MemoryChunkSize
 from dcbrain.memory.run_store import RunStore
 from dcbrain.messages import TextMessage
-from dcbrain.tfplan import Limits
+from dcbrain.tfplan import Interpreter, Limits
 from dcbrain.tfplan.interpreter import Isolation
 from dcbrain.tools import Tool, ToolLike, as_tool
 
@@ -129,6 +130,20 @@ class DCBrain(BaseBrain):
     def validate_llm(self) -> ChatLLM | None:
         """The LLM that judges results: ``default_validate_llm``, else ``default_llm``."""
         return self.default_validate_llm or self.default_llm
+
+    def warm_up(self) -> None:
+        """Load now what a first run would load lazily, so that it is as quick as the next.
+
+        The LLM providers' SDK parts, the tokenizer, and (``isolation="process"``) the plan
+        sandbox's worker processes: most of a second in a fresh process. Servers and
+        workers call it at start.
+        """
+        llms = {id(llm): llm for llm in (self.plan_llm, self.validate_llm) if llm is not None}
+        for llm in llms.values():
+            llm.warm_up()
+        cl100k_base()
+        if self.isolation == "process":
+            Interpreter(isolation="process", limits=self.limits).run("None")
 
     def connect_to_neural(self, neural: Any) -> None:
         """Register spec_chains, the LLMs and memory with ``neural`` (seed 000)."""

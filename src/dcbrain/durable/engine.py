@@ -110,6 +110,7 @@ class DurableEngine:
         DBOS.register_queue(QUEUE_NAME, worker_concurrency=self.concurrency,
                             partition_concurrency=1, polling_interval_sec=QUEUE_POLL_S,
                             on_conflict="always_update")
+        _wait_until_polled(QUEUE_NAME)
         self.control.start()
         if isinstance(self.store, PostgresDurableStore):
             self._heartbeat = threading.Thread(target=self._beat, args=(self.store,),
@@ -189,3 +190,18 @@ class DurableEngine:
             except Exception:
                 logger.exception("heartbeat failed")
             self._stop.wait(HEARTBEAT_S)
+
+
+def _wait_until_polled(queue_name: str, timeout_s: float = 3.0) -> None:
+    """Wait until DBOS polls the queue, so that a worker is ready when it says so.
+
+    DBOS starts the thread of a queue registered after launch at its next look at the
+    queue table, up to a second later. The thread's name is DBOS's; if it ever changes,
+    this only waits ``timeout_s`` once.
+    """
+    name = f"queue-worker-{queue_name}"
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if any(thread.name == name for thread in threading.enumerate()):
+            return
+        time.sleep(0.02)

@@ -94,14 +94,18 @@ class RunExecutor:
         self.writer = StoreWriter(store)
 
     def warm_up(self) -> None:
-        """Build one brain and load the tokenizer before the first run.
+        """Build one brain and have it load what its first run would load lazily.
 
-        Both take long the first time in a process (imports of the providers, the
-        tokenizer's tables): paid here, at start, rather than on the first run's loop,
-        where they would hold up its events and an abort asked meanwhile.
+        Provider SDKs, the tokenizer's tables and the plan sandbox take most of a second
+        the first time in a process: paid here, at start, rather than on the first run's
+        loop, where they would hold up its events and an abort asked meanwhile.
         """
-        self.brain_factory()
-        cl100k_base()
+        brain = self.brain_factory()
+        warm_up = getattr(brain, "warm_up", None)
+        if callable(warm_up):
+            warm_up()
+        else:
+            cl100k_base()
 
     # -- control (any thread) ------------------------------------------------------------
 

@@ -162,8 +162,8 @@ class PostgresDurableStore(DurableStore):
         self._psycopg = psycopg
         self._idle: queue.LifoQueue[psycopg.Connection[Any]] = queue.LifoQueue()
         self._slots = threading.BoundedSemaphore(max_connections)
-        self._all: list[psycopg.Connection[Any]] = []
         self._lock = threading.Lock()
+        self._closed = False
         with self._connection() as conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK_ID,))
             conn.execute(_PG_SCHEMA)
@@ -179,23 +179,32 @@ class PostgresDurableStore(DurableStore):
                 conn = self._idle.get_nowait()
             except queue.Empty:
                 conn = self._psycopg.connect(self.dsn, autocommit=True)
-                with self._lock:
-                    self._all.append(conn)
             try:
                 yield conn
             except self._psycopg.OperationalError:
                 conn.close()  # broken: the next use opens a new one
                 raise
+            with self._lock:
+                if self._closed:  # closed meanwhile: this one was in use, close it now
+                    conn.close()
             if not conn.closed:
                 self._idle.put(conn)
         finally:
             self._slots.release()
 
     def close(self) -> None:
+        """Close the idle connections; one in use is closed when its user is done with it.
+
+        (Closing a connection another thread is using would pull libpq's memory from
+        under it.)
+        """
         with self._lock:
-            for conn in self._all:
-                conn.close()
-            self._all = []
+            self._closed = True
+            while True:
+                try:
+                    self._idle.get_nowait().close()
+                except queue.Empty:
+                    break
 
     def save_run(self, run_id: str, conversation_id: str | None, status: str,
                  data: dict[str, Any]) -> None:

@@ -44,6 +44,7 @@ class StoreWriter:
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         self._batch = _Batch()
+        self._writing: _Batch | None = None
         self._closed = False
         self._thread = threading.Thread(target=self._run, name="dcbrain-store-writer",
                                         daemon=True)
@@ -63,9 +64,9 @@ class StoreWriter:
     def flush(self) -> None:
         """Return once everything queued so far is stored (or raise if it was not)."""
         with self._lock:
-            batch = self._batch
-            empty = not batch
-        if not empty:
+            # The queued batch if any (written after the one being written), else that one.
+            batch = self._batch if self._batch else self._writing
+        if batch is not None:
             self._settle(batch)
 
     def close(self) -> None:
@@ -100,10 +101,13 @@ class StoreWriter:
                 if not self._batch and self._closed:
                     return
                 batch, self._batch = self._batch, _Batch()
+                self._writing = batch
             try:
                 self.store.write_batch(batch.events, batch.journal)
             except Exception as exc:  # the runs go on; their waiters hear of it
                 batch.error = exc
                 logger.exception("could not store %d event(s) and %d journal row(s)",
                                  sum(map(len, batch.events.values())), len(batch.journal))
+            with self._lock:
+                self._writing = None
             batch.done.set()

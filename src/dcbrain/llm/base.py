@@ -71,6 +71,9 @@ class ChatLLM(ABC):
     model: str
     max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS
 
+    def warm_up(self) -> None:  # noqa: B027 - optional: most providers load nothing lazily
+        """Load what the first call would load lazily (a worker calls it before its first run)."""
+
     async def achat(
         self,
         messages: list[dict[str, Any]],

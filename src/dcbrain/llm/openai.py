@@ -88,6 +88,24 @@ class OpenAILLM(ChatLLM):
             self._clients[loop] = client
         return client
 
+    def warm_up(self) -> None:
+        """Load now what the SDK loads on its first request (its resources, response types).
+
+        That takes most of a second the first time in a process; a worker pays it before
+        its first run instead of in it. No request is made.
+        """
+        from openai.types.chat import ChatCompletion
+
+        client = openai.AsyncOpenAI(api_key=self._api_key, base_url=self.base_url,
+                                    max_retries=0)
+        client.chat.completions  # noqa: B018 - the SDK imports its resources on first use
+        ChatCompletion.model_validate({
+            "id": "warm-up", "object": "chat.completion", "created": 0, "model": self.model,
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": ""}}],
+            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+        })
+
     async def aclose(self) -> None:
         """Close the HTTP connections opened on the running event loop."""
         client = self._clients.pop(asyncio.get_running_loop(), None)
