@@ -168,6 +168,8 @@ def serve(
     try:
         store, factory = brain_factory_from_config(loaded)
         runs = durable_runs(loaded, store, factory, db, role, max_concurrent_runs)
+        if runs is None:  # runs execute in this process: their first one is no slower
+            factory().warm_up()
     except (ConfigError, ValueError, OSError) as exc:
         sock.close()
         _fail(str(exc))
