@@ -79,3 +79,26 @@ def test_runs_of_one_conversation_execute_one_after_the_other(
     (_, a_end), (b_start, b_end) = sorted([spans[first], spans[second]])
     assert b_start >= a_end  # one at a time per conversation, never overlapping
     assert spans[other][0] < max(a_end, b_end)  # other conversations do not wait
+
+
+def test_a_worker_warms_one_brain_up_and_its_runs_still_get_every_reply(
+    backend: Backend, counting: CountingTools
+) -> None:
+    warmed: list[str] = []
+
+    class WarmingLLM(ScriptedLLM):
+        def warm_up(self) -> None:
+            warmed.append("llm")
+
+    def brain() -> DCBrain:
+        return DCBrain(default_llm=WarmingLLM([plan("return step_one(x=1)")]),
+                       default_validate_llm=ScriptedLLM([verdict(True)]),
+                       tools=counting.tools())
+
+    with running_engine(backend, brain) as engine:
+        engine.wait_warm(10)
+        assert warmed == ["llm"]  # one brain, built for the warm-up only
+        run_id = submit(engine, backend.store, "c1", "one")
+        record = wait_until_ended(backend.store, run_id)
+        assert record.status == "succeeded", record.data
+        assert record.data["result"]["final_result"] == 2

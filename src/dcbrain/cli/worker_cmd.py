@@ -49,6 +49,7 @@ def worker(
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     engine.start()
+    engine.wait_warm()
     sys.stderr.write(f"dcbrain worker {engine.executor_id} ready (version "
                      f"{engine.app_version}, concurrency {concurrency})\n")
     stop.wait()

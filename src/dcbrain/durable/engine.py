@@ -82,18 +82,25 @@ class DurableEngine:
         self._launched = False
         self._stop = threading.Event()
         self._heartbeat: threading.Thread | None = None
+        self._warming: threading.Thread | None = None
 
     @property
     def executes(self) -> bool:
         return self.executor is not None
 
     def start(self) -> None:
-        """Launch DBOS (a worker) or connect a client (API only); blocking."""
+        """Launch DBOS (a worker) or connect a client (API only); blocking.
+
+        A worker's brain warms up meanwhile, in a thread of its own (:meth:`wait_warm`):
+        a restarted server serves, and resumes its runs, without waiting for it.
+        """
         if self.executor is None:
             self._client = DBOSClient(system_database_url=dbos_url(self.db_url),
                                       serializer=DBOSPortableJSON, lazy=True)
             return
-        self.executor.warm_up()
+        self._warming = threading.Thread(target=self._warm_up, name="dcbrain-warm-up",
+                                         daemon=True)
+        self._warming.start()
         install_executor(self.executor)
         config: DBOSConfig = {
             "name": "dcbrain",
@@ -116,6 +123,18 @@ class DurableEngine:
             self._heartbeat = threading.Thread(target=self._beat, args=(self.store,),
                                                name="dcbrain-heartbeat", daemon=True)
             self._heartbeat.start()
+
+    def wait_warm(self, timeout_s: float | None = None) -> None:
+        """Wait until the worker's brain has loaded what a first run loads lazily."""
+        if self._warming is not None:
+            self._warming.join(timeout_s)
+
+    def _warm_up(self) -> None:
+        assert self.executor is not None
+        try:
+            self.executor.warm_up()
+        except Exception:  # the first run meets the same problem and reports it
+            logger.exception("warming the brain up failed")
 
     def stop(self) -> None:
         """Stop executing; runs in flight stay pending and resume elsewhere or at restart."""

@@ -12,6 +12,7 @@ import ipaddress
 import os
 import socket
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
@@ -169,7 +170,8 @@ def serve(
         store, factory = brain_factory_from_config(loaded)
         runs = durable_runs(loaded, store, factory, db, role, max_concurrent_runs)
         if runs is None:  # runs execute in this process: their first one is no slower
-            factory().warm_up()
+            threading.Thread(target=_warm_up, args=(factory(),), name="dcbrain-warm-up",
+                             daemon=True).start()
     except (ConfigError, ValueError, OSError) as exc:
         sock.close()
         _fail(str(exc))
@@ -188,6 +190,14 @@ def serve(
     # No access log: the event stream may carry ?access_token= in its URL.
     server = uvicorn.Server(uvicorn.Config(app, access_log=False, log_level="info"))
     server.run(sockets=[sock])
+
+
+def _warm_up(brain: DCBrain) -> None:
+    """Load what the first run would load lazily, while the server starts serving."""
+    try:
+        brain.warm_up()
+    except Exception as exc:  # the first run meets the same problem and reports it
+        sys.stderr.write(f"warning: warming the brain up failed: {exc}\n")
 
 
 def _fail(message: str) -> NoReturn:
