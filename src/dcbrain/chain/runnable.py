@@ -135,16 +135,25 @@ def input_message(
         message = as_message(current_input)
         message.additional_kwargs.update(inputs)
         return message
-    return TextMessage(content=_input_text(inputs), additional_kwargs=dict(inputs))
+    return TextMessage(content=input_text(inputs), additional_kwargs=dict(inputs))
 
 
-def _input_text(inputs: Mapping[str, Any]) -> str:
+def input_text(inputs: Mapping[str, Any]) -> str:
+    """The text of a message built from keyword inputs: ``input``/``input_text``/``text``
+    (JSON unless a string), else all of them as JSON (``""`` when there are none)."""
     for key in TEXT_KWARGS:
         if key in inputs:
             value = inputs[key]
-            return value if isinstance(value, str) else _as_json(value)
-    return _as_json(dict(inputs)) if inputs else ""
+            return value if isinstance(value, str) else to_json(value)
+    return to_json(dict(inputs)) if inputs else ""
 
 
-def _as_json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=repr)
+def to_json(value: Any) -> str:
+    """JSON text of input data: sets as sorted lists, anything else not JSON as its repr."""
+    return json.dumps(value, ensure_ascii=False, default=_jsonable)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, set | frozenset):
+        return sorted(value, key=repr)
+    return repr(value)

@@ -19,7 +19,6 @@ import contextvars
 import dataclasses
 import hashlib
 import inspect
-import json
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
@@ -27,28 +26,17 @@ from contextlib import contextmanager
 from typing import Any
 
 from dcbrain.chain._announce import CallAnnouncer
+from dcbrain.chain._journaling import PASSTHROUGH, PlanJournal, replayed
+from dcbrain.chain._plan_result import attach_partial, partial_chain_result, plan_chain_result
 from dcbrain.chain._usage import UsageCollector
 from dcbrain.chain.chain import Chain
 from dcbrain.chain.construct import construct_chain
 from dcbrain.chain.containers import Chains
 from dcbrain.chain.intermediate import intermediate_results_added, merge_intermediate_results
 from dcbrain.chain.result import ChainOutput, ChainResult
-from dcbrain.exceptions import (
-    TFChainError,
-    TFRecordedCallError,
-    TFTokenBudgetExceeded,
-    TFToolError,
-    TFUserNewInputError,
-)
-from dcbrain.journal import (
-    CallContext,
-    CallJournal,
-    JournalEntry,
-    JournalKey,
-    OccurrenceCounter,
-    calling,
-    canonical_args,
-)
+from dcbrain.chain.runnable import TEXT_KWARGS, input_text, to_json
+from dcbrain.exceptions import TFChainError, TFToolError
+from dcbrain.journal import CallJournal, JournalEntry, JournalKey, OccurrenceCounter, canonical_args
 from dcbrain.llm.base import ChatLLM
 from dcbrain.llm.observe import llm_observer
 from dcbrain.messages import CHAINS_INTERMEDIATE_RESULTS, TextMessage
@@ -61,7 +49,6 @@ from dcbrain.tfplan import (
     Limits,
     Problem,
     TFCheckError,
-    TFInterpreterError,
     check,
     compile_source,
 )
@@ -69,12 +56,7 @@ from dcbrain.tfplan.interpreter import Isolation
 from dcbrain.tools import Tool, as_tool
 
 #: Keyword arguments that become the text (``content``) of a chain's ``current_input``.
-INPUT_KWARGS = ("input", "input_text", "text")
-
-#: Errors that end a plan as they are instead of becoming a plan error (no replan helps).
-PASSTHROUGH: tuple[type[BaseException], ...] = (TFUserNewInputError, TFTokenBudgetExceeded)
-
-_PREVIEW_CHARS = 200
+INPUT_KWARGS = TEXT_KWARGS
 
 
 class _Scope:
@@ -196,18 +178,11 @@ class _ToolCallable:
         key, entry = owner._journaled(self.name, arguments, reuse=self.tool.reuse)
         owner._announce("tool", key, entry)
         if entry is not None:
-            return _replayed(entry)
+            return replayed(entry)
+        journal = owner._journal
         if self.tool.is_async:
-            return owner._in_scope(owner._recording(key, "tool", self.tool.acall(**arguments)))
-        with owner._call_context(key):
-            started = time.perf_counter()
-            try:
-                result = self.tool.call(**arguments)
-            except Exception as exc:
-                owner._record(key, "tool", started, error=exc)
-                raise
-        owner._record(key, "tool", started, result=result)
-        return result
+            return owner._in_scope(journal.acall(key, "tool", self.tool.acall(**arguments)))
+        return journal.call(key, "tool", lambda: self.tool.call(**arguments))
 
     def _keyword_arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
         try:
@@ -266,9 +241,7 @@ class TFChainInterpreter:
         isolation: Isolation = "process",
     ) -> None:
         self.chains_map: dict[str, Chain | Chains] = dict(chains_map)
-        self.journal = journal
-        self.attempt = attempt
-        self.run_id = run_id
+        self._journal = PlanJournal(journal, attempt, run_id)
         self.tools: list[Tool] = [as_tool(item) for item in tools]
         self.additional_info: dict[str, Any] = additional_info if additional_info is not None \
             else {}
@@ -347,8 +320,8 @@ class TFChainInterpreter:
             try:
                 console = self._interpreter.run(plan)
             except Exception as exc:
-                _attach_partial(exc, self._chain_result(scope, getattr(exc, "trace", []), None,
-                                                         ""))
+                attach_partial(exc, self._chain_result(scope, getattr(exc, "trace", []), None,
+                                                        ""))
                 raise
         return self._finish(console, scope)
 
@@ -360,8 +333,8 @@ class TFChainInterpreter:
             try:
                 console = await self._interpreter.arun(plan)
             except Exception as exc:
-                _attach_partial(exc, self._chain_result(scope, getattr(exc, "trace", []), None,
-                                                         ""))
+                attach_partial(exc, self._chain_result(scope, getattr(exc, "trace", []), None,
+                                                        ""))
                 raise
         return self._finish(console, scope)
 
@@ -375,7 +348,8 @@ class TFChainInterpreter:
         """
         info = dict(self.additional_info if additional_info is None else additional_info)
         info.update(kwargs)
-        return TextMessage(content=_input_text(kwargs), additional_kwargs=info)
+        text = input_text(kwargs) if kwargs else to_json({})  # "{}": a call with no arguments
+        return TextMessage(content=text, additional_kwargs=info)
 
     # -- internals ---------------------------------------------------------------------
     def _prepare(self, plan: str, run_check: bool) -> None:
@@ -414,7 +388,7 @@ class TFChainInterpreter:
         if entry is not None:
             if entry.ok and entry.intermediate:
                 merge_intermediate_results(scope.additional_info, entry.intermediate)
-            return _replayed(entry)
+            return replayed(entry)
         message = self.construct_chain_run_input(kwargs, additional_info=scope.additional_info)
         return self._run_chain(chain, message, scope, key)
 
@@ -428,10 +402,10 @@ class TFChainInterpreter:
         before = dict(message.additional_kwargs)
         result: ChainResult | None = None
         try:
-            with self._call_context(key):
+            with self._journal.context(key):
                 result = await chain.async_run(message, self.conversation, self.knowledge)
         except Exception as exc:
-            self._record(key, "chain", started, error=exc)
+            self._journal.record(key, "chain", started, error=exc)
             raise
         finally:
             llm_observer.reset(token)
@@ -441,7 +415,7 @@ class TFChainInterpreter:
                     message.additional_kwargs[CHAINS_INTERMEDIATE_RESULTS]
         assert result is not None
         scope.record(result)
-        self._record(key, "chain", started, result=result.content,
+        self._journal.record(key, "chain", started, result=result.content,
                      tokens=result.usage.total_tokens,
                      intermediate=intermediate_results_added(before, message.additional_kwargs))
         return result.content
@@ -471,12 +445,13 @@ class TFChainInterpreter:
         try:
             chain = construct_chain(self.default_llm, **kwargs)
         except Exception as exc:
-            self._record(key if entry is None else None, "construct_chain", started, error=exc)
+            self._journal.record(key if entry is None else None, "construct_chain", started,
+                                 error=exc)
             raise
         if self.neural is not None:
             self.neural.register("chain", chain.name, chain)
         if entry is None:
-            self._record(key, "construct_chain", started, result={"name": chain.name})
+            self._journal.record(key, "construct_chain", started, result={"name": chain.name})
         digest = hashlib.sha256(canonical_args(kwargs).encode()).hexdigest()[:12]
         return _ChainCallable(self, chain.name, chain, journal_name=f"{chain.name}#{digest}")
 
@@ -488,63 +463,11 @@ class TFChainInterpreter:
                 kind, reused=entry is not None, path=key.path if key is not None else ""
             )
 
-    # -- the journal -------------------------------------------------------------------
     def _journaled(
         self, name: str, arguments: Mapping[str, Any], *, reuse: bool
     ) -> tuple[JournalKey | None, JournalEntry | None]:
         """This call's journal key and the entry that answers it, if any."""
-        if self.journal is None:
-            return None, None
-        counter = self._scope().counter
-        args = canonical_args(dict(arguments))
-        key = JournalKey(self.attempt, counter.path, name, args, counter.next(name, args))
-        entry = self.journal.lookup(key)
-        if entry is None and reuse:
-            entry = self.journal.reusable(key)
-        return key, entry
-
-    def _record(
-        self,
-        key: JournalKey | None,
-        kind: str,
-        started: float,
-        *,
-        result: Any = None,
-        error: BaseException | None = None,
-        tokens: int = 0,
-        intermediate: dict[str, Any] | None = None,
-    ) -> None:
-        if key is None or self.journal is None or isinstance(error, PASSTHROUGH):
-            return
-        self.journal.record(JournalEntry(
-            key=key,
-            kind=kind,
-            ok=error is None,
-            result=_plain_copy(result) if error is None else None,
-            error=None if error is None else _error_text(error),
-            duration_s=time.perf_counter() - started,
-            tokens=tokens,
-            intermediate=intermediate or None,
-        ))
-
-    async def _recording(self, key: JournalKey | None, kind: str, work: Awaitable[Any]) -> Any:
-        started = time.perf_counter()
-        try:
-            with self._call_context(key):
-                result = await work
-        except Exception as exc:
-            self._record(key, kind, started, error=exc)
-            raise
-        self._record(key, kind, started, result=result)
-        return result
-
-    @contextmanager
-    def _call_context(self, key: JournalKey | None) -> Iterator[None]:
-        if key is None:
-            yield
-            return
-        with calling(CallContext(self.run_id, key)):
-            yield
+        return self._journal.find(self._scope().counter, name, arguments, reuse=reuse)
 
     def _relax_required(self, spec: CallableSpec) -> CallableSpec:
         required = spec.parameters.get("required")
@@ -567,109 +490,8 @@ class TFChainInterpreter:
     def _chain_result(
         self, scope: _Scope, trace: Sequence[CallRecord], value: Any, stdout: str
     ) -> ChainResult:
-        """The plan's ChainResult: its value, every sub-chain's output and the call trace."""
-        result = ChainResult(content=_as_chain_output(value, stdout), usage=scope.collector.total)
-        result.logs.extend(
-            _trace_line(index, record) for index, record in enumerate(trace, start=1)
-        )
-        for sub in list(scope.results):
-            result.intermediate_msgs.extend(sub.intermediate_msgs)
-            result.tool_returns.extend(sub.tool_returns)
-            result.logs.extend(sub.logs)
-            if sub.current_generate is not None:
-                result.current_generate = sub.current_generate
-        return result
-
-
-def _replayed(entry: JournalEntry) -> Any:
-    """The recorded outcome of a journaled call: its result, or its error raised again."""
-    if not entry.ok:
-        raise TFRecordedCallError(entry.error or "the call failed")
-    return _plain_copy(entry.result)
-
-
-def _plain_copy(value: Any) -> Any:
-    """A deep copy of plain data, so neither the journal nor a plan sees the other's edits."""
-    if isinstance(value, dict):
-        return {key: _plain_copy(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_plain_copy(item) for item in value]
-    if isinstance(value, tuple):
-        return tuple(_plain_copy(item) for item in value)
-    if isinstance(value, set):
-        return {_plain_copy(item) for item in value}
-    return value
-
-
-def _error_text(error: BaseException) -> str:
-    text = str(error)
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__
-
-
-def partial_chain_result(error: BaseException) -> ChainResult | None:
-    """What a failed :meth:`TFChainInterpreter.evaluate` did before failing (usage, trace)."""
-    if not isinstance(error, TFInterpreterError):
-        return None
-    result = error.partial_result.chain_result
-    return result if isinstance(result, ChainResult) else None
-
-
-def _attach_partial(error: BaseException, result: ChainResult) -> None:
-    if isinstance(error, TFInterpreterError) and partial_chain_result(error) is None:
-        error.partial_result.chain_result = result
-        error.partial_result.usage = result.usage.copy()
-
-
-def _input_text(kwargs: Mapping[str, Any]) -> str:
-    for key in INPUT_KWARGS:
-        if key in kwargs:
-            value = kwargs[key]
-            return value if isinstance(value, str) else _to_json(value)
-    return _to_json(dict(kwargs))
-
-
-def _to_json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=_jsonable)
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, set | frozenset):
-        return sorted(value, key=repr)
-    return repr(value)
-
-
-def _as_chain_output(value: Any, stdout: str) -> ChainOutput:
-    """A plan's value as chain output: text or a dict (other values as ``{"result": ...}``)."""
-    if value is None:
-        return stdout
-    if isinstance(value, str):
-        return value
-    try:
-        plain = json.loads(_to_json(value))
-    except (TypeError, ValueError):
-        plain = repr(value)
-    if isinstance(plain, dict):
-        return plain
-    return {"result": plain}
-
-
-def _trace_line(index: int, record: CallRecord) -> str:
-    arguments = [_preview(arg) for arg in record.args]
-    arguments += [f"{key}={_preview(value)}" for key, value in record.kwargs.items()]
-    branch = f" [parallel branch {record.branch}]" if record.branch is not None else ""
-    if record.error is not None:
-        outcome = f"failed: {record.error}"
-    elif callable(record.result):
-        outcome = f"-> {record.result!r}"
-    else:
-        outcome = f"-> {_preview(record.result)}"
-    return (f"plan call {index} at {record.line}:{record.col}{branch}: "
-            f"{record.name}({', '.join(arguments)}) {outcome} ({record.duration_s:.3f} s)")
-
-
-def _preview(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= _PREVIEW_CHARS else text[:_PREVIEW_CHARS] + "…"
+        return plan_chain_result(scope.collector.total, trace, list(scope.results), value,
+                                 stdout)
 
 
 __all__ = ["INPUT_KWARGS", "TFChainInterpreter", "partial_chain_result"]

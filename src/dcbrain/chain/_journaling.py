@@ -1,0 +1,134 @@
+"""The run journal as a plan's calls see it: their keys, the entries that answer them,
+what is recorded when a call finishes, and the call context tools read."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from dcbrain.exceptions import TFRecordedCallError, TFTokenBudgetExceeded, TFUserNewInputError
+from dcbrain.journal import (
+    CallContext,
+    CallJournal,
+    JournalEntry,
+    JournalKey,
+    OccurrenceCounter,
+    calling,
+    canonical_args,
+)
+
+#: Errors that end a plan as they are instead of becoming a plan error (no replan helps);
+#: they are not recorded either: the call did not finish.
+PASSTHROUGH: tuple[type[BaseException], ...] = (TFUserNewInputError, TFTokenBudgetExceeded)
+
+T = TypeVar("T")
+
+
+class PlanJournal:
+    """Journals the calls of plan attempt ``attempt`` of run ``run_id`` (none without
+    ``journal``: every method then does nothing but the call)."""
+
+    def __init__(self, journal: CallJournal | None, attempt: int, run_id: str | None) -> None:
+        self.journal = journal
+        self.attempt = attempt
+        self.run_id = run_id
+
+    def find(
+        self, counter: OccurrenceCounter, name: str, arguments: Mapping[str, Any], *,
+        reuse: bool,
+    ) -> tuple[JournalKey | None, JournalEntry | None]:
+        """This call's key and the entry that answers it: exactly this call of a replayed
+        attempt, else (with ``reuse``) the same call finished by an earlier attempt."""
+        if self.journal is None:
+            return None, None
+        args = canonical_args(dict(arguments))
+        key = JournalKey(self.attempt, counter.path, name, args, counter.next(name, args))
+        entry = self.journal.lookup(key)
+        if entry is None and reuse:
+            entry = self.journal.reusable(key)
+        return key, entry
+
+    def record(
+        self,
+        key: JournalKey | None,
+        kind: str,
+        started: float,
+        *,
+        result: Any = None,
+        error: BaseException | None = None,
+        tokens: int = 0,
+        intermediate: dict[str, Any] | None = None,
+    ) -> None:
+        """Record a finished call (``started`` from ``time.perf_counter()``)."""
+        if key is None or self.journal is None or isinstance(error, PASSTHROUGH):
+            return
+        self.journal.record(JournalEntry(
+            key=key,
+            kind=kind,
+            ok=error is None,
+            result=plain_copy(result) if error is None else None,
+            error=None if error is None else _error_text(error),
+            duration_s=time.perf_counter() - started,
+            tokens=tokens,
+            intermediate=intermediate or None,
+        ))
+
+    def call(self, key: JournalKey | None, kind: str, work: Callable[[], T]) -> T:
+        """Run ``work`` as the call ``key`` and record how it ended."""
+        started = time.perf_counter()
+        try:
+            with self.context(key):
+                result = work()
+        except Exception as exc:
+            self.record(key, kind, started, error=exc)
+            raise
+        self.record(key, kind, started, result=result)
+        return result
+
+    async def acall(self, key: JournalKey | None, kind: str, work: Awaitable[T]) -> T:
+        """:meth:`call` for an awaitable."""
+        started = time.perf_counter()
+        try:
+            with self.context(key):
+                result = await work
+        except Exception as exc:
+            self.record(key, kind, started, error=exc)
+            raise
+        self.record(key, kind, started, result=result)
+        return result
+
+    @contextmanager
+    def context(self, key: JournalKey | None) -> Iterator[None]:
+        """The call context (:func:`~dcbrain.journal.current_call`) of the call ``key``."""
+        if key is None:
+            yield
+            return
+        with calling(CallContext(self.run_id, key)):
+            yield
+
+
+def replayed(entry: JournalEntry) -> Any:
+    """The recorded outcome of a journaled call: its result, or its error raised again."""
+    if not entry.ok:
+        raise TFRecordedCallError(entry.error or "the call failed")
+    return plain_copy(entry.result)
+
+
+def plain_copy(value: Any) -> Any:
+    """A deep copy of plain data, so neither the journal nor a plan sees the other's edits."""
+    if isinstance(value, dict):
+        return {key: plain_copy(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [plain_copy(item) for item in value]
+    if isinstance(value, tuple):
+        return tuple(plain_copy(item) for item in value)
+    if isinstance(value, set):
+        return {plain_copy(item) for item in value}
+    return value
+
+
+def _error_text(error: BaseException) -> str:
+    text = str(error)
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
