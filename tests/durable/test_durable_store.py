@@ -34,3 +34,16 @@ def test_a_status_changes_only_from_the_expected_ones(backend: Backend) -> None:
     assert moved is not None and moved.status == "running"
     assert moved.data == {"question": "q", "executor_id": "w1"}
     assert [r.run_id for r in store.list_runs("c1")] == ["r1"]
+
+
+def test_closing_a_store_leaves_a_connection_in_use_to_its_user(postgres_url: str) -> None:
+    from dcbrain.durable import PostgresDurableStore
+
+    store = PostgresDurableStore(postgres_url)
+    store.append_events("r1", [{"type": "a", "seq": 0}])  # one idle connection now
+    with store._connection() as in_use:
+        store.close()  # another thread closing the store meanwhile
+        assert not in_use.closed
+        assert in_use.execute("SELECT count(*) FROM dcbrain_run_events").fetchone() == (1,)
+    assert in_use.closed  # closed once its user was done with it
+    assert [e["type"] for e in store.events("r1")] == ["a"]  # later uses still work

@@ -26,7 +26,6 @@ from dcbrain.durable.writer import StoreWriter
 from dcbrain.events import Event, EventType
 from dcbrain.exceptions import DurableRunError, TFBrainError, TFUserNewInputError
 from dcbrain.journal import CallJournal
-from dcbrain.llm.tokens import cl100k_base
 from dcbrain.neural import Neural
 
 logger = logging.getLogger("dcbrain.durable")
@@ -58,6 +57,8 @@ class DurableBrain(Protocol):
     ) -> BrainResult: ...
 
     def abort(self, run_id: str | None = ...) -> bool: ...
+
+    def warm_up(self) -> None: ...
 
 
 DurableBrainFactory = Callable[[], DurableBrain]
@@ -100,12 +101,7 @@ class RunExecutor:
         the first time in a process: paid here, at start, rather than on the first run's
         loop, where they would hold up its events and an abort asked meanwhile.
         """
-        brain = self.brain_factory()
-        warm_up = getattr(brain, "warm_up", None)
-        if callable(warm_up):
-            warm_up()
-        else:
-            cl100k_base()
+        self.brain_factory().warm_up()
 
     # -- control (any thread) ------------------------------------------------------------
 

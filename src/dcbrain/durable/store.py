@@ -18,7 +18,7 @@ import sqlite3
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -248,29 +248,25 @@ class PostgresDurableStore(DurableStore):
         return None if row is None else RunRecord(*row)
 
     def append_events(self, run_id: str, events: Sequence[dict[str, Any]]) -> int:
-        if not events:
-            return 0
-        with self._connection() as conn, conn.transaction():
-            cursor = conn.execute(
-                "INSERT INTO dcbrain_run_events SELECT %s, t.s, t.e, %s "
-                "FROM jsonb_to_recordset(%s::jsonb) AS t(s int, e jsonb) "
-                "ON CONFLICT (run_id, seq) DO NOTHING",
-                (run_id, time.time(), _dumps([{"s": int(e["seq"]), "e": e} for e in events])),
-            )
-            inserted = cursor.rowcount
-            conn.execute("SELECT pg_notify(%s, %s)", (EVENTS_CHANNEL, run_id))
-        if self.on_append is not None:
-            self.on_append(run_id)
-        return inserted
+        return self._write({run_id: list(events)}, ())
 
     def write_batch(self, events: dict[str, list[dict[str, Any]]],
                     journal: Sequence[JournalRow]) -> None:
-        # Each list goes as one JSON document: psycopg's text arrays escape every string
-        # with a regular expression, which costs more than the whole insert.
+        self._write(events, journal)
+
+    def _write(self, events: Mapping[str, Sequence[dict[str, Any]]],
+               journal: Sequence[JournalRow]) -> int:
+        """Journal rows, then events, in one transaction that NOTIFYs each run with new
+        events; returns how many events were new.
+
+        Each list goes as one JSON document: psycopg's text arrays escape every string
+        with a regular expression, which costs more than the whole insert.
+        """
         rows = [{"r": run_id, "s": int(e["seq"]), "e": e}
                 for run_id, records in events.items() for e in records]
         if not rows and not journal:
-            return
+            return 0
+        inserted = 0
         with self._connection() as conn, conn.transaction():
             if journal:
                 conn.execute(
@@ -282,17 +278,20 @@ class PostgresDurableStore(DurableStore):
                     (_dumps([{"r": r, "k": k, "e": e} for r, k, e in journal]),),
                 )
             if rows:
-                conn.execute(
+                inserted = conn.execute(
                     "INSERT INTO dcbrain_run_events SELECT t.r, t.s, t.e, %s "
                     "FROM jsonb_to_recordset(%s::jsonb) AS t(r text, s int, e jsonb) "
                     "ON CONFLICT (run_id, seq) DO NOTHING",
                     (time.time(), _dumps(rows)),
-                )
+                ).rowcount
+                notified = [run_id for run_id, records in events.items() if records]
                 conn.execute("SELECT pg_notify(%s, r) FROM jsonb_array_elements_text(%s::jsonb) "
-                             "AS t(r)", (EVENTS_CHANNEL, _dumps(list(events))))
+                             "AS t(r)", (EVENTS_CHANNEL, _dumps(notified)))
         if self.on_append is not None:
-            for run_id in events:
-                self.on_append(run_id)
+            for run_id, records in events.items():
+                if records:
+                    self.on_append(run_id)
+        return inserted
 
     def events(self, run_id: str, after: int = -1) -> list[dict[str, Any]]:
         with self._connection() as conn:
@@ -363,6 +362,7 @@ class PostgresDurableStore(DurableStore):
 
 # -- SQLite ------------------------------------------------------------------------------
 
+_SQLITE_RECORD: Final = "INSERT OR IGNORE INTO dcbrain_journal VALUES (?, ?, ?)"
 _SQLITE_JOURNAL: Final = """
 CREATE TABLE IF NOT EXISTS dcbrain_journal (
     run_id TEXT NOT NULL,
@@ -451,7 +451,7 @@ class SQLiteDurableStore(DurableStore):
             with self._journal_db() as conn:
                 conn.execute("BEGIN")
                 try:
-                    conn.executemany("INSERT OR IGNORE INTO dcbrain_journal VALUES (?, ?, ?)",
+                    conn.executemany(_SQLITE_RECORD,
                                      [(r, k, _dumps(e)) for r, k, e in journal])
                 except BaseException:
                     conn.execute("ROLLBACK")
@@ -462,6 +462,6 @@ class SQLiteDurableStore(DurableStore):
 
     def record_journal(self, run_id: str, key: str, entry: dict[str, Any]) -> bool:
         with self._journal_db() as conn:
-            cursor = conn.execute("INSERT OR IGNORE INTO dcbrain_journal VALUES (?, ?, ?)",
+            cursor = conn.execute(_SQLITE_RECORD,
                                   (run_id, key, _dumps(entry)))
             return cursor.rowcount > 0

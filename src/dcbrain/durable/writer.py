@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,7 +79,7 @@ class StoreWriter:
 
     # -- the writer thread -----------------------------------------------------------------
 
-    def _enqueue(self, add: Any) -> _Batch:
+    def _enqueue(self, add: Callable[[_Batch], None]) -> _Batch:
         with self._lock:
             if self._closed:
                 raise StoreWriteError("the store writer is closed")
