@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol
+from typing import Any, Protocol
 
 from dcbrain._text import encodable
 from dcbrain.brain import BrainResult
@@ -27,23 +27,15 @@ from dcbrain.events import Event, EventType
 from dcbrain.exceptions import DurableRunError, TFBrainError, TFUserNewInputError
 from dcbrain.journal import CallJournal
 from dcbrain.neural import Neural
+from dcbrain.server.runs import DEFAULT_SUPERSEDE_GRACE_S, QUEUED, RUNNING, RunnableBrain
 
 logger = logging.getLogger("dcbrain.durable")
 
-QUEUED: Final = "queued"
-RUNNING: Final = "running"
-DEFAULT_SUPERSEDE_GRACE_S: Final = 5.0
-
-
-class DurableBrain(Protocol):
-    """What a worker needs of a brain: :class:`~dcbrain.brain.DCBrain` is one."""
+class DurableBrain(RunnableBrain, Protocol):
+    """What a worker needs of a brain, beyond the server's: its memory, runs under a given
+    journal and clock, and a warm-up. :class:`~dcbrain.brain.DCBrain` is one."""
 
     memory: Any
-
-    @property
-    def neural(self) -> Neural | None: ...
-
-    def connect_to_neural(self, neural: Neural) -> None: ...
 
     async def async_run(
         self,
@@ -55,8 +47,6 @@ class DurableBrain(Protocol):
         journal: CallJournal | None = ...,
         clock: Callable[[], float] | None = ...,
     ) -> BrainResult: ...
-
-    def abort(self, run_id: str | None = ...) -> bool: ...
 
     def warm_up(self) -> None: ...
 

@@ -33,8 +33,6 @@ if TYPE_CHECKING:
 
 #: Channel an append notifies with the run id as payload (PostgreSQL).
 EVENTS_CHANNEL: Final = "dcbrain_events"
-#: Statuses after which a run never changes again.
-TERMINAL_STATUSES: Final = frozenset({"succeeded", "failed", "aborted", "interrupted"})
 
 
 #: A journal row to store: (run id, key, entry).

@@ -17,9 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from dcbrain.durable import DurableEngine, DurableStore, EventHub
-from dcbrain.durable.executor import QUEUED, RUNNING
 from dcbrain.memory import RunRecord
-from dcbrain.server.runs import TooManyRuns, record_summary
+from dcbrain.server.runs import QUEUED, RUNNING, TooManyRuns, record_summary
 
 _LIVE = (QUEUED, RUNNING)
 #: How long a stream waits after a run's final event for its terminal status (seconds).
