@@ -144,6 +144,14 @@ class CallJournal:
         with self._lock:
             self._add(entry)
 
+    async def arecord(self, entry: JournalEntry) -> None:
+        """:meth:`record` from a coroutine.
+
+        A journal that stores its entries (a durable run's) returns once the entry is
+        stored, without blocking the loop meanwhile.
+        """
+        self.record(entry)
+
     def _add(self, entry: JournalEntry) -> None:
         if entry.key in self._exact:
             return

@@ -193,9 +193,9 @@ async def ask_planner(
             "plan", chain.async_run(planning.message(), context.conversation, context.knowledge)
         )
         content = reply.content
-        journal.record(JournalEntry(key, "llm", True, result=content,
-                                    duration_s=time.perf_counter() - started,
-                                    tokens=reply.usage.total_tokens))
+        await journal.arecord(JournalEntry(key, "llm", True, result=content,
+                                           duration_s=time.perf_counter() - started,
+                                           tokens=reply.usage.total_tokens))
     take_reply(ir, content, recorder, callables)
 
 

@@ -56,7 +56,7 @@ async def validate(
         started = time.perf_counter()
         verdict = await ask_validator(ir, llm, prompt, control)
         if journal is not None:
-            journal.record(JournalEntry(key, "llm", True, result={
+            await journal.arecord(JournalEntry(key, "llm", True, result={
                 "is_solved": verdict.is_solved, "suggestion": verdict.suggestion,
                 "parse_error": verdict.parse_error,
             }, duration_s=time.perf_counter() - started))

@@ -50,7 +50,22 @@ class PlanJournal:
             entry = self.journal.reusable(key)
         return key, entry
 
-    def record(
+    def record(self, key: JournalKey | None, kind: str, started: float,
+               **outcome: Any) -> None:
+        """Record a finished call (``started`` from ``time.perf_counter()``; ``outcome``:
+        ``result`` or ``error``, and ``tokens``, ``intermediate``)."""
+        entry = self._entry(key, kind, started, **outcome)
+        if entry is not None and self.journal is not None:
+            self.journal.record(entry)
+
+    async def arecord(self, key: JournalKey | None, kind: str, started: float,
+                      **outcome: Any) -> None:
+        """:meth:`record` from a coroutine (a stored journal's write does not block)."""
+        entry = self._entry(key, kind, started, **outcome)
+        if entry is not None and self.journal is not None:
+            await self.journal.arecord(entry)
+
+    def _entry(
         self,
         key: JournalKey | None,
         kind: str,
@@ -60,11 +75,10 @@ class PlanJournal:
         error: BaseException | None = None,
         tokens: int = 0,
         intermediate: dict[str, Any] | None = None,
-    ) -> None:
-        """Record a finished call (``started`` from ``time.perf_counter()``)."""
+    ) -> JournalEntry | None:
         if key is None or self.journal is None or isinstance(error, PASSTHROUGH):
-            return
-        self.journal.record(JournalEntry(
+            return None
+        return JournalEntry(
             key=key,
             kind=kind,
             ok=error is None,
@@ -73,7 +87,7 @@ class PlanJournal:
             duration_s=time.perf_counter() - started,
             tokens=tokens,
             intermediate=intermediate or None,
-        ))
+        )
 
     def call(self, key: JournalKey | None, kind: str, work: Callable[[], T]) -> T:
         """Run ``work`` as the call ``key`` and record how it ended."""
@@ -94,9 +108,9 @@ class PlanJournal:
             with self.context(key):
                 result = await work
         except Exception as exc:
-            self.record(key, kind, started, error=exc)
+            await self.arecord(key, kind, started, error=exc)
             raise
-        self.record(key, kind, started, result=result)
+        await self.arecord(key, kind, started, result=result)
         return result
 
     @contextmanager

@@ -405,7 +405,7 @@ class TFChainInterpreter:
             with self._journal.context(key):
                 result = await chain.async_run(message, self.conversation, self.knowledge)
         except Exception as exc:
-            self._journal.record(key, "chain", started, error=exc)
+            await self._journal.arecord(key, "chain", started, error=exc)
             raise
         finally:
             llm_observer.reset(token)
@@ -415,9 +415,9 @@ class TFChainInterpreter:
                     message.additional_kwargs[CHAINS_INTERMEDIATE_RESULTS]
         assert result is not None
         scope.record(result)
-        self._journal.record(key, "chain", started, result=result.content,
-                     tokens=result.usage.total_tokens,
-                     intermediate=intermediate_results_added(before, message.additional_kwargs))
+        await self._journal.arecord(
+            key, "chain", started, result=result.content, tokens=result.usage.total_tokens,
+            intermediate=intermediate_results_added(before, message.additional_kwargs))
         return result.content
 
     async def _in_scope(self, awaitable: Awaitable[Any]) -> Any:

@@ -153,7 +153,7 @@ class DurableEngine:
             self._launched = False
         if self.executor is not None:  # what the runs queued until now is stored
             try:
-                self.executor.writer.flush()
+                self.executor.close()
             except Exception:
                 logger.exception("events or journal rows were lost at shutdown")
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,12 +19,14 @@ from typing import Any, Protocol
 from dcbrain._text import encodable
 from dcbrain.brain import BrainResult
 from dcbrain.durable.journal import RecordedMemory, RunJournal
+from dcbrain.durable.loop import RunLoop
 from dcbrain.durable.sink import EventSink
 from dcbrain.durable.store import DurableStore
 from dcbrain.durable.writer import StoreWriter
 from dcbrain.events import Event, EventType
 from dcbrain.exceptions import DurableRunError, TFBrainError, TFUserNewInputError
 from dcbrain.journal import CallJournal
+from dcbrain.memory import RunRecord
 from dcbrain.neural import Neural
 from dcbrain.server.runs import DEFAULT_SUPERSEDE_GRACE_S, QUEUED, RUNNING, RunnableBrain
 
@@ -62,7 +63,6 @@ class LiveRun:
     conversation_id: str
     brain: DurableBrain
     neural: Neural
-    loop: asyncio.AbstractEventLoop
     sink: EventSink
     journal: RunJournal
     abort_requested: bool = False
@@ -74,13 +74,16 @@ class RunExecutor:
 
     def __init__(self, store: DurableStore, brain_factory: DurableBrainFactory, *,
                  executor_id: str = "local",
-                 supersede_grace_s: float = DEFAULT_SUPERSEDE_GRACE_S) -> None:
+                 supersede_grace_s: float = DEFAULT_SUPERSEDE_GRACE_S,
+                 max_threads: int = 128) -> None:
         self.store = store
         self.brain_factory = brain_factory
         self.executor_id = executor_id
         self.supersede_grace_s = supersede_grace_s
         self.live: dict[str, LiveRun] = {}
         self.stopping = False
+        #: The loop every run of this process executes on.
+        self.runs = RunLoop(max_threads=max_threads)
         #: Events and journal rows of every run of this process, written in batches.
         self.writer = StoreWriter(store)
 
@@ -93,6 +96,12 @@ class RunExecutor:
         """
         self.brain_factory().warm_up()
 
+    def close(self) -> None:
+        """Store what the runs queued; stop the run loop unless runs are in flight on it."""
+        self.stopping = True
+        self.runs.close()
+        self.writer.flush()
+
     # -- control (any thread) ------------------------------------------------------------
 
     def handle(self, message: dict[str, Any]) -> None:
@@ -102,11 +111,10 @@ class RunExecutor:
             return
         op = message.get("op")
         if op == "abort":
-            live.loop.call_soon_threadsafe(self._abort, live)
+            self.runs.call_soon(self._abort, live)
         elif op == "supersede":
-            live.loop.call_soon_threadsafe(self._supersede, live,
-                                           str(message.get("by", "")),
-                                           str(message.get("text", "")))
+            self.runs.call_soon(self._supersede, live, str(message.get("by", "")),
+                                str(message.get("text", "")))
 
     def _abort(self, live: LiveRun) -> None:
         live.abort_requested = True
@@ -119,24 +127,19 @@ class RunExecutor:
         if self.supersede_grace_s == 0:
             live.brain.abort(live.run_id)
         else:
-            live.timers.append(live.loop.call_later(
+            live.timers.append(asyncio.get_running_loop().call_later(
                 self.supersede_grace_s, live.brain.abort, live.run_id))
 
     # -- a run ---------------------------------------------------------------------------
 
     async def execute(self, run_id: str, conversation_id: str, question: str) -> dict[str, Any]:
         """Execute (or resume) the run; returns its summary (``status``, ``reason``)."""
-        claimed = await asyncio.to_thread(
-            self.store.update_run, run_id, RUNNING,
-            {"executor_id": self.executor_id, "started_at": time.time()},
-            only_from=(QUEUED, RUNNING),
-        )
-        if claimed is None:  # ended before it started (aborted, superseded) or unknown
+        claimed, journal = await asyncio.to_thread(self._claim, run_id)
+        if claimed is None or journal is None:  # ended before it started, or unknown
             record = await asyncio.to_thread(self.store.get_run, run_id)
             status = record.status if record is not None else "unknown"
             return {"run_id": run_id, "status": status, "executed": False}
         sink = EventSink(self.store, run_id, self.writer)
-        journal = await asyncio.to_thread(RunJournal, self.store, run_id, writer=self.writer)
         brain = self.brain_factory()
         if brain.memory is not None:  # commits once, recalls as recorded
             brain.memory = RecordedMemory(brain.memory, journal)
@@ -144,8 +147,7 @@ class RunExecutor:
             brain.connect_to_neural(Neural())  # per run: supersede signals reach this run only
         neural = brain.neural
         assert neural is not None
-        live = LiveRun(run_id, conversation_id, brain, neural, asyncio.new_event_loop(), sink,
-                       journal)
+        live = LiveRun(run_id, conversation_id, brain, neural, sink, journal)
         sink.superseded_by = claimed.data.get("superseded_by")
         self.live[run_id] = live
         # Asked to stop while no worker ran it (this is a recovery): it stops at once.
@@ -154,13 +156,18 @@ class RunExecutor:
                                    or record.data.get("superseded_by")):
             live.abort_requested = True
             sink.superseded_by = record.data.get("superseded_by")
+        running = asyncio.wrap_future(self.runs.submit(self._contained(live, question)))
         try:
-            outcome = await self._in_own_loop(live, question)
+            try:
+                outcome = await asyncio.shield(running)
+            except asyncio.CancelledError:
+                if self.stopping:  # the worker stops: the run stays running, resumes later
+                    await asyncio.to_thread(sink.close)
+                    raise
+                self.runs.call_soon(self._abort, live)  # it ends as aborted, by itself
+                outcome = await running
         except asyncio.CancelledError:
-            if self.stopping:  # the worker stops: the run stays running and resumes later
-                await asyncio.to_thread(sink.close)
-                raise
-            outcome = ("aborted", "aborted", None, "the run was cancelled")
+            raise
         except BaseException as exc:
             logger.warning("run %s failed: %s", run_id, exc)
             outcome = ("failed", "error", None, str(exc) if isinstance(exc, DurableRunError)
@@ -168,47 +175,35 @@ class RunExecutor:
             await self._close(live, sink, outcome)
             raise DurableRunError(outcome[3]) from None
         finally:
-            for timer in live.timers:
-                timer.cancel()
             self.live.pop(run_id, None)
         return await self._close(live, sink, outcome)
 
-    async def _in_own_loop(
+    def _claim(self, run_id: str) -> tuple[RunRecord | None, RunJournal | None]:
+        """Mark the run as running here (if it may run) and load its journal."""
+        claimed = self.store.update_run(
+            run_id, RUNNING, {"executor_id": self.executor_id, "started_at": time.time()},
+            only_from=(QUEUED, RUNNING))
+        if claimed is None:
+            return None, None
+        return claimed, RunJournal(self.store, run_id, writer=self.writer)
+
+    async def _contained(
         self, live: LiveRun, question: str
     ) -> tuple[str, str, dict[str, Any] | None, str | None]:
-        """Run the brain on a loop and thread of its own.
+        """:meth:`_run_brain` on the run loop, where anything it raises is an ``Exception``.
 
-        asyncio hands a ``SystemExit`` or ``KeyboardInterrupt`` raised in a task (a tool may
-        raise one) to the loop itself, which stops: on the shared DBOS loop that would
-        stall every run of the worker. On its own loop only this run ends, as ``failed``.
+        The workflow awaits it from DBOS's loop: a ``SystemExit`` or ``KeyboardInterrupt``
+        from a tool must end this run as ``failed``, not reach DBOS or stop a loop.
         """
-        loop = asyncio.get_running_loop()
-        done: asyncio.Future[tuple[str, str, dict[str, Any] | None, str | None]] = (
-            loop.create_future())
-
-        def settle(outcome: Any, error: BaseException | None) -> None:
-            if done.done():
-                return
-            if error is not None:
-                done.set_exception(error)
-            else:
-                done.set_result(outcome)
-
-        def main() -> None:
-            outcome: Any = None
-            error: BaseException | None = None
-            try:
-                outcome = live.loop.run_until_complete(self._run_brain(live, question))
-            except BaseException as exc:  # handed to the awaiting workflow as an Exception
-                error = DurableRunError(f"{type(exc).__name__}: {exc}")
-            finally:
-                with contextlib.suppress(BaseException):
-                    _close_loop(live.loop)
-            with contextlib.suppress(RuntimeError):  # the worker's loop closed meanwhile
-                loop.call_soon_threadsafe(settle, outcome, error)
-
-        threading.Thread(target=main, name=f"run:{live.run_id[:8]}", daemon=True).start()
-        return await asyncio.shield(done)
+        try:
+            return await self._run_brain(live, question)
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:
+            raise DurableRunError(f"{type(exc).__name__}: {exc}") from None
+        finally:
+            for timer in live.timers:
+                timer.cancel()
 
     async def _run_brain(
         self, live: LiveRun, question: str
@@ -258,14 +253,3 @@ class RunExecutor:
                                     only_from=(RUNNING, QUEUED))
         return {"run_id": live.run_id, "status": status, "reason": reason, "executed": True}
 
-
-
-def _close_loop(loop: asyncio.AbstractEventLoop) -> None:
-    """Cancel what is left on a run's loop (after an abort or a crash) and close it."""
-    pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
-    for task in pending:
-        task.cancel()
-    if pending:
-        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-    loop.run_until_complete(loop.shutdown_asyncgens())
-    loop.close()

@@ -17,6 +17,7 @@ has diverged: it raises
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import threading
 import time
@@ -67,6 +68,15 @@ class RunJournal:
             self.writer.add_journal(self.run_id, key, row, wait=wait)
 
 
+    async def awrite(self, key: str, row: dict[str, Any]) -> None:
+        """:meth:`write` from a coroutine: returns once the row is stored, without blocking
+        the loop (every run of a worker shares it)."""
+        if self.writer is None:
+            await asyncio.to_thread(self.store.record_journal, self.run_id, key, row)
+        else:
+            await self.writer.awrite_journal(self.run_id, key, row)
+
+
 class StoredJournal(CallJournal):
     """A :class:`~dcbrain.journal.CallJournal` whose entries are rows of the run store."""
 
@@ -98,6 +108,11 @@ class StoredJournal(CallJournal):
     def record(self, entry: JournalEntry) -> None:
         super().record(entry)
         self._owner.write(f"call|{entry.key.text}", {"type": "call", "entry": entry.to_dict()})
+
+    async def arecord(self, entry: JournalEntry) -> None:
+        super().record(entry)
+        await self._owner.awrite(f"call|{entry.key.text}",
+                                 {"type": "call", "entry": entry.to_dict()})
 
 
 class RecordedClock:
@@ -166,7 +181,7 @@ class RecordedMemory:
         if number in self._journal.commits:
             return None
         result = await self._memory.acommit_message(conversation_id, message, *args, **kwargs)
-        self._journal.write(f"commit|{number}", {"type": "commit", "n": number})
+        await self._journal.awrite(f"commit|{number}", {"type": "commit", "n": number})
         return result
 
     async def arecall(self, *args: Any, **kwargs: Any) -> Recall:

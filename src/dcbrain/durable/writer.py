@@ -13,6 +13,8 @@ stored before it goes on (a finished call, a memory commit) waits for its batch.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import threading
 from collections import defaultdict
@@ -32,6 +34,9 @@ class _Batch:
     journal: list[JournalRow] = field(default_factory=list)
     done: threading.Event = field(default_factory=threading.Event)
     error: BaseException | None = None
+    #: Coroutines waiting for this batch: told on their own loops.
+    waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = field(
+        default_factory=list)
 
     def __bool__(self) -> bool:
         return bool(self.events or self.journal)
@@ -61,6 +66,18 @@ class StoreWriter:
         batch = self._enqueue(lambda batch: batch.journal.append((run_id, key, row)))
         if wait:
             self._settle(batch)
+
+    async def awrite_journal(self, run_id: str, key: str, row: dict[str, Any]) -> None:
+        """:meth:`add_journal` for a coroutine: waits for the batch without blocking its loop."""
+        loop = asyncio.get_running_loop()
+        stored: asyncio.Future[None] = loop.create_future()
+
+        def add(batch: _Batch) -> None:
+            batch.journal.append((run_id, key, row))
+            batch.waiters.append((loop, stored))
+
+        self._enqueue(add)
+        await stored
 
     def flush(self) -> None:
         """Return once everything queued so far is stored (or raise if it was not)."""
@@ -112,3 +129,17 @@ class StoreWriter:
             with self._lock:
                 self._writing = None
             batch.done.set()
+            for loop, stored in batch.waiters:
+                with contextlib.suppress(RuntimeError):  # that loop is closed
+                    loop.call_soon_threadsafe(_settle_future, stored, batch.error)
+
+
+def _settle_future(stored: asyncio.Future[None], error: BaseException | None) -> None:
+    if stored.done():  # its waiter was cancelled
+        return
+    if error is None:
+        stored.set_result(None)
+    else:
+        failure = StoreWriteError(f"could not store: {error}")
+        failure.__cause__ = error
+        stored.set_exception(failure)
