@@ -440,10 +440,11 @@ def inflight(pg: str, count: int) -> None:
     receiver, sender = multiprocessing.get_context("spawn").Pipe(duplex=False)
     api = multiprocessing.get_context("spawn").Process(target=_api_side,
                                                        args=(db, count, sender))
-    started = time.monotonic()
+    started, cpu = time.monotonic(), time.process_time()
     api.start()
     try:
         statuses, enqueued, latencies, spans = receiver.recv()
+        cpu = time.process_time() - cpu
         api.join()
     finally:
         if api.is_alive():
@@ -466,7 +467,7 @@ def inflight(pg: str, count: int) -> None:
     print(f"inflight    run first->final event p50 {ms(pct(durations, 0.5))} "
           f"p95 {ms(pct(durations, 0.95))} (four 0.5 s LLM calls: 2 s at best); first events "
           f"over {ms(max(first for first, _ in spans) - origin)}; all enqueued in "
-          f"{ms(enqueued)}")
+          f"{ms(enqueued)}; worker CPU {cpu * 1000 / count:.1f} ms per run")
 
 
 def main() -> None:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
+from typing import Any
 
-from dcbrain import ScriptedLLM
+from dcbrain import FunctionLLM, ScriptedLLM
 from dcbrain.brain import DCBrain
+from dcbrain.durable.loop import RunLoop
 from support.brain_scripts import plan, verdict
-from support.durable_brains import CountingTools
+from support.durable_brains import THREE_STEPS, CountingTools
 from support.durable_harness import Backend, running_engine, submit, wait_until_ended
 
 
@@ -31,6 +34,17 @@ def test_a_run_executes_from_the_queue_and_stores_every_event(
         1, 1, 1]
 
 
+def _tasks_left(runs: RunLoop) -> int:
+    async def count() -> int:
+        current = asyncio.current_task()
+        return sum(t is not current and not t.done() for t in asyncio.all_tasks())
+
+    deadline = time.monotonic() + 5
+    while (left := runs.submit(count()).result(5)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return left
+
+
 def _workflow_status(engine: object, run_id: str, wanted: str) -> str | None:
     deadline = time.monotonic() + 10
     status = None
@@ -49,18 +63,27 @@ def test_a_base_exception_inside_a_run_fails_it_instead_of_leaving_it_pending(
         """Exit the process (a BaseException)."""
         raise SystemExit(3)
 
-    def brain() -> DCBrain:
-        return DCBrain(default_llm=ScriptedLLM([plan("return exiting_tool()")]),
-                       default_validate_llm=ScriptedLLM([verdict(True)]),
-                       tools=[exiting_tool])
+    def planner(messages: list[dict[str, Any]]) -> str:  # by the question asked
+        asked = str(messages[-1]["content"])
+        return plan("return exiting_tool()" if "exit" in asked else THREE_STEPS)
 
+    def brain() -> DCBrain:
+        return DCBrain(default_llm=FunctionLLM(planner),
+                       default_validate_llm=ScriptedLLM([verdict(True)]),
+                       tools=[exiting_tool, *counting.tools()])
+
+    counting.delay_s = 0.3
     with running_engine(backend, brain) as engine:
         run_id = submit(engine, backend.store, "c1", "exit")
+        other = submit(engine, backend.store, "c2", "count to three")
         record = wait_until_ended(backend.store, run_id)
         assert record.status == "failed"
         assert "SystemExit" in record.data["error"]
         assert backend.store.events(run_id)[-1]["type"] == "final"
         assert _workflow_status(engine, run_id, "ERROR") == "ERROR"
+        # Every run of the worker is on one loop: the other one went on and succeeded.
+        assert wait_until_ended(backend.store, other).status == "succeeded"
+        assert _tasks_left(engine.executor.runs) == 0  # nothing of either run lingers
 
 
 def test_runs_of_one_conversation_execute_one_after_the_other(

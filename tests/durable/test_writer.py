@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -117,4 +118,44 @@ def test_flush_waits_for_the_batch_being_written(backend: Backend, gate: _Gate) 
     flusher.join(5)
     assert flushed.is_set()
     assert [e["type"] for e in backend.store.events("r1")] == ["a"]
+    writer.close()
+
+
+async def test_a_coroutine_waits_for_its_row_without_blocking_its_loop(
+    backend: Backend, gate: _Gate
+) -> None:
+    writer = StoreWriter(backend.store)
+    writer.add_events("r0", [{"type": "a", "seq": 0}])
+    assert gate.entered.wait(5)  # the writer is held inside batch 1
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0.01)
+
+    ticker = asyncio.create_task(tick())
+    stored = asyncio.create_task(writer.awrite_journal("r1", "call|x", {"result": 1}))
+    await asyncio.sleep(0.2)
+    assert not stored.done()  # its batch waits for batch 1 ...
+    assert ticks >= 5  # ... while the loop goes on with everything else
+    gate.release.set()
+    await asyncio.wait_for(stored, 5)
+    assert backend.store.journal("r1") == [{"result": 1}]
+    ticker.cancel()
+    writer.close()
+
+
+async def test_a_failed_batch_raises_in_the_waiting_coroutine(
+    backend: Backend, gate: _Gate
+) -> None:
+    gate.fail = True
+    gate.release.set()
+    writer = StoreWriter(backend.store)
+    with pytest.raises(StoreWriteError, match="the disk is full"):
+        await writer.awrite_journal("r1", "call|x", {"result": 1})
+    gate.fail = False
+    await writer.awrite_journal("r1", "call|y", {"result": 2})
+    assert backend.store.journal("r1") == [{"result": 2}]
     writer.close()

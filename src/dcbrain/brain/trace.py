@@ -3,7 +3,7 @@
 :class:`RunRecorder` is the one place a run's events go through. It is thread-safe
 (plans call chains and tools from worker threads), numbers events in order, keeps them
 for the result and fans them out to subscribers, the optional JSONL trace and the
-OpenTelemetry exporter. Without an OpenTelemetry SDK configured, spans are no-ops.
+OpenTelemetry exporter. Without an OpenTelemetry tracer provider, no spans are made.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ class RunRecorder:
         self.log = EventLog(run_id)
         self._lock = threading.Lock()
         self._jsonl: JSONLTrace | None = JSONLTrace(trace_path) if trace_path else None
-        self._spans = OTelSpans() if spans else None
+        self._spans = OTelSpans() if spans and tracing_configured() else None
         for subscriber in subscribers:
             self.log.subscribe(subscriber)
 
@@ -82,6 +82,13 @@ class RunRecorder:
     def as_dicts(self) -> list[dict[str, Any]]:
         with self._lock:
             return self.log.as_dicts()
+
+
+def tracing_configured() -> bool:
+    """Whether an OpenTelemetry tracer provider is set: without one, spans would be
+    no-ops, and a run makes none (checked per run, so one set later counts)."""
+    provider = otel_trace.get_tracer_provider()
+    return not isinstance(provider, otel_trace.ProxyTracerProvider | otel_trace.NoOpTracerProvider)
 
 
 class JSONLTrace:

@@ -13,6 +13,7 @@ import hashlib
 import logging
 import os
 import socket
+import sys
 import threading
 import time
 import uuid
@@ -36,6 +37,12 @@ HEARTBEAT_S: Final = 2.0
 DEAD_AFTER_S: Final = 15.0
 #: How often a worker looks at the queue for runs to start (seconds).
 QUEUE_POLL_S: Final = 0.1
+#: Python's thread switch interval in a process that executes runs (default 5 ms): the
+#: store writer, DBOS's queue thread and the control listener each wait for the run loop
+#: to give the GIL back before they go on; with hundreds of runs on the loop, 5 ms per
+#: hand-over added up to seconds of event latency and of queue lag.
+SWITCH_INTERVAL_S: Final = 0.001
+_PYTHON_SWITCH_INTERVAL_S: Final = 0.005
 
 
 def application_version(config_text: str | bytes | None = None) -> str:
@@ -83,6 +90,7 @@ class DurableEngine:
         self._stop = threading.Event()
         self._heartbeat: threading.Thread | None = None
         self._warming: threading.Thread | None = None
+        self._switch_interval: float | None = None
 
     @property
     def executes(self) -> bool:
@@ -102,6 +110,9 @@ class DurableEngine:
                                          daemon=True)
         self._warming.start()
         install_executor(self.executor)
+        if sys.getswitchinterval() == _PYTHON_SWITCH_INTERVAL_S:  # unless tuned already
+            self._switch_interval = sys.getswitchinterval()
+            sys.setswitchinterval(SWITCH_INTERVAL_S)
         config: DBOSConfig = {
             "name": "dcbrain",
             "system_database_url": dbos_url(self.db_url),
@@ -156,6 +167,9 @@ class DurableEngine:
                 self.executor.close()
             except Exception:
                 logger.exception("events or journal rows were lost at shutdown")
+        if self._switch_interval is not None:
+            sys.setswitchinterval(self._switch_interval)
+            self._switch_interval = None
 
     # -- commands ------------------------------------------------------------------------
 

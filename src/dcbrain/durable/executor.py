@@ -97,10 +97,14 @@ class RunExecutor:
         self.brain_factory().warm_up()
 
     def close(self) -> None:
-        """Store what the runs queued; stop the run loop unless runs are in flight on it."""
+        """Store what the runs queued; stop the run loop and the writer unless runs are in
+        flight (they stay, to be resumed: see :meth:`RunLoop.close`)."""
         self.stopping = True
         self.runs.close()
-        self.writer.flush()
+        if self.runs.loop.is_closed():
+            self.writer.close()
+        else:
+            self.writer.flush()
 
     # -- control (any thread) ------------------------------------------------------------
 
