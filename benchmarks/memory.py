@@ -1,9 +1,11 @@
-"""Commit and recall latency of SQLiteMemory as a conversation grows.
+"""Commit and recall latency of SQLiteMemory (or PostgresMemory) as a conversation grows.
 
     python benchmarks/memory.py            # 10k and 100k messages
     python benchmarks/memory.py --quick    # 1k and 10k messages
+    python benchmarks/memory.py --backend postgres   # PostgresMemory on a private cluster
 
-The store is a real file in a temporary directory (WAL, synchronous=FULL). Messages are
+The store is a real file in a temporary directory (WAL, synchronous=FULL), or a private
+PostgreSQL cluster (Debian's binaries, ``pip install -e ".[durable]"``). Messages are
 synthetic sentences from a Zipf-distributed vocabulary, all in one conversation (the
 worst case for recall), with 20 other conversations of background noise. At each size it
 reports the median and p95 of single commits, of full recalls with the default budget
@@ -24,9 +26,10 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 
-from dcbrain.memory import SQLiteMemory
+from dcbrain.memory import Memory, SQLiteMemory
 
 VOCABULARY = [f"w{n}" for n in range(5000)]
 CUMULATIVE_WEIGHTS = list(itertools.accumulate(1.0 / (rank + 1) for rank in range(5000)))
@@ -54,19 +57,33 @@ def summary(samples: list[float]) -> tuple[float, float]:
     return statistics.median(ordered) * 1e3, ordered[int(len(ordered) * 0.95)] * 1e3
 
 
+def open_memories(backend: str, stack: ExitStack) -> tuple[Memory, Memory]:
+    """The memory under test and one on the same data searching with every word."""
+    if backend == "sqlite":
+        path = Path(stack.enter_context(tempfile.TemporaryDirectory())) / "bench.db"
+        return SQLiteMemory(path), SQLiteMemory(path, frequent_term_share=None)
+    from dcbrain.durable import PostgresMemory
+    from dcbrain.durable.testing import fresh_database, postgres_bindir, private_postgres
+
+    bindir = postgres_bindir()
+    if bindir is None:
+        raise SystemExit("PostgreSQL binaries not found (apt-get install postgresql)")
+    url = fresh_database(stack.enter_context(private_postgres(bindir)))
+    return PostgresMemory(url), PostgresMemory(url, frequent_term_share=None)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="1k and 10k messages")
+    parser.add_argument("--backend", choices=["sqlite", "postgres"], default="sqlite")
     args = parser.parse_args()
     sizes = [1_000, 10_000] if args.quick else [10_000, 100_000]
     rng = random.Random(7)
     queries = [sentence(rng)[:80] for _ in range(20)] + ["", "?!", "w1 w2 w3"]
 
     results: dict[int, dict[str, tuple[float, float]]] = {}
-    with tempfile.TemporaryDirectory() as directory:
-        path = Path(directory) / "bench.db"
-        memory = SQLiteMemory(path)
-        every_word = SQLiteMemory(path, frequent_term_share=None)
+    with ExitStack() as stack:
+        memory, every_word = open_memories(args.backend, stack)
         for n in range(200):
             memory.add_knowledge("main", sentence(rng))
             if n % 10 == 0:

@@ -8,6 +8,9 @@ import pytest
 
 from support.fake_openai import FakeOpenAIServer
 
+# postgres_server / postgres_url: a private PostgreSQL cluster, for any test that asks
+pytest_plugins = ["support.postgres_fixtures"]
+
 
 @pytest.fixture
 def fake_openai() -> Iterator[FakeOpenAIServer]:

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from dcbrain.chain import Chain
     from dcbrain.llm import ChatLLM
     from dcbrain.mcp import MCPTools
+    from dcbrain.memory import Memory
     from dcbrain.tools import Tool
 
 DEFAULT_CONFIG_FILE = "dcbrain.toml"
@@ -398,8 +399,12 @@ def build_chains(config: Config, llms: dict[str, ChatLLM], default: ChatLLM) -> 
     }
 
 
-def build_brain(config: Config, *, trace_path: str | Path | None = None) -> DCBrain:
-    """The :class:`DCBrain` the config describes (LLMs, roles, chains, tools, memory, budgets)."""
+def build_brain(config: Config, *, trace_path: str | Path | None = None,
+                memory: Memory | None = None) -> DCBrain:
+    """The :class:`DCBrain` the config describes (LLMs, roles, chains, tools, memory, budgets).
+
+    ``memory`` replaces the config's SQLite file (workers share a PostgreSQL memory).
+    """
     from dcbrain.brain import DCBrain
     from dcbrain.llm.local import LocalLLM
     from dcbrain.memory import SQLiteMemory
@@ -422,7 +427,8 @@ def build_brain(config: Config, *, trace_path: str | Path | None = None) -> DCBr
         # which the plain LocalLLM does by itself.
         plan = plan.planner({name: item.func if isinstance(item, Tool) else item
                              for name, item in tools.items()})
-    memory = SQLiteMemory(str(config.resolve(config.memory.path))) if config.memory.path else None
+    if memory is None and config.memory.path:
+        memory = SQLiteMemory(str(config.resolve(config.memory.path)))
     return DCBrain(
         spec_chains=build_chains(config, llms, default),
         default_llm=default,

@@ -71,12 +71,17 @@ def test_a_killed_workers_runs_finish_on_the_other_worker(
         runs = [httpx.get(f"{base_url}/v1/runs/{run_id}").json() for run_id in run_ids]
         streams = [httpx.get(f"{base_url}/v1/runs/{run_id}/events", timeout=30).text
                    for run_id in run_ids]
+        # The workers' memory is the database's: the API node shows what either wrote.
+        conversations = [httpx.get(f"{base_url}/v1/conversations/c{i}").json()
+                         for i in range(RUNS)]
     finally:
         for process in processes.values():
             stop(process)
     assert [r["status"] for r in runs] == ["succeeded"] * RUNS, runs
     assert all(r["result"]["final_result"] == 4 for r in runs)
     assert all(stream.count("event: end") == 1 for stream in streams)
+    assert [[m["role"] for m in c["messages"]] for c in conversations] == [
+        ["user", "assistant"]] * RUNS  # committed once each, also by the resumed runs
     assert "back on the queue" in logs["w2"].read_text()  # w2 took over w1's runs
     # Every call finished once; only the calls the kill cut off started a second time.
     assert [count(tmp_path, name, "finished") for name in TOOLS] == [RUNS] * 3

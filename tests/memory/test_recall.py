@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dcbrain.llm.tokens import cl100k_base_length
-from dcbrain.memory import TRUNCATION_MARKER, MemoryItem, RecallBudget, SQLiteMemory
+from dcbrain.memory import TRUNCATION_MARKER, Memory, MemoryItem, RecallBudget, SQLiteMemory
 from dcbrain.memory.recall import (
     render_entry,
     render_keyword_hit,
@@ -19,6 +19,7 @@ from dcbrain.memory.recall import (
     render_message,
 )
 from dcbrain.messages import TextMessage
+from support.memory_backends import MemoryFactory
 
 LengthFunction = Callable[[str], int]
 
@@ -37,6 +38,12 @@ def shared_memory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SQLiteMe
     yield store
     store.close()
 
+
+
+@pytest.fixture
+def memory(make_memory: MemoryFactory) -> Memory:
+    """Every test here that takes ``memory`` runs on SQLite and on PostgreSQL."""
+    return make_memory()
 
 # -- budgets ---------------------------------------------------------------------------
 
@@ -80,7 +87,7 @@ def test_wrong_memory_chunk_size_is_a_clear_error(size: object) -> None:
 # -- conversation ----------------------------------------------------------------------
 
 
-def test_newest_turns_win_and_come_back_in_chronological_order(memory: SQLiteMemory) -> None:
+def test_newest_turns_win_and_come_back_in_chronological_order(memory: Memory) -> None:
     turns = [("user", "one"), ("assistant", "two"), ("user", "three"), ("assistant", "four")]
     for role, text in turns:
         memory.commit_message("c1", text, role=role)
@@ -94,7 +101,7 @@ def test_newest_turns_win_and_come_back_in_chronological_order(memory: SQLiteMem
     assert [m.content for m in one_short.conversation] == ["three", "four"]
 
 
-def test_the_committed_current_input_is_not_repeated(memory: SQLiteMemory) -> None:
+def test_the_committed_current_input_is_not_repeated(memory: Memory) -> None:
     memory.commit_message("c1", "earlier question")
     memory.commit_message("c1", "earlier answer", role="assistant")
     memory.commit_message("c1", "current question")
@@ -105,7 +112,7 @@ def test_the_committed_current_input_is_not_repeated(memory: SQLiteMemory) -> No
     assert all(hit.text != "current question" for hit in recalled.keyword_hits)
 
 
-def test_an_oversized_newest_turn_is_truncated_with_a_marker(memory: SQLiteMemory) -> None:
+def test_an_oversized_newest_turn_is_truncated_with_a_marker(memory: Memory) -> None:
     memory.commit_message("c1", "short old turn")
     memory.commit_message("c1", "word " * 5000, role="assistant")
 
@@ -119,7 +126,7 @@ def test_an_oversized_newest_turn_is_truncated_with_a_marker(memory: SQLiteMemor
     assert cl100k_base_length(recalled.conversation_text()) >= 190  # the budget is used
 
 
-def test_a_budget_too_small_for_anything_returns_nothing(memory: SQLiteMemory) -> None:
+def test_a_budget_too_small_for_anything_returns_nothing(memory: Memory) -> None:
     memory.commit_message("c1", "hello there")
     recalled = memory.recall("c1", NO_TERMS, (3, len))
     assert recalled.conversation == []
@@ -135,7 +142,7 @@ def test_a_budget_too_small_for_anything_returns_nothing(memory: SQLiteMemory) -
     length_name=st.sampled_from(sorted(LENGTHS)),
 )
 def test_conversation_section_fills_its_budget_exactly(
-    shared_memory: SQLiteMemory,
+    shared_memory: Memory,
     turns: list[tuple[str, str]],
     budget: int,
     length_name: str,
@@ -184,7 +191,7 @@ def test_conversation_section_fills_its_budget_exactly(
     query=st.text(max_size=30),
 )
 def test_every_section_stays_within_its_own_budget(
-    shared_memory: SQLiteMemory,
+    shared_memory: Memory,
     facts: list[str],
     budgets: list[int],
     length_name: str,
@@ -218,7 +225,7 @@ def test_every_section_stays_within_its_own_budget(
     length_name=st.sampled_from(sorted(LENGTHS)),
 )
 def test_without_query_terms_knowledge_is_the_newest_that_fits(
-    shared_memory: SQLiteMemory, facts: list[str], budget: int, length_name: str
+    shared_memory: Memory, facts: list[str], budget: int, length_name: str
 ) -> None:
     length = LENGTHS[length_name]
     conversation_id = uuid.uuid4().hex
@@ -248,7 +255,7 @@ def _fact(text: str) -> MemoryItem:
 # -- documents, knowledge, keyword index -------------------------------------------------
 
 
-def test_relevant_documents_first_then_the_newest(memory: SQLiteMemory) -> None:
+def test_relevant_documents_first_then_the_newest(memory: Memory) -> None:
     memory.add_document("c1", "The warranty covers two years of repairs.", source="warranty")
     memory.add_document("c1", "Returns are accepted within 30 days.", source="returns")
     memory.add_document("c1", "Our stores open at nine.", source="stores")
@@ -259,13 +266,13 @@ def test_relevant_documents_first_then_the_newest(memory: SQLiteMemory) -> None:
     assert recalled.documents_text().startswith("[warranty] The warranty covers")
 
 
-def test_knowledge_is_recalled_even_without_shared_words(memory: SQLiteMemory) -> None:
+def test_knowledge_is_recalled_even_without_shared_words(memory: Memory) -> None:
     memory.add_knowledge("c1", "The user prefers metric units.")
     recalled = memory.recall("c1", "How far is Paris from Rome?")
     assert recalled.knowledge_text() == "- The user prefers metric units.\n"
 
 
-def test_keyword_hits_bring_back_old_matching_turns(memory: SQLiteMemory) -> None:
+def test_keyword_hits_bring_back_old_matching_turns(memory: Memory) -> None:
     memory.commit_message("c1", "My flight number is LH454.")
     for i in range(50):
         memory.commit_message("c1", f"filler turn {i}")
@@ -298,7 +305,7 @@ ROLES = st.sampled_from(["user", "assistant", "tool", "", "a role"])
     source=st.none() | st.text(max_size=20),
 )
 def test_stored_token_counts_are_exact(
-    shared_memory: SQLiteMemory, turns: list[tuple[str, str]], notes: list[str],
+    shared_memory: Memory, turns: list[tuple[str, str]], notes: list[str],
     source: str | None,
 ) -> None:
     conversation_id = uuid.uuid4().hex
@@ -323,7 +330,7 @@ def test_stored_token_counts_are_exact(
     query=st.text(max_size=30),
 )
 def test_stored_counts_add_up_to_the_count_of_each_section(
-    shared_memory: SQLiteMemory, turns: list[tuple[str, str]], query: str
+    shared_memory: Memory, turns: list[tuple[str, str]], query: str
 ) -> None:
     conversation_id = uuid.uuid4().hex
     for role, text in turns:
@@ -343,16 +350,17 @@ def test_stored_counts_add_up_to_the_count_of_each_section(
     assert cl100k_base_length(recalled.keyword_text()) == hits_total
 
 
-def _flood(store: SQLiteMemory, count: int) -> None:
+def _flood(store: Memory, count: int) -> None:
     for i in range(count):
         store.commit_message("c1", f"status update {i}: all systems nominal")
     for i in range(3):
         store.commit_message("c1", f"status update: the zebra escaped again ({i})")
 
 
-def test_very_frequent_words_are_left_out_when_rarer_ones_remain() -> None:
-    with SQLiteMemory(":memory:") as pruned, \
-            SQLiteMemory(":memory:", frequent_term_share=None) as exhaustive:
+def test_very_frequent_words_are_left_out_when_rarer_ones_remain(
+    make_memory: MemoryFactory,
+) -> None:
+    with make_memory() as pruned, make_memory(frequent_term_share=None) as exhaustive:
         _flood(pruned, 1200)
         _flood(exhaustive, 1200)
         query = "any status update on the zebra?"
@@ -367,14 +375,16 @@ def test_very_frequent_words_are_left_out_when_rarer_ones_remain() -> None:
         assert [hit.text for hit in recalled.keyword_hits] == [hit.text for hit in best]
 
 
-def test_a_query_of_only_frequent_words_keeps_them_all() -> None:
-    with SQLiteMemory(":memory:") as memory:
+def test_a_query_of_only_frequent_words_keeps_them_all(make_memory: MemoryFactory) -> None:
+    with make_memory() as memory:
         _flood(memory, 1200)
         assert len(memory.search("status update", "c1", limit=50)) == 50
 
 
-def test_word_counts_are_taken_again_once_the_store_has_grown() -> None:
-    with SQLiteMemory(":memory:") as memory:
+def test_word_counts_are_taken_again_once_the_store_has_grown(
+    make_memory: MemoryFactory,
+) -> None:
+    with make_memory() as memory:
         _flood(memory, 1200)
         assert len(memory.search("zebra status", "c1", limit=50)) == 3
         for i in range(300):  # zebras everywhere: no longer a rare word
@@ -384,14 +394,14 @@ def test_word_counts_are_taken_again_once_the_store_has_grown() -> None:
         assert any("zebra" not in hit.text for hit in hits)
 
 
-def test_a_small_store_searches_with_every_word() -> None:
-    with SQLiteMemory(":memory:") as memory:
+def test_a_small_store_searches_with_every_word(make_memory: MemoryFactory) -> None:
+    with make_memory() as memory:
         _flood(memory, 150)
         hits = memory.search("zebra status", "c1", limit=50)
         assert len(hits) == 50
         assert all("zebra" in hit.text for hit in hits[:3])
 
 
-def test_frequent_term_share_must_be_a_share() -> None:
+def test_frequent_term_share_must_be_a_share(make_memory: MemoryFactory) -> None:
     with pytest.raises(ValueError, match="frequent_term_share"):
-        SQLiteMemory(":memory:", frequent_term_share=0)
+        make_memory(frequent_term_share=0)

@@ -14,17 +14,24 @@ from dcbrain.exceptions import TFMemoryError
 from dcbrain.llm.tokens import cl100k_base_length
 from dcbrain.memory import Memory, SQLiteMemory
 from dcbrain.messages import TextMessage
+from support.memory_backends import MemoryFactory
 
 
-def test_is_a_memory_and_creates_a_real_file(memory: SQLiteMemory, db_path: Path) -> None:
-    assert isinstance(memory, Memory)
-    assert db_path.exists()
-    memory.commit_message("c1", "hello")
+@pytest.fixture
+def memory(make_memory: MemoryFactory) -> Memory:
+    """Every test here that takes ``memory`` runs on SQLite and on PostgreSQL."""
+    return make_memory()
+
+def test_is_a_memory_and_creates_a_real_file(db_path: Path) -> None:
+    with SQLiteMemory(db_path) as memory:
+        assert isinstance(memory, Memory)
+        assert db_path.exists()
+        memory.commit_message("c1", "hello")
     with SQLiteMemory(db_path) as reopened:
         assert [m.content for m in reopened.messages("c1")] == ["hello"]
 
 
-def test_messages_round_trip_role_content_time_and_kwargs(memory: SQLiteMemory) -> None:
+def test_messages_round_trip_role_content_time_and_kwargs(memory: Memory) -> None:
     question = TextMessage(
         content="what is 2+2?", additional_kwargs={"lang": "en", "n": [1, 2]}, created_at=100.5
     )
@@ -39,31 +46,31 @@ def test_messages_round_trip_role_content_time_and_kwargs(memory: SQLiteMemory) 
     assert messages[0].created_at == 100.5
 
 
-def test_messages_limit_keeps_the_latest_in_chronological_order(memory: SQLiteMemory) -> None:
+def test_messages_limit_keeps_the_latest_in_chronological_order(memory: Memory) -> None:
     for i in range(5):
         memory.commit_message("c1", f"m{i}")
     assert [m.content for m in memory.messages("c1", limit=2)] == ["m3", "m4"]
     assert memory.messages("c1", limit=0) == []
 
 
-def test_a_text_message_keeps_its_own_role(memory: SQLiteMemory) -> None:
+def test_a_text_message_keeps_its_own_role(memory: Memory) -> None:
     memory.commit_message("c1", TextMessage(content="done", role="assistant"), role="user")
     assert memory.messages("c1")[0].role == "assistant"
 
 
-def test_kwargs_that_json_cannot_hold_are_stored_as_text(memory: SQLiteMemory) -> None:
+def test_kwargs_that_json_cannot_hold_are_stored_as_text(memory: Memory) -> None:
     memory.commit_message("c1", TextMessage(content="x", additional_kwargs={"path": Path("/a")}))
     assert memory.messages("c1")[0].additional_kwargs == {"path": "/a"}
 
 
-def test_unknown_conversation_is_empty_not_an_error(memory: SQLiteMemory) -> None:
+def test_unknown_conversation_is_empty_not_an_error(memory: Memory) -> None:
     assert memory.messages("nobody") == []
     assert memory.search("anything", "nobody") == []
     assert memory.recent("nobody", "knowledge") == []
     assert memory.recall("nobody", "anything").is_empty()
 
 
-def test_long_documents_are_chunked_by_tokens(memory: SQLiteMemory) -> None:
+def test_long_documents_are_chunked_by_tokens(memory: Memory) -> None:
     paragraphs = [f"Paragraph {i} talks about topic{i} in some detail. " * 8 for i in range(30)]
     text = "\n\n".join(paragraphs)
 
@@ -82,7 +89,7 @@ def test_long_documents_are_chunked_by_tokens(memory: SQLiteMemory) -> None:
     assert " ".join(c.text for c in chunks).split() == text.split()
 
 
-def test_a_single_unbroken_word_longer_than_a_chunk_is_still_split(memory: SQLiteMemory) -> None:
+def test_a_single_unbroken_word_longer_than_a_chunk_is_still_split(memory: Memory) -> None:
     memory.add_document("c1", "x" * 5000, chunk_tokens=50)
     chunks = memory.recent("c1", "document", limit=1000)
     assert len(chunks) > 1
@@ -90,7 +97,7 @@ def test_a_single_unbroken_word_longer_than_a_chunk_is_still_split(memory: SQLit
     assert sum(len(chunk.text) for chunk in chunks) == 5000
 
 
-def test_chunk_tokens_must_be_positive(memory: SQLiteMemory) -> None:
+def test_chunk_tokens_must_be_positive(memory: Memory) -> None:
     with pytest.raises(ValueError, match="at least 1"):
         memory.add_document("c1", "text", chunk_tokens=0)
 
@@ -115,7 +122,7 @@ CORPUS = [
     ],
 )
 def test_search_ranks_the_relevant_item_first(
-    memory: SQLiteMemory, query: str, expected: int
+    memory: Memory, query: str, expected: int
 ) -> None:
     for text in CORPUS:
         memory.add_knowledge("c1", text)
@@ -128,12 +135,12 @@ def test_search_ranks_the_relevant_item_first(
     assert scores == sorted(scores, reverse=True)  # type: ignore[type-var]
 
 
-def test_search_stems_english_words(memory: SQLiteMemory) -> None:
+def test_search_stems_english_words(memory: Memory) -> None:
     memory.add_knowledge("c1", "The planner revises plans after each failure.")
     assert memory.search("planning failures", "c1")
 
 
-def test_search_finds_chinese_text(memory: SQLiteMemory) -> None:
+def test_search_finds_chinese_text(memory: Memory) -> None:
     memory.add_knowledge("c1", "上海是中国最大的城市。")
     memory.add_knowledge("c1", "北京是中国的首都，有很多历史古迹。")
     memory.add_knowledge("c1", "The capital of France is Paris.")
@@ -143,7 +150,7 @@ def test_search_finds_chinese_text(memory: SQLiteMemory) -> None:
     assert hits[0].text.startswith("北京")
 
 
-def test_search_is_scoped_by_conversation_and_kind(memory: SQLiteMemory) -> None:
+def test_search_is_scoped_by_conversation_and_kind(memory: Memory) -> None:
     memory.commit_message("c1", "apples in a message")
     memory.add_knowledge("c1", "apples in knowledge")
     memory.add_document("c1", "apples in a document")
@@ -170,29 +177,29 @@ def test_search_is_scoped_by_conversation_and_kind(memory: SQLiteMemory) -> None
     "query",
     ['"', "AND", "OR NOT", "NEAR(a b", "*", "a*", "^start", "col:value", "-x", "'", "()", "{a b}"],
 )
-def test_fts_syntax_in_user_text_is_plain_text(memory: SQLiteMemory, query: str) -> None:
+def test_fts_syntax_in_user_text_is_plain_text(memory: Memory, query: str) -> None:
     memory.add_knowledge("c1", "and or not near a b start col value x")
     memory.search(query, "c1")  # must not raise
 
 
-def test_search_operators_are_matched_as_words(memory: SQLiteMemory) -> None:
+def test_search_operators_are_matched_as_words(memory: Memory) -> None:
     memory.add_knowledge("c1", "please do not disturb")
     memory.add_knowledge("c1", "nothing to see here")
     assert [hit.text for hit in memory.search("NOT", "c1")] == ["please do not disturb"]
 
 
-def test_a_query_without_words_finds_nothing(memory: SQLiteMemory) -> None:
+def test_a_query_without_words_finds_nothing(memory: Memory) -> None:
     memory.add_knowledge("c1", "anything")
     assert memory.search("?! ... ***", "c1") == []
 
 
 @settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(query=st.text())
-def test_search_accepts_any_text(memory: SQLiteMemory, query: str) -> None:
+def test_search_accepts_any_text(memory: Memory, query: str) -> None:
     memory.search(query, "c1")
 
 
-def test_delete_conversation_removes_everything_of_it(memory: SQLiteMemory) -> None:
+def test_delete_conversation_removes_everything_of_it(memory: Memory) -> None:
     memory.commit_message("c1", "apples")
     memory.add_document("c1", "apples document")
     memory.add_knowledge("c1", "apples fact")
@@ -204,8 +211,8 @@ def test_delete_conversation_removes_everything_of_it(memory: SQLiteMemory) -> N
     assert [hit.conversation_id for hit in memory.search("apples")] == ["c2"]
 
 
-def test_a_closed_store_refuses_use(db_path: Path) -> None:
-    store = SQLiteMemory(db_path)
+def test_a_closed_store_refuses_use(make_memory: MemoryFactory) -> None:
+    store = make_memory()
     store.close()
     with pytest.raises(TFMemoryError, match="closed"):
         store.messages("c1")
@@ -223,7 +230,7 @@ def test_in_memory_store_is_shared_between_threads() -> None:
     assert sorted(m.content for m in store.messages("c1")) == [f"m{i}" for i in range(8)]
 
 
-async def test_async_variants_run_the_sync_ones(memory: SQLiteMemory) -> None:
+async def test_async_variants_run_the_sync_ones(memory: Memory) -> None:
     await asyncio.gather(*(memory.acommit_message("c1", f"m{i}") for i in range(20)))
     await memory.aadd_knowledge("c1", "apples are red")
     await memory.aadd_document("c1", "bananas are yellow", source="fruit")

@@ -34,11 +34,12 @@ def worker(
                          'pip install "dcbrain[durable]"\n')
         raise typer.Exit(2) from None
     from dcbrain.config import ConfigError, find_config
-    from dcbrain.server.cli import brain_factory_from_config
+    from dcbrain.server.cli import brain_factory_from_config, shared_memory
 
     try:
         loaded = find_config(config)
-        runs, factory = brain_factory_from_config(loaded)
+        memory = shared_memory(loaded, db)  # every worker reads and writes the same
+        runs, factory = brain_factory_from_config(loaded, memory)
         db_url, store = open_store(db, runs)
     except (ConfigError, FileNotFoundError, OSError, ValueError) as exc:
         sys.stderr.write(f"error: {exc}\n")
@@ -55,6 +56,8 @@ def worker(
     stop.wait()
     engine.stop()
     store.close()
+    if memory is not None:
+        memory.close()
 
 
 def register(app: typer.Typer) -> None:

@@ -11,6 +11,7 @@ from dcbrain.durable.engine import DurableEngine, application_version
 from dcbrain.durable.executor import DurableBrainFactory, RunExecutor
 from dcbrain.durable.hub import EventHub
 from dcbrain.durable.journal import RecordedMemory, RunJournal
+from dcbrain.durable.memory import PostgresMemory
 from dcbrain.durable.store import (
     EVENTS_CHANNEL,
     DurableStore,
@@ -31,6 +32,7 @@ __all__ = [
     "EventHub",
     "JournalDivergence",
     "PostgresDurableStore",
+    "PostgresMemory",
     "RecordedMemory",
     "RunExecutor",
     "RunJournal",

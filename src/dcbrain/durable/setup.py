@@ -10,6 +10,7 @@ from dcbrain.durable._urls import is_postgres, sqlite_url
 from dcbrain.durable.engine import DurableEngine, application_version
 from dcbrain.durable.executor import DurableBrainFactory, RunExecutor
 from dcbrain.durable.hub import EventHub
+from dcbrain.durable.memory import PostgresMemory
 from dcbrain.durable.store import DurableStore, PostgresDurableStore, SQLiteDurableStore
 from dcbrain.memory import RunStore, SQLiteMemory, SQLiteRunStore
 
@@ -38,6 +39,13 @@ def open_store(db: str | None, runs: RunStore) -> tuple[str, DurableStore]:
     base = Path(runs.path)
     return (sqlite_url(base.with_name(base.name + "-dbos.sqlite")),
             SQLiteDurableStore(runs, base.with_name(base.name + "-journal.sqlite")))
+
+
+def open_memory(db: str) -> PostgresMemory:
+    """Conversation memory in the PostgreSQL database ``db`` (``postgresql://…``)."""
+    if not is_postgres(db):
+        raise ValueError(f"--db must be a postgresql:// URL, not {db!r}")
+    return PostgresMemory(db)
 
 
 def build_engine(

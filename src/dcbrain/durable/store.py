@@ -13,17 +13,16 @@ journal entries by ``(run_id, key)``; a row that exists is left as it is.
 from __future__ import annotations
 
 import json
-import queue
 import sqlite3
 import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from dcbrain.durable._urls import pg_dsn
+from dcbrain.durable._pg import Connections
 from dcbrain.memory import RunRecord
 
 if TYPE_CHECKING:
@@ -154,55 +153,21 @@ class PostgresDurableStore(DurableStore):
     """The ``dcbrain_*`` tables of one PostgreSQL database, through a small connection pool."""
 
     def __init__(self, url: str, *, max_connections: int = 8) -> None:
-        import psycopg
-
-        self.dsn = pg_dsn(url)
-        self._psycopg = psycopg
-        self._idle: queue.LifoQueue[psycopg.Connection[Any]] = queue.LifoQueue()
-        self._slots = threading.BoundedSemaphore(max_connections)
-        self._lock = threading.Lock()
-        self._closed = False
+        self.connections = Connections(url, max_connections=max_connections)
+        self.dsn = self.connections.dsn
         with self._connection() as conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK_ID,))
             conn.execute(_PG_SCHEMA)
 
     def __repr__(self) -> str:
-        return f"PostgresDurableStore({self.dsn.rsplit('@', 1)[-1]!r})"
+        return f"PostgresDurableStore({self.connections.where!r})"
 
-    @contextmanager
-    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
-        self._slots.acquire()
-        try:
-            try:
-                conn = self._idle.get_nowait()
-            except queue.Empty:
-                conn = self._psycopg.connect(self.dsn, autocommit=True)
-            try:
-                yield conn
-            except self._psycopg.OperationalError:
-                conn.close()  # broken: the next use opens a new one
-                raise
-            with self._lock:
-                if self._closed:  # closed meanwhile: this one was in use, close it now
-                    conn.close()
-            if not conn.closed:
-                self._idle.put(conn)
-        finally:
-            self._slots.release()
+    def _connection(self) -> AbstractContextManager[psycopg.Connection[Any]]:
+        return self.connections.use()
 
     def close(self) -> None:
-        """Close the idle connections; one in use is closed when its user is done with it.
-
-        (Closing a connection another thread is using would pull libpq's memory from
-        under it.)
-        """
-        with self._lock:
-            self._closed = True
-            while True:
-                try:
-                    self._idle.get_nowait().close()
-                except queue.Empty:
-                    break
+        """Close the idle connections; one in use is closed when its user is done with it."""
+        self.connections.close()
 
     def save_run(self, run_id: str, conversation_id: str | None, status: str,
                  data: dict[str, Any]) -> None:

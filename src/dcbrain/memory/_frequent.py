@@ -8,9 +8,14 @@ word of the query is that frequent, when nothing better is left to rank by.
 
 from __future__ import annotations
 
-import sqlite3
 import threading
+from collections.abc import Callable
 from typing import Final
+
+#: The number of items in the index (an upper bound will do).
+IndexSize = Callable[[], int]
+#: ``count(term, limit)``: items matching ``term``, counting no further than ``limit``.
+TermCount = Callable[[str, int], int]
 
 #: A word is very frequent in more than this share of all items ...
 DEFAULT_FREQUENT_TERM_SHARE: Final = 0.01
@@ -22,7 +27,11 @@ _MAX_CACHED_TERMS: Final = 10_000
 
 
 class FrequentTerms:
-    """Counts of the items each FTS5 term matches, capped where they stop mattering."""
+    """Counts of the items each term matches, capped where they stop mattering.
+
+    The index is the caller's (SQLite's FTS5, PostgreSQL's full-text search): it is
+    asked through ``size`` and ``count``.
+    """
 
     def __init__(self, share: float | None = DEFAULT_FREQUENT_TERM_SHARE) -> None:
         if share is not None and not 0 < share <= 1:
@@ -32,16 +41,16 @@ class FrequentTerms:
         self._counts: dict[str, tuple[int, int]] = {}  # term -> (count, the cap it had)
         self._counted_at = 0  # the index size the cached counts belong to
 
-    def informative(self, conn: sqlite3.Connection, terms: list[str]) -> list[str]:
+    def informative(self, terms: list[str], size: IndexSize, count: TermCount) -> list[str]:
         """``terms`` without the very frequent ones; all of them when every one is."""
         if self.share is None or len(terms) < 2:
             return terms
-        size: int = conn.execute("SELECT max(id) FROM items").fetchone()[0] or 0
-        cap = max(FREQUENT_TERM_MIN_ITEMS, int(size * self.share))
-        if size <= cap:
+        items = size()
+        cap = max(FREQUENT_TERM_MIN_ITEMS, int(items * self.share))
+        if items <= cap:
             return terms
-        self._forget_if_grown(size)
-        kept = [term for term in terms if self._count(conn, term, cap) <= cap]
+        self._forget_if_grown(items)
+        kept = [term for term in terms if self._count(count, term, cap) <= cap]
         return kept or terms
 
     def forget(self) -> None:
@@ -56,18 +65,14 @@ class FrequentTerms:
                 self._counts.clear()
                 self._counted_at = size
 
-    def _count(self, conn: sqlite3.Connection, term: str, cap: int) -> int:
+    def _count(self, count_term: TermCount, term: str, cap: int) -> int:
         """Items matching ``term``, or ``cap + 1`` when there are more than ``cap``."""
         cached = self._counts.get(term)
         if cached is not None:
             count, cached_cap = cached
             if count <= cached_cap or cap <= cached_cap:  # exact, or over any smaller cap
                 return min(count, cap + 1)
-        # The LIMIT stops the scan of a frequent term's postings early.
-        count = conn.execute(
-            "SELECT count(*) FROM (SELECT 1 FROM items_fts WHERE items_fts MATCH ? LIMIT ?)",
-            (term, cap + 1),
-        ).fetchone()[0]
+        count = count_term(term, cap + 1)
         with self._lock:
             self._counts[term] = (count, cap)
         return int(count)

@@ -41,3 +41,16 @@ def query_terms(text: str) -> list[str]:
         if len(terms) >= MAX_QUERY_TERMS:
             break
     return terms[:MAX_QUERY_TERMS]
+
+
+def index_words(text: str) -> list[str]:
+    """The words of ``text`` as a search index without its own tokenizer stores them:
+    lowercase words, and every CJK character on its own (matching :func:`query_terms`)."""
+    words: list[str] = []
+    for match in _TERM.finditer(text):
+        cjk, word = match.group(1), match.group(2)
+        if cjk:
+            words.extend(cjk)
+        else:
+            words.append(word.lower())
+    return words

@@ -63,6 +63,18 @@ def _item(row: sqlite3.Row | tuple[Any, ...], score: float | None = None) -> Mem
     )
 
 
+def _index_size(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("SELECT max(id) FROM items").fetchone()[0] or 0)
+
+
+def _matches(conn: sqlite3.Connection, term: str, limit: int) -> int:
+    # The LIMIT stops the scan of a frequent term's postings early.
+    return int(conn.execute(
+        "SELECT count(*) FROM (SELECT 1 FROM items_fts WHERE items_fts MATCH ? LIMIT ?)",
+        (term, limit),
+    ).fetchone()[0])
+
+
 class SQLiteMemory(SQLiteRunStore, Memory):
     """Memory and run store in one SQLite file; ``":memory:"`` keeps it in this process only.
 
@@ -241,7 +253,8 @@ class SQLiteMemory(SQLiteRunStore, Memory):
         )
         params += [limit, offset]
         with self._db.use() as conn:
-            params[0] = " OR ".join(self._frequent.informative(conn, terms))
+            params[0] = " OR ".join(self._frequent.informative(
+                terms, lambda: _index_size(conn), lambda term, limit: _matches(conn, term, limit)))
             rows = conn.execute(sql, params).fetchall()
         return [_item(row, score=-row[_SCORE]) for row in rows]
 

@@ -22,7 +22,7 @@ import typer
 if TYPE_CHECKING:
     from dcbrain.brain import DCBrain
     from dcbrain.config import Config
-    from dcbrain.memory import RunStore
+    from dcbrain.memory import Memory, RunStore
     from dcbrain.server.service import RunService
 
 DEFAULT_HOST = "127.0.0.1"
@@ -31,19 +31,21 @@ DEFAULT_PORT = 8765
 FALLBACK_DB = "dcbrain-server.db"
 
 
-def brain_factory_from_config(config: Config) -> tuple[RunStore, Callable[[], DCBrain]]:
+def brain_factory_from_config(
+    config: Config, memory: Memory | None = None
+) -> tuple[RunStore, Callable[[], DCBrain]]:
     """The store the server uses and a factory of one fresh brain per run.
 
     LLMs, chains and tools are built once and shared; each run gets its own
     :class:`~dcbrain.brain.DCBrain` (one instance runs one question at a time), all on
     the one store. With the config's memory off, runs go to a run store of their own and
-    no conversation is kept.
+    no conversation is kept. ``memory`` replaces the config's memory file.
     """
     from dcbrain.brain import DCBrain
     from dcbrain.config import build_brain
     from dcbrain.memory import RunStore, SQLiteRunStore
 
-    template = build_brain(config)
+    template = build_brain(config, memory=memory)
     memory = template.memory
     store = memory if isinstance(memory, RunStore) else SQLiteRunStore(
         config.resolve(FALLBACK_DB))
@@ -167,7 +169,8 @@ def serve(
     except OSError as exc:
         _fail(_bind_problem(host, port, exc))
     try:
-        store, factory = brain_factory_from_config(loaded)
+        memory = shared_memory(loaded, db)
+        store, factory = brain_factory_from_config(loaded, memory)
         runs = durable_runs(loaded, store, factory, db, role, max_concurrent_runs)
         if runs is None:  # runs execute in this process: their first one is no slower
             threading.Thread(target=_warm_up, args=(factory(),), name="dcbrain-warm-up",
@@ -178,6 +181,7 @@ def serve(
     app = create_app(
         factory,
         store,
+        memory=memory,
         runs=runs,
         api_token=token,
         max_concurrent_runs=max_concurrent_runs,
@@ -203,6 +207,19 @@ def _warm_up(brain: DCBrain) -> None:
 def _fail(message: str) -> NoReturn:
     sys.stderr.write(f"error: {message}\n")
     raise typer.Exit(2)
+
+
+def shared_memory(config: Config, db: str | None) -> Memory | None:
+    """With ``--db``, conversation memory in that PostgreSQL database, shared by every
+    worker and API node (``None``: the config's SQLite file, or memory turned off)."""
+    if db is None or not config.memory.path:
+        return None
+    try:
+        from dcbrain.durable.setup import open_memory
+    except ImportError:
+        raise ValueError('--db needs the durable extra: pip install "dcbrain[durable]"') \
+            from None
+    return open_memory(db)
 
 
 def durable_runs(
