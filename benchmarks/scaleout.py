@@ -47,7 +47,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from dcbrain import DCBrain, FunctionLLM, SQLiteMemory  # noqa: E402
-from dcbrain.config import load_config  # noqa: E402
 from dcbrain.durable import (  # noqa: E402
     DurableEngine,
     DurableStore,
@@ -57,11 +56,7 @@ from dcbrain.durable import (  # noqa: E402
     SQLiteDurableStore,
 )
 from dcbrain.durable._urls import sqlite_url  # noqa: E402
-from dcbrain.durable.setup import config_version  # noqa: E402
 from dcbrain.durable.testing import fresh_database, postgres_bindir, private_postgres  # noqa: E402
-from dcbrain.server import create_app  # noqa: E402
-from dcbrain.server.durable_runs import DurableRuns  # noqa: E402
-from dcbrain.server.testing import serve_in_thread  # noqa: E402
 from support.durable_processes import (  # noqa: E402
     answer_every_run,
     free_port,
@@ -114,22 +109,28 @@ def workers(count: int, config: Path, db: str, logs: Path,
 
 @contextmanager
 def api_node(db: str, config: Path, directory: Path) -> Iterator[str]:
-    """An API-only node (DBOS client, LISTEN hub) served on loopback in this process."""
-    store = PostgresDurableStore(db)
-    engine = DurableEngine(db, store, app_version=config_version(load_config(config)))
-    hub = EventHub(store, listen_url=db)
-    memory = SQLiteMemory(directory / "api.db")
-    app = create_app(None, memory, runs=DurableRuns(engine, store, hub,
-                                                    max_concurrent_runs=10_000))
-    with serve_in_thread(app) as base_url:
+    """An API-only node (``dcbrain serve --role api``) in a process of its own, on loopback.
+
+    Not in this process: here its event delivery would share one GIL with the fake LLM
+    server and every reader, and slow the runs down as their number grows.
+    """
+    port = free_port()
+    log = directory / "api.log"
+    process = start(["serve", "--config", str(config), "--db", db, "--role", "api",
+                     "--port", str(port), "--max-concurrent-runs", "10000"], log)
+    base_url = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(process, base_url, log)
         yield base_url
-    store.close()
-    memory.close()
+    finally:
+        stop(process)
 
 
-def follow(client: httpx.Client, index: int) -> tuple[str, list[float]]:
-    """Post a question as conversation ``bench-<index>`` and read its run's events."""
+def follow(client: httpx.Client, index: int) -> tuple[str, list[float], tuple[float, float]]:
+    """Post a question as conversation ``bench-<index>`` and read its run's events:
+    the run's status, each event's latency, and the times of its first and last events."""
     latencies: list[float] = []
+    times: list[float] = []
     status = ""
     response = client.post(f"/v1/conversations/bench-{index}/messages",
                            json={"content": "count"})
@@ -140,8 +141,9 @@ def follow(client: httpx.Client, index: int) -> tuple[str, list[float]]:
             if message.event == "end":
                 status = message.data["status"]
                 break
-            latencies.append(time.time() - float(message.data["ts"]))
-    return status, latencies
+            times.append(float(message.data["ts"]))
+            latencies.append(time.time() - times[-1])
+    return status, latencies, (min(times, default=0.0), max(times, default=0.0))
 
 
 # -- throughput ----------------------------------------------------------------------------
@@ -160,16 +162,22 @@ def throughput(pg: str, llm: FakeOpenAIServer, runs: int) -> None:
                 limits = httpx.Limits(max_connections=runs + 10)
                 with httpx.Client(base_url=base_url, timeout=120, limits=limits) as client, \
                         ThreadPoolExecutor(runs) as pool:
-                    started = time.monotonic()
+                    started, wall_started = time.monotonic(), time.time()
                     results = list(pool.map(lambda i: follow(client, i), range(runs)))
                     wall = time.monotonic() - started
-        statuses = [status for status, _ in results]
-        latencies = [lat for _, lats in results for lat in lats]
+        statuses = [status for status, _, _ in results]
+        latencies = [lat for _, lats, _ in results for lat in lats]
+        spans = [span for _, _, span in results]
         rates[count] = runs / wall
         print(f"throughput  {count} worker(s) x 5: {runs} runs in {wall:.2f} s = "
               f"{rates[count]:.2f} runs/s; succeeded {statuses.count('succeeded')}/{runs}; "
               f"event latency worker->SSE p50 {ms(pct(latencies, 0.5))} "
               f"p95 {ms(pct(latencies, 0.95))} (goal p95 <= 100 ms)")
+        took = statistics.median(end - start for start, end in spans)
+        print(f"throughput  {count} worker(s): a run takes {took:.2f} s "
+              f"(median, first -> last event); first run started after "
+              f"{ms(min(s for s, _ in spans) - wall_started)}, the last ended "
+              f"{ms(wall_started + wall - max(e for _, e in spans))} before the clock stopped")
     print(f"throughput  2 vs 1 worker: {rates[2] / rates[1]:.2f}x (goal >= 1.8x)")
 
 
