@@ -310,20 +310,25 @@ def takeover(pg: str, llm: FakeOpenAIServer) -> None:
                                   json={"content": "go"}).json()["run_id"] for i in range(4)]
             store = PostgresDurableStore(db)
 
-            def on_w0() -> list[str]:
+            def running_on(executor_id: str) -> list[str]:
                 return [r.run_id for r in store.list_runs() if r.status == "running"
-                        and r.data.get("executor_id") == "w0"]
+                        and r.data.get("executor_id") == executor_id]
 
-            while not (on_w0() and starts(counters, "step_two")):
+            # The victim is whichever worker is in the middle of a run (the queue may
+            # have given every run to one of them).
+            while not starts(counters, "step_two"):
                 time.sleep(0.02)
-            victims = on_w0()
-            processes[0].send_signal(signal.SIGKILL)
-            processes[0].wait()
+            while not (victims := running_on("w0")) and not running_on("w1"):
+                time.sleep(0.02)
+            dead, alive = ("w0", "w1") if victims else ("w1", "w0")
+            victims = victims or running_on("w1")
+            processes[int(dead[1:])].send_signal(signal.SIGKILL)
+            processes[int(dead[1:])].wait()
             killed = time.time()
             taken = None
             while True:
                 records = [store.get_run(run_id) for run_id in victims]
-                if taken is None and any(r is not None and r.data.get("executor_id") == "w1"
+                if taken is None and any(r is not None and r.data.get("executor_id") == alive
                                          for r in records):
                     taken = time.time() - killed
                 if all(store.get_run(run_id).status in TERMINAL  # type: ignore[union-attr]
