@@ -28,9 +28,11 @@ from dcbrain.tfplan import (
     TFInterpreterError,
     TimeLimitExceeded,
 )
+from dcbrain.tfplan.host import Dispatcher
 from dcbrain.tfplan.sandbox import shared_pool
 from dcbrain.tfplan.sandbox._wire import plain_loads
 from dcbrain.tfplan.sandbox.relay import GRACE_S, REPORT_WAIT_S
+from dcbrain.tfplan.state import Cancelled, Expired, RunState
 from support.sandbox import busy_worker, running_worker, wait_gone
 
 PATIENCE_S = 20.0
@@ -307,3 +309,16 @@ def test_the_pool_stops_with_its_process() -> None:
     assert len(pids) >= 2  # the zygote and at least one worker
     for pid in pids:
         wait_gone(pid)
+
+
+@pytest.mark.parametrize("stopped", ["expired", "cancelled"])
+def test_a_call_refused_because_the_plan_stopped_still_ends_for_observers(stopped: str) -> None:
+    observer = _Observer()
+    state = RunState(limits=Limits(), observer=observer)
+    setattr(state, stopped, True)
+    ran: list[int] = []
+    with pytest.raises(Expired if stopped == "expired" else Cancelled):
+        Dispatcher(state, [""], None).call("echo", lambda x: ran.append(x), [], {"x": 1})
+    assert ran == []  # never run ...
+    assert [kind for kind, _, _ in observer.seen] == ["start", "end"]  # ... yet closed
+    assert state.trace[0].error == "stopped"

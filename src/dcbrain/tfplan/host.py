@@ -174,7 +174,14 @@ class Dispatcher:
         if state.observer is not None:
             state.observer.on_call_start(record)
         started = time.perf_counter()
-        state.enter_host()
+        try:
+            state.enter_host()
+        except (Expired, Cancelled):  # refused: the plan stopped; the call ends unrun
+            record.error = "stopped"
+            record.duration_s = 0.0
+            if state.observer is not None:
+                state.observer.on_call_end(record)
+            raise
         try:
             result = func(*record.args, **record.kwargs)
             if inspect.isawaitable(result):
