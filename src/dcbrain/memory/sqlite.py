@@ -67,12 +67,12 @@ def _index_size(conn: sqlite3.Connection) -> int:
     return int(conn.execute("SELECT max(id) FROM items").fetchone()[0] or 0)
 
 
-def _matches(conn: sqlite3.Connection, term: str, limit: int) -> int:
+def _matches(conn: sqlite3.Connection, terms: list[str], limit: int) -> list[int]:
     # The LIMIT stops the scan of a frequent term's postings early.
-    return int(conn.execute(
+    return [int(conn.execute(
         "SELECT count(*) FROM (SELECT 1 FROM items_fts WHERE items_fts MATCH ? LIMIT ?)",
         (term, limit),
-    ).fetchone()[0])
+    ).fetchone()[0]) for term in terms]
 
 
 class SQLiteMemory(SQLiteRunStore, Memory):
@@ -254,7 +254,7 @@ class SQLiteMemory(SQLiteRunStore, Memory):
         params += [limit, offset]
         with self._db.use() as conn:
             params[0] = " OR ".join(self._frequent.informative(
-                terms, lambda: _index_size(conn), lambda term, limit: _matches(conn, term, limit)))
+                terms, lambda: _index_size(conn), lambda some, limit: _matches(conn, some, limit)))
             rows = conn.execute(sql, params).fetchall()
         return [_item(row, score=-row[_SCORE]) for row in rows]
 
