@@ -54,15 +54,14 @@ class RunLoop:
         self.loop.call_soon_threadsafe(callback, *args)
 
     def close(self, timeout_s: float = 5.0) -> None:
-        """Stop the loop and its thread once no run is in flight on it.
+        """Stop the loop and its thread, unless runs are in flight on it.
 
-        Runs still in flight are left as they are, on the loop's daemon thread, until the
+        Runs in flight are left as they are, on the loop's daemon thread, until the
         process exits: a worker that stops leaves its runs to be resumed (by itself when
         it starts again, or by a live peer), never ended by a cancellation.
         """
         if self._closing or self.loop.is_closed():
             return
-
         try:
             busy = self.submit(_tasks_in_flight()).result(timeout_s)
         except Exception:
