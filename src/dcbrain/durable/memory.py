@@ -11,7 +11,6 @@ very frequent words left out.
 
 from __future__ import annotations
 
-import json
 import time
 import unicodedata
 from collections.abc import Sequence
@@ -26,11 +25,21 @@ from dcbrain.exceptions import TFMemoryError
 from dcbrain.llm.tokens import cl100k_base_length
 from dcbrain.memory._chunking import split_text
 from dcbrain.memory._frequent import DEFAULT_FREQUENT_TERM_SHARE, FrequentTerms
-from dcbrain.memory._fts import index_words, query_terms
+from dcbrain.memory._fts import index_words
+from dcbrain.memory._rows import (
+    SCORE_COLUMN,
+    STORED_COLUMNS,
+    chunk_items,
+    item_from_row,
+    knowledge_item,
+    message_item,
+    search_inputs,
+    selected,
+    stored_values,
+)
 from dcbrain.memory._sqlite_db import dumps
 from dcbrain.memory.base import ALL_KINDS, DEFAULT_CHUNK_TOKENS, Memory, MemoryItem, MemoryKind
-from dcbrain.memory.recall import count_entry_tokens
-from dcbrain.messages import TextMessage, as_message
+from dcbrain.messages import TextMessage
 
 if TYPE_CHECKING:
     import psycopg
@@ -68,25 +77,11 @@ _MAX_POSITION: Final = 16383  # PostgreSQL's largest word position
 _MAX_WORD: Final = 512  # longer words are not indexed (PostgreSQL's limit is 2 KB)
 _SCHEMA_LOCK_ID: Final = 0x6463_6D65  # "dcme": one process creates the tables at a time
 
-_COLUMNS: Final = ("id, conversation_id, kind, content, created_at, role, source, "
-                   "document_id, chunk_index, metadata, entry_tokens, hit_tokens")
+_COLUMNS: Final = selected()
 _INSERT: Final = (
-    "INSERT INTO dcbrain_memory_items (conversation_id, kind, role, source, document_id, "
-    "chunk_index, content, metadata, created_at, entry_tokens, hit_tokens, body) "
-    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::tsvector) "
-    "RETURNING id"
+    f"INSERT INTO dcbrain_memory_items ({', '.join(STORED_COLUMNS)}, body) "
+    f"VALUES ({', '.join(['%s'] * len(STORED_COLUMNS))}, %s::tsvector) RETURNING id"
 )
-
-
-def _item(row: Sequence[Any], score: float | None = None) -> MemoryItem:
-    item_id, conversation_id, kind, content, created_at = row[:5]
-    role, source, document_id, chunk_index, metadata, entry_tokens, hit_tokens = row[5:12]
-    return MemoryItem(
-        kind=kind, id=item_id, conversation_id=conversation_id, text=content,
-        created_at=created_at, role=role, source=source, document_id=document_id,
-        chunk_index=chunk_index, metadata=json.loads(metadata) if metadata != "{}" else {},
-        score=score, entry_tokens=entry_tokens, hit_tokens=hit_tokens,
-    )
 
 
 @lru_cache(maxsize=65_536)
@@ -159,24 +154,15 @@ class PostgresMemory(Memory):
     # -- conversation, documents, knowledge --------------------------------------------
 
     def _insert(self, conn: psycopg.Connection[Any], item: MemoryItem) -> int:
-        entry_tokens, hit_tokens = count_entry_tokens(item)
-        row = conn.execute(_INSERT, (
-            item.conversation_id, item.kind, item.role, item.source, item.document_id,
-            item.chunk_index, item.text, dumps(item.metadata), item.created_at, entry_tokens,
-            hit_tokens, _tsvector(item.text),
-        )).fetchone()
+        row = conn.execute(_INSERT, (*stored_values(item), _tsvector(item.text))).fetchone()
         assert row is not None
         return int(row[0])
 
     def commit_message(
         self, conversation_id: str, message: TextMessage | str, role: str = "user"
     ) -> int:
-        msg = as_message(message, role=role)
-        item = MemoryItem(kind="message", id=0, conversation_id=conversation_id,
-                          text=msg.content, created_at=msg.created_at, role=msg.role,
-                          metadata=msg.additional_kwargs)
         with self._use() as conn:
-            return self._insert(conn, item)
+            return self._insert(conn, message_item(conversation_id, message, role))
 
     def add_document(
         self,
@@ -196,20 +182,16 @@ class PostgresMemory(Memory):
             ).fetchone()
             assert row is not None
             document_id = int(row[0])
-            for index, chunk in enumerate(chunks):
-                self._insert(conn, MemoryItem(
-                    kind="document", id=0, conversation_id=conversation_id, text=chunk,
-                    created_at=now, source=source, document_id=document_id, chunk_index=index,
-                    metadata=metadata or {}))
+            for item in chunk_items(conversation_id, chunks, document_id=document_id,
+                                    source=source, metadata=metadata, created_at=now):
+                self._insert(conn, item)
             return document_id
 
     def add_knowledge(
         self, conversation_id: str, text: str, metadata: dict[str, Any] | None = None
     ) -> int:
-        item = MemoryItem(kind="knowledge", id=0, conversation_id=conversation_id,
-                          text=text.strip(), created_at=time.time(), metadata=metadata or {})
         with self._use() as conn:
-            return self._insert(conn, item)
+            return self._insert(conn, knowledge_item(conversation_id, text, metadata))
 
     def messages(self, conversation_id: str, limit: int | None = None) -> list[TextMessage]:
         with self._use() as conn:
@@ -217,7 +199,7 @@ class PostgresMemory(Memory):
                 f"SELECT {_COLUMNS} FROM dcbrain_memory_items WHERE conversation_id = %s "
                 "AND kind = 'message' ORDER BY id DESC LIMIT %s", (conversation_id, limit),
             ).fetchall()
-        return [_item(row).to_message() for row in reversed(rows)]
+        return [item_from_row(row).to_message() for row in reversed(rows)]
 
     def recent(
         self,
@@ -234,7 +216,7 @@ class PostgresMemory(Memory):
                 (conversation_id, kind, before_id if before_id is not None else 2**63 - 1,
                  limit),
             ).fetchall()
-        return [_item(row) for row in rows]
+        return [item_from_row(row) for row in rows]
 
     def search(
         self,
@@ -244,9 +226,8 @@ class PostgresMemory(Memory):
         limit: int = 10,
         offset: int = 0,
     ) -> list[MemoryItem]:
-        terms = query_terms(query)
-        kinds = [kind for kind in kinds if kind in ALL_KINDS]
-        if not terms or not kinds or limit <= 0:
+        terms, kinds = search_inputs(query, kinds, limit)
+        if not terms:
             return []
         conditions = ["body @@ q.query"]
         params: list[Any] = []
@@ -268,7 +249,7 @@ class PostgresMemory(Memory):
             if not tsquery:
                 return []
             rows = conn.execute(sql, [tsquery, *params, limit, offset]).fetchall()
-        return [_item(row, score=float(row[12])) for row in rows]
+        return [item_from_row(row, score=float(row[SCORE_COLUMN])) for row in rows]
 
     def delete_conversation(self, conversation_id: str) -> int:
         with self._use() as conn, conn.transaction():

@@ -10,7 +10,6 @@ returned yet.
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import time
@@ -20,7 +19,18 @@ from typing import Any, Final
 from dcbrain.llm.tokens import cl100k_base_length
 from dcbrain.memory._chunking import split_text
 from dcbrain.memory._frequent import DEFAULT_FREQUENT_TERM_SHARE, FrequentTerms
-from dcbrain.memory._fts import index_text, query_terms
+from dcbrain.memory._fts import index_text
+from dcbrain.memory._rows import (
+    SCORE_COLUMN,
+    STORED_COLUMNS,
+    chunk_items,
+    item_from_row,
+    knowledge_item,
+    message_item,
+    search_inputs,
+    selected,
+    stored_values,
+)
 from dcbrain.memory._sqlite_db import SCHEMA_VERSION, dumps
 from dcbrain.memory.base import (
     ALL_KINDS,
@@ -29,38 +39,14 @@ from dcbrain.memory.base import (
     MemoryItem,
     MemoryKind,
 )
-from dcbrain.memory.recall import count_entry_tokens
 from dcbrain.memory.sqlite_runs import SQLiteRunStore
-from dcbrain.messages import TextMessage, as_message
+from dcbrain.messages import TextMessage
 
 __all__ = ["SCHEMA_VERSION", "SQLiteMemory"]
 
-_ITEM_COLUMNS: Final = (
-    "items.id, items.conversation_id, items.kind, items.content, items.created_at, "
-    "items.role, items.source, items.document_id, items.chunk_index, items.metadata, "
-    "items.entry_tokens, items.hit_tokens"
-)
-_SCORE: Final = 12  # the column after _ITEM_COLUMNS in a search
-
-
-def _item(row: sqlite3.Row | tuple[Any, ...], score: float | None = None) -> MemoryItem:
-    item_id, conversation_id, kind, content, created_at = row[:5]
-    role, source, document_id, chunk_index, metadata, entry_tokens, hit_tokens = row[5:12]
-    return MemoryItem(
-        kind=kind,
-        id=item_id,
-        conversation_id=conversation_id,
-        text=content,
-        created_at=created_at,
-        role=role,
-        source=source,
-        document_id=document_id,
-        chunk_index=chunk_index,
-        metadata=json.loads(metadata) if metadata != "{}" else {},
-        score=score,
-        entry_tokens=entry_tokens,
-        hit_tokens=hit_tokens,
-    )
+_ITEM_COLUMNS: Final = selected("items")
+_INSERT: Final = (f"INSERT INTO items ({', '.join(STORED_COLUMNS)}) "
+                  f"VALUES ({', '.join('?' * len(STORED_COLUMNS))})")
 
 
 def _index_size(conn: sqlite3.Connection) -> int:
@@ -98,25 +84,7 @@ class SQLiteMemory(SQLiteRunStore, Memory):
 
     def _insert_item(self, conn: sqlite3.Connection, item: MemoryItem) -> int:
         """Store ``item`` (its ``id`` is ignored) with its token counts; returns its id."""
-        entry_tokens, hit_tokens = count_entry_tokens(item)
-        cursor = conn.execute(
-            "INSERT INTO items (conversation_id, kind, role, source, document_id, "
-            "chunk_index, content, metadata, created_at, entry_tokens, hit_tokens) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                item.conversation_id,
-                item.kind,
-                item.role,
-                item.source,
-                item.document_id,
-                item.chunk_index,
-                item.text,
-                dumps(item.metadata),
-                item.created_at,
-                entry_tokens,
-                hit_tokens,
-            ),
-        )
+        cursor = conn.execute(_INSERT, stored_values(item))
         item_id = cursor.lastrowid
         assert item_id is not None
         conn.execute(
@@ -127,18 +95,8 @@ class SQLiteMemory(SQLiteRunStore, Memory):
     def commit_message(
         self, conversation_id: str, message: TextMessage | str, role: str = "user"
     ) -> int:
-        msg = as_message(message, role=role)
-        item = MemoryItem(
-            kind="message",
-            id=0,
-            conversation_id=conversation_id,
-            text=msg.content,
-            created_at=msg.created_at,
-            role=msg.role,
-            metadata=msg.additional_kwargs,
-        )
         with self._db.write() as conn:
-            return self._insert_item(conn, item)
+            return self._insert_item(conn, message_item(conversation_id, message, role))
 
     def add_document(
         self,
@@ -158,36 +116,16 @@ class SQLiteMemory(SQLiteRunStore, Memory):
             )
             document_id = cursor.lastrowid
             assert document_id is not None
-            for index, chunk in enumerate(chunks):
-                self._insert_item(
-                    conn,
-                    MemoryItem(
-                        kind="document",
-                        id=0,
-                        conversation_id=conversation_id,
-                        text=chunk,
-                        created_at=now,
-                        source=source,
-                        document_id=document_id,
-                        chunk_index=index,
-                        metadata=metadata or {},
-                    ),
-                )
+            for item in chunk_items(conversation_id, chunks, document_id=document_id,
+                                    source=source, metadata=metadata, created_at=now):
+                self._insert_item(conn, item)
             return document_id
 
     def add_knowledge(
         self, conversation_id: str, text: str, metadata: dict[str, Any] | None = None
     ) -> int:
-        item = MemoryItem(
-            kind="knowledge",
-            id=0,
-            conversation_id=conversation_id,
-            text=text.strip(),
-            created_at=time.time(),
-            metadata=metadata or {},
-        )
         with self._db.write() as conn:
-            return self._insert_item(conn, item)
+            return self._insert_item(conn, knowledge_item(conversation_id, text, metadata))
 
     def messages(self, conversation_id: str, limit: int | None = None) -> list[TextMessage]:
         with self._db.use() as conn:
@@ -196,7 +134,7 @@ class SQLiteMemory(SQLiteRunStore, Memory):
                 "AND kind = 'message' ORDER BY id DESC LIMIT ?",
                 (conversation_id, -1 if limit is None else limit),
             ).fetchall()
-        return [_item(row).to_message() for row in reversed(rows)]
+        return [item_from_row(row).to_message() for row in reversed(rows)]
 
     def recent(
         self,
@@ -212,7 +150,7 @@ class SQLiteMemory(SQLiteRunStore, Memory):
                 "AND id < ? ORDER BY id DESC LIMIT ?",
                 (conversation_id, kind, before_id if before_id is not None else 2**63 - 1, limit),
             ).fetchall()
-        return [_item(row) for row in rows]
+        return [item_from_row(row) for row in rows]
 
     def search(
         self,
@@ -222,9 +160,8 @@ class SQLiteMemory(SQLiteRunStore, Memory):
         limit: int = 10,
         offset: int = 0,
     ) -> list[MemoryItem]:
-        terms = query_terms(query)
-        kinds = [kind for kind in kinds if kind in ALL_KINDS]
-        if not terms or not kinds or limit <= 0:
+        terms, kinds = search_inputs(query, kinds, limit)
+        if not terms:
             return []
         conditions: list[str] = []
         params: list[Any] = [None]  # the MATCH query, once the terms are chosen
@@ -256,7 +193,7 @@ class SQLiteMemory(SQLiteRunStore, Memory):
             params[0] = " OR ".join(self._frequent.informative(
                 terms, lambda: _index_size(conn), lambda some, limit: _matches(conn, some, limit)))
             rows = conn.execute(sql, params).fetchall()
-        return [_item(row, score=-row[_SCORE]) for row in rows]
+        return [item_from_row(row, score=-row[SCORE_COLUMN]) for row in rows]
 
     def delete_conversation(self, conversation_id: str) -> int:
         with self._db.write() as conn:
