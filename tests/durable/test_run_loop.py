@@ -1,13 +1,18 @@
-"""The run loop of a worker: every run on one loop, a SystemExit fails only its own run."""
+"""The run loop of a worker: every run on one loop, a SystemExit fails only its own run,
+a cancelled execution aborts its run."""
 
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 
 import pytest
 
+from dcbrain.durable import RunExecutor
 from dcbrain.durable.loop import RunLoop
+from support.durable_brains import CountingTools
+from support.durable_harness import Backend
 
 
 async def _raising(exc: BaseException) -> None:
@@ -42,29 +47,27 @@ def test_a_base_exception_reaches_its_awaiter_and_the_loop_goes_on(exc: BaseExce
         runs.close()
 
 
-def test_a_run_awaited_from_another_loop_is_not_cancelled_with_its_caller() -> None:
-    runs = RunLoop()
-    finished: list[str] = []
-
-    async def run() -> None:
-        await asyncio.sleep(0.2)
-        finished.append("run")
-
-    async def caller() -> None:
-        waiting = asyncio.create_task(runs.run(run()))
-        await asyncio.sleep(0.05)
-        waiting.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await waiting
-
+async def test_a_cancelled_execution_aborts_its_run_and_records_how_it_ended(
+    backend: Backend, counting: CountingTools
+) -> None:
+    counting.hold = threading.Event()  # step_two blocks until released
+    executor = RunExecutor(backend.store, counting.brain)
+    backend.store.save_run("r1", "c1", "queued", {"question": "count"})
+    execution = asyncio.create_task(executor.execute("r1", "c1", "count"))
     try:
-        asyncio.run(caller())
-        deadline = time.monotonic() + 5
-        while not finished and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert finished == ["run"]  # it stops through its abort, never by a cancellation
+        assert await asyncio.to_thread(counting.entered.wait, 10)
+        execution.cancel()  # not a worker stopping: the run ends, as aborted
+        summary = await asyncio.wait_for(execution, 10)
+        assert summary["status"] == "aborted"
+        record = backend.store.get_run("r1")
+        assert record is not None and record.status == "aborted"
+        assert backend.store.events("r1")[-1]["type"] == "final"
+        # The brain stopped while step_two still blocks: it was not left running.
+        assert executor.runs.in_flight() == 0
     finally:
-        runs.close()
+        counting.hold.set()
+    executor.close()
+    assert counting.count("step_three", "started") == 0
 
 
 def test_close_stops_an_idle_loop_and_spares_one_with_runs_in_flight() -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar, Unpack
 
 from dcbrain.exceptions import TFRecordedCallError, TFTokenBudgetExceeded, TFUserNewInputError
 from dcbrain.journal import (
@@ -24,6 +24,16 @@ from dcbrain.journal import (
 PASSTHROUGH: tuple[type[BaseException], ...] = (TFUserNewInputError, TFTokenBudgetExceeded)
 
 T = TypeVar("T")
+
+
+class Outcome(TypedDict, total=False):
+    """How a call ended: its ``result`` or its ``error``; its ``tokens`` and the
+    ``intermediate`` results it added (chains)."""
+
+    result: Any
+    error: BaseException | None
+    tokens: int
+    intermediate: dict[str, Any] | None
 
 
 class PlanJournal:
@@ -51,42 +61,33 @@ class PlanJournal:
         return key, entry
 
     def record(self, key: JournalKey | None, kind: str, started: float,
-               **outcome: Any) -> None:
-        """Record a finished call (``started`` from ``time.perf_counter()``; ``outcome``:
-        ``result`` or ``error``, and ``tokens``, ``intermediate``)."""
-        entry = self._entry(key, kind, started, **outcome)
+               **outcome: Unpack[Outcome]) -> None:
+        """Record a finished call (``started`` from ``time.perf_counter()``)."""
+        entry = self._entry(key, kind, started, outcome)
         if entry is not None and self.journal is not None:
             self.journal.record(entry)
 
     async def arecord(self, key: JournalKey | None, kind: str, started: float,
-                      **outcome: Any) -> None:
+                      **outcome: Unpack[Outcome]) -> None:
         """:meth:`record` from a coroutine (a stored journal's write does not block)."""
-        entry = self._entry(key, kind, started, **outcome)
+        entry = self._entry(key, kind, started, outcome)
         if entry is not None and self.journal is not None:
             await self.journal.arecord(entry)
 
-    def _entry(
-        self,
-        key: JournalKey | None,
-        kind: str,
-        started: float,
-        *,
-        result: Any = None,
-        error: BaseException | None = None,
-        tokens: int = 0,
-        intermediate: dict[str, Any] | None = None,
-    ) -> JournalEntry | None:
+    def _entry(self, key: JournalKey | None, kind: str, started: float,
+               outcome: Outcome) -> JournalEntry | None:
+        error = outcome.get("error")
         if key is None or self.journal is None or isinstance(error, PASSTHROUGH):
             return None
         return JournalEntry(
             key=key,
             kind=kind,
             ok=error is None,
-            result=plain_copy(result) if error is None else None,
+            result=plain_copy(outcome.get("result")) if error is None else None,
             error=None if error is None else _error_text(error),
             duration_s=time.perf_counter() - started,
-            tokens=tokens,
-            intermediate=intermediate or None,
+            tokens=outcome.get("tokens", 0),
+            intermediate=outcome.get("intermediate") or None,
         )
 
     def call(self, key: JournalKey | None, kind: str, work: Callable[[], T]) -> T:

@@ -67,7 +67,6 @@ class RunJournal:
         else:
             self.writer.add_journal(self.run_id, key, row, wait=wait)
 
-
     async def awrite(self, key: str, row: dict[str, Any]) -> None:
         """:meth:`write` from a coroutine: returns once the row is stored, without blocking
         the loop (every run of a worker shares it)."""

@@ -41,17 +41,13 @@ class RunLoop:
         """Run ``coro`` as a task of this loop (from any thread)."""
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
 
-    async def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Await ``coro`` run on this loop from a coroutine of another loop.
-
-        Cancelling the caller does not cancel ``coro``: a run stops through its abort,
-        at its next safe point, and records how it ended.
-        """
-        return await asyncio.shield(asyncio.wrap_future(self.submit(coro)))
-
     def call_soon(self, callback: Callable[..., object], *args: Any) -> None:
         """Call ``callback(*args)`` on the loop's thread (from any thread)."""
         self.loop.call_soon_threadsafe(callback, *args)
+
+    def in_flight(self, timeout_s: float = 5.0) -> int:
+        """How many tasks (runs, and what they started) are not done yet (from any thread)."""
+        return self.submit(_tasks_in_flight()).result(timeout_s)
 
     def close(self, timeout_s: float = 5.0) -> None:
         """Stop the loop and its thread, unless runs are in flight on it.
@@ -63,7 +59,7 @@ class RunLoop:
         if self._closing or self.loop.is_closed():
             return
         try:
-            busy = self.submit(_tasks_in_flight()).result(timeout_s)
+            busy = self.in_flight(timeout_s)
         except Exception:
             return
         if busy:

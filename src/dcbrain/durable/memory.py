@@ -244,7 +244,7 @@ class PostgresMemory(Memory):
         )
         with self._use() as conn:
             chosen = self._frequent.informative(
-                terms, lambda: _index_size(conn), lambda some, cap: _matches(conn, some, cap))
+                terms, lambda: _index_size(conn), lambda term, cap: _matches(conn, term, cap))
             tsquery = " | ".join(filter(None, map(_tsquery, chosen)))
             if not tsquery:
                 return []
@@ -267,15 +267,13 @@ def _index_size(conn: psycopg.Connection[Any]) -> int:
     return int(row[0] or 0) if row is not None else 0
 
 
-def _matches(conn: psycopg.Connection[Any], terms: list[str], limit: int) -> list[int]:
-    """Items matching each term, up to ``limit``: a query per term (each a GIN index scan
-    stopped at ``limit``; one query for all of them planned worse)."""
-    counts: list[int] = []
-    for term in terms:
-        query = _tsquery(term)
-        row = conn.execute(
-            "SELECT count(*) FROM (SELECT 1 FROM dcbrain_memory_items "
-            "WHERE body @@ %s::tsquery LIMIT %s) AS hits", (query, limit),
-        ).fetchone() if query else None
-        counts.append(int(row[0]) if row is not None else 0)
-    return counts
+def _matches(conn: psycopg.Connection[Any], term: str, limit: int) -> int:
+    """Items matching ``term``, up to ``limit`` (a GIN index scan stopped at ``limit``)."""
+    query = _tsquery(term)
+    if not query:
+        return 0
+    row = conn.execute(
+        "SELECT count(*) FROM (SELECT 1 FROM dcbrain_memory_items "
+        "WHERE body @@ %s::tsquery LIMIT %s) AS hits", (query, limit),
+    ).fetchone()
+    return int(row[0]) if row is not None else 0

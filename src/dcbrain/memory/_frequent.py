@@ -14,9 +14,8 @@ from typing import Final
 
 #: The number of items in the index (an upper bound will do).
 IndexSize = Callable[[], int]
-#: ``count(terms, limit)``: for each term, the items matching it, counting no further than
-#: ``limit`` (one call for every term not counted yet: one round trip to a server).
-TermCounts = Callable[[list[str], int], list[int]]
+#: ``count(term, limit)``: items matching ``term``, counting no further than ``limit``.
+TermCount = Callable[[str, int], int]
 
 #: A word is very frequent in more than this share of all items ...
 DEFAULT_FREQUENT_TERM_SHARE: Final = 0.01
@@ -42,7 +41,7 @@ class FrequentTerms:
         self._counts: dict[str, tuple[int, int]] = {}  # term -> (count, the cap it had)
         self._counted_at = 0  # the index size the cached counts belong to
 
-    def informative(self, terms: list[str], size: IndexSize, count: TermCounts) -> list[str]:
+    def informative(self, terms: list[str], size: IndexSize, count: TermCount) -> list[str]:
         """``terms`` without the very frequent ones; all of them when every one is."""
         if self.share is None or len(terms) < 2:
             return terms
@@ -51,8 +50,7 @@ class FrequentTerms:
         if items <= cap:
             return terms
         self._forget_if_grown(items)
-        counts = self._counts_of(count, terms, cap)
-        kept = [term for term in terms if counts[term] <= cap]
+        kept = [term for term in terms if self._count(count, term, cap) <= cap]
         return kept or terms
 
     def forget(self) -> None:
@@ -67,21 +65,14 @@ class FrequentTerms:
                 self._counts.clear()
                 self._counted_at = size
 
-    def _counts_of(self, count: TermCounts, terms: list[str], cap: int) -> dict[str, int]:
-        """Items matching each term, or ``cap + 1`` when there are more than ``cap``."""
-        found: dict[str, int] = {}
+    def _count(self, count_term: TermCount, term: str, cap: int) -> int:
+        """Items matching ``term``, or ``cap + 1`` when there are more than ``cap``."""
+        cached = self._counts.get(term)
+        if cached is not None:
+            count, cached_cap = cached
+            if count <= cached_cap or cap <= cached_cap:  # exact, or over any smaller cap
+                return min(count, cap + 1)
+        count = count_term(term, cap + 1)
         with self._lock:
-            for term in terms:
-                cached = self._counts.get(term)
-                if cached is not None:
-                    counted, cached_cap = cached
-                    if counted <= cached_cap or cap <= cached_cap:  # exact, or over any cap
-                        found[term] = min(counted, cap + 1)
-        missing = [term for term in terms if term not in found]
-        if missing:
-            fresh = count(missing, cap + 1)
-            with self._lock:
-                for term, counted in zip(missing, fresh, strict=True):
-                    self._counts[term] = (counted, cap)
-                    found[term] = int(counted)
-        return found
+            self._counts[term] = (count, cap)
+        return int(count)

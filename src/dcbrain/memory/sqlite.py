@@ -53,12 +53,12 @@ def _index_size(conn: sqlite3.Connection) -> int:
     return int(conn.execute("SELECT max(id) FROM items").fetchone()[0] or 0)
 
 
-def _matches(conn: sqlite3.Connection, terms: list[str], limit: int) -> list[int]:
+def _matches(conn: sqlite3.Connection, term: str, limit: int) -> int:
     # The LIMIT stops the scan of a frequent term's postings early.
-    return [int(conn.execute(
+    return int(conn.execute(
         "SELECT count(*) FROM (SELECT 1 FROM items_fts WHERE items_fts MATCH ? LIMIT ?)",
         (term, limit),
-    ).fetchone()[0]) for term in terms]
+    ).fetchone()[0])
 
 
 class SQLiteMemory(SQLiteRunStore, Memory):
@@ -191,7 +191,7 @@ class SQLiteMemory(SQLiteRunStore, Memory):
         params += [limit, offset]
         with self._db.use() as conn:
             params[0] = " OR ".join(self._frequent.informative(
-                terms, lambda: _index_size(conn), lambda some, limit: _matches(conn, some, limit)))
+                terms, lambda: _index_size(conn), lambda term, limit: _matches(conn, term, limit)))
             rows = conn.execute(sql, params).fetchall()
         return [item_from_row(row, score=-row[SCORE_COLUMN]) for row in rows]
 
