@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import lru_cache
-from typing import Any
+from typing import Any, ForwardRef
 
 import json_repair
 from jsonschema import exceptions as jsonschema_exceptions
@@ -362,6 +362,10 @@ class Chain(Runnable):
 
     def _typed_schema(self, output_type: Any) -> tuple[TypeAdapter[Any], dict[str, Any]]:
         """The adapter of ``output_type`` and its JSON Schema (a top-level ``$ref`` inlined)."""
+        if isinstance(output_type, str | ForwardRef):
+            # pydantic would evaluate it as Python: a type is an object, never text
+            raise TFChainError(f"chain {self.name!r}: output_type must be a type, not the "
+                               f"string {str(output_type)[:80]!r}")
         try:
             adapter: TypeAdapter[Any] = TypeAdapter(output_type)
             schema = adapter.json_schema()

@@ -1,14 +1,45 @@
-"""Chains built at run time: the factory behind tf_plan's ``__construct_chain`` (seed 000)."""
+"""Chains built at run time: the factory behind tf_plan's ``__construct_chain`` (seed 000).
+
+A plan may be written by a prompt-injected model, so what a plan passes is data, never
+code: :func:`construct_plan_chain` takes only :data:`PLAN_KEYWORDS`, each a plain value of
+its documented type, and a plan's prompt templates may only substitute values.
+"""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+import weakref
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dcbrain.chain.chain import DEFAULT_PROMPT, Chain, PromptArg
-from dcbrain.chain.prompts import BasePrompt, JSONExamplePrompt
+from dcbrain.chain.prompts import BasePrompt, JSONExamplePrompt, check_substitutions_only
+from dcbrain.exceptions import TFChainError
 from dcbrain.llm.base import ChatLLM
+from dcbrain.tfplan import CallableSpec
+
+#: The keywords of a plan's ``__construct_chain(...)`` and the JSON type of each.
+PLAN_KEYWORDS: dict[str, dict[str, Any]] = {
+    "output_schema": {"type": "object", "description": "JSON Schema of the chain's output"},
+    "tags": {"type": "array", "items": {"type": "string"}},
+    "name": {"type": "string"},
+    "description": {"type": "string"},
+    "prompt": {"type": "string", "description": "template; {{ name }} substitutes a value"},
+    "system_prompt": {"type": "string"},
+}
+
+#: What the checker knows of ``__construct_chain``: these keywords and no other.
+CONSTRUCT_CHAIN_SPEC = CallableSpec(
+    name="__construct_chain",
+    description="Build a chain at run time on the default LLM.",
+    parameters={"type": "object", "properties": PLAN_KEYWORDS, "additionalProperties": False},
+    kind="function",
+)
+
+_PLAN_TYPES: dict[str, type] = {"object": dict, "array": list, "string": str}
+
+# Chains built by plans, so a plan may rebuild its own but never replace a configured one.
+_constructed: weakref.WeakSet[Chain] = weakref.WeakSet()
 
 
 def construct_chain(
@@ -26,7 +57,8 @@ def construct_chain(
     text, a plan passes it as ``input=...``), preceded, when ``output_schema`` is given, by
     a prompt showing the schema and a JSON example; the schema is also the chain's
     ``output_json_schema`` (the LLM's structured-output format). ``kwargs`` go to
-    :class:`Chain` (``system_prompt``, ``result_cache_key``, ``tools`` …).
+    :class:`Chain` (``system_prompt``, ``result_cache_key``, ``tools`` …). For Python code;
+    plans go through :func:`construct_plan_chain`.
     """
     tag_list = [str(tag) for tag in tags or []]
     chain = Chain(
@@ -42,6 +74,49 @@ def construct_chain(
         example: list[BasePrompt] = [JSONExamplePrompt(chain.output_schema)]
         chain.set_prompts(example + chain.prompts, system_prompt=chain.system_prompt)
     return chain
+
+
+def construct_plan_chain(llm: ChatLLM, arguments: Mapping[str, Any]) -> Chain:
+    """``__construct_chain(**arguments)`` from a plan: only :data:`PLAN_KEYWORDS`, as data.
+
+    Raises :class:`TFChainError` naming an unknown keyword, a value of the wrong type, or a
+    prompt that is template code (loops, calls, operators) rather than substitutions.
+    """
+    unknown = sorted(set(arguments) - set(PLAN_KEYWORDS))
+    if unknown:
+        raise TFChainError(
+            f"__construct_chain has no argument {unknown[0]!r} "
+            f"(expected: {', '.join(PLAN_KEYWORDS)})"
+        )
+    for key, value in arguments.items():
+        expected = _PLAN_TYPES[PLAN_KEYWORDS[key]["type"]]
+        if value is not None and not isinstance(value, expected):
+            raise TFChainError(f"__construct_chain argument {key!r} must be "
+                               f"{PLAN_KEYWORDS[key]['type']}, got {type(value).__name__}")
+    tags = arguments.get("tags") or []
+    if not all(isinstance(tag, str) for tag in tags):
+        raise TFChainError("__construct_chain argument 'tags' must be a list of strings")
+    prompt = arguments.get("prompt")
+    system_prompt = arguments.get("system_prompt")
+    for key, template in (("prompt", prompt), ("system_prompt", system_prompt)):
+        if template is not None:
+            check_substitutions_only(template, f"__construct_chain {key}")
+    chain = construct_chain(
+        llm,
+        output_schema=arguments.get("output_schema"),
+        tags=tags,
+        name=arguments.get("name"),
+        description=arguments.get("description"),
+        prompt=prompt,
+        system_prompt=system_prompt,
+    )
+    _constructed.add(chain)
+    return chain
+
+
+def built_by_plan(chain: object) -> bool:
+    """Whether ``chain`` was built by a plan's ``__construct_chain``."""
+    return isinstance(chain, Chain) and chain in _constructed
 
 
 def _name_from_tags(tags: list[str]) -> str:

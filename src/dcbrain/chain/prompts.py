@@ -16,7 +16,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 import jinja2
 import jinja2.meta
@@ -430,3 +430,63 @@ def _as_text(item: Any) -> str:
     if isinstance(item, TextMessage):
         return item.content
     return json.dumps(item, ensure_ascii=False, default=str)
+
+
+# Templates written by plans: values are substituted, no template code runs.
+
+#: Filters a plan's template may apply: linear in their input and without arguments
+#: (``default`` takes one constant).
+PLAN_TEMPLATE_FILTERS = frozenset({
+    "tojson", "upper", "lower", "title", "capitalize", "trim", "length", "first", "last",
+    "string", "default",
+})
+
+
+def check_substitutions_only(template: str, origin: str) -> None:
+    """Refuse ``template`` unless it only substitutes values (``{{ name }}``, ``{{ a.b }}``,
+    ``{{ a["k"] }}``, ``{{ a | tojson }}``).
+
+    A plan may be written by a prompt-injected model, and Jinja's sandbox does not bound
+    time or memory (nested loops, ``"x" * 10**9``): a plan computes in the plan, where every
+    operation is charged, and hands the template only values.
+    """
+    try:
+        tree = _ENVIRONMENT.parse(template)
+    except jinja2.TemplateSyntaxError as exc:
+        raise TFChainError(f"{origin}: Jinja2 syntax error at line {exc.lineno}: "
+                           f"{exc.message}") from None
+    for statement in tree.body:
+        if not isinstance(statement, jinja2.nodes.Output):
+            _refuse_template_code(origin, statement)
+        for node in statement.nodes:
+            if not isinstance(node, jinja2.nodes.TemplateData):
+                _check_substitution(node, origin)
+
+
+def _check_substitution(node: jinja2.nodes.Node, origin: str) -> None:
+    nodes = jinja2.nodes
+    if isinstance(node, nodes.Name | nodes.Const):
+        return
+    if isinstance(node, nodes.Getattr):
+        _check_substitution(node.node, origin)
+        return
+    if isinstance(node, nodes.Getitem) and isinstance(node.arg, nodes.Const):
+        _check_substitution(node.node, origin)
+        return
+    if isinstance(node, nodes.Filter) and node.node is not None \
+            and node.name in PLAN_TEMPLATE_FILTERS and not node.kwargs \
+            and node.dyn_args is None and node.dyn_kwargs is None \
+            and (not node.args or (node.name == "default" and len(node.args) == 1
+                                   and isinstance(node.args[0], nodes.Const))):
+        _check_substitution(node.node, origin)
+        return
+    _refuse_template_code(origin, node)
+
+
+def _refuse_template_code(origin: str, node: jinja2.nodes.Node) -> NoReturn:
+    raise TFChainError(
+        f"{origin}: line {node.lineno}: a template from a plan may only substitute values "
+        f"({{{{ name }}}}, {{{{ name.field }}}}, {{{{ name['key'] }}}}, {{{{ name | tojson }}}}; "
+        f"filters: {', '.join(sorted(PLAN_TEMPLATE_FILTERS))}), found {type(node).__name__}: "
+        "build the text in the plan and pass it as a value"
+    )

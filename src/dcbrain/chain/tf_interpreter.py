@@ -30,7 +30,7 @@ from dcbrain.chain._journaling import PASSTHROUGH, PlanJournal, replayed
 from dcbrain.chain._plan_result import attach_partial, partial_chain_result, plan_chain_result
 from dcbrain.chain._usage import UsageCollector
 from dcbrain.chain.chain import Chain
-from dcbrain.chain.construct import construct_chain
+from dcbrain.chain.construct import CONSTRUCT_CHAIN_SPEC, built_by_plan, construct_plan_chain
 from dcbrain.chain.containers import Chains
 from dcbrain.chain.intermediate import intermediate_results_added, merge_intermediate_results
 from dcbrain.chain.result import ChainOutput, ChainResult
@@ -290,9 +290,13 @@ class TFChainInterpreter:
             specs[name] = spec
         return specs
 
+    def _checked_specs(self) -> dict[str, CallableSpec]:
+        """What the checker holds plans to: the chains and tools, and ``__construct_chain``."""
+        return {**self.specs, CONSTRUCT_CHAIN_SPEC.name: CONSTRUCT_CHAIN_SPEC}
+
     def check(self, plan: str) -> list[Problem]:
         """Every static problem of ``plan`` (syntax included) against the chains and tools."""
-        return check(plan, self.specs)
+        return check(plan, self._checked_specs())
 
     def describe_callables(self) -> list[dict[str, Any]]:
         """Name, kind, description, input and output schema of each chain and tool."""
@@ -356,7 +360,7 @@ class TFChainInterpreter:
         # compiled as the run will compile it (raises TFSyntaxError); the run reuses it
         parsed, _ = compile_source(plan, frozenset(self._interpreter.callables))
         if run_check:
-            problems = check(parsed, self.specs)
+            problems = check(parsed, self._checked_specs())
             if problems:
                 raise TFCheckError(problems, parsed.source)
 
@@ -443,7 +447,8 @@ class TFChainInterpreter:
             )
         started = time.perf_counter()
         try:
-            chain = construct_chain(self.default_llm, **kwargs)
+            chain = construct_plan_chain(self.default_llm, kwargs)
+            self._check_constructed_name(chain.name)
         except Exception as exc:
             self._journal.record(key if entry is None else None, "construct_chain", started,
                                  error=exc)
@@ -454,6 +459,16 @@ class TFChainInterpreter:
             self._journal.record(key, "construct_chain", started, result={"name": chain.name})
         digest = hashlib.sha256(canonical_args(kwargs).encode()).hexdigest()[:12]
         return _ChainCallable(self, chain.name, chain, journal_name=f"{chain.name}#{digest}")
+
+    def _check_constructed_name(self, name: str) -> None:
+        """A plan's chain never takes the name of a chain or tool it was given."""
+        taken = name in self._callables
+        if not taken and self.neural is not None:
+            registered = self.neural.registered("chain").get(name)
+            taken = registered is not None and not built_by_plan(registered)
+        if taken:
+            raise TFChainError(f"__construct_chain name {name!r} is taken by a chain or tool "
+                               "of this plan: choose another name")
 
     def _announce(
         self, kind: str, key: JournalKey | None = None, entry: JournalEntry | None = None
