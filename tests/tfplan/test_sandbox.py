@@ -7,6 +7,7 @@ of ``Interpreter(isolation="process")`` (the default).
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import pickle
 import signal
@@ -359,3 +360,26 @@ def test_a_deadline_never_interrupts_a_parallel_hook(isolation: str) -> None:
     with pytest.raises(TimeLimitExceeded):
         interpreter.run("x = 1\nparallel(echo(x=1), echo(x=2))")
     assert hooks.events[0][:2] == ("fork", 2)  # the hook ran to its end
+
+
+HASH_PLAN = "[hash('tf_plan'), hash((1, 'x', None, float('nan'))), hash(frozenset({'a', 'b'}))]"
+SET_ORDER_PLAN = "list({'alpha', 'beta', 'gamma', 'delta', 'epsilon', 'zeta'})"
+
+
+def test_hash_and_set_order_are_the_same_in_every_process() -> None:
+    # another host process (its own hash seed) with its own pool of sandbox processes
+    script = (
+        "import json\nfrom dcbrain.tfplan import Interpreter\n"
+        f"plans = {[HASH_PLAN, SET_ORDER_PLAN]!r}\n"
+        "print(json.dumps([Interpreter(isolation=isolation).run(plan).value\n"
+        "                  for isolation in ('process', 'inprocess') for plan in plans]))\n"
+    )
+    env = dict(os.environ, PYTHONHASHSEED="4242")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=env, timeout=PATIENCE_S * 3, check=True)
+    elsewhere = json.loads(done.stdout)
+    here = Interpreter().run(HASH_PLAN).value
+    assert here == Interpreter(isolation="inprocess").run(HASH_PLAN).value
+    assert here == elsewhere[0] == elsewhere[2]
+    assert Interpreter().run(SET_ORDER_PLAN).value == elsewhere[1]
+    assert Interpreter().run("hash(1) == hash(1.0) == hash(True) == 1").value is True

@@ -16,6 +16,7 @@ from typing import Any
 from dcbrain.tfplan.errors import SizeLimitExceeded
 from dcbrain.tfplan.guards import Guards, Namespace, TypeProxy
 from dcbrain.tfplan.guards.access import LazyMembers
+from dcbrain.tfplan.hashing import plan_hash as stable_hash
 from dcbrain.tfplan.methods import ALLOWED, MATH_CONSTANTS, MATH_FUNCTIONS
 
 #: Exception types a plan may raise (``raise ValueError("...")``) and test with isinstance.
@@ -157,7 +158,7 @@ def build_builtins(guards: Guards) -> dict[str, Any]:
         return iterate(iterator)
 
     def plan_hash(value: Any, /) -> int:
-        return hash(hash_key(value))
+        return stable_hash(hash_key(value), charge)
 
     def plan_isinstance(value: Any, classinfo: Any) -> bool:
         return isinstance(value, real_types(classinfo))
