@@ -20,9 +20,9 @@ from dcbrain.tfplan.guards.budget import ALLOC_DIVISOR, Budget
 from dcbrain.tfplan.guards.strings import Strings
 
 _INTS = (int, bool)
+_SEQUENCES = (str, list, tuple)
 #: Largest argument of math.factorial/comb/perm: their results grow far faster than it.
 MAX_COMBINATORIC = 10_000
-_SEQUENCES = (str, list, tuple)
 #: One operation per this many products of 64-bit words in quadratic big-int algorithms.
 _WORD_PRODUCTS_PER_OP = 16
 #: Operands (in 64-bit words) from which CPython multiplies with Karatsuba's method.
@@ -202,10 +202,11 @@ class Arithmetic:
         if any(type(arg) is int and arg > MAX_COMBINATORIC for arg in args):
             raise SizeLimitExceeded(
                 f"math.{name}() arguments are limited to {MAX_COMBINATORIC}")
-        n, k = (args[0], args[-1]) if args else (0, 0)
-        if name == "factorial" or len(args) == 1:
+        n = args[0] if args else None
+        k = args[1] if len(args) == 2 and name != "factorial" else None
+        if k is None:  # factorial(n), perm(n), perm(n, None): n factors
             k = n
-        if 1 <= len(args) <= 2 and type(n) is int and type(k) is int and 0 <= k <= n:
+        if len(args) <= 2 and type(n) is int and type(k) is int and 0 <= k <= n:
             if name == "comb":
                 k = min(k, n - k)
             bits = (math.lgamma(n + 1) - math.lgamma(n - k + 1)) / math.log(2)
