@@ -60,6 +60,11 @@ OTHER_DAG_LIST = "b = [1]\nfor i in range(40):\n    b = [b, b]\n"
 WIDE_TUPLE = "s = 'x' * 90000\nt = (s,)\nfor i in range(15):\n    t = (t, t)\n"
 #: Two ints of about a million bits (under the default max_bits).
 BIG_INTS = "x = 3 ** 600000\ny = 7 ** 200000\n"
+#: Room to build BIG_INTS, whose powers are paid for by their size.
+BIG_INTS_LIMITS = {"max_operations": 2_000_000}
+#: A budget that a loop of big-int work uses up within a fraction of the time limit when
+#: the work is paid for by size, and only long after it when each call costs one operation.
+BIG_INT_WORK_LIMITS = {"max_operations": 3_000_000}
 
 
 def _chain(wrapper: str) -> str:
@@ -104,15 +109,36 @@ HOSTILE_CASES: list[HostileCase] = [
     HostileCase("pow_negative_exponent_with_modulus", "pow(3, -(10 ** 5000), 7 ** 5000)",
                 LIMIT),
     HostileCase("modular_pow_of_huge_ints", "x = 7 ** 30000\npow(x, x, x + 2)", LIMIT),
-    HostileCase("floor_division_of_million_bit_ints", BIG_INTS + "x // y", LIMIT),
-    HostileCase("modulo_of_million_bit_ints", BIG_INTS + "x % y", LIMIT),
-    HostileCase("divmod_of_million_bit_ints", BIG_INTS + "divmod(x, y)", LIMIT),
-    HostileCase("augmented_floor_division", BIG_INTS + "x //= y", LIMIT),
+    HostileCase("floor_division_of_million_bit_ints", BIG_INTS + "x // y", LIMIT,
+                BIG_INTS_LIMITS),
+    HostileCase("modulo_of_million_bit_ints", BIG_INTS + "x % y", LIMIT,
+                BIG_INTS_LIMITS),
+    HostileCase("divmod_of_million_bit_ints", BIG_INTS + "divmod(x, y)", LIMIT,
+                BIG_INTS_LIMITS),
+    HostileCase("augmented_floor_division", BIG_INTS + "x //= y", LIMIT,
+                BIG_INTS_LIMITS),
     HostileCase("gcd_of_base32_ints",
                 "x = int('v' * 90000, 32)\ny = int('u' * 90000, 32)\nmath.gcd(x, y)", LIMIT),
     HostileCase("int_of_long_base32_text", "int('v' * 90000, 32)", SIZE,
                 {"max_bits": 100_000}),
     HostileCase("int_bits_have_their_own_limit", "2 ** 200000", SIZE, {"max_bits": 100_000}),
+    HostileCase("isqrt_of_a_huge_power_in_a_loop", "while True:\n    math.isqrt(10**100000)",
+                OPERATIONS, BIG_INT_WORK_LIMITS),
+    HostileCase("isqrt_of_a_huge_int_in_a_loop", "n = 10**100000\nwhile True:\n    math.isqrt(n)",
+                OPERATIONS, BIG_INT_WORK_LIMITS),
+    HostileCase("comb_in_a_loop", "while True:\n    math.comb(10000, 5000)", OPERATIONS,
+                BIG_INT_WORK_LIMITS),
+    HostileCase("products_of_huge_ints_in_a_loop",
+                "a = 3 ** 300000\nb = 7 ** 170000\nwhile True:\n    a * b", OPERATIONS,
+                BIG_INT_WORK_LIMITS),
+    HostileCase("huge_powers_in_a_loop", "while True:\n    x = 3 ** 600000", OPERATIONS,
+                BIG_INT_WORK_LIMITS),
+    HostileCase("rounding_a_huge_int_in_a_loop",
+                "n = 10 ** 100000\nwhile True:\n    round(n, -50000)", OPERATIONS,
+                BIG_INT_WORK_LIMITS),
+    HostileCase("binary_text_of_a_huge_int_in_a_loop",
+                "n = 3 ** 600000\nwhile True:\n    bin(n)", OPERATIONS,
+                {**BIG_INT_WORK_LIMITS, "max_size": 10**6}),
     # --- output sized before it is built ------------------------------------------------
     HostileCase("percent_format_many_wide_fields", "('%99999d' * 50) % tuple(range(50))",
                 SIZE),

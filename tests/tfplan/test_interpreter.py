@@ -18,6 +18,7 @@ from dcbrain.tfplan import (
     TFCallError,
     TFCheckError,
     TFRuntimeError,
+    TFSyntaxError,
     TimeLimitExceeded,
 )
 
@@ -82,6 +83,33 @@ def test_runtime_error_inside_a_function_points_inside_it() -> None:
         Interpreter().run(source)
     assert caught.value.headline() == "2:12: KeyError: 'missing'"
     assert "return d['missing']" in str(caught.value)
+
+
+#: Characters that str.splitlines() breaks at but Python's tokenizer does not.
+NOT_LINE_BREAKS = "\f\v\x1c\x1d\x1e\x85\u2028\u2029"
+
+
+@pytest.mark.parametrize("isolation", ["process", "inprocess"])
+def test_positions_after_a_string_holding_other_line_separators(isolation: str) -> None:
+    first = f"s = '{NOT_LINE_BREAKS}'; t = lookup(key=s); {{}}['same line']"
+    source = f"{first}\nx = 1\n{{}}['next line']"
+    interpreter = Interpreter({"lookup": lambda key: key},
+                              isolation=isolation)  # type: ignore[arg-type]
+    with pytest.raises(TFRuntimeError) as caught:
+        interpreter.run(source)
+    assert caught.value.headline() == "1:36: KeyError: 'same line'"
+    assert caught.value.source_line == first
+    assert (caught.value.trace[0].line, caught.value.trace[0].col) == (1, 21)
+    with pytest.raises(TFRuntimeError) as caught:
+        interpreter.run(source.replace("{}['same line']", "0"))
+    assert caught.value.headline() == "3:1: KeyError: 'next line'"
+    assert str(caught.value).endswith("\n    {}['next line']\n    ^")
+
+
+def test_a_syntax_error_after_a_string_holding_other_line_separators() -> None:
+    with pytest.raises(TFSyntaxError) as caught:
+        Interpreter().run(f"s = '{NOT_LINE_BREAKS}'\nx = (1,\ny = 2")
+    assert caught.value.source_line == "x = (1,"
 
 
 def test_check_before_run_reports_problems_without_running() -> None:

@@ -60,6 +60,10 @@ def plan_error(source: str) -> TFRuntimeError:
         "'a'.center()",
         "divmod(1)",
         "def sorted(x):\n    return x\nsorted()",
+        "import math\nmath.isqrt()",
+        "import math\nmath.isqrt(4, 2)",
+        "import math\nmath.factorial(1, 2)",
+        "hex()",
     ],
 )
 def test_message_is_cpythons(source: str) -> None:
@@ -79,8 +83,8 @@ def test_chains_and_tools_are_functions_in_messages() -> None:
 @pytest.mark.parametrize(
     "source",
     ["sorted()", "sum()", "list(1, 2)", "dict(1, 2, 3)", "json.dumps()", "json.loads()",
-     "math.prod()", "format()", "isinstance(1)", "round()", "hash()", "str.upper()",
-     "'a'.center()", "'a'.replace('a')", "'{}'.format"],
+     "math.prod()", "format()", "isinstance(1)", "round()", "round(1, 2, 3)", "hash()",
+     "str.upper()", "'a'.center()", "'a'.replace('a')", "'{}'.format"],
 )
 def test_message_never_names_internals(source: str) -> None:
     try:

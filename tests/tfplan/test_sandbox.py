@@ -7,6 +7,7 @@ of ``Interpreter(isolation="process")`` (the default).
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import pickle
 import signal
@@ -322,3 +323,63 @@ def test_a_call_refused_because_the_plan_stopped_still_ends_for_observers(stoppe
     assert ran == []  # never run ...
     assert [kind for kind, _, _ in observer.seen] == ["start", "end"]  # ... yet closed
     assert state.trace[0].error == "stopped"
+
+
+def test_a_deadline_with_branch_calls_still_running_is_always_a_time_limit() -> None:
+    # The plan's own thread takes the last branch (a started helper takes the first):
+    # it loops on quick calls and meets the deadline while the helper's branch is still
+    # in a slow call on the host, so the plan ends with that call unanswered.
+    def tool(x: int) -> int:
+        time.sleep(0.01 if x == 1 else 0.4)
+        return x
+
+    plan = ("def work(i):\n    while True:\n        tool(i)\n"
+            "parallel(work(2), work(1))")
+    interpreter = Interpreter({"tool": tool}, limits=Limits(timeout_s=0.2))
+    outcomes = []
+    for _ in range(8):
+        with pytest.raises(TFInterpreterError) as caught:
+            interpreter.run(plan)
+        outcomes.append((type(caught.value).__name__, caught.value.line))
+    assert outcomes == [("TimeLimitExceeded", 3)] * 8
+    assert interpreter.run("tool(1)").value == 1  # a clean worker runs the next plan
+
+
+class _SlowForkHooks(_Hooks):
+    def fork(self, count: int) -> list[Any]:
+        time.sleep(0.3)  # past the plan's deadline
+        return super().fork(count)
+
+
+@pytest.mark.parametrize("isolation", ["process", "inprocess"])
+def test_a_deadline_never_interrupts_a_parallel_hook(isolation: str) -> None:
+    hooks = _SlowForkHooks()
+    interpreter = Interpreter({"echo": lambda x: x}, parallel_hooks=hooks,
+                              limits=Limits(timeout_s=0.1),
+                              isolation=isolation)  # type: ignore[arg-type]
+    with pytest.raises(TimeLimitExceeded):
+        interpreter.run("x = 1\nparallel(echo(x=1), echo(x=2))")
+    assert hooks.events[0][:2] == ("fork", 2)  # the hook ran to its end
+
+
+HASH_PLAN = "[hash('tf_plan'), hash((1, 'x', None, float('nan'))), hash(frozenset({'a', 'b'}))]"
+SET_ORDER_PLAN = "list({'alpha', 'beta', 'gamma', 'delta', 'epsilon', 'zeta'})"
+
+
+def test_hash_and_set_order_are_the_same_in_every_process() -> None:
+    # another host process (its own hash seed) with its own pool of sandbox processes
+    script = (
+        "import json\nfrom dcbrain.tfplan import Interpreter\n"
+        f"plans = {[HASH_PLAN, SET_ORDER_PLAN]!r}\n"
+        "print(json.dumps([Interpreter(isolation=isolation).run(plan).value\n"
+        "                  for isolation in ('process', 'inprocess') for plan in plans]))\n"
+    )
+    env = dict(os.environ, PYTHONHASHSEED="4242")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=env, timeout=PATIENCE_S * 3, check=True)
+    elsewhere = json.loads(done.stdout)
+    here = Interpreter().run(HASH_PLAN).value
+    assert here == Interpreter(isolation="inprocess").run(HASH_PLAN).value
+    assert here == elsewhere[0] == elsewhere[2]
+    assert Interpreter().run(SET_ORDER_PLAN).value == elsewhere[1]
+    assert Interpreter().run("hash(1) == hash(1.0) == hash(True) == 1").value is True

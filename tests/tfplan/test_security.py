@@ -270,7 +270,7 @@ ATTACKS = [
     attack("power_2_10_10", "2 ** 10 ** 10", SIZE),
     attack("pow_builtin", "pow(10, 10 ** 10)", SIZE),
     attack("shift", "1 << 10 ** 10", SIZE),
-    attack("int_squaring", "x = 3\nwhile True:\n    x = x * x", SIZE),
+    attack("int_squaring", "x = 3\nwhile True:\n    x = x * x", LIMIT),  # bits or budget
     attack("str_repeat", "'a' * 10 ** 10", SIZE),
     attack("list_repeat", "[0] * 10 ** 10", SIZE),
     attack("list_repeat_twice", "[0] * 1000 * 1000", SIZE),

@@ -13,9 +13,9 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from dcbrain.tfplan.errors import SizeLimitExceeded
 from dcbrain.tfplan.guards import Guards, Namespace, TypeProxy
 from dcbrain.tfplan.guards.access import LazyMembers
+from dcbrain.tfplan.hashing import plan_hash as stable_hash
 from dcbrain.tfplan.methods import ALLOWED, MATH_CONSTANTS, MATH_FUNCTIONS
 
 #: Exception types a plan may raise (``raise ValueError("...")``) and test with isinstance.
@@ -31,7 +31,7 @@ EXCEPTIONS: dict[str, type[BaseException]] = {
 #: Builtins passed through unchanged: they neither iterate nor build large values.
 PLAIN_BUILTINS: dict[str, Any] = {
     "len": len, "abs": abs, "divmod": divmod, "chr": chr, "ord": ord,
-    "hex": hex, "oct": oct, "bin": bin, "int": int, "float": float, "bool": bool,
+    "int": int, "float": float, "bool": bool,
     "range": range, "enumerate": enumerate, "zip": zip, "map": map, "filter": filter,
     "reversed": reversed, "next": next, "callable": callable,
 }
@@ -45,9 +45,6 @@ BUILTIN_FUNCTIONS: tuple[str, ...] = (
     "hash", "chr", "ord", "hex", "oct", "bin", "pow", "format", "callable", "parallel",
     "json", "math",
 )
-
-#: Largest argument of math.factorial/comb/perm: their results grow far faster than it.
-_MAX_COMBINATORIC = 10_000
 
 
 def build_builtins(guards: Guards) -> dict[str, Any]:
@@ -136,14 +133,6 @@ def build_builtins(guards: Guards) -> dict[str, Any]:
             return tuple(real_types(item) for item in classinfo)
         return classinfo.real if isinstance(classinfo, TypeProxy) else classinfo
 
-    def plan_round(number: Any, ndigits: Any = None) -> Any:
-        # round(1, -10**8) would compute 10**(10**8) first; past the digits it has, an
-        # int rounds to 0 anyway
-        if type(number) is int and type(ndigits) is int and ndigits < 0 \
-                and -ndigits > number.bit_length() * 3 // 10 + 2:
-            return 0
-        return round(number, ndigits)
-
     def plan_iter(*args: Any) -> Any:
         """An iterator that pays for each item it yields: ``x in iter(...)`` or
         ``iter(int, 1)`` would otherwise loop in C, where no limit can stop it. An
@@ -157,7 +146,7 @@ def build_builtins(guards: Guards) -> dict[str, Any]:
         return iterate(iterator)
 
     def plan_hash(value: Any, /) -> int:
-        return hash(hash_key(value))
+        return stable_hash(hash_key(value), charge)
 
     def plan_isinstance(value: Any, classinfo: Any) -> bool:
         return isinstance(value, real_types(classinfo))
@@ -176,15 +165,20 @@ def build_builtins(guards: Guards) -> dict[str, Any]:
         charge(1 + len(text) // 4)
         return json.loads(text)
 
-    def combinatoric(func: Callable[..., int]) -> Callable[..., int]:
+    def combinatoric(name: str) -> Callable[..., int]:
         def bounded(*args: Any) -> int:
-            if any(type(arg) is int and arg > _MAX_COMBINATORIC for arg in args):
-                raise SizeLimitExceeded(
-                    f"math.{func.__name__}() arguments are limited to {_MAX_COMBINATORIC}"
-                )
-            return check_result(func(*args))  # type: ignore[no-any-return]
+            return arithmetic.combinatoric(name, *args)
 
+        bounded.__name__ = bounded.__qualname__ = name
         return bounded
+
+    def sized(func: Callable[..., Any]) -> Callable[..., Any]:
+        """``hex``, ``oct``, ``bin``: their text is paid for by its size."""
+        def render(*args: Any) -> Any:
+            return check_result(func(*args))
+
+        render.__name__ = render.__qualname__ = func.__name__
+        return render
 
     def math_prod(iterable: Any, /, *, start: Any = 1) -> Any:
         total = start
@@ -199,9 +193,9 @@ def build_builtins(guards: Guards) -> dict[str, Any]:
     math_members: dict[str, Any] = {name: getattr(math, name) for name in MATH_FUNCTIONS}
     math_members.update({name: getattr(math, name) for name in MATH_CONSTANTS})
     math_members.update(
-        factorial=combinatoric(math.factorial), comb=combinatoric(math.comb),
-        perm=combinatoric(math.perm), prod=math_prod, fsum=math_fsum, pow=math.pow,
-        lcm=arithmetic.lcm, gcd=arithmetic.gcd,
+        factorial=combinatoric("factorial"), comb=combinatoric("comb"),
+        perm=combinatoric("perm"), prod=math_prod, fsum=math_fsum, pow=math.pow,
+        lcm=arithmetic.lcm, gcd=arithmetic.gcd, isqrt=arithmetic.isqrt,
     )
 
     attr = guards.access.attr
@@ -254,8 +248,8 @@ def build_builtins(guards: Guards) -> dict[str, Any]:
         sorted=plan_sorted, sum=plan_sum, min=consumer(min, compares=True),
         max=consumer(max, compares=True),
         any=consumer(any), all=consumer(all), isinstance=plan_isinstance, format=plan_format,
-        pow=arithmetic.power, parallel=plan_parallel, round=plan_round, hash=plan_hash,
-        iter=plan_iter,
+        pow=arithmetic.power, parallel=plan_parallel, round=arithmetic.round, hash=plan_hash,
+        iter=plan_iter, hex=sized(hex), oct=sized(oct), bin=sized(bin),
         json=Namespace("json", {"dumps": strings.json_dumps, "loads": json_loads}),
         math=Namespace("math", math_members),
     )

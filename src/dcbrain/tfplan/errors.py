@@ -9,9 +9,22 @@ planner sees when a plan fails. The root lives here, in the lowest layer, so tha
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 
 from dcbrain.tfplan.result import CallRecord, ConsoleResult
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def source_lines(source: str) -> list[str]:
+    """The lines of a plan's source as Python numbers them: broken at ``\\n``, ``\\r\\n``
+    and ``\\r`` only. (``str.splitlines`` also breaks at a form feed, ``\\v``,
+    ``\\x1c``-``\\x1e``, ``\\x85``, U+2028 and U+2029, which a string literal may hold.)"""
+    lines = _LINE_BREAK.split(source)
+    if lines[-1] == "":  # no line after a final line break, as with str.splitlines
+        lines.pop()
+    return lines
 
 
 class TFError(Exception):
@@ -96,7 +109,7 @@ class TFProblemsError(TFInterpreterError):
 
     def __init__(self, problems: list[Problem], source: str) -> None:
         first = problems[0]
-        lines = source.splitlines()
+        lines = source_lines(source)
         source_line = lines[first.line - 1] if 0 < first.line <= len(lines) else None
         super().__init__(first.message, line=first.line, col=first.col, source_line=source_line)
         self.problems = problems

@@ -263,14 +263,14 @@ class Dispatcher:
         if len(items) < 2 or not any(isinstance(item, Thunk) for item in items):
             return [item() if isinstance(item, Thunk) else item for item in items]
         hooks = state.parallel_hooks
-        tokens = hooks.fork(len(items)) if hooks is not None else [None] * len(items)
+        tokens = self._hook(hooks.fork, len(items)) if hooks is not None else [None] * len(items)
         branches = _Branches(self, items, tokens)
         for _ in range(state.reserve_threads(len(items) - 1)):
             threading.Thread(target=branches.help, name="tf_plan-branch", daemon=True).start()
         branches.work()
         branches.wait()
         if hooks is not None:
-            hooks.join(tokens)
+            self._hook(hooks.join, tokens)
         for error in branches.errors:
             if error is not None:
                 raise error
@@ -283,10 +283,18 @@ class Dispatcher:
         state.branch.index = index
         try:
             if state.parallel_hooks is not None:
-                state.parallel_hooks.enter(token)
+                self._hook(state.parallel_hooks.enter, token)
             return item() if isinstance(item, Thunk) else item
         finally:
             state.branch.index = outer
+
+    def _hook(self, method: Callable[..., Any], *args: Any) -> Any:
+        """Run a ``ParallelHooks`` method as host code: no stop signal lands inside it."""
+        self.state.enter_host()
+        try:
+            return method(*args)
+        finally:
+            self.state.leave_host()
 
 
 class _Branches:

@@ -23,7 +23,7 @@ _PUBLIC_NAMES: dict[str, str] = {
     "math_prod": "math.prod", "math_fsum": "math.fsum", "math_lcm": "math.lcm",
     "math_gcd": "math.gcd", "power": "pow", "str_format": "str.format",
     "str_replace": "replace", "str_expandtabs": "expandtabs", "lcm": "math.lcm",
-    "gcd": "math.gcd", "to_int": "int",
+    "gcd": "math.gcd", "isqrt": "math.isqrt", "to_int": "int",
 }
 #: Guard methods a plan reaches as a bound ``str`` method: the string is one more
 #: positional argument than the plan passed.
@@ -36,7 +36,7 @@ _ARITY: dict[str, tuple[int, int, str]] = {
     "format": (1, 2, "expected"), "isinstance": (2, 2, "expected"), "hash": (1, 1, "one"),
     "replace": (2, 3, "expected"), "expandtabs": (0, 1, "expected"),
     "divmod": (2, 2, "expected"), "center": (1, 2, "expected"), "ljust": (1, 2, "expected"),
-    "rjust": (1, 2, "expected"),
+    "rjust": (1, 2, "expected"), "round": (1, 2, "expected"), "math.isqrt": (1, 1, "one"),
 }
 _INTERNAL_CALL = re.compile(
     r"\b(?:dcbrain\.[\w.]+\.)?(?:build_builtins\.<locals>\.|"

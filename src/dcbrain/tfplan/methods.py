@@ -79,11 +79,11 @@ MATH_FUNCTIONS = (
     "ceil", "floor", "trunc", "sqrt", "exp", "log", "log2", "log10", "sin", "cos", "tan",
     "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "degrees", "radians", "hypot",
     "fabs", "copysign", "isclose", "isfinite", "isinf", "isnan", "fmod",
-    "remainder", "isqrt", "dist", "modf", "frexp", "ldexp", "erf", "erfc", "gamma", "lgamma",
+    "remainder", "dist", "modf", "frexp", "ldexp", "erf", "erfc", "gamma", "lgamma",
 )
 MATH_CONSTANTS = ("pi", "e", "tau", "inf", "nan")
 #: ``math`` functions that run under the budget (bounded arguments, charged loops).
-MATH_GUARDED = ("factorial", "comb", "perm", "prod", "fsum", "pow", "lcm", "gcd")
+MATH_GUARDED = ("factorial", "comb", "perm", "prod", "fsum", "pow", "lcm", "gcd", "isqrt")
 
 #: Members of the helper modules ``math`` and ``json`` (reached as ``math.sqrt``).
 MODULE_MEMBERS: dict[str, frozenset[str]] = {

@@ -12,7 +12,7 @@ import re
 import warnings
 from dataclasses import dataclass, field
 
-from dcbrain.tfplan.errors import Problem, TFSyntaxError
+from dcbrain.tfplan.errors import Problem, TFSyntaxError, source_lines
 from dcbrain.tfplan.methods import MODULE_MEMBERS
 
 #: Special functions a plan may call although their names start with ``__``.
@@ -118,7 +118,7 @@ class Plan:
 
     @property
     def lines(self) -> list[str]:
-        return self.source.splitlines()
+        return source_lines(self.source)
 
 
 def extract_plan(reply: str) -> str | None:

@@ -1,8 +1,11 @@
 """Operators that can build large values or run long on large ints.
 
-Python's big-int operations run in one C call each: ``x // y`` and ``x % y`` take time
-proportional to the product of the operands' sizes, ``pow(a, e, m)`` a product per bit of
-``e``. They are sized and paid for (by bit size) before Python starts them.
+Python's big-int operations run in one C call each: ``x * y`` takes time growing with the
+product of the operands' sizes (Karatsuba past a few dozen words), ``x // y`` and
+``x % y`` with the product of the quotient's and the divisor's sizes, ``a ** e`` with its
+result's, ``pow(a, e, m)`` a product per bit of ``e``, ``math.isqrt`` and ``round(x, -n)``
+a division each, ``math.factorial``/``comb``/``perm`` a tree of products. They are sized
+and paid for (by bit size) before Python starts them.
 """
 
 from __future__ import annotations
@@ -12,18 +15,47 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
+from dcbrain.tfplan.errors import SizeLimitExceeded
 from dcbrain.tfplan.guards.budget import ALLOC_DIVISOR, Budget
 from dcbrain.tfplan.guards.strings import Strings
 
 _INTS = (int, bool)
 _SEQUENCES = (str, list, tuple)
+#: Largest argument of math.factorial/comb/perm: their results grow far faster than it.
+MAX_COMBINATORIC = 10_000
 #: One operation per this many products of 64-bit words in quadratic big-int algorithms.
 _WORD_PRODUCTS_PER_OP = 16
+#: Operands (in 64-bit words) from which CPython multiplies with Karatsuba's method.
+_KARATSUBA_WORDS = 35
 _SMALL = 1 << 64
+_LOG2_10 = math.log2(10)
 
 
 def _words(number: int) -> int:
     return (number.bit_length() >> 6) + 1
+
+
+def _product_words(a_words: int, b_words: int) -> int:
+    """Word products of a product of ints of these sizes, as CPython multiplies: by the
+    schoolbook up to ``_KARATSUBA_WORDS``, else with Karatsuba's method on chunks of the
+    smaller size."""
+    small, large = min(a_words, b_words), max(a_words, b_words)
+    if small <= _KARATSUBA_WORDS:
+        return small * large
+    return int(large * small * (_KARATSUBA_WORDS / small) ** 0.415)
+
+
+def _power_operations(result_bits: float) -> int:
+    """Operations of ``a ** e`` with a result of ``result_bits``: repeated squaring, whose
+    squarings add up to about one and a half times the last one."""
+    half = int(result_bits) // 128 + 1
+    return 3 * _product_words(half, half) // (2 * _WORD_PRODUCTS_PER_OP) + 1
+
+
+def _division_operations(dividend_words: int, divisor_words: int) -> int:
+    """Schoolbook division: a word product per word of the quotient and of the divisor."""
+    quotient = max(dividend_words - divisor_words, 0) + 1
+    return quotient * divisor_words // _WORD_PRODUCTS_PER_OP + 1
 
 
 class Arithmetic:
@@ -85,6 +117,8 @@ class Arithmetic:
                 return a * b
             if a.bit_length() + b.bit_length() > budget.max_bits:
                 raise budget.too_many_bits("int product", a.bit_length() + b.bit_length())
+            if not (-_SMALL < a < _SMALL or -_SMALL < b < _SMALL):
+                budget.charge(_product_words(_words(a), _words(b)) // _WORD_PRODUCTS_PER_OP)
         elif (ta in _INTS and tb in _SEQUENCES) or (tb in _INTS and ta in _SEQUENCES):
             count, sequence = (a, b) if ta in _INTS else (b, a)
             size = len(sequence) * count
@@ -99,6 +133,8 @@ class Arithmetic:
                 bits = abs(a).bit_length()
                 if bits > 1 and (bits - 1) * b > budget.max_bits:
                     raise budget.too_many_bits("int power", (bits - 1) * b)
+                if bits > 1:
+                    budget.charge(_power_operations(math.log2(abs(a)) * b))
             return budget.check_result(a**b)
         if a.__class__ in _INTS and b.__class__ in _INTS and mod.__class__ in _INTS:
             for name, number in (("base", a), ("exponent", b), ("modulus", mod)):
@@ -122,9 +158,7 @@ class Arithmetic:
     def _charge_division(self, a: Any, b: Any) -> None:
         if a.__class__ in _INTS and b.__class__ in _INTS and not -_SMALL < b < _SMALL \
                 and not -_SMALL < a < _SMALL:
-            # schoolbook division: a word product per word of the quotient and divisor
-            quotient = max(_words(a) - _words(b), 0) + 1
-            self.budget.charge(quotient * _words(b) // _WORD_PRODUCTS_PER_OP + 1)
+            self.budget.charge(_division_operations(_words(a), _words(b)))
 
     def floordiv(self, a: Any, b: Any) -> Any:
         self._charge_division(a, b)
@@ -142,6 +176,45 @@ class Arithmetic:
     def divmod(self, a: Any, b: Any) -> tuple[Any, Any]:
         self._charge_division(a, b)
         return divmod(a, b)  # type: ignore[no-any-return]
+
+    def round(self, number: Any, ndigits: Any = None) -> Any:
+        """``round()``: an int rounded to ``-n`` digits is divided by ``10**n``."""
+        if type(number) is int and type(ndigits) is int and ndigits < 0:
+            if -ndigits > number.bit_length() * 3 // 10 + 2:
+                return 0  # past the digits it has; Python would compute 10**-ndigits first
+            power_bits = -ndigits * _LOG2_10
+            self.budget.charge(_power_operations(power_bits) + _division_operations(
+                _words(number), int(power_bits) // 64 + 1))
+        return round(number, ndigits)
+
+    def isqrt(self, number: Any) -> int:
+        """``math.isqrt``: Newton's method, a division per doubling of precision."""
+        if number.__class__ in _INTS:
+            words = _words(number)
+            self.budget.charge(words * words // (2 * _WORD_PRODUCTS_PER_OP) + 1)
+        return math.isqrt(number)
+
+    def combinatoric(self, name: str, *args: Any) -> int:
+        """``math.factorial``, ``perm`` and ``comb`` (``name``), for arguments up to
+        ``MAX_COMBINATORIC``: a tree of products up to the size of ``perm(n, k)``, each
+        level about the cost of its last product (``comb`` also divides as much)."""
+        func: Callable[..., int] = getattr(math, name)
+        if any(type(arg) is int and arg > MAX_COMBINATORIC for arg in args):
+            raise SizeLimitExceeded(
+                f"math.{name}() arguments are limited to {MAX_COMBINATORIC}")
+        n = args[0] if args else None
+        k = args[1] if len(args) == 2 and name != "factorial" else None
+        if k is None:  # factorial(n), perm(n), perm(n, None): n factors
+            k = n
+        if len(args) <= 2 and type(n) is int and type(k) is int and 0 <= k <= n:
+            if name == "comb":
+                k = min(k, n - k)
+            bits = (math.lgamma(n + 1) - math.lgamma(n - k + 1)) / math.log(2)
+            half = int(bits) // 128 + 1
+            levels = max(k, 1).bit_length() * (2 if name == "comb" else 1)
+            self.budget.charge(_product_words(half, half) * levels // _WORD_PRODUCTS_PER_OP
+                               + 1)
+        return self.budget.check_result(func(*args))  # type: ignore[no-any-return]
 
     def gcd(self, *numbers: Any) -> int:
         """``math.gcd``: Lehmer's algorithm is quadratic in the operands' size."""

@@ -29,8 +29,6 @@ from dcbrain.tfplan.result import CallRecord, ConsoleResult
 from dcbrain.tfplan.sandbox._wire import WORKER_RECORD_FIELDS, Channel, ChannelClosed
 from dcbrain.tfplan.state import Cancelled, Expired, RunState
 
-#: Threads ``parallel`` may start in one sandbox process, over all nesting levels.
-
 #: Scope of the calling thread: 0 at top level, else the host's id of its ``parallel`` branch.
 _scope: contextvars.ContextVar[int] = contextvars.ContextVar("tf_sandbox_scope", default=0)
 
@@ -45,11 +43,19 @@ class _Requests:
         self._answered = threading.Condition(self._lock)
         self._answers: dict[int, tuple[str, Any]] = {}
         self._reading = False
+        self._asked: set[int] = set()
+
+    @property
+    def unanswered(self) -> bool:
+        """Whether a request was sent whose answer no thread took (the plan stopped first)."""
+        with self._lock:
+            return bool(self._asked)
 
     def ask(self, kind: str, *payload: Any) -> tuple[str, Any]:
         with self._lock:
             self._ids += 1
             request_id = self._ids
+            self._asked.add(request_id)
         self.channel.send((kind, request_id, *payload))
         with self._answered:
             while request_id not in self._answers:
@@ -65,6 +71,7 @@ class _Requests:
                     self._reading = False
                 self._answers[answer_id] = (status, value)
                 self._answered.notify_all()
+            self._asked.discard(request_id)
             return self._answers.pop(request_id)
 
 
@@ -190,7 +197,9 @@ def _run(channel: Channel, *, source: str, code: bytes, limits: Limits, names: l
                 "line": error.line, "col": error.col, "source_line": error.source_line,
             },
             "stdout": error.stdout,
-            "retire": memory or error.kind in ("TimeLimitExceeded", "Cancelled"),
+            # an answer still due would reach the next plan: a fresh process runs that
+            "retire": memory or requests.unanswered
+            or error.kind in ("TimeLimitExceeded", "Cancelled"),
         }
     return {"value": result.value, "stdout": result.stdout, "operations": result.operations,
             "duration_s": result.duration_s, "returned": result.returned}

@@ -288,6 +288,8 @@ def _zygote_environment() -> dict[str, str]:
         [package_root, *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]]
     )
     env["MALLOC_ARENA_MAX"] = "2"  # each arena reserves address space counted by RLIMIT_AS
+    # one seed for every pool: a set of strings iterates in the same order after a restart
+    env["PYTHONHASHSEED"] = "0"
     return env
 
 

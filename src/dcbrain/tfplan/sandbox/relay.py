@@ -289,7 +289,11 @@ class _Relay:
 
     # -- endings -----------------------------------------------------------------------
     def _done(self, outcome: dict[str, Any]) -> ConsoleResult:
-        if self.inflight:
+        with self.lock:
+            unanswered = self.inflight
+        # A plan stopped by its deadline or a cancellation ends without waiting for the
+        # calls of its other branches (as in process); only such an ending leaves any.
+        if unanswered and "error" not in outcome:
             self._misbehaved()
         stdout = _text(outcome.get("stdout"))
         if "value" in outcome:
@@ -317,10 +321,8 @@ class _Relay:
         report = outcome.get("error")
         if not isinstance(report, dict):
             self._misbehaved()
-        if outcome.get("retire"):
-            self._settle(reuse=False)
-        else:
-            self._settle(reuse=True)
+        # threads of the process still wait for the unanswered calls: it runs no other plan
+        self._settle(reuse=not (outcome.get("retire") or unanswered))
         cls = _ERROR_CLASSES.get(_text(report.get("class")), TFRuntimeError)
         error = cls(_text(report.get("message")), kind=_text(report.get("kind")) or None)
         self._raise(error, _number(report.get("line")), _number(report.get("col")), stdout)
