@@ -125,9 +125,32 @@ def test_references_that_fan_out_are_refused_before_they_double_forty_times() ->
         twice = {"$ref": f"#/$defs/d{level - 1}"}
         definitions[f"d{level}"] = {"allOf": [twice, twice]}
     started = time.monotonic()
-    with pytest.raises(TFSchemaError, match="its references fan out"):
+    with pytest.raises(TFSchemaError, match="test schema is refused at the top level: "
+                       "validating the value needs more work than the budget allows"):
         compile_schema({"$defs": definitions, "$ref": "#/$defs/d40"}, "test schema")
     assert time.monotonic() - started < 10  # hang guard: 2**40 references before
+
+
+def test_enum_is_a_lookup_not_a_scan() -> None:
+    names = [f"name-{index}" for index in range(5_000)]
+    schema = {"type": "array", "items": {"enum": [*names, 1, True, {"a": [1]}]}}
+    started = time.monotonic()
+    assert messages(schema, names * 2) == []
+    assert len(messages(schema, [f"other-{index}" for index in range(10_000)])) == 100
+    assert time.monotonic() - started < 5  # hang guard: 10**8 comparisons before
+    assert messages(schema, [1.0, True, {"a": [1.0]}]) == []
+    assert len(messages(schema, [False])) == 1
+
+
+def test_a_large_schema_on_a_large_value_stops_at_the_work_budget() -> None:
+    schema = {"type": "array",
+              "items": {"anyOf": [{"const": f"name-{index}"} for index in range(1_000)]}}
+    started = time.monotonic()
+    with pytest.raises(TFSchemaError, match="test schema: validating the value needs more "
+                       "work than the budget allows"):
+        compile_schema(schema, "test schema").errors([f"other-{i}" for i in range(10_000)])
+    assert time.monotonic() - started < 5  # hang guard: 10**7 subschemas before
+    assert messages(schema, ["name-1", "name-999"]) == []
 
 
 def test_a_recursive_schema_follows_a_reference_per_value_of_a_large_instance() -> None:

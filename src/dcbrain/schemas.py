@@ -4,15 +4,17 @@
 validator. It refuses, naming the schema's origin and the JSON path of the bad part: values
 that are not JSON, a schema nested deeper than :data:`MAX_SCHEMA_DEPTH` or larger than
 :data:`MAX_SCHEMA_NODES` values, anything that fails the schema's metaschema, a pattern RE2
-cannot compile (backreferences, lookaround) and a ``$ref`` that refers to itself without
-end. The validator it returns is ``jsonschema``'s for the schema's draft, except that
-``pattern``, ``patternProperties`` and ``additionalProperties`` match with RE2 (time linear
-in the text, where Python's backtracking ``re`` can take exponential time), ``uniqueItems``
-hashes the items (``jsonschema`` compares unsortable ones pairwise) and ``$ref`` resolves
-within the schema only (``jsonschema`` would fetch a remote URL). Compiled validators are
-cached by the schema's canonical JSON, so a schema used again costs one ``json.dumps``.
+cannot compile (backreferences, lookaround), a ``$schema`` below the top level, a reference
+out of the schema and references that loop or fan out without end. The validator it
+returns is ``jsonschema``'s for the schema's draft, except that ``pattern``,
+``patternProperties`` and ``additionalProperties`` match with RE2 (time linear in the text,
+where Python's backtracking ``re`` can take exponential time), ``uniqueItems`` and ``enum``
+hash a canonical form of the values (``jsonschema`` compares them pairwise), ``$ref``
+resolves within the schema only (``jsonschema`` would fetch a remote URL) and one
+validation stops at a work budget linear in the value (:data:`WORK_BUDGET`). Compiled
+validators are cached by the schema's canonical JSON, so a schema used again costs one
+``json.dumps``.
 """
-
 from __future__ import annotations
 
 import json
@@ -20,6 +22,7 @@ import re
 from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
 from functools import cache, lru_cache
+from itertools import islice
 from typing import Any
 
 import re2
@@ -32,15 +35,16 @@ from dcbrain.exceptions import TFSchemaError
 
 MAX_SCHEMA_DEPTH = 64
 """How deeply the values of a schema may nest (objects and arrays)."""
-MAX_SCHEMA_NODES = 20_000
+MAX_SCHEMA_NODES = 10_000
 """How many values (objects, arrays, strings, numbers …) a schema may hold."""
-REFERENCE_BUDGET = 10_000
-REFERENCES_PER_VALUE = 4
-COUNTED_VALUES = 50_000
-"""One validation follows at most ``REFERENCE_BUDGET`` references plus
-``REFERENCES_PER_VALUE`` for each value in the instance (up to ``COUNTED_VALUES`` values):
-references that fan out (``allOf`` of two references to a part that does the same) double
-the work at each level."""
+WORK_BUDGET = 50_000
+WORK_PER_VALUE = 20
+COUNTED_VALUES = 10_000
+"""One validation does at most ``WORK_BUDGET`` units of work plus ``WORK_PER_VALUE`` for
+each value in the instance (up to ``COUNTED_VALUES`` values); a keyword costs one unit plus
+about the length of its list or object (``properties``, ``anyOf`` …). Without a bound
+the work is the schema's size times the instance's, and references that fan out (``allOf``
+of two references to a part that does the same) double it at each level."""
 
 # Keywords whose value is data (never a schema): a "pattern" key inside is not a keyword.
 _DATA_KEYWORDS = frozenset({"const", "default", "enum", "examples"})
@@ -49,36 +53,33 @@ _NAMED_SCHEMAS = frozenset({"$defs", "definitions", "dependencies", "dependentSc
                             "properties", "patternProperties"})
 _REFERENCES = frozenset({"$ref", "$dynamicRef", "$recursiveRef"})
 _PROBES: tuple[Any, ...] = (None, {}, [], "", 0)
-_PROBE_BUDGET = 1_000  # references a probe may follow: plenty for a schema that does not loop
+_PROBE_BUDGET = 10_000  # work a probe may do: plenty for references that do not fan out
 
 
 class CompiledSchema:
     """A checked schema (a private JSON copy) and its linear-time ``jsonschema`` validator."""
 
-    __slots__ = ("follows_references", "origin", "schema", "validator")
+    __slots__ = ("origin", "schema", "validator")
 
-    def __init__(self, origin: str, schema: dict[str, Any], validator: Any,
-                 follows_references: bool) -> None:
+    def __init__(self, origin: str, schema: dict[str, Any], validator: Any) -> None:
         self.origin = origin
         self.schema = schema
         self.validator = validator
-        self.follows_references = follows_references
 
     def __repr__(self) -> str:
         return f"CompiledSchema({self.origin!r})"
 
     def errors(self, instance: Any) -> list[ValidationError]:
-        """Every way ``instance`` fails the schema, ordered by where in the instance.
+        """The ways ``instance`` fails the schema (the first 100), ordered by where in it.
 
-        :class:`TFSchemaError` when validation cannot finish: a ``$ref`` that does not
-        resolve within the schema, or an instance nested too deeply for a recursive schema.
+        :class:`TFSchemaError` when validation cannot finish: past the work budget, at a
+        ``$ref`` that does not resolve within the schema, or on an instance nested too
+        deeply for a recursive schema.
         """
-        budget = (REFERENCE_BUDGET + REFERENCES_PER_VALUE * _count_values(instance)
-                  if self.follows_references else None)
-        token = _references_left.set([budget] if budget is not None else None)
+        token = _work_left.set([WORK_BUDGET + WORK_PER_VALUE * _count_values(instance)])
         try:
-            found = list(self.validator.iter_errors(instance))
-        except TFSchemaError as exc:  # from _counted: no origin there
+            found = list(islice(self.validator.iter_errors(instance), _MAX_ERRORS))
+        except TFSchemaError as exc:  # from _charge: no origin there
             raise self._unusable(str(exc)) from None
         except Unresolvable as exc:
             raise self._unusable(f"a $ref does not resolve within the schema (nothing is "
@@ -86,7 +87,7 @@ class CompiledSchema:
         except RecursionError:
             raise self._unusable("the value is nested too deeply to be validated") from None
         finally:
-            _references_left.reset(token)
+            _work_left.reset(token)
         return sorted(found, key=_place)
 
     def _unusable(self, detail: str) -> TFSchemaError:
@@ -105,7 +106,7 @@ def compile_schema(schema: Mapping[str, Any], origin: str) -> CompiledSchema:
         text = json.dumps(schema, sort_keys=True, allow_nan=False)
     except (TypeError, ValueError) as exc:  # NaN, infinity, a mapping that is not a dict
         raise _Refusal("", f"not JSON data: {exc}", refused=False).error(origin) from None
-    compiled = _compiled(text)
+    compiled = _cached(text) if len(text) <= _CACHED_TEXT else _compiled(text)
     if isinstance(compiled, _Refusal):
         raise compiled.error(origin)
     return CompiledSchema(origin, *compiled)
@@ -167,8 +168,7 @@ def _check_values(schema: Mapping[str, Any]) -> _Refusal | None:
     return None
 
 
-@lru_cache(maxsize=512)
-def _compiled(text: str) -> tuple[dict[str, Any], Any, bool] | _Refusal:
+def _compiled(text: str) -> tuple[dict[str, Any], Any] | _Refusal:
     """The JSON copy and validator of the schema ``text``, or why it is refused."""
     schema = json.loads(text)
     uses = _check_keywords(schema)
@@ -185,19 +185,18 @@ def _compiled(text: str) -> tuple[dict[str, Any], Any, bool] | _Refusal:
                         "supported (jsonschema matches those patterns with a backtracking "
                         "engine)")
     validator = _linear_class(base)(schema, registry=Registry())
-    follows_references = bool(uses & _REFERENCES)
-    if follows_references:
+    if uses & _REFERENCES:
         refusal = _probe_references(validator)
         if refusal is not None:
             return refusal
-    return schema, validator, follows_references
+    return schema, validator
 
 
 def _probe_references(validator: Any) -> _Refusal | None:
     """Why the references of ``validator``'s schema cannot be followed: a loop that
     consumes no part of the value, or a fan-out past the budget, loops on every value."""
     for probe in _PROBES:
-        token = _references_left.set([_PROBE_BUDGET])
+        token = _work_left.set([_PROBE_BUDGET])
         try:
             validator.is_valid(probe)
         except RecursionError:
@@ -207,8 +206,14 @@ def _probe_references(validator: Any) -> _Refusal | None:
         except Unresolvable:
             return None  # reported, with the reference, by CompiledSchema.errors
         finally:
-            _references_left.reset(token)
+            _work_left.reset(token)
     return None
+
+
+# Schemas used again (a chain's, a tool's) are compiled once; large ones each time, so that
+# a plan sending many distinct schemas cannot fill the memory with compiled ones.
+_cached = lru_cache(maxsize=256)(_compiled)
+_CACHED_TEXT = 32 * 1024
 
 
 def _check_keywords(schema: dict[str, Any]) -> _Refusal | set[str]:
@@ -277,24 +282,43 @@ def _where(path: tuple[str, ...]) -> str:
     return "/".join(path)
 
 
-# -- following references --------------------------------------------------------------
-_references_left: ContextVar[list[int] | None] = ContextVar("references_left", default=None)
+# -- the work budget ---------------------------------------------------------------------
+_work_left: ContextVar[list[int] | None] = ContextVar("work_left", default=None)
+_MAX_ERRORS = 100  # errors collected for one value (a message may quote a large part of it)
 
 
-def _counted(follow: Any) -> Any:
-    """The keyword function ``follow`` (``$ref`` …), within the validation's budget."""
+def _charge(units: int) -> None:
+    left = _work_left.get()
+    if left is not None:
+        left[0] -= units
+        if left[0] < 0:
+            raise TFSchemaError("validating the value needs more work than the budget allows "
+                                "(a large schema on a large value, or references that fan "
+                                "out)", origin="")
 
-    def follow_within_budget(validator: Any, reference: Any, instance: Any,
-                             schema: Any) -> Iterator[Any]:
-        left = _references_left.get()
-        if left is not None:
-            left[0] -= 1
-            if left[0] < 0:
-                raise TFSchemaError("its references fan out: validating one value follows "
-                                    "more of them than the budget allows", origin="")
-        yield from follow(validator, reference, instance, schema)
 
-    return follow_within_budget
+# Units per item of a keyword's list or object: a combinator validates the value against
+# each of its schemas, up front, so a large one is stopped before it starts; other keywords
+# go through their items cheaply (enum looks the value up).
+_COMBINATORS = frozenset({"allOf", "anyOf", "oneOf"})
+_UNITS_PER_SCHEMA = 10
+_ITEMS_PER_UNIT = 10
+
+
+def _budgeted(check: Any, keyword: str) -> Any:
+    """The keyword function ``check``, charged to the validation's budget."""
+
+    def check_within_budget(validator: Any, value: Any, instance: Any,
+                            schema: Any) -> Iterator[Any]:
+        if not isinstance(value, list | dict) or keyword == "enum":
+            _charge(1)
+        elif keyword in _COMBINATORS:
+            _charge(1 + _UNITS_PER_SCHEMA * len(value))
+        else:
+            _charge(1 + len(value) // _ITEMS_PER_UNIT)
+        yield from check(validator, value, instance, schema)
+
+    return check_within_budget
 
 
 def _count_values(instance: Any) -> int:
@@ -350,6 +374,7 @@ def _pattern_properties(
 ) -> Iterator[Any]:
     if not validator.is_type(instance, "object"):
         return
+    _charge(len(patterns) * len(instance))
     for pattern, subschema in patterns.items():
         regex = _regex(pattern)
         for key, value in instance.items():
@@ -366,6 +391,7 @@ def _additional_properties(
     properties = schema.get("properties", {})
     patterns = schema.get("patternProperties", {})
     regexes = [_regex(pattern) for pattern in patterns]
+    _charge(len(regexes) * len(instance))
     extras = {key for key in instance
               if key not in properties and not any(regex.search(key) for regex in regexes)}
     if validator.is_type(additional, "object"):
@@ -382,6 +408,24 @@ def _additional_properties(
             joined = ", ".join(repr(each) for each in sorted(extras, key=str))
             yield ValidationError(f"Additional properties are not allowed ({joined} {verb} "
                                   "unexpected)")
+
+
+def _enum(validator: Any, enums: list[Any], instance: Any, schema: Any) -> Iterator[Any]:
+    if _canonical(instance) not in _canonical_set(enums):
+        yield ValidationError(f"{instance!r} is not one of {enums!r}")
+
+
+_CANONICAL_SETS: dict[int, tuple[list[Any], frozenset[Any]]] = {}
+
+
+def _canonical_set(values: list[Any]) -> frozenset[Any]:
+    """The canonical forms of a schema's list (held here, so that its id stays its own)."""
+    entry = _CANONICAL_SETS.get(id(values))
+    if entry is None or entry[0] is not values:
+        if len(_CANONICAL_SETS) >= 4096:
+            _CANONICAL_SETS.clear()
+        entry = _CANONICAL_SETS[id(values)] = (values, frozenset(map(_canonical, values)))
+    return entry[1]
 
 
 def _unique_items(validator: Any, unique: Any, instance: Any, schema: Any) -> Iterator[Any]:
@@ -422,6 +466,7 @@ def _canonical(value: Any) -> Any:
 
 
 _LINEAR_KEYWORDS = {
+    "enum": _enum,
     "pattern": _pattern,
     "patternProperties": _pattern_properties,
     "additionalProperties": _additional_properties,
@@ -432,16 +477,17 @@ _LINEAR_KEYWORDS = {
 @cache
 def _linear_class(base: Any) -> Any:
     """``base`` (a draft's validator class) with the linear-time keywords above."""
-    keywords = {name: check for name, check in _LINEAR_KEYWORDS.items()
-                if name in base.VALIDATORS}
-    keywords.update((name, _counted(base.VALIDATORS[name])) for name in _REFERENCES
-                    if name in base.VALIDATORS)
+    keywords = {name: _budgeted(_LINEAR_KEYWORDS.get(name, check), name)
+                for name, check in base.VALIDATORS.items()}
     return validators.extend(base, keywords)
 
 
 __all__ = [
+    "COUNTED_VALUES",
     "MAX_SCHEMA_DEPTH",
     "MAX_SCHEMA_NODES",
+    "WORK_BUDGET",
+    "WORK_PER_VALUE",
     "CompiledSchema",
     "compile_schema",
     "describe_schema_error",
