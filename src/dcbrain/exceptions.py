@@ -42,6 +42,19 @@ class TFToolError(TFError):
     """A tool was called with wrong arguments or returned something that is not data."""
 
 
+class TFSchemaError(TFError):
+    """A JSON Schema was refused, or could not finish validating a value.
+
+    ``origin`` says where the schema came from (``"chain 'x': output_json_schema"``),
+    ``where`` the JSON path of its bad part (``""`` for the whole schema).
+    """
+
+    def __init__(self, message: str, *, origin: str, where: str = "") -> None:
+        super().__init__(message)
+        self.origin = origin
+        self.where = where
+
+
 class TFRecordedCallError(TFError):
     """A call the run journal holds as failed, answered again with its recorded error."""
 
@@ -248,6 +261,7 @@ __all__ = [
     "TFPromptVariableError",
     "TFReferenceError",
     "TFRuntimeError",
+    "TFSchemaError",
     "TFScriptExhaustedError",
     "TFSyntaxError",
     "TFTokenBudgetExceeded",

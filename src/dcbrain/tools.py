@@ -25,7 +25,7 @@ from pydantic import ConfigDict, TypeAdapter, ValidationError, validate_call
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from dcbrain._sync import run_sync
-from dcbrain.exceptions import TFToolError
+from dcbrain.exceptions import TFSchemaError, TFToolError
 
 
 class Tool:
@@ -252,10 +252,13 @@ class SchemaTool(Tool):
 
     ``call`` is an async function taking the keyword arguments. Argument names are bound
     to the schema's properties and, with ``check_values``, values are checked against
-    ``parameters_schema`` (with ``jsonschema``) before the call; the result becomes plain
+    ``parameters_schema`` before the call; the result becomes plain
     JSON data. With ``closed=True`` a schema that does not say otherwise rejects
     unknown arguments (``"additionalProperties": false``), so the static checker reports
-    them too. ``reuse`` as for :class:`Tool`.
+    them too. ``reuse`` as for :class:`Tool`. The schema is compiled by
+    :func:`dcbrain.schemas.compile_schema`; a refused one raises
+    :class:`~dcbrain.exceptions.TFSchemaError` naming ``schema_origin`` (default: the tool's
+    ``parameters_schema``).
     """
 
     def __init__(
@@ -269,8 +272,9 @@ class SchemaTool(Tool):
         closed: bool = False,
         check_values: bool = True,
         reuse: bool = True,
+        schema_origin: str | None = None,
     ) -> None:
-        from jsonschema import validators
+        from dcbrain.schemas import compile_schema
 
         schema = dict(parameters_schema or {"type": "object", "properties": {}})
         schema.setdefault("type", "object")
@@ -286,16 +290,18 @@ class SchemaTool(Tool):
         self.returns_schema = returns_schema
         self.signature = _schema_signature(schema)
         self.check_values = check_values
-        validator_class = validators.validator_for(schema)
-        validator_class.check_schema(schema)
-        self._validator = validator_class(schema)
+        self._compiled_schema = compile_schema(
+            schema, schema_origin or f"tool {name!r} parameters_schema")
 
     def __repr__(self) -> str:
         return f"SchemaTool({self.name!r})"
 
     def validate_values(self, kwargs: Mapping[str, Any]) -> None:
         """Raise :class:`TFToolError` when ``kwargs`` do not match the schema."""
-        errors = sorted(self._validator.iter_errors(dict(kwargs)), key=lambda e: list(e.path))
+        try:
+            errors = self._compiled_schema.errors(dict(kwargs))
+        except TFSchemaError as exc:
+            raise TFToolError(str(exc)) from None
         if errors:
             raise TFToolError(f"tool {self.name!r}: " + "; ".join(
                 _describe_schema_error(error) for error in errors[:5]))

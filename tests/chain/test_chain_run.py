@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
@@ -175,6 +176,41 @@ def test_an_invalid_json_schema_is_rejected_at_construction(which: str) -> None:
         match=rf"chain 'summarize': {which} is not a valid JSON Schema at properties/x/type",
     ):
         summarize_chain(ScriptedLLM([]), **{which: bad})
+
+
+CATASTROPHIC_SCHEMA = {"type": "object",
+                       "properties": {"a": {"type": "string", "pattern": "^(a+)+$"}}}
+HOSTILE_REPLY = {"a": "a" * 64 + "!"}  # Python's backtracking engine: ~2**64 steps
+
+
+async def test_a_catastrophic_output_pattern_is_matched_in_linear_time() -> None:
+    chain = summarize_chain(ScriptedLLM([HOSTILE_REPLY, {"a": "aaaa"}]),
+                            output_json_schema=CATASTROPHIC_SCHEMA)
+    started = time.monotonic()
+    result = await chain.async_run(text="t")
+    assert time.monotonic() - started < 5  # hang guard: it took minutes to forever
+    assert result.content == {"a": "aaaa"}
+    assert "does not match '^(a+)+$'" in result.logs[1]
+
+
+def test_an_output_pattern_with_a_backreference_is_refused_at_construction() -> None:
+    schema = {"type": "object", "properties": {"a": {"type": "string", "pattern": r"(a)\1"}}}
+    with pytest.raises(TFChainError, match=r"chain 'summarize': output_json_schema is refused "
+                       r"at properties/a/pattern: .*RE2"):
+        summarize_chain(ScriptedLLM([]), output_json_schema=schema)
+
+
+async def test_unique_items_on_a_large_output_array_is_checked_in_linear_time() -> None:
+    schema = {"type": "object",
+              "properties": {"rows": {"type": "array", "uniqueItems": True}}}
+    rows = [{"id": index} for index in range(20_000)]
+    chain = summarize_chain(ScriptedLLM([{"rows": [*rows, {"id": 0}]}, {"rows": rows}]),
+                            output_json_schema=schema)
+    started = time.monotonic()
+    result = await chain.async_run(text="t")
+    assert time.monotonic() - started < 10  # hang guard: pairwise comparison took ~40 s
+    assert result.content == {"rows": rows}
+    assert "has non-unique elements" in result.logs[1]
 
 
 def test_a_schema_that_is_not_a_dict_is_rejected() -> None:

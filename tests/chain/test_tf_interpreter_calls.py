@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import pytest
@@ -226,6 +227,29 @@ def test_construct_chain_builds_a_chain_on_the_default_llm_and_registers_it() ->
     registered = neural.lookup("chain", "extract")
     assert isinstance(registered, Chain)
     assert registered.llm is llm
+
+
+def test_a_constructed_chains_catastrophic_pattern_is_matched_in_linear_time() -> None:
+    llm = ScriptedLLM([reply({"a": "a" * 64 + "!"}, 1, 1), reply({"a": "aa"}, 1, 1)])
+    interpreter = TFChainInterpreter({}, default_llm=llm)
+    started = time.monotonic()
+    result = interpreter.evaluate(
+        "c = __construct_chain(name='c', output_schema={'type': 'object', 'properties': "
+        "{'a': {'type': 'string', 'pattern': '^(a+)+$'}}})\n"
+        "c(input='x')['a']\n"
+    )
+    assert time.monotonic() - started < 5  # hang guard: it took minutes to forever
+    assert result.value == "aa"
+
+
+def test_a_constructed_chains_invalid_schema_is_an_error_at_its_line() -> None:
+    interpreter = TFChainInterpreter({}, default_llm=ScriptedLLM([]))
+    with pytest.raises(TFCallError, match=r"chain 'c': output_json_schema is refused at "
+                       r"properties/a/pattern: .*RE2") as caught:
+        interpreter.evaluate(
+            "x = 1\nc = __construct_chain(name='c', output_schema={'type': 'object', "
+            "'properties': {'a': {'type': 'string', 'pattern': '(?=a)'}}})\n")
+    assert caught.value.line == 2
 
 
 def test_construct_chain_without_a_default_llm_says_what_is_missing() -> None:

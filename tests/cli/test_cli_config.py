@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 
 import pytest
 
 from dcbrain.config import ConfigError, load_config, load_tools
 from support.cli_runner import RunCLI
+from support.mcp_servers import SCHEMA_SERVER
 
 SCHEMA_LINE = ('output_schema = { type = "object", properties = { summary = { type = "string" } }, '
                'required = ["summary"] }')
@@ -129,6 +132,8 @@ BROKEN_CHAINS = [
     ('system_prompt = "{% if %}"', "chains.summarize.system_prompt", "Jinja2 syntax error"),
     ('output_schema = { type = "bogus" }', "chains.summarize.output_schema",
      "not a valid JSON Schema"),
+    ('output_schema = { type = "object", properties = { a = { pattern = "(?=a)" } } }',
+     "chains.summarize.output_schema", "refused at properties/a/pattern"),
 ]
 
 
@@ -159,7 +164,7 @@ def _write_broken(tmp_path: Path, chain_line: str, *, clash: bool) -> None:
     ("line", "key"),
     [*((line, key) for line, key, _ in BROKEN_CHAINS),
      ('prompt = "Summarize: {{ text }}"', "chains.summarize")],
-    ids=["prompt", "system_prompt", "output_schema", "same_name_as_a_tool"],
+    ids=["prompt", "system_prompt", "output_schema", "output_pattern", "same_name_as_a_tool"],
 )
 def test_config_check_and_ask_report_bad_chains_the_same_way(
     tmp_path: Path, run_cli: RunCLI, line: str, key: str
@@ -172,6 +177,22 @@ def test_config_check_and_ask_report_bad_chains_the_same_way(
         assert done.stderr.startswith(f"dcbrain.toml: {key}: "), done.stderr
         assert "Traceback" not in done.stderr
     assert checked.stdout == "" and asked.stdout == ""
+
+
+def test_ask_reports_an_mcp_tool_with_an_invalid_schema_as_a_config_error(
+    tmp_path: Path, run_cli: RunCLI
+) -> None:
+    schema = json.dumps({"type": "object", "properties": {"a": {"type": "no-such-type"}}})
+    (tmp_path / "dcbrain.toml").write_text(
+        '[llm.main]\nmodel = "m"\napi_key = "none"\nbase_url = "http://127.0.0.1:9/v1"\n'
+        '[memory]\npath = ""\n[mcp.bad]\n'
+        f"command = {json.dumps([sys.executable, str(SCHEMA_SERVER), schema])}\n")
+    asked = run_cli("ask", "q", "--json")
+    assert asked.returncode == 2, (asked.stdout, asked.stderr)
+    assert asked.stderr.startswith("dcbrain.toml: mcp.bad: MCP server 'bad' ("), asked.stderr
+    assert ("did not start: tool 'lookup' input schema is not a valid JSON Schema at "
+            "properties/a/type: ") in asked.stderr
+    assert "Traceback" not in asked.stderr and asked.stdout == ""
 
 
 def test_config_check_warns_about_an_unset_api_key_variable_and_ask_fails(

@@ -11,6 +11,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 CALC_SERVER = Path(__file__).with_name("mcp_calc_server.py")
+SCHEMA_SERVER = Path(__file__).with_name("mcp_schema_server.py")
+"""A server whose one tool, ``lookup``, has the input schema given as JSON in its argument."""
 
 
 def free_port() -> int:

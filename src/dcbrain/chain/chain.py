@@ -14,12 +14,9 @@ import json
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from functools import lru_cache
 from typing import Any, ForwardRef
 
 import json_repair
-from jsonschema import exceptions as jsonschema_exceptions
-from jsonschema import validators
 from pydantic import TypeAdapter
 from pydantic import ValidationError as PydanticValidationError
 
@@ -34,9 +31,10 @@ from dcbrain.chain.prompts import (
 )
 from dcbrain.chain.result import ChainOutput, ChainResult
 from dcbrain.chain.runnable import MessageLike, Runnable
-from dcbrain.exceptions import TFChainError, TFError, TFToolError
+from dcbrain.exceptions import TFChainError, TFError, TFSchemaError, TFToolError
 from dcbrain.llm.base import ChatLLM, LLMReply, ToolCall
 from dcbrain.messages import TextMessage, as_message
+from dcbrain.schemas import CompiledSchema, compile_schema, describe_schema_error
 from dcbrain.tools import Tool, ToolLike, ToolProvider, as_tool
 
 PromptArg = str | BasePrompt | Iterable[BasePrompt] | None
@@ -106,11 +104,8 @@ class Chain(Runnable):
         self._explicit_input_schema = self._checked_schema(input_schema, "input_schema")
         self.tools: list[Tool] = self._checked_tools(tools or [])
         self._llm_schema, self._wrapped = _llm_schema(self.output_json_schema)
-        self._validator = (
-            validators.validator_for(self._llm_schema)(self._llm_schema)
-            if self._llm_schema is not None
-            else None
-        )
+        self._validator = (self._compiled(self._llm_schema, "output_json_schema")
+                           if self._llm_schema is not None else None)
 
     def __repr__(self) -> str:
         return f"Chain(name={self.name!r}, llm={self.llm!r})"
@@ -332,9 +327,12 @@ class Chain(Runnable):
                 result.logs.append(f"chain {self.name!r}: repaired malformed JSON")
         if self._wrapped and not (isinstance(candidate, dict) and WRAPPED_RESULT_KEY in candidate):
             candidate = {WRAPPED_RESULT_KEY: candidate}
-        errors = sorted(self._validator.iter_errors(candidate), key=lambda e: list(e.path))
+        try:
+            errors = self._validator.errors(candidate)
+        except TFSchemaError as exc:
+            raise TFChainError(str(exc)) from None
         if errors:
-            return {}, "; ".join(_describe_error(error) for error in errors[:5])
+            return {}, "; ".join(describe_schema_error(error) for error in errors[:5])
         if not isinstance(candidate, dict):
             return {}, f"expected a JSON object, got {type(candidate).__name__}"
         if self._output_adapter is None:
@@ -401,14 +399,14 @@ class Chain(Runnable):
                 f"chain {self.name!r}: {what} must be a JSON Schema dict, "
                 f"got {type(schema).__name__}"
             )
-        try:
-            _check_schema(json.dumps(schema, sort_keys=True, default=repr))
-        except jsonschema_exceptions.SchemaError as exc:
-            where = "/".join(str(part) for part in exc.path) or "the top level"
-            raise TFChainError(
-                f"chain {self.name!r}: {what} is not a valid JSON Schema at {where}: {exc.message}"
-            ) from None
+        self._compiled(schema, what)
         return schema
+
+    def _compiled(self, schema: dict[str, Any], what: str) -> CompiledSchema:
+        try:
+            return compile_schema(schema, f"chain {self.name!r}: {what}")
+        except TFSchemaError as exc:
+            raise TFChainError(str(exc)) from None
 
     def _checked_tools(self, tools: Sequence[ToolLike]) -> list[Tool]:
         checked: list[Tool] = []
@@ -486,15 +484,3 @@ def _strip_code_fence(text: str) -> str:
 def _preview(text: str, limit: int = 200) -> str:
     flat = " ".join(text.split())
     return repr(flat if len(flat) <= limit else flat[:limit] + "…")
-
-
-@lru_cache(maxsize=256)
-def _check_schema(schema_json: str) -> None:
-    """Raise ``SchemaError`` for an invalid schema; each distinct schema is checked once."""
-    schema = json.loads(schema_json)
-    validators.validator_for(schema).check_schema(schema)
-
-
-def _describe_error(error: jsonschema_exceptions.ValidationError) -> str:
-    where = "/".join(str(part) for part in error.absolute_path)
-    return f"{where}: {error.message}" if where else error.message

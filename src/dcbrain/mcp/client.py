@@ -23,11 +23,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any, overload
 
-from dcbrain.exceptions import TFMCPError, TFToolError
+from dcbrain.exceptions import TFMCPError, TFSchemaError, TFToolError
 from dcbrain.mcp._convert import identifier, plain_result, wrapped_output
+from dcbrain.schemas import CompiledSchema, compile_schema, describe_schema_error
 from dcbrain.tools import SchemaTool, Tool
 
 if TYPE_CHECKING:
+    from mcp.types import CallToolResult
     from mcp.types import Tool as MCPToolInfo
 
     from mcp import Client
@@ -71,6 +73,7 @@ class MCPTools(Sequence[Tool]):
         self.startup_timeout = startup_timeout
         self.call_timeout = call_timeout
         self._tools: list[Tool] | None = None
+        self._result_schemas: dict[str, CompiledSchema] = {}
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -125,7 +128,12 @@ class MCPTools(Sequence[Tool]):
                 message = self._failure(_describe(exc))
                 self._shutdown()
                 raise TFMCPError(message) from None
-            self._tools = [self._tool(info) for info in listing]
+            try:
+                self._tools = [self._tool(info) for info in listing]
+            except TFMCPError as exc:
+                self._shutdown()
+                raise TFMCPError(self._failure(str(exc))) from None
+            self._use_compiled_output_schemas()
             atexit.register(self.close)
             return self
 
@@ -236,18 +244,48 @@ class MCPTools(Sequence[Tool]):
         async def call(**arguments: Any) -> Any:
             return await self._call(server_name, arguments, wrapped=inner is not None)
 
-        tool = SchemaTool(
-            call,
-            name=identifier(self.prefix + server_name),
-            description=info.description or info.title or "",
-            parameters_schema=info.input_schema,
-            returns_schema=inner if inner is not None else info.output_schema,
-            closed=True,  # unknown keywords fail before the plan runs, not silently later
-        )
+        try:
+            tool = SchemaTool(
+                call,
+                name=identifier(self.prefix + server_name),
+                description=info.description or info.title or "",
+                parameters_schema=info.input_schema,
+                returns_schema=inner if inner is not None else info.output_schema,
+                closed=True,  # unknown keywords fail before the plan runs, not silently later
+                schema_origin=f"tool {server_name!r} input schema",
+            )
+            if info.output_schema is not None:
+                self._result_schemas[server_name] = compile_schema(
+                    info.output_schema, f"tool {server_name!r} output schema")
+        except TFSchemaError as exc:
+            raise TFMCPError(str(exc)) from None
         # readers of plain functions (the embedded planner's prompt) see the real arguments
         call.__signature__ = tool.signature  # type: ignore[attr-defined]
         call.__doc__ = tool.description
         return tool
+
+    def _use_compiled_output_schemas(self) -> None:
+        """Have the SDK check structured results with the compiled output schemas: its own
+        check matches their patterns with Python's backtracking engine."""
+        assert self._client is not None
+        self._client.session.validate_tool_result = (  # type: ignore[method-assign]
+            self._validate_result)
+
+    async def _validate_result(self, name: str, result: CallToolResult) -> None:
+        """What the SDK checks of tool ``name``'s result: its structured content matches
+        the tool's output schema."""
+        schema = self._result_schemas.get(name)
+        if schema is None:
+            return
+        if result.structured_content is None:
+            raise TFToolError("it has an output schema but returned no structured content")
+        try:
+            errors = schema.errors(result.structured_content)
+        except TFSchemaError as exc:
+            raise TFToolError(str(exc)) from None
+        if errors:
+            raise TFToolError("its structured content does not match its output schema: "
+                              + "; ".join(describe_schema_error(error) for error in errors[:5]))
 
     async def _call(self, tool: str, arguments: dict[str, Any], *, wrapped: bool) -> Any:
         """Run ``tools/call`` on the session's loop, from whichever loop calls."""
