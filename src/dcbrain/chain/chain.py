@@ -23,6 +23,7 @@ from jsonschema import validators
 from pydantic import TypeAdapter
 from pydantic import ValidationError as PydanticValidationError
 
+from dcbrain._jsonsafe import dumps
 from dcbrain.chain.intermediate import merge_intermediate_results
 from dcbrain.chain.prompts import (
     AdditionalInfoPrompt,
@@ -283,7 +284,7 @@ class Chain(Runnable):
         elif isinstance(record["result"], str):
             content = record["result"]
         else:
-            content = json.dumps(record["result"], ensure_ascii=False)
+            content = dumps(record["result"])
         return {"role": "tool", "tool_call_id": call.id, "content": content}
 
     async def _structured(
