@@ -12,8 +12,8 @@ value plain JSON data with :func:`plain`:
   4300 by default) becomes its hexadecimal string, ``"0x…"`` (``int(text, 16)`` reads it
   back); decimal would take time quadratic in its length;
 - tuples become lists, sets sorted lists, pydantic models and objects with ``to_dict()``
-  their data, non-string dict keys their text, anything else its ``repr``; data nested
-  deeper than 100 levels ends in ``"…"``.
+  their data, anything else (a ``Path``, a ``datetime``, a non-string dict key) its
+  ``str()``; data nested deeper than 100 levels ends in ``"…"``.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def plain(value: Any, _depth: int = 0) -> Any:
         to_dict = getattr(value, "to_dict", None)
         if callable(to_dict):
             return plain(_attempt(to_dict, value), _depth + 1)
-    return encodable(safe_repr(value))
+    return _text(value)
 
 
 def dumps(value: Any, *, indent: int | None = None, sort_keys: bool = False,
@@ -108,11 +108,17 @@ def _key(key: Any) -> str:
         return encodable(key)
     if isinstance(key, int) and not isinstance(key, bool):
         return str(key) if decimal_ok(key) else hex(key)
-    try:
-        text = str(key)
-    except Exception:
-        text = safe_repr(key)
-    return encodable(text)
+    return _text(key)
+
+
+def _text(value: Any) -> str:
+    """``str(value)``, else ``repr(value)``, else ``<type name>`` (each may raise)."""
+    for show in (str, repr):
+        try:
+            return encodable(show(value))
+        except Exception:
+            continue
+    return f"<{type(value).__name__}>"
 
 
 def _attempt(convert: Any, value: Any) -> Any:

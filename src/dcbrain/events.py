@@ -47,8 +47,9 @@ DEFAULT_CLIP = 2000
 def clip(value: Any, limit: int = DEFAULT_CLIP) -> Any:
     """``value`` as a JSON value for an event, or a truncation marker when it is too large.
 
-    Tuples become lists, sets sorted lists, non-finite floats and other objects their
-    ``repr``, ints too long for decimal their hex string (see :mod:`dcbrain._jsonsafe`);
+    Tuples become lists, sets sorted lists, non-finite floats their ``repr``, ints too
+    long for decimal their hex string, other objects their ``str()`` (see
+    :mod:`dcbrain._jsonsafe`);
     a value whose JSON text is longer than ``limit`` characters becomes
     ``{"truncated": True, "size": len(text), "preview": text[:limit]}`` (for a string,
     ``text`` is the string itself).

@@ -149,6 +149,6 @@ def input_text(inputs: Mapping[str, Any]) -> str:
 
 
 def to_json(value: Any) -> str:
-    """JSON text of input data: sets as sorted lists, anything else not JSON as its repr
+    """JSON text of input data: sets as sorted lists, anything else not JSON as its text
     (see :mod:`dcbrain._jsonsafe`)."""
     return dumps(value)

@@ -148,7 +148,7 @@ class ProgressView:
                         f"{payload.prompt_tokens} prompt tokens)", style="dim")
         if payload.reused:
             return None  # shown once, when it finishes
-        args = ", ".join(f"{key}={_short(value, 60)}"
+        args = ", ".join(f"{_short(key, 60)}={_short(value, 60)}"
                          for key, value in (payload.args or {}).items())
         return Text(f"  → {payload.kind} {_short(payload.name)}({args})", style="blue")
 
