@@ -18,15 +18,22 @@ BIG = 10**5000
 
 ODD_PLAN = """\
 n = big()
+bits = bit_length(n=n * 10)
 return {"big": n, "own": -(10 ** 5000), "floats": [float("nan"), float("-inf")],
-        chr(0xD800): "key"}"""
+        chr(0xD800): "key", "bits": bits}"""
 
-EXPECTED = {"big": hex(BIG), "own": hex(-BIG), "floats": ["nan", "-inf"], "\ufffd": "key"}
+EXPECTED = {"big": hex(BIG), "own": hex(-BIG), "floats": ["nan", "-inf"], "\ufffd": "key",
+            "bits": (BIG * 10).bit_length()}
 
 
 def big() -> int:
     """An int of 5001 digits."""
     return BIG
+
+
+def bit_length(n: int) -> int:
+    """How many bits ``n`` has."""
+    return n.bit_length()
 
 
 def strict_json(text: str) -> Any:
@@ -44,7 +51,7 @@ def test_a_run_with_odd_values_succeeds_and_every_surface_writes_json(
 ) -> None:
     def odd_brain(memory: Memory) -> DCBrain:
         return DCBrain(default_llm=ScriptedLLM([plan(ODD_PLAN)]),
-                       default_validate_llm=ScriptedLLM([verdict(True)]), tools=[big],
+                       default_validate_llm=ScriptedLLM([verdict(True)]), tools=[big, bit_length],
                        memory=memory, isolation=isolation)
 
     brains.then(odd_brain)
@@ -63,6 +70,9 @@ def test_a_run_with_odd_values_succeeds_and_every_surface_writes_json(
     assert finished[0]["result"] == {"truncated": True, "size": len(hex(BIG)),
                                      "preview": hex(BIG)[:2000]}
     assert streamed[-2]["type"] == "final" and streamed[-2]["final_result"] == EXPECTED
+    started = [e for e in streamed if e.get("type") == "call_started"
+               and e["name"] == "bit_length"]
+    assert started[0]["args"]["n"]["preview"] == hex(BIG * 10)[:500]
     stored = memory.run_events(run_id)
     assert [record.event for record in stored] == streamed[:-1]
     answer = strict_json(conversation_response.text)["messages"][-1]["content"]
