@@ -26,7 +26,7 @@ from typing import Any
 
 from dcbrain._text import encodable
 
-#: Nesting depth below which :func:`plain` writes ``"…"``.
+#: Nesting depth past which :func:`plain` writes ``"…"`` instead of the data.
 MAX_DEPTH = 100
 #: Ints of at most this many bits have under 640 digits, the lowest limit Python accepts.
 _SMALL_INT_BITS = 2100

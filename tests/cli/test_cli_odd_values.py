@@ -117,10 +117,11 @@ def test_plan_output_on_a_terminal_shows_control_characters_escaped(tmp_path: Pa
     try:
         child = subprocess.run(
             [sys.executable, "-m", "dcbrain.cli", "plan", "run", "p.tf", "--tools", "odd.py"],
-            cwd=tmp_path,
-            env=environment, stdin=subprocess.DEVNULL, stdout=terminal, stderr=terminal,
-            timeout=60)
+            cwd=tmp_path, env=environment, stdin=subprocess.DEVNULL, stdout=terminal,
+            stderr=terminal, timeout=60)
+    finally:
         os.close(terminal)
+    try:
         shown = _read_all(controller)
     finally:
         os.close(controller)
