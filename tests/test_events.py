@@ -66,6 +66,19 @@ def test_values_stay_json_values_and_large_ones_are_marked_truncated() -> None:
     assert to_json_value("\ud800") == "\ufffd"  # always encodable
 
 
+def test_values_json_cannot_hold_become_strings_and_never_raise() -> None:
+    big = 10**5000
+    value = {big: [big, -big, float("inf"), float("-inf")], "\ud800key": {"\udc00"},
+             (1, 2): None, 7: 10**4299}
+    assert to_json_value(value) == {
+        hex(big): [hex(big), hex(-big), "inf", "-inf"], "\ufffdkey": ["\ufffd"],
+        "(1, 2)": None, "7": 10**4299,  # an int Python writes in decimal stays a number
+    }
+    clipped = clip([big])
+    assert clipped["truncated"] and clipped["preview"].startswith('["0x')
+    json.dumps(to_json_value(value), allow_nan=False).encode("utf-8")
+
+
 def test_a_run_sends_no_number_as_a_string() -> None:
     def refund(order_id: str, amount: float) -> dict[str, object]:
         """Refund an order."""

@@ -12,17 +12,16 @@ servers and results store: the envelope's fields and the payload's, all JSON val
 from __future__ import annotations
 
 import json
-import math
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from dcbrain._text import encodable
+from dcbrain._jsonsafe import plain
 
 
 class EventType(StrEnum):
@@ -48,46 +47,28 @@ DEFAULT_CLIP = 2000
 def clip(value: Any, limit: int = DEFAULT_CLIP) -> Any:
     """``value`` as a JSON value for an event, or a truncation marker when it is too large.
 
-    Tuples become lists, sets sorted lists, non-finite floats and other objects their
-    ``repr``; a value whose JSON text is longer than ``limit`` characters becomes
+    Tuples become lists, sets sorted lists, non-finite floats their ``repr``, ints too
+    long for decimal their hex string, other objects their ``str()`` (see
+    :mod:`dcbrain._jsonsafe`);
+    a value whose JSON text is longer than ``limit`` characters becomes
     ``{"truncated": True, "size": len(text), "preview": text[:limit]}`` (for a string,
     ``text`` is the string itself).
     """
-    plain = to_json_value(value)
-    if isinstance(plain, bool | int | float) or plain is None:
-        return plain
-    if isinstance(plain, str):
-        if len(plain) <= limit:
-            return plain
-        return {"truncated": True, "size": len(plain), "preview": plain[:limit]}
-    text = json.dumps(plain, ensure_ascii=False)
+    data = plain(value)
+    if isinstance(data, bool | int | float) or data is None:
+        return data
+    if isinstance(data, str):
+        if len(data) <= limit:
+            return data
+        return {"truncated": True, "size": len(data), "preview": data[:limit]}
+    text = json.dumps(data, ensure_ascii=False)
     if len(text) <= limit:
-        return plain
+        return data
     return {"truncated": True, "size": len(text), "preview": text[:limit]}
 
 
-def to_json_value(value: Any, _depth: int = 0) -> Any:
-    """``value`` as plain JSON data (dict keys as strings), never raising."""
-    if value is None or isinstance(value, bool | int | str):
-        return _text(value) if isinstance(value, str) else value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else repr(value)
-    if _depth > 100:
-        return "…"
-    if isinstance(value, Mapping):
-        return {_text(str(key)): to_json_value(item, _depth + 1) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [to_json_value(item, _depth + 1) for item in value]
-    if isinstance(value, set | frozenset):
-        return [to_json_value(item, _depth + 1) for item in sorted(value, key=repr)]
-    if isinstance(value, BaseModel):
-        return to_json_value(value.model_dump(mode="json"), _depth + 1)
-    return _text(repr(value))
-
-
-def _text(text: str) -> str:
-    """``text`` made encodable (a lone surrogate becomes U+FFFD)."""
-    return encodable(text)
+#: ``value`` as plain JSON data, never raising (see :mod:`dcbrain._jsonsafe`).
+to_json_value = plain
 
 
 class EventData(BaseModel):
@@ -98,7 +79,8 @@ class EventData(BaseModel):
 
     def to_dict(self) -> dict[str, Any]:
         """The payload's fields as JSON values; fields left at ``None`` are left out."""
-        return self.model_dump(mode="json", exclude_none=True)
+        data: dict[str, Any] = plain(self.model_dump(mode="json", exclude_none=True))
+        return data
 
 
 # -- runs ------------------------------------------------------------------------------

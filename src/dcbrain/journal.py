@@ -20,20 +20,19 @@ stored entries to the constructor.
 from __future__ import annotations
 
 import contextvars
-import json
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from dcbrain._jsonsafe import dumps
 from dcbrain.events import to_json_value
 
 
 def canonical_args(arguments: Any) -> str:
     """The canonical JSON text of a call's arguments: sorted keys, no spaces."""
-    return json.dumps(to_json_value(arguments), sort_keys=True, separators=(",", ":"),
-                      ensure_ascii=False)
+    return dumps(arguments, sort_keys=True, compact=True)
 
 
 @dataclass(frozen=True)

@@ -47,3 +47,13 @@ def test_closing_a_store_leaves_a_connection_in_use_to_its_user(postgres_url: st
         assert in_use.execute("SELECT count(*) FROM dcbrain_run_events").fetchone() == (1,)
     assert in_use.closed  # closed once its user was done with it
     assert [e["type"] for e in store.events("r1")] == ["a"]  # later uses still work
+
+
+def test_values_json_cannot_hold_are_stored_as_strings(backend: Backend) -> None:
+    store = backend.store
+    odd = {"type": "a", "seq": 0, "result": [float("nan"), 10**5000, {"\ud800": float("-inf")}]}
+    assert store.append_events("r1", [odd]) == 1
+    assert store.events("r1") == [
+        {"type": "a", "seq": 0, "result": ["nan", hex(10**5000), {"\ufffd": "-inf"}]}]
+    assert store.record_journal("r1", "call|x", {"result": float("inf")})
+    assert store.journal("r1") == [{"result": "inf"}]

@@ -156,3 +156,30 @@ class socket_on_free_port:
 
     def __exit__(self, *exc: object) -> None:
         self.sock.close()
+
+
+ODD_PLAN = ("return {'big': 10 ** 5000, 'floats': [float('nan'), float('inf')], "
+            "chr(0xD800): 'key'}")
+
+
+async def test_an_answer_with_odd_values_is_sent_as_json() -> None:
+    from dcbrain import DCBrain, ScriptedLLM
+    from dcbrain.mcp.server import create_server
+    from support.brain_scripts import plan, verdict
+
+    brain = DCBrain(default_llm=ScriptedLLM([plan(ODD_PLAN)]),
+                    default_validate_llm=ScriptedLLM([verdict(True)]))
+    messages: list[str] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        messages.append(message or "")
+
+    async with Client(create_server(brain)) as client:
+        result = await client.call_tool("ask", {"question": "odd values"},
+                                        progress_callback=on_progress)
+    assert not result.is_error, result.content
+    answer: Any = result.structured_content
+    assert answer["status"] == "succeeded"
+    assert answer["answer"] == {"big": hex(10**5000), "floats": ["nan", "inf"], "\ufffd": "key"}
+    assert any(m.startswith("plan result: ") and "0x" in m for m in messages), messages
+    assert messages[-1] == "finished: succeeded (validated)"

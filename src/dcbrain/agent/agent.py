@@ -19,7 +19,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import inspect
-import json
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from typing import Any, ClassVar, Literal, Protocol, TypeAlias, runtime_checkabl
 
 from transitions import EventData, Machine
 
+from dcbrain._jsonsafe import dumps
 from dcbrain._sync import run_sync
 from dcbrain.agent.diff import PlanDiff
 from dcbrain.agent.dispatcher import Dispatcher, FailurePolicy, StepOutcome
@@ -435,4 +435,4 @@ async def _call_planner(
 
 
 def _call_key(step: Step) -> str:
-    return json.dumps([step.tool_name, step.args], sort_keys=True, default=repr)
+    return dumps([step.tool_name, step.args], sort_keys=True)

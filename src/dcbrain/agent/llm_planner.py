@@ -7,6 +7,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from dcbrain._jsonsafe import dumps
 from dcbrain.agent.dispatcher import tool_registry
 from dcbrain.agent.step import GATHER, Step, validate_plan
 from dcbrain.exceptions import TFPlanError
@@ -146,7 +147,7 @@ class LLMPlanner:
         return self.tools
 
     def _history_entry(self, step: Step) -> dict[str, Any]:
-        result = json.dumps(step.result, ensure_ascii=False, default=repr)
+        result = dumps(step.result)
         if len(result) > self.max_result_chars:
             result = result[: self.max_result_chars] + "…"
         return {

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dcbrain._jsonsafe import dumps
 from dcbrain._sync import run_sync
 from dcbrain._text import encodable
 from dcbrain.events import Event
@@ -156,7 +156,7 @@ def answer_text(value: Any) -> str:
     """An answer as the text committed to memory."""
     if isinstance(value, str):
         return value
-    return json.dumps(value, ensure_ascii=False, default=str)
+    return dumps(value)
 
 
 def _storable(message: TextMessage) -> TextMessage:

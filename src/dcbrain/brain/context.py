@@ -7,12 +7,12 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from dcbrain._jsonsafe import dumps, plain
 from dcbrain.messages import TextMessage
 from dcbrain.usage import Usage
 
@@ -287,13 +287,9 @@ class BrainResult:
 
 def describe_value(value: Any, limit: int = 4000) -> str:
     """A plan value as text for prompts: strings as they are, other data as JSON."""
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    text = value if isinstance(value, str) else dumps(value)
     return text if len(text) <= limit else text[: limit - 12] + "…[truncated]"
 
 
 def _jsonable(value: Any) -> Any:
-    try:
-        json.dumps(value)
-    except (TypeError, ValueError):
-        return json.loads(json.dumps(value, default=str))
-    return value
+    return plain(value)

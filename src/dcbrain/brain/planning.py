@@ -18,6 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
+from dcbrain._jsonsafe import dumps
 from dcbrain.brain.base import answer_text
 from dcbrain.brain.context import BrainContext, BrainIntermediateResult
 from dcbrain.brain.control import RunControl
@@ -141,10 +142,9 @@ def call_text(entry: JournalEntry) -> str:
         arguments = json.loads(entry.key.args)
     except ValueError:
         arguments = {}
-    args = ", ".join(f"{key}={json.dumps(value, ensure_ascii=False)}"
+    args = ", ".join(f"{key}={dumps(value)}"
                      for key, value in arguments.items()) if isinstance(arguments, dict) else ""
-    result = entry.result if isinstance(entry.result, str) else json.dumps(
-        entry.to_dict()["result"], ensure_ascii=False)
+    result = entry.result if isinstance(entry.result, str) else dumps(entry.to_dict()["result"])
     if len(result) > JOURNAL_RESULT_CHARS:
         result = result[:JOURNAL_RESULT_CHARS] + "…"
     name = entry.key.name.split("#", 1)[0]
@@ -155,7 +155,7 @@ def json_lines(items: list[dict[str, Any]]) -> str:
     """One JSON object per line: compact for the prompt, still readable."""
     if not items:
         return "(none)"
-    return "\n".join(json.dumps(item, ensure_ascii=False) for item in items)
+    return "\n".join(dumps(item) for item in items)
 
 
 def plan_chain(llm: ChatLLM, prompts: Sequence[BasePrompt]) -> Chain:

@@ -9,7 +9,6 @@ OpenTelemetry exporter. Without an OpenTelemetry tracer provider, no spans are m
 from __future__ import annotations
 
 import itertools
-import json
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import IO, Any
 from opentelemetry import trace as otel_trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
+from dcbrain._jsonsafe import dumps
 from dcbrain.events import (
     CallFinished,
     CallStarted,
@@ -102,7 +102,7 @@ class JSONLTrace:
     def write(self, event: Event) -> None:
         if self._file is None:
             return
-        self._file.write(json.dumps(event.to_dict(), ensure_ascii=False, default=str) + "\n")
+        self._file.write(dumps(event.to_dict()) + "\n")
         self._file.flush()
 
     def close(self) -> None:

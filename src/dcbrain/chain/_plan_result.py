@@ -4,12 +4,11 @@ failed: :func:`partial_chain_result`)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from dcbrain._jsonsafe import plain, safe_repr
 from dcbrain.chain.result import ChainOutput, ChainResult
-from dcbrain.chain.runnable import to_json
 from dcbrain.tfplan import CallRecord, TFInterpreterError
 from dcbrain.usage import Usage
 
@@ -53,13 +52,10 @@ def as_chain_output(value: Any, stdout: str) -> ChainOutput:
         return stdout
     if isinstance(value, str):
         return value
-    try:
-        plain = json.loads(to_json(value))
-    except (TypeError, ValueError):
-        plain = repr(value)
-    if isinstance(plain, dict):
-        return plain
-    return {"result": plain}
+    data = plain(value)
+    if isinstance(data, dict):
+        return data
+    return {"result": data}
 
 
 def trace_line(index: int, record: CallRecord) -> str:
@@ -77,5 +73,5 @@ def trace_line(index: int, record: CallRecord) -> str:
 
 
 def _preview(value: Any) -> str:
-    text = repr(value)
+    text = safe_repr(value)
     return text if len(text) <= _PREVIEW_CHARS else text[:_PREVIEW_CHARS] + "…"

@@ -20,6 +20,7 @@ import json_repair
 from pydantic import TypeAdapter
 from pydantic import ValidationError as PydanticValidationError
 
+from dcbrain._jsonsafe import dumps
 from dcbrain.chain.intermediate import merge_intermediate_results
 from dcbrain.chain.prompts import (
     AdditionalInfoPrompt,
@@ -278,7 +279,7 @@ class Chain(Runnable):
         elif isinstance(record["result"], str):
             content = record["result"]
         else:
-            content = json.dumps(record["result"], ensure_ascii=False)
+            content = dumps(record["result"])
         return {"role": "tool", "tool_call_id": call.id, "content": content}
 
     async def _structured(

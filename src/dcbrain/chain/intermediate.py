@@ -11,6 +11,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from dcbrain._jsonsafe import dumps
 from dcbrain.messages import CHAINS_INTERMEDIATE_RESULTS
 
 
@@ -34,7 +35,7 @@ def merge_intermediate_results(
     """Merge ``update`` into the cache in ``additional_kwargs`` (later keys win)."""
     results = read_intermediate_results(additional_kwargs)
     results.update(update)
-    additional_kwargs[CHAINS_INTERMEDIATE_RESULTS] = json.dumps(results, ensure_ascii=False)
+    additional_kwargs[CHAINS_INTERMEDIATE_RESULTS] = dumps(results)
 
 
 def intermediate_results_added(

@@ -22,6 +22,7 @@ import jinja2
 import jinja2.meta
 from jinja2.sandbox import SandboxedEnvironment
 
+from dcbrain._jsonsafe import dumps
 from dcbrain.chain.intermediate import read_intermediate_results
 from dcbrain.exceptions import TFChainError, TFPromptVariableError
 from dcbrain.messages import TextMessage
@@ -321,7 +322,7 @@ def as_prompts(prompt: str | BasePrompt | Iterable[BasePrompt] | None) -> list[B
 
 
 def _finalize(value: Any) -> Any:
-    return json.dumps(value, ensure_ascii=False) if isinstance(value, dict | list) else value
+    return dumps(value) if isinstance(value, dict | list) else value
 
 
 _ENVIRONMENT = SandboxedEnvironment(
@@ -405,7 +406,7 @@ class _DataFormatter(string.Formatter):
 
     def format_field(self, value: Any, format_spec: str) -> Any:
         if isinstance(value, dict | list) and not format_spec:
-            return json.dumps(value, ensure_ascii=False)
+            return dumps(value)
         return super().format_field(value, format_spec)
 
 
@@ -429,7 +430,7 @@ def _as_text(item: Any) -> str:
         return item
     if isinstance(item, TextMessage):
         return item.content
-    return json.dumps(item, ensure_ascii=False, default=str)
+    return dumps(item)
 
 
 # Templates written by plans: values are substituted, no template code runs.

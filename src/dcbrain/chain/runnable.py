@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from dcbrain._jsonsafe import dumps
 from dcbrain._sync import run_sync
 from dcbrain.chain.prompts import Knowledge
 from dcbrain.chain.result import ChainResult
@@ -149,11 +149,6 @@ def input_text(inputs: Mapping[str, Any]) -> str:
 
 
 def to_json(value: Any) -> str:
-    """JSON text of input data: sets as sorted lists, anything else not JSON as its repr."""
-    return json.dumps(value, ensure_ascii=False, default=_jsonable)
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, set | frozenset):
-        return sorted(value, key=repr)
-    return repr(value)
+    """JSON text of input data: sets as sorted lists, anything else not JSON as its text
+    (see :mod:`dcbrain._jsonsafe`)."""
+    return dumps(value)

@@ -1,15 +1,16 @@
-"""Shared output helpers: exit codes, JSON that never fails, errors on stderr."""
+"""Shared output helpers: exit codes, JSON that never fails, text safe for a terminal,
+errors on stderr."""
 
 from __future__ import annotations
 
-import json
 import sys
 from enum import IntEnum
 from typing import Any, NoReturn, TextIO
 
 import typer
 
-from dcbrain._text import encodable
+from dcbrain._jsonsafe import dumps
+from dcbrain._text import encodable, terminal_text
 
 
 class ExitCode(IntEnum):
@@ -19,32 +20,24 @@ class ExitCode(IntEnum):
     ABORTED = 3
 
 
-def to_jsonable(value: Any) -> Any:
-    """``value`` with sets, tuples and unknown objects made JSON-friendly (and encodable)."""
-    if isinstance(value, str):
-        return encodable(value)
-    if value is None or isinstance(value, bool | int | float):
-        return value
-    if isinstance(value, dict):
-        return {str(key): to_jsonable(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [to_jsonable(item) for item in value]
-    if isinstance(value, set | frozenset):
-        return [to_jsonable(item) for item in sorted(value, key=repr)]
-    to_dict = getattr(value, "to_dict", None)
-    if callable(to_dict):
-        return to_jsonable(to_dict())
-    return repr(value)
-
-
 def print_json(value: Any) -> None:
-    sys.stdout.write(json.dumps(to_jsonable(value), ensure_ascii=False, indent=2) + "\n")
+    """Write ``value`` as indented JSON that is always valid (see :mod:`dcbrain._jsonsafe`)."""
+    sys.stdout.write(dumps(value, indent=2) + "\n")
     sys.stdout.flush()
 
 
 def write_text(text: str, stream: TextIO | None = None) -> None:
-    """Write ``text`` as it is, lone surrogates replaced (a plan may print any string)."""
-    (stream or sys.stdout).write(encodable(text))
+    """Write ``text`` as it is, lone surrogates replaced (a plan may print any string); on a
+    terminal, control characters are shown as escapes (see :func:`terminal_text`)."""
+    stream = stream or sys.stdout
+    stream.write(terminal_text(text) if _is_terminal(stream) else encodable(text))
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # a closed or unusual stream
+        return False
 
 
 def fail_usage(message: str) -> NoReturn:

@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from dcbrain._text import encodable
-from dcbrain.cli._output import ExitCode, fail_usage, print_json
+from dcbrain._jsonsafe import dumps
+from dcbrain._text import terminal_text
+from dcbrain.cli._output import ExitCode, fail_usage, print_json, write_text
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -85,11 +86,11 @@ def ask(
     except TFBrainError as exc:
         partial = getattr(exc, "result", None)
         if partial is None:
-            sys.stderr.write(f"error: {exc}\n")
+            write_text(f"error: {exc}\n", sys.stderr)
             raise typer.Exit(ExitCode.FAILED) from None
         result = partial
     except TFError as exc:
-        sys.stderr.write(f"error: {type(exc).__name__}: {exc}\n")
+        write_text(f"error: {type(exc).__name__}: {exc}\n", sys.stderr)
         raise typer.Exit(ExitCode.FAILED) from None
     models = [descriptions.get(name, name) for name in result.usage.per_model]
     judge = result.validated_by
@@ -124,33 +125,29 @@ def show_result(
     console: Console, result: Any, models: list[str], judge: dict[str, Any] | None = None
 ) -> None:
     """The final answer (or why there is none), its cost, and which model answered."""
+    from rich.text import Text
+
     usage = result.usage
     plans = len(result.plans)
     console.print()
     style = "bold green" if result.status == "succeeded" else "bold red"
-    outcome = outcome_text(result.status, result.reason, judge)
-    console.print(f"[{style}]{outcome}[/{style}] — "
-                  f"{plans} plan{'s' if plans != 1 else ''}, {usage.total_tokens:,} tokens "
-                  f"in {usage.requests} LLM call{'s' if usage.requests != 1 else ''}")
+    outcome = terminal_text(outcome_text(result.status, result.reason, judge))
+    console.print(Text.assemble(
+        (outcome, style),
+        f" — {plans} plan{'s' if plans != 1 else ''}, {usage.total_tokens:,} tokens "
+        f"in {usage.requests} LLM call{'s' if usage.requests != 1 else ''}"))
     if result.final_result is not None:
         answer = result.final_result
-        text = answer if isinstance(answer, str) else _json_text(answer)
+        text = answer if isinstance(answer, str) else dumps(answer, indent=2)
         console.print("[bold]answer:[/bold]")
-        console.print(encodable(text), markup=False)
+        console.print(Text(terminal_text(text)))
     elif result.error or result.last_error:
-        console.print(encodable(str(result.error or result.last_error)), style="red",
-                      markup=False)
+        console.print(Text(terminal_text(str(result.error or result.last_error)), style="red"))
     if judge is not None and judge["weak"]:
         console.print("[yellow]the check is weak: a 135M-parameter model judged the answer; "
                       "configure a real provider to validate answers[/yellow]")
     if models:
-        console.print(f"[dim]answered by: {', '.join(models)}[/dim]")
-
-
-def _json_text(value: Any) -> str:
-    import json
-
-    return json.dumps(value, ensure_ascii=False, indent=2, default=str)
+        console.print(Text(terminal_text(f"answered by: {', '.join(models)}"), style="dim"))
 
 
 def _load(path: Path | None) -> Config:

@@ -3,7 +3,7 @@
 ``check`` prints one ``FILE:LINE:COL: error: message`` line per problem (the format of
 compilers and linters, so editors and scripts can jump to it). ``run`` writes the plan's
 ``print`` output verbatim to stdout, as CPython would, and reports an error on stderr as
-``FILE:LINE:COL: Kind: message``.
+``FILE:LINE:COL: Kind: message``; on a terminal, control characters are shown escaped.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def check(file: FileArg, tools: ToolsOption = None) -> None:
     interpreter = Interpreter(_load_tools(tools))
     problems = interpreter.check(source)
     for problem in problems:
-        sys.stdout.write(f"{file}:{problem.line}:{problem.col}: error: {problem.message}\n")
+        write_text(f"{file}:{problem.line}:{problem.col}: error: {problem.message}\n")
     if problems:
         raise typer.Exit(ExitCode.FAILED)
 

@@ -3,7 +3,9 @@
 Every event becomes a few lines (the state, the plan syntax-highlighted, each chain/tool
 call as it starts and ends, the diff of a revised plan, the validator's verdict); a
 spinner line underneath shows the state and the tokens used against the budget. Events
-may arrive from a plan's worker thread, so printing is serialized.
+may arrive from a plan's worker thread, so printing is serialized. Text from plans, tools
+and LLMs is shown with its control characters escaped (:func:`terminal_text`) and never
+read as rich markup.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from rich.status import Status
 from rich.syntax import Syntax
 from rich.text import Text
 
+from dcbrain._jsonsafe import safe_repr
+from dcbrain._text import terminal_text
 from dcbrain.events import (
     Budget,
     CallFinished,
@@ -36,8 +40,9 @@ _MAX_VALUE_CHARS = 160
 
 
 def _short(value: Any, limit: int = _MAX_VALUE_CHARS) -> str:
-    text = value if isinstance(value, str) else repr(value)
-    text = " ".join(text.split())
+    """``value`` on one line of at most ``limit`` characters, safe for a terminal."""
+    text = value if isinstance(value, str) else safe_repr(value)
+    text = terminal_text(" ".join(text.split()))
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -66,9 +71,9 @@ class ProgressView:
             self._status.stop()
             self._status = None
 
-    def _status_text(self) -> str:
+    def _status_text(self) -> Text:
         budget = f"{self.tokens_used:,}/{self.max_tokens:,} tokens" if self.max_tokens else ""
-        return f"[bold]{self.state}[/bold]  {budget}"
+        return Text.assemble((self.state, "bold"), f"  {budget}")
 
     # -- events ------------------------------------------------------------------------
     def handle(self, event: Event) -> None:
@@ -84,9 +89,9 @@ class ProgressView:
         match payload:
             case RunStarted():
                 self.max_tokens = payload.max_tokens or 0
-                return Text.assemble(("question ", "bold"), payload.question or "")
+                return Text.assemble(("question ", "bold"), terminal_text(payload.question or ""))
             case StateChanged():
-                self.state = payload.dest or self.state
+                self.state = terminal_text(payload.dest or self.state)
                 style = {"succeeded": "bold green", "failed": "bold red", "aborted": "bold red"}
                 return Text(f"● {self.state}", style=style.get(self.state, "bold cyan"))
             case PlanCreated():
@@ -114,12 +119,13 @@ class ProgressView:
         return None
 
     def _revised(self, payload: PlanRevised) -> Any:
-        unified = payload.diff.unified or ""
+        unified = terminal_text(payload.diff.unified or "")
         revision = payload.revision
         parts: list[Any] = []
         if payload.reason:
             parts.append(Text(f"why: {_short(payload.reason, 400)}", style="yellow"))
-        call_lines = [line for line in (payload.summary or "").splitlines()[1:] if line.strip()]
+        call_lines = [line for line in terminal_text(payload.summary or "").splitlines()[1:]
+                      if line.strip()]
         if call_lines:
             parts.append(Text("calls: " + "; ".join(call_lines), style="magenta"))
         parts.append(Syntax(unified.rstrip("\n") or "(no textual change)", "diff",
@@ -133,7 +139,7 @@ class ProgressView:
 
     def _call_started(self, payload: CallStarted) -> Any:
         if payload.kind == "llm":
-            model = payload.model or payload.name
+            model = terminal_text(payload.model or payload.name or "")
             if model and model not in self.models:
                 self.models.append(model)
             if not self.show_llm_calls:
@@ -142,17 +148,17 @@ class ProgressView:
                         f"{payload.prompt_tokens} prompt tokens)", style="dim")
         if payload.reused:
             return None  # shown once, when it finishes
-        args = ", ".join(f"{key}={_short(value, 60)}"
+        args = ", ".join(f"{_short(key, 60)}={_short(value, 60)}"
                          for key, value in (payload.args or {}).items())
-        return Text(f"  → {payload.kind} {payload.name}({args})", style="blue")
+        return Text(f"  → {payload.kind} {_short(payload.name)}({args})", style="blue")
 
     def _call_finished(self, payload: CallFinished) -> Any:
-        kind, name = payload.kind, payload.name
+        kind, name = payload.kind, _short(payload.name)
         seconds = payload.duration_s or 0.0
         if kind == "llm":
             if not self.show_llm_calls:
                 return None
-            return Text(f"  ✓ LLM {payload.model or name}: "
+            return Text(f"  ✓ LLM {_short(payload.model or name)}: "
                         f"{payload.total_tokens} tokens, {seconds:.1f}s", style="dim")
         if payload.status == "aborted":
             return Text(f"  ■ {kind} {name} stopped: the run ended first", style="red")
@@ -172,11 +178,11 @@ class ProgressView:
         if payload.exhausted:
             used = payload.used if payload.used is not None else self.tokens_used
             limit = payload.limit if payload.limit is not None else ""
-            return Text(f"  budget exhausted: {payload.budget} ({used}/{limit})",
+            return Text(f"  budget exhausted: {_short(payload.budget)} ({used}/{limit})",
                         style="bold red")
         return None
 
 
 def _plan_syntax(plan: str) -> Syntax:
-    return Syntax(plan, "python", theme="ansi_dark", line_numbers=True,
+    return Syntax(terminal_text(plan), "python", theme="ansi_dark", line_numbers=True,
                   background_color="default", word_wrap=True)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import snowballstemmer
 
+from dcbrain._jsonsafe import dumps
 from dcbrain.durable._pg import Connections
 from dcbrain.exceptions import TFMemoryError
 from dcbrain.llm.tokens import cl100k_base_length
@@ -37,7 +38,6 @@ from dcbrain.memory._rows import (
     selected,
     stored_values,
 )
-from dcbrain.memory._sqlite_db import dumps
 from dcbrain.memory.base import ALL_KINDS, DEFAULT_CHUNK_TOKENS, Memory, MemoryItem, MemoryKind
 from dcbrain.messages import TextMessage
 

@@ -22,6 +22,7 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from dcbrain._jsonsafe import dumps
 from dcbrain.durable._pg import Connections
 from dcbrain.memory import RunRecord
 
@@ -39,7 +40,7 @@ JournalRow = tuple[str, str, dict[str, Any]]
 
 
 def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    return dumps(value, compact=True)
 
 
 class DurableStore(ABC):

@@ -8,6 +8,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from dcbrain._jsonsafe import dumps
 from dcbrain._sync import run_sync
 from dcbrain.llm.observe import llm_observer, notify_call_failed
 from dcbrain.llm.tokens import cl100k_base_length, count_message_tokens
@@ -30,7 +31,7 @@ class ToolCall:
             "type": "function",
             "function": {
                 "name": self.name,
-                "arguments": json.dumps(self.arguments, ensure_ascii=False),
+                "arguments": dumps(self.arguments),
             },
         }
 

@@ -17,13 +17,13 @@ import asyncio
 import importlib
 import importlib.metadata
 import importlib.util
-import json
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from dcbrain._jsonsafe import dumps
 from dcbrain.exceptions import LocalModelUnavailable as LocalModelUnavailable
 from dcbrain.exceptions import TFLLMError
 from dcbrain.llm.base import ChatLLM, LLMReply
@@ -259,4 +259,4 @@ def _text(content: Any) -> str:
         return content
     if isinstance(content, list):  # OpenAI content parts
         return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
-    return "" if content is None else json.dumps(content, ensure_ascii=False)
+    return "" if content is None else dumps(content)

@@ -10,12 +10,12 @@ wait their turn.
 # no ``from __future__ import annotations``: the SDK reads the ``ask`` tool's annotations,
 # and ``Context`` is imported inside create_server (the SDK is imported only when serving)
 import asyncio
-import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
+from dcbrain._jsonsafe import dumps, plain
 from dcbrain.events import Event
 from dcbrain.exceptions import TFBrainError, TFError
 
@@ -71,7 +71,7 @@ def create_server(brain: "DCBrain", *, name: str = "dcbrain") -> "MCPServer":
             finally:
                 await progress.finish()
         return AskAnswer(
-            answer=result.final_result,
+            answer=plain(result.final_result),
             status=str(result.status),
             reason=result.reason,
             error=result.error or result.last_error,
@@ -156,6 +156,5 @@ def describe_event(event: Event) -> str | None:
 
 
 def _short(value: Any, limit: int = 300) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False,
-                                                            default=str)
+    text = value if isinstance(value, str) else dumps(value)
     return text if len(text) <= limit else text[:limit] + "…"

@@ -12,8 +12,8 @@ import time
 from collections.abc import Sequence
 from typing import Any, Final
 
+from dcbrain._jsonsafe import dumps
 from dcbrain.memory._fts import query_terms
-from dcbrain.memory._sqlite_db import dumps
 from dcbrain.memory.base import ALL_KINDS, MemoryItem, MemoryKind
 from dcbrain.memory.recall import count_entry_tokens
 from dcbrain.messages import TextMessage, as_message

@@ -9,14 +9,13 @@ transactions). A commit that returned is on disk (``synchronous=FULL``).
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 from dcbrain.exceptions import TFMemoryError
 from dcbrain.memory._fts import index_text
@@ -117,14 +116,6 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
     _add_token_counts,  # 4: token counts of each item's recall entries, search index
 )
 SCHEMA_VERSION: Final = len(MIGRATIONS)
-
-
-def dumps(value: Any) -> str:
-    """``value`` as JSON; what JSON cannot hold is kept as its ``str()``.
-
-    Memory must not fail a run over a value it cannot serialize.
-    """
-    return json.dumps(value, ensure_ascii=False, default=str)
 
 
 class SQLiteDatabase:

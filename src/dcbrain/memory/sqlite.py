@@ -16,6 +16,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, Final
 
+from dcbrain._jsonsafe import dumps
 from dcbrain.llm.tokens import cl100k_base_length
 from dcbrain.memory._chunking import split_text
 from dcbrain.memory._frequent import DEFAULT_FREQUENT_TERM_SHARE, FrequentTerms
@@ -31,7 +32,7 @@ from dcbrain.memory._rows import (
     selected,
     stored_values,
 )
-from dcbrain.memory._sqlite_db import SCHEMA_VERSION, dumps
+from dcbrain.memory._sqlite_db import SCHEMA_VERSION
 from dcbrain.memory.base import (
     ALL_KINDS,
     DEFAULT_CHUNK_TOKENS,

@@ -8,7 +8,8 @@ import sqlite3
 import time
 from typing import Any
 
-from dcbrain.memory._sqlite_db import SQLiteDatabase, dumps
+from dcbrain._jsonsafe import dumps
+from dcbrain.memory._sqlite_db import SQLiteDatabase
 from dcbrain.memory.run_store import RunEventRecord, RunRecord, RunStore
 
 
@@ -101,7 +102,7 @@ class SQLiteRunStore(RunStore):
             conn.execute(
                 "INSERT INTO kv (key, value, updated_at) VALUES (?, ?, ?) ON CONFLICT (key) "
                 "DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-                (key, json.dumps(value, ensure_ascii=False), time.time()),
+                (key, dumps(value), time.time()),
             )
 
     def get_value(self, key: str, default: Any = None) -> Any:

@@ -23,7 +23,7 @@ from urllib.parse import parse_qs
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.responses import FileResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -33,6 +33,7 @@ from dcbrain.exceptions import TooManyRuns
 from dcbrain.memory import Memory, RunStore
 from dcbrain.messages import TextMessage
 from dcbrain.neural import Neural
+from dcbrain.server._responses import JSONResponse
 from dcbrain.server.runs import (
     DEFAULT_MAX_CONCURRENT_RUNS,
     DEFAULT_SUPERSEDE_GRACE_S,

@@ -8,7 +8,6 @@ browser reconnects (with ``Last-Event-ID``) and just gets ``end`` again.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
@@ -17,6 +16,7 @@ from typing import Any, Final
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.types import Receive, Scope, Send
 
+from dcbrain._jsonsafe import dumps
 from dcbrain.server.service import RunService
 
 #: How long a browser waits before reconnecting a dropped stream (milliseconds).
@@ -45,7 +45,7 @@ def parse_last_event_id(header: str | None, query: str | None) -> int | None:
 
 
 def _encode(event: dict[str, Any]) -> str:
-    return json.dumps(event, ensure_ascii=False, separators=(",", ":"), default=str)
+    return dumps(event, compact=True)
 
 
 async def _stream(
