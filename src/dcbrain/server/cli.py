@@ -189,7 +189,12 @@ def serve(
     try:
         memory = shared_memory(loaded, db)
         store, factory = brain_factory_from_config(loaded, memory)
-        runs = durable_runs(loaded, store, factory, db, role, max_concurrent_runs)
+        from dcbrain.memory import Memory
+
+        conversations = memory if memory is not None else (
+            store if isinstance(store, Memory) else None)
+        runs = durable_runs(loaded, store, factory, db, role, max_concurrent_runs,
+                            conversations)
         if runs is None:  # runs execute in this process: their first one is no slower
             threading.Thread(target=_warm_up, args=(factory(),), name="dcbrain-warm-up",
                              daemon=True).start()
@@ -247,8 +252,11 @@ def durable_runs(
     db: str | None,
     role: str,
     max_concurrent_runs: int,
+    memory: Memory | None = None,
 ) -> RunService | None:
     """Durable runs for ``serve``; ``None`` (runs in this process) without the durable extra.
+
+    ``memory`` keeps the conversations (the brains' memory).
 
     With ``--db`` or ``--role api`` the extra is required; without them it is used when
     installed, on the store's SQLite file.
@@ -268,7 +276,8 @@ def durable_runs(
     db_url, durable = open_store(db, store)
     engine, hub = build_engine(db_url, durable, config, factory if role == "all" else None,
                                concurrency=max_concurrent_runs)
-    return DurableRuns(engine, durable, hub, max_concurrent_runs=max_concurrent_runs)
+    return DurableRuns(engine, durable, hub, memory=memory,
+                       max_concurrent_runs=max_concurrent_runs)
 
 
 def register(app: typer.Typer) -> None:
