@@ -50,7 +50,8 @@ def canonical_args(arguments: Any) -> str:
     and ``"1"`` differ; so do a tuple and a list, ``{1: x}`` and ``{"1": x}``, ``nan``
     and ``"nan"``, ``0.0`` and ``-0.0``) and equal in value (dict order does not matter;
     ``nan`` equals ``nan``). Nothing is truncated: a text over :data:`MAX_ARGS_CHARS`
-    characters becomes ``sha256:<hex digest of the text>``. Plan values are ``None``,
+    characters becomes ``sha256:<hex digest of the text>`` (distinct as long as SHA-256
+    has no collision; no text of another form starts with ``s``). Plan values are ``None``,
     bool, int, float, str, bytes, list, tuple, dict, set and frozenset; any other object
     is known by its type and ``repr``.
 
