@@ -134,8 +134,12 @@ def test_a_connection_beyond_the_cap_is_refused_when_every_one_is_busy(
     with serve_in_thread(app, limits=limits) as base_url:
         port = int(base_url.rsplit(":", 1)[1])
         with half_open(port, 3, HEAD_OF_A_BODY):  # each is sending its body: busy
-            time.sleep(0.2)
-            refused = httpx.get(base_url + "/v1/health", timeout=10)
+            deadline = time.monotonic() + PATIENCE_S
+            while True:  # once the server has taken all three
+                refused = httpx.get(base_url + "/v1/health", timeout=10)
+                if refused.status_code != 200 or time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
         answered = httpx.get(base_url + "/v1/health", timeout=10)
     memory.close()
     assert (refused.status_code, refused.text) == (503, "too many connections")
