@@ -1,9 +1,10 @@
 """The call journal of a run: every chain, tool and chain-construction call, as it finished.
 
 A call is known by a :class:`JournalKey` that does not depend on thread timing: the plan
-attempt, the call's ``parallel`` branch path, the callable's name, the canonical JSON of
-its arguments and how many identical calls came before it in the same branch lineage of
-that attempt. Within one run:
+attempt, the call's ``parallel`` branch path, the callable's name, the canonical text of
+its arguments (:func:`canonical_args`: one text per value, told apart by type) and how
+many identical calls came before it in the same branch lineage of that attempt.
+Within one run:
 
 - a call whose key matches a finished entry of the *same* attempt exactly returns that
   entry (:meth:`CallJournal.lookup`): a run replayed from a persisted journal never runs
@@ -20,19 +21,147 @@ stored entries to the constructor.
 from __future__ import annotations
 
 import contextvars
+import hashlib
+import json
+import math
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from dcbrain._jsonsafe import dumps
 from dcbrain.events import to_json_value
+
+#: Canonical texts longer than this are replaced by their SHA-256 digest, so a key (a
+#: primary key in durable stores) stays short whatever the arguments.
+MAX_ARGS_CHARS = 1024
+#: Containers nested deeper than this are refused rather than encoded.
+MAX_ARGS_DEPTH = 10_000
+#: Integers of more bits are written in hexadecimal: decimal conversion of very large
+#: integers is capped by the interpreter (``sys.set_int_max_str_digits``).
+_DECIMAL_INT_BITS = 3000
 
 
 def canonical_args(arguments: Any) -> str:
-    """The canonical JSON text of a call's arguments: sorted keys, no spaces."""
-    return dumps(arguments, sort_keys=True, compact=True)
+    """The canonical text of a call's arguments: equal values, equal texts, and only them.
+
+    Invariant: ``canonical_args(a) == canonical_args(b)`` exactly when ``a`` and ``b`` are
+    the same plan value — of the same types all the way down (``1``, ``1.0``, ``True``
+    and ``"1"`` differ; so do a tuple and a list, ``{1: x}`` and ``{"1": x}``, ``nan``
+    and ``"nan"``, ``0.0`` and ``-0.0``) and equal in value (dict order does not matter;
+    ``nan`` equals ``nan``). Nothing is truncated: a text over :data:`MAX_ARGS_CHARS`
+    characters becomes ``sha256:<hex digest of the text>`` (distinct as long as SHA-256
+    has no collision; no text of another form starts with ``s``). Plan values are ``None``,
+    bool, int, float, str, bytes, list, tuple, dict, set and frozenset; any other object
+    is known by its type and ``repr``.
+
+    The text is JSON and, for the common case, plain JSON: a dict of string keys is an
+    object with sorted keys, a list an array, a finite float its ``repr``. Everything
+    else is an object of one ``$``-tag (``{"$tuple": [...]}``, ``{"$float": "nan"}``,
+    ``{"$dict": [[key, value], ...]}``, …), and a dict with a key starting with ``$`` is
+    written as ``$dict``, so no value reads as another.
+    """
+    text = _canonical(arguments)
+    if len(text) > MAX_ARGS_CHARS:
+        return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+    return text
+
+
+def _tagged(tag: str, body: str) -> str:
+    return f'{{"${tag}":{body}}}'
+
+
+_CONTAINERS = (list, tuple, dict, set, frozenset)
+
+
+def _canonical(value: Any) -> str:
+    """``value``'s canonical JSON text (see :func:`canonical_args`), without recursion."""
+    done: list[str] = []  # texts of finished values, in order
+    # ("value", item, depth): encode item; ("close", container, child_count): combine
+    work: list[tuple[str, Any, int]] = [("value", value, 0)]
+    active: set[int] = set()  # the containers being encoded, to refuse cycles
+    while work:
+        step, item, number = work.pop()
+        if step == "close":
+            children = done[len(done) - number:]
+            del done[len(done) - number:]
+            done.append(_close(item, children))
+            active.discard(id(item))
+            continue
+        kind = type(item)
+        if kind not in _CONTAINERS:
+            done.append(_scalar(item))
+            continue
+        if number >= MAX_ARGS_DEPTH:
+            raise ValueError(f"call arguments nested deeper than {MAX_ARGS_DEPTH} levels")
+        if id(item) in active:
+            raise ValueError("call arguments contain themselves")
+        active.add(id(item))
+        if kind is dict:
+            children = ([child for _, child in sorted(item.items())] if _plain_keys(item)
+                        else [child for pair in item.items() for child in pair])
+        else:
+            children = list(item)
+        work.append(("close", item, len(children)))
+        work.extend(("value", child, number + 1) for child in reversed(children))
+    return done[0]
+
+
+def _plain_keys(mapping: dict[Any, Any]) -> bool:
+    """Whether a dict is written as a JSON object: UTF-8 string keys, none starting with
+    ``$``."""
+    return all(type(key) is str and not key.startswith("$") and _encodable(key)
+               for key in mapping)
+
+
+def _close(container: Any, children: list[str]) -> str:
+    """The text of ``container`` from the texts of its children (as :func:`_canonical`
+    listed them)."""
+    kind = type(container)
+    if kind is list:
+        return f"[{','.join(children)}]"
+    if kind is tuple:
+        return _tagged("tuple", f"[{','.join(children)}]")
+    if kind is dict:
+        if _plain_keys(container):
+            return "{" + ",".join(f"{_string(key)}:{child}" for key, child in
+                                  zip(sorted(container), children, strict=True)) + "}"
+        pairs = sorted(f"[{children[i]},{children[i + 1]}]" for i in range(0, len(children), 2))
+        return _tagged("dict", f"[{','.join(pairs)}]")
+    return _tagged(kind.__name__, f"[{','.join(sorted(children))}]")
+
+
+def _scalar(value: Any) -> str:
+    kind = type(value)
+    if value is None or kind is bool:
+        return json.dumps(value)
+    if kind is int:
+        if value.bit_length() > _DECIMAL_INT_BITS:
+            return _tagged("int", json.dumps(format(value, "x")))
+        return str(value)
+    if kind is float:
+        return repr(value) if math.isfinite(value) else _tagged("float", json.dumps(repr(value)))
+    if kind is str:
+        return _string(value)
+    if kind is bytes:
+        return _tagged("bytes", json.dumps(value.hex()))
+    return _tagged("object", f"[{_string(f'{kind.__module__}.{kind.__qualname__}')},"
+                             f"{_string(repr(value))}]")
+
+
+def _string(text: str) -> str:
+    """A JSON string; one holding a lone surrogate (not UTF-8) is tagged and escaped."""
+    if _encodable(text):
+        return json.dumps(text, ensure_ascii=False)
+    return _tagged("str", json.dumps(json.dumps(text)))
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 @dataclass(frozen=True)

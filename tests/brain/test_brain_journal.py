@@ -322,3 +322,42 @@ async def test_an_abort_closes_every_call_in_flight() -> None:
     assert started_ids and started_ids <= set(finished)
     assert {finished[c]["status"] for c in started_ids if c.startswith("call-")} == {"aborted"}
     assert result.events[-1]["type"] == "final"
+
+
+NEST = ("deep_a = 0\ndeep_b = 1\n"
+        "for _ in range(150):\n    deep_a = [deep_a]\n    deep_b = [deep_b]\n")
+
+
+@pytest.mark.parametrize("earlier, later", [
+    ('float("nan")', '"nan"'),
+    ('float("inf")', '"inf"'),
+    ("1", "1.0"),
+    ("1", "True"),
+    ("1", '"1"'),
+    ("(1, 2)", "[1, 2]"),
+    ('{1: "a"}', '{"1": "a"}'),
+    ('{"$tuple": [1, 2]}', "(1, 2)"),
+    ("None", '"None"'),
+    ("deep_a", "deep_b"),  # they differ only 150 levels down
+    ('"x" * 5000 + "a"', '"x" * 5000 + "b"'),
+])
+def test_a_replan_reuses_a_result_only_for_the_very_same_arguments(
+    earlier: str, later: str
+) -> None:
+    received: list[Any] = []
+
+    def note(value: Any) -> int:
+        """Notes a value; returns how many it has noted."""
+        received.append(value)
+        return len(received)
+
+    first = f"{NEST}a = note(value={earlier})\nreturn {{'a': a}}['missing']"
+    second = f"{NEST}return note(value={later})"
+    brain = DCBrain(default_llm=ScriptedLLM([plan(first), plan(second)]),
+                    default_validate_llm=ScriptedLLM([verdict(True)]), tools=[note])
+    result = brain.run("q", conversation_id="c1")
+    assert result.status == "succeeded", result.final_result
+    # the replan's call differs from the recorded one: it runs, it is not answered from it
+    assert result.final_result == 2
+    assert len(received) == 2
+    assert [e["reused"] for e in calls(result, "note")] == [False, False]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -74,6 +75,36 @@ def test_a_replay_of_a_replan_that_reused_a_call_executes_no_call_again(
     assert (replay.status, replay.iterations, replay.final_result) == ("succeeded", 2, 3)
     started = [counting.count(n, "started") for n in ("step_one", "step_two", "step_three")]
     assert started == [1, 1, 1]
+
+
+HOSTILE_ARGUMENTS_PLAN = (
+    'values = [float("nan"), "nan", (1, 2), [1, 2], {1: "a"}, {"1": "a"}, "\\ud800",\n'
+    '          "x" * 5000 + "a", "x" * 5000 + "b", {"$tuple": [1, 2]}]\n'
+    "return [note(value=v) for v in values]"
+)
+
+
+def test_a_replay_finds_the_stored_keys_of_calls_with_look_alike_arguments(
+    backend: Backend
+) -> None:
+    noted: list[Any] = []
+
+    def note(value: Any) -> int:
+        """Notes a value; returns how many it has noted."""
+        noted.append(value)
+        return len(noted)
+
+    def brain() -> DCBrain:
+        return DCBrain(default_llm=ScriptedLLM([plan(HOSTILE_ARGUMENTS_PLAN)]),
+                       default_validate_llm=ScriptedLLM([verdict(True)]), tools=[note])
+
+    first = _execute(brain(), backend.store, "h1")
+    replay = _execute(brain(), backend.store, "h1")
+    assert first.final_result == replay.final_result == list(range(1, 11))
+    assert len(noted) == 10  # the replay ran none of them again
+    keys = [row["entry"]["key"]["args"] for row in backend.store.journal("h1")
+            if row.get("type") == "call" and row["entry"]["key"]["name"] == "note"]
+    assert len(set(keys)) == 10
 
 
 def test_a_lookup_of_another_call_than_the_recorded_one_fails_loudly(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from dcbrain import SQLiteMemory
@@ -90,3 +91,26 @@ def test_a_queued_message_superseded_by_another_never_runs(
         assert api.wait_for(third)["status"] == "succeeded"
         assert api.wait_for(first)["status"] == "aborted"
     memory.close()
+
+
+def test_messages_posted_at_once_are_all_kept_in_the_conversation_in_order(
+    backend: Backend, counting: CountingTools, tmp_path: Path
+) -> None:
+    memory = SQLiteMemory(tmp_path / "conversations.db")
+    questions = [f"message {n}" for n in range(12)]
+    with durable_server(backend, lambda: counting.brain(memory=memory), memory,
+                        supersede_grace_s=0.2) as api:
+        with ThreadPoolExecutor(len(questions)) as pool:
+            run_ids = list(pool.map(lambda q: api.send("burst", q), questions))
+        runs = [api.wait_for(run_id) for run_id in run_ids]
+        messages = api.http.get("/v1/conversations/burst").json()["messages"]
+    memory.close()
+
+    by_id = {run["run_id"]: run for run in runs}
+    accepted = [next(run for run in runs if run["supersedes"] is None)]
+    while accepted[-1]["superseded_by"] is not None:  # each message replaced the one before
+        accepted.append(by_id[accepted[-1]["superseded_by"]])
+    users = [m["content"] for m in messages if m["role"] == "user"]
+    assert sorted(users) == sorted(questions)  # every message is kept
+    assert users == [run["question"] for run in accepted]  # in the order the server took them
+    assert all(run["reason"] == "superseded" for run in runs if run["status"] == "aborted")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 from support.server_app import (
     PATIENCE_S,
     BrainScripts,
@@ -106,3 +108,28 @@ def test_messages_of_other_conversations_do_not_supersede(
     assert other["status"] == "succeeded"
     assert (held["status"], held["superseded_by"]) == ("succeeded", None)
     assert held["result"]["final_result"] == "a summary"
+
+
+def test_messages_posted_at_once_are_all_kept_in_the_conversation_in_order(
+    serve: ServeFn, brains: BrainScripts
+) -> None:
+    questions = [f"message {n}" for n in range(12)]
+    brains.always(lambda memory: direct_brain(memory, "the last answer"))
+    with serve(supersede_grace_s=0.2) as api:
+        def post(content: str) -> str:
+            return api.send("burst", content)
+
+        with ThreadPoolExecutor(len(questions)) as pool:
+            run_ids = list(pool.map(post, questions))
+        runs = [api.wait_for(run_id) for run_id in run_ids]
+        conversation = api.http.get("/v1/conversations/burst").json()
+
+    by_id = {run["run_id"]: run for run in runs}
+    accepted = [next(run for run in runs if run["supersedes"] is None)]
+    while accepted[-1]["superseded_by"] is not None:  # each message replaced the one before
+        accepted.append(by_id[accepted[-1]["superseded_by"]])
+    users = [m["content"] for m in conversation["messages"] if m["role"] == "user"]
+    assert sorted(users) == sorted(questions)  # every message is kept
+    assert users == [run["question"] for run in accepted]  # in the order the server took them
+    assert sum(run["status"] == "succeeded" for run in runs) >= 1
+    assert all(run["reason"] == "superseded" for run in runs if run["status"] == "aborted")

@@ -75,7 +75,8 @@ def durable_server(backend: Backend, factory: Callable[[], Any] | None, memory: 
     engine = DurableEngine(backend.url, backend.store, app_version=application_version("t"),
                            executor=executor)
     hub = EventHub(backend.store, listen_url=backend.url if is_postgres(backend.url) else None)
-    app = create_app(None, memory, runs=DurableRuns(engine, backend.store, hub),
+    runs = DurableRuns(engine, backend.store, hub, memory=memory)
+    app = create_app(None, memory, runs=runs,
                      list_conversations=list_conversations)
     with serve_in_thread(app) as base_url:
         api = Api(base_url)

@@ -195,6 +195,12 @@ class RecordedMemory:
         return recall
 
 
+def record_question_kept(store: DurableStore, run_id: str) -> None:
+    """Record that the run's question is in its conversation already (the server added it
+    when it took the message), so the run's first commit, the question's, is skipped."""
+    store.record_journal(run_id, "commit|0", {"type": "commit", "n": 0})
+
+
 def _recall_from(data: dict[str, Any]) -> Recall:
     return Recall(
         conversation=[TextMessage(**m) for m in data.get("conversation", [])],

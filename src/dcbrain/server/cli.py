@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
+from dcbrain.server.connections import ConnectionLimits
+
 if TYPE_CHECKING:
     from dcbrain.brain import DCBrain
     from dcbrain.config import Config
@@ -132,6 +134,17 @@ def serve(
         str, typer.Option(help="all: serve and execute runs; api: only accept, enqueue and "
                           "stream (workers execute; needs --db).")
     ] = "all",
+    max_connections: Annotated[
+        int, typer.Option(help="Open connections at most; beyond, the one waiting longest "
+                          "for a request is closed (503 when all are busy).")
+    ] = ConnectionLimits.max_connections,
+    head_timeout: Annotated[
+        float, typer.Option(help="Seconds for a request's line and headers to arrive (after "
+                            "connecting or the last response); then the connection closes.")
+    ] = ConnectionLimits.head_timeout_s,
+    body_timeout: Annotated[
+        float, typer.Option(help="Seconds for a request's body to arrive after its headers.")
+    ] = ConnectionLimits.body_timeout_s,
     insecure_no_token: Annotated[
         bool, typer.Option("--insecure-no-token",
                            help="Serve a non-loopback address without DCBRAIN_API_TOKEN "
@@ -147,11 +160,16 @@ def serve(
 
     from dcbrain.config import ConfigError, find_config
     from dcbrain.server.app import API_TOKEN_ENV, LOOPBACK_HOSTS, create_app
+    from dcbrain.server.connections import fit_open_file_limit
+    from dcbrain.server.protocol import uvicorn_config
 
     try:
         loaded = find_config(config)
-    except (ConfigError, OSError) as exc:
+        limits = ConnectionLimits(max_connections=max_connections,
+                                  head_timeout_s=head_timeout, body_timeout_s=body_timeout)
+    except (ConfigError, OSError, ValueError) as exc:
         _fail(str(exc))
+    limits = fit_open_file_limit(limits)
     token = os.environ.get(API_TOKEN_ENV) or None
     loopback = is_loopback(host)
     if not loopback and token is None:
@@ -171,7 +189,12 @@ def serve(
     try:
         memory = shared_memory(loaded, db)
         store, factory = brain_factory_from_config(loaded, memory)
-        runs = durable_runs(loaded, store, factory, db, role, max_concurrent_runs)
+        from dcbrain.memory import Memory
+
+        conversations = memory if memory is not None else (
+            store if isinstance(store, Memory) else None)
+        runs = durable_runs(loaded, store, factory, db, role, max_concurrent_runs,
+                            conversations)
         if runs is None:  # runs execute in this process: their first one is no slower
             threading.Thread(target=_warm_up, args=(factory(),), name="dcbrain-warm-up",
                              daemon=True).start()
@@ -192,7 +215,7 @@ def serve(
     bound_port = sock.getsockname()[1]
     sys.stderr.write(f"dcbrain serving on http://{shown}:{bound_port}/ (store: {store!r})\n")
     # No access log: the event stream may carry ?access_token= in its URL.
-    server = uvicorn.Server(uvicorn.Config(app, access_log=False, log_level="info"))
+    server = uvicorn.Server(uvicorn_config(app, limits, access_log=False, log_level="info"))
     server.run(sockets=[sock])
 
 
@@ -229,8 +252,11 @@ def durable_runs(
     db: str | None,
     role: str,
     max_concurrent_runs: int,
+    memory: Memory | None = None,
 ) -> RunService | None:
     """Durable runs for ``serve``; ``None`` (runs in this process) without the durable extra.
+
+    ``memory`` keeps the conversations (the brains' memory).
 
     With ``--db`` or ``--role api`` the extra is required; without them it is used when
     installed, on the store's SQLite file.
@@ -250,7 +276,8 @@ def durable_runs(
     db_url, durable = open_store(db, store)
     engine, hub = build_engine(db_url, durable, config, factory if role == "all" else None,
                                concurrency=max_concurrent_runs)
-    return DurableRuns(engine, durable, hub, max_concurrent_runs=max_concurrent_runs)
+    return DurableRuns(engine, durable, hub, memory=memory,
+                       max_concurrent_runs=max_concurrent_runs)
 
 
 def register(app: typer.Typer) -> None:

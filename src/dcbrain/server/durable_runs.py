@@ -3,7 +3,9 @@
 The run's record, events and status live in the durable store, so any API node answers
 for any run. A new message of a conversation with a live run supersedes it: a run still
 queued ends at once (``aborted``/``superseded``, and DBOS never starts it); a running one
-gets a control message and the worker running it stops it. The queue runs one run per
+gets a control message and the worker running it stops it. The messages of a conversation
+are taken one at a time (per API node), and each is added to the conversation as it is
+taken, whether or not its run ever starts. The queue runs one run per
 conversation at a time, so the new run starts after the old one's final event.
 """
 
@@ -17,7 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from dcbrain.durable import DurableEngine, DurableStore, EventHub
-from dcbrain.memory import RunRecord
+from dcbrain.durable.journal import record_question_kept
+from dcbrain.memory import Memory, RunRecord
 from dcbrain.server.runs import QUEUED, RUNNING, TooManyRuns, record_summary
 
 _LIVE = (QUEUED, RUNNING)
@@ -36,14 +39,18 @@ class DurableRuns:
     """:class:`~dcbrain.server.service.RunService` over a :class:`DurableEngine`."""
 
     def __init__(self, engine: DurableEngine, store: DurableStore, hub: EventHub, *,
-                 max_concurrent_runs: int = 16) -> None:
+                 memory: Memory | None = None, max_concurrent_runs: int = 16) -> None:
+        """``memory`` keeps the conversations (the one the workers' brains use): each
+        message goes in when it is taken, so one superseded before it ran is kept too."""
         if max_concurrent_runs < 1:
             raise ValueError("max_concurrent_runs must be at least 1")
         self.engine = engine
         self.store = store
         self.hub = hub
         self.max_concurrent_runs = max_concurrent_runs
+        self.memory = memory
         self._active: set[str] = set()  # conversations with a live run submitted here
+        self._submitting: dict[str, asyncio.Lock] = {}
 
     @property
     def active_count(self) -> int:
@@ -70,6 +77,16 @@ class DurableRuns:
     # -- commands ------------------------------------------------------------------------
 
     async def submit(self, conversation_id: str, content: str) -> DurableSubmittedRun:
+        # One message of a conversation at a time: each supersedes the one before it.
+        lock = self._submitting.setdefault(conversation_id, asyncio.Lock())
+        try:
+            async with lock:
+                return await self._submit(conversation_id, content)
+        finally:
+            if not lock.locked() and self._submitting.get(conversation_id) is lock:
+                del self._submitting[conversation_id]
+
+    async def _submit(self, conversation_id: str, content: str) -> DurableSubmittedRun:
         live = [r for r in await asyncio.to_thread(self.store.list_runs, conversation_id, 50)
                 if r.status in _LIVE]
         await self._refresh_active()
@@ -79,6 +96,9 @@ class DurableRuns:
         supersedes = live[0].run_id if live else None
         await asyncio.to_thread(self.store.save_run, run_id, conversation_id, QUEUED,
                                 {"question": content, "supersedes": supersedes})
+        if self.memory is not None:
+            await self.memory.acommit_message(conversation_id, content, "user")
+            await asyncio.to_thread(record_question_kept, self.store, run_id)
         for old in live:
             await asyncio.to_thread(self._supersede, old, run_id, content)
         await asyncio.to_thread(self.engine.enqueue, run_id, conversation_id, content)

@@ -289,8 +289,8 @@ class RunManager:
         if previous is None and len(self._active) >= self.max_concurrent_runs:
             raise TooManyRuns(self.max_concurrent_runs)
         run = ServerRun(uuid.uuid4().hex, conversation_id, content)
-        waits_for = [r for r in self._runs.values()
-                     if r.conversation_id == conversation_id and not r.done]
+        waits_for = [r for r in self._runs.values()  # ended ones may still be storing
+                     if r.conversation_id == conversation_id and not r.finished.is_set()]
         self._runs[run.run_id] = run
         self._active[conversation_id] = run
         if previous is not None:
@@ -343,7 +343,7 @@ class RunManager:
             if await self._wait_turn(run, waits_for):
                 await self._execute(run)
             else:
-                await self._end_unstarted(run)
+                await self._end_unstarted(run, waits_for)
         except asyncio.CancelledError:
             self._end(run, "interrupted", "server_shutdown",
                       error="the server stopped while this run was in flight")
@@ -356,7 +356,7 @@ class RunManager:
 
     async def _wait_turn(self, run: ServerRun, waits_for: Sequence[ServerRun]) -> bool:
         """Wait until earlier runs of the conversation ended; ``False`` if told to stop."""
-        pending = [r for r in waits_for if not r.done]
+        pending = [r for r in waits_for if not r.finished.is_set()]
         if pending and not run.stop_waiting.is_set():
             stop: asyncio.Future[Any] = asyncio.ensure_future(run.stop_waiting.wait())
             ended: asyncio.Future[Any] = asyncio.ensure_future(
@@ -369,14 +369,18 @@ class RunManager:
                 ended.cancel()
         return not run.stop_waiting.is_set()
 
-    async def _end_unstarted(self, run: ServerRun) -> None:
-        if run.superseded_by is not None:
-            # The user did say it: keep the message in the conversation.
-            if self.memory is not None:
-                await self.memory.acommit_message(run.conversation_id, run.question, "user")
-            self._end(run, "aborted", "superseded")
-        else:
+    async def _end_unstarted(self, run: ServerRun, waits_for: Sequence[ServerRun]) -> None:
+        """End a run that never started; a superseded one keeps its message, in turn."""
+        if run.superseded_by is None:
             self._end(run, "aborted", "aborted")
+            return
+        self._end(run, "aborted", "superseded")
+        await self._save(run)
+        if self.memory is not None:
+            # The user did say it. An earlier run stores its message when it starts, so
+            # this one goes in once every earlier run has ended: messages stay in order.
+            await asyncio.gather(*(r.finished.wait() for r in waits_for))
+            await self.memory.acommit_message(run.conversation_id, run.question, "user")
 
     async def _execute(self, run: ServerRun) -> None:
         brain = self.brain_factory()

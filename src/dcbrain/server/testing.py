@@ -10,16 +10,22 @@ from contextlib import contextmanager
 import uvicorn
 from starlette.types import ASGIApp
 
+from dcbrain.server.connections import ConnectionLimits
+from dcbrain.server.protocol import uvicorn_config
+
 
 @contextmanager
-def serve_in_thread(app: ASGIApp, *, host: str = "127.0.0.1", port: int = 0) -> Iterator[str]:
+def serve_in_thread(app: ASGIApp, *, host: str = "127.0.0.1", port: int = 0,
+                    limits: ConnectionLimits | None = None) -> Iterator[str]:
     """Serve ``app`` with uvicorn until the block ends; yields the base URL.
 
-    ``port=0`` picks a free port. Leaving the block shuts the server down gracefully
+    ``port=0`` picks a free port; ``limits`` bound the connections as ``dcbrain serve``
+    does (default: its defaults). Leaving the block shuts the server down gracefully
     (the app's shutdown runs, so live runs end ``interrupted``).
     """
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
-                            lifespan="on", timeout_graceful_shutdown=10)
+    config = uvicorn_config(app, limits or ConnectionLimits(), host=host, port=port,
+                            log_level="warning", access_log=False, lifespan="on",
+                            timeout_graceful_shutdown=10)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="dcbrain-server", daemon=True)
     thread.start()
