@@ -80,6 +80,18 @@ def test_two_servers_with_a_tool_of_the_same_name_are_a_config_error(tmp_path: P
         "rename one, or give the server a prefix (prefix = \"b_\")"]
 
 
+def test_a_tool_a_plan_cannot_call_and_a_local_tool_named_like_a_builtin_are_config_errors(
+        tmp_path: Path) -> None:
+    config = write_config(tmp_path, server_table("x", "--tools", "_secret"),
+                          tools="def sum(values: list[int]) -> int:\n    return 0\n")
+    with pytest.raises(ConfigError) as caught:
+        build_brain(load_config(config))
+    assert caught.value.problems == [
+        "tools: local tool 'sum' from tools.py clashes with the tf_plan builtin sum",
+        "mcp.x: tool '_secret' cannot be called from plans (names starting with '_' are "
+        "reserved); give the server a prefix (prefix = \"x_\")"]
+
+
 @pytest.fixture(scope="module")
 def notes() -> Iterator[MCPTools]:
     with MCPTools(command=hostile_command("--tools", "get_note,dict"), name="notes") as tools:
