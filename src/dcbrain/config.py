@@ -267,15 +267,14 @@ def check_tool_names(config: Config, tools: Mapping[str, Callable[..., Any] | To
     """
     from dcbrain.tfplan.checker import BUILTIN_NAMES
 
-    sources = ", ".join([*config.tools, *(f"mcp.{name}" for name in config.mcp)])
     problems: list[str] = []
     taken: dict[str, str] = {}
     for name in config.chains:
         if name in BUILTIN_NAMES:
             problems.append(f"chains.{name}: clashes with the tf_plan builtin {name}")
         elif name in tools:
-            problems.append(f"chains.{name}: a tool of the same name is defined in the tool "
-                            f"files or MCP servers ({sources}); rename one of them")
+            problems.append(f"chains.{name}: a tool of the same name is defined in "
+                            f"{_tool_file(config, tools[name])}; rename one of them")
         taken[name] = f"chain {name!r}"
     for name, item in tools.items():
         described = f"local tool {name!r} from {_tool_file(config, item)}"

@@ -92,6 +92,17 @@ def test_a_tool_a_plan_cannot_call_and_a_local_tool_named_like_a_builtin_are_con
         "reserved); give the server a prefix (prefix = \"x_\")"]
 
 
+def test_chains_come_before_tools_of_the_same_name(tmp_path: Path) -> None:
+    config = write_config(tmp_path, "[chains.get_note]\nprompt = '{{ input }}'\n"
+                          + server_table("notes", "--tools", "get_note"))
+    with pytest.raises(ConfigError) as caught:
+        build_brain(load_config(config))
+    assert caught.value.problems == [
+        "chains.get_note: a tool of the same name is defined in tools.py; rename one of them",
+        "mcp.notes: tool 'get_note' clashes with chain 'get_note'; rename one, or give the "
+        "server a prefix (prefix = \"notes_\")"]
+
+
 @pytest.fixture(scope="module")
 def notes() -> Iterator[MCPTools]:
     with MCPTools(command=hostile_command("--tools", "get_note,dict"), name="notes") as tools:
