@@ -245,10 +245,6 @@ def _opening_id(opening: bytes) -> types.RequestId | None:
 
 
 # -- streamable HTTP --------------------------------------------------------------------
-class BodyRefused(httpx2.StreamError):
-    """A body the transport will not read; the SDK fails its request with this message."""
-
-
 class _BoundedBody(httpx2.AsyncByteStream):
     def __init__(self, inner: httpx2.AsyncByteStream, limit: int | None, refusal: str | None,
                  received: Received) -> None:
@@ -258,14 +254,15 @@ class _BoundedBody(httpx2.AsyncByteStream):
         self._received = received
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
+        # a stream error is what the SDK turns into an error answer to the request
         if self._refusal is not None:
-            raise BodyRefused(self._refusal)
+            raise httpx2.StreamError(self._refusal)
         size = 0
         async for chunk in self._inner:
             size += len(chunk)
             self._received.count += len(chunk)
             if self._limit is not None and size > self._limit:
-                raise BodyRefused(too_large(self._limit))
+                raise httpx2.StreamError(too_large(self._limit))
             yield chunk
 
     async def aclose(self) -> None:
