@@ -151,6 +151,14 @@ def test_an_oversized_stdio_result_fails_the_call_and_the_session_goes_on() -> N
             'echo from the server: {"n": 1}'
 
 
+def test_a_result_that_never_ends_fails_the_call_once_past_the_limit() -> None:
+    with MCPTools(command=hostile_command("--big", "endless"), name="big") as tools:
+        started = time.monotonic()
+        with pytest.raises(TFInterpreterError, match=r"more than 16 MiB \(max_message_bytes\)"):
+            TFChainInterpreter({}, tools=tools).evaluate("return big()")
+        assert time.monotonic() - started < 15  # it waited for the call's timeout
+
+
 def test_the_message_limit_is_a_setting() -> None:
     command = hostile_command("--big", "600000")
     with MCPTools(command=command, name="big", max_message_bytes=MiB) as tools:

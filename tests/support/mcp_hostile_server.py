@@ -2,8 +2,8 @@
 
     --tools NAMES       the tools it lists (comma-separated); each answers
                         "NAME from the server: ARGUMENTS"
-    --big BYTES         adds a tool ``big`` whose text result is BYTES long (streamed out,
-                        never built in memory)
+    --big BYTES|endless adds a tool ``big`` whose text result is BYTES long (streamed out,
+                        never built in memory), or never ends
     --pages N|endless   tools/list answers N pages (or pages forever), each with
                         --per-page made-up tools and a next cursor
     --gzip              HTTP answers are gzip-encoded (whatever the client asked for)
@@ -26,7 +26,7 @@ def options() -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     parser.add_argument("--http", type=int)
     parser.add_argument("--tools", default="echo")
-    parser.add_argument("--big", type=int)
+    parser.add_argument("--big")
     parser.add_argument("--pages")
     parser.add_argument("--per-page", type=int, default=0)
     parser.add_argument("--gzip", action="store_true")
@@ -66,9 +66,9 @@ def answer(message: dict[str, Any]) -> Iterator[str]:
         result = listing(params.get("cursor"))
     elif method == "tools/call" and params.get("name") == "big":
         yield head + ', "result": {"content": [{"type": "text", "text": "'
-        left = int(OPTIONS.big or 0)
+        left = float("inf") if OPTIONS.big == "endless" else int(OPTIONS.big)
         while left > 0:
-            yield CHUNK[:left]
+            yield CHUNK[:int(min(left, len(CHUNK)))]
             left -= len(CHUNK)
         yield '"}]}}'
         return
@@ -87,10 +87,11 @@ def answer(message: dict[str, Any]) -> Iterator[str]:
 
 def serve_stdio() -> None:
     for line in sys.stdin:
-        pieces = list(answer(json.loads(line))) if line.strip() else []
-        if pieces:
-            for piece in pieces:
-                sys.stdout.write(piece)
+        wrote = False
+        for piece in answer(json.loads(line)) if line.strip() else ():
+            sys.stdout.write(piece)
+            wrote = True
+        if wrote:
             sys.stdout.write("\n")
             sys.stdout.flush()
 

@@ -2,9 +2,10 @@
 
 A server is untrusted: every message it sends is refused past ``max_message_bytes``
 *before* it is decoded or parsed, and a refused message fails the request it answers.
-Over stdio the server's lines are read as bytes, in linear time, and a line over the
-limit is skipped to its end; its request (told by the line's opening ``"id"``, else every
-request in flight) gets a JSON-RPC error saying so, and the session goes on. Over
+Over stdio the server's lines are read as bytes, in linear time; a line that passes the
+limit fails its request at once (the request its opening ``"id"`` names, else every
+request in flight, gets a JSON-RPC error saying so) and is skipped to its end, and the
+session goes on. Over
 streamable HTTP a JSON body over the limit fails its request the same way; an SSE event
 is bounded by the SDK's own per-event limit, set to the same value. Compressed bodies are
 refused, since their size says nothing about what they inflate to. The server's stderr is
@@ -82,7 +83,11 @@ class _Refused:
 
 
 class _Lines:
-    """Splits a byte stream into lines of at most ``limit`` bytes, in linear time."""
+    """Splits a byte stream into lines of at most ``limit`` bytes, in linear time.
+
+    A longer line is reported as :class:`_Refused` as soon as it passes the limit (its
+    request fails then, not when the line ends, if ever) and the rest of it is skipped.
+    """
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
@@ -95,24 +100,27 @@ class _Lines:
         start = 0
         while True:
             end = chunk.find(b"\n", start)
-            piece = chunk[start:] if end < 0 else chunk[start:end]
-            self._take(piece)
+            if self._take(chunk[start:] if end < 0 else chunk[start:end]):
+                yield _Refused(self._opening)
             if end < 0:
                 return
-            yield _Refused(self._opening) if self._refusing else b"".join(self._parts)
+            if not self._refusing:
+                yield b"".join(self._parts)
             self._parts, self._size, self._opening, self._refusing = [], 0, b"", False
             start = end + 1
 
-    def _take(self, piece: bytes) -> None:
+    def _take(self, piece: bytes) -> bool:
+        """Add ``piece`` to the current line; whether it just passed the limit."""
         if len(self._opening) < _OPENING_BYTES:
             self._opening += piece[:_OPENING_BYTES - len(self._opening)]
         if self._refusing:
-            return
+            return False
         self._size += len(piece)
-        if self._size > self.limit:
-            self._parts, self._refusing = [], True
-        else:
+        if self._size <= self.limit:
             self._parts.append(piece)
+            return False
+        self._parts, self._refusing = [], True
+        return True
 
 
 class _StdioSession:
