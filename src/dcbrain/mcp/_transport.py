@@ -18,7 +18,7 @@ import json
 import logging
 import re
 import subprocess
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 import anyio
 import httpx2
 import mcp_types as types
-from anyio.abc import ByteReceiveStream, Process
+from anyio.abc import Process
 from mcp.client.stdio import get_default_environment
 from mcp.client.streamable_http import streamable_http_client
 from mcp.os.posix.utilities import terminate_posix_process_tree
@@ -177,10 +177,12 @@ class _StdioSession:
         return [types.JSONRPCError(jsonrpc="2.0", id=target, error=error) for target in targets]
 
     async def read_stderr(self) -> None:
-        stderr = self.process.stderr
-        assert stderr is not None
+        assert self.process.stderr is not None
         try:
-            await _drain(stderr, self.stderr.add)
+            async for chunk in self.process.stderr:
+                self.stderr.add(chunk)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, ConnectionError):
+            pass  # the pipe is gone: what it said so far is kept
         finally:
             self.stderr_read.set()
 
@@ -234,14 +236,6 @@ async def stdio_transport(
             with anyio.CancelScope(shield=True):
                 await session.stop()
             tasks.cancel_scope.cancel()
-
-
-async def _drain(stream: ByteReceiveStream, keep: Callable[[bytes], None]) -> None:
-    try:
-        async for chunk in stream:
-            keep(chunk)
-    except (anyio.ClosedResourceError, anyio.BrokenResourceError, ConnectionError):
-        pass
 
 
 def _opening_id(opening: bytes) -> types.RequestId | None:
