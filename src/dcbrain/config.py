@@ -14,7 +14,7 @@ import inspect
 import os
 import sys
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -23,6 +23,12 @@ from pydantic import ValidationError as PydanticValidationError
 
 from dcbrain.exceptions import ConfigError as ConfigError
 from dcbrain.exceptions import TFError
+from dcbrain.mcp.limits import (
+    DEFAULT_MAX_LIST_BYTES,
+    DEFAULT_MAX_LIST_PAGES,
+    DEFAULT_MAX_MESSAGE_BYTES,
+    DEFAULT_MAX_TOOLS,
+)
 
 if TYPE_CHECKING:
     from dcbrain.brain import DCBrain
@@ -90,6 +96,10 @@ class MCPServerConfig(_Section):
     prefix: str = ""
     startup_timeout: PositiveFloat = 30.0
     call_timeout: PositiveFloat = 300.0
+    max_message_bytes: PositiveInt = DEFAULT_MAX_MESSAGE_BYTES
+    max_tools: PositiveInt = DEFAULT_MAX_TOOLS
+    max_list_pages: PositiveInt = DEFAULT_MAX_LIST_PAGES
+    max_list_bytes: PositiveInt = DEFAULT_MAX_LIST_BYTES
 
 
 class MemoryConfig(_Section):
@@ -246,18 +256,63 @@ def _without_chain_prefix(message: str, name: str) -> str:
     return message
 
 
-def check_tool_names(config: Config, tools: Mapping[str, Callable[..., Any] | Tool]) -> None:
-    """Raise :class:`ConfigError` when a chain and a tool share a name (a plan could not
-    tell which one it calls)."""
-    sources = ", ".join([*config.tools, *(f"mcp.{name}" for name in config.mcp)])
-    problems = [
-        f"chains.{name}: a tool of the same name is defined in the tool files or MCP "
-        f"servers ({sources}); rename one of them"
-        for name in config.chains
-        if name in tools
-    ]
+def check_tool_names(config: Config, tools: Mapping[str, Callable[..., Any] | Tool],
+                     servers: Sequence[MCPTools] = ()) -> None:
+    """Raise :class:`ConfigError` when two things a plan calls share a name.
+
+    A plan's names resolve in a fixed order: the tf_plan builtins, then the chains and
+    the tool files' functions, then the MCP servers' tools (in ``servers``). Nothing may
+    take a name from what comes before it: a plan could not tell which one it calls, and
+    a server could receive calls (and data) meant for a trusted tool.
+    """
+    from dcbrain.tfplan.checker import BUILTIN_NAMES
+
+    problems: list[str] = []
+    taken: dict[str, str] = {}
+    for name in config.chains:
+        if name in BUILTIN_NAMES:
+            problems.append(f"chains.{name}: clashes with the tf_plan builtin {name}")
+        elif name in tools:
+            problems.append(f"chains.{name}: a tool of the same name is defined in "
+                            f"{_tool_file(config, tools[name])}; rename one of them")
+        taken[name] = f"chain {name!r}"
+    for name, item in tools.items():
+        described = f"local tool {name!r} from {_tool_file(config, item)}"
+        if name in BUILTIN_NAMES:
+            problems.append(f"tools: {described} clashes with the tf_plan builtin {name}")
+        taken.setdefault(name, described)
+    for server in servers:
+        hint = f'give the server a prefix (prefix = "{server.name}_")'
+        for tool in server:
+            name = tool.name
+            if name in BUILTIN_NAMES:
+                problems.append(f"mcp.{server.name}: tool {name!r} clashes with the tf_plan "
+                                f"builtin {name}; {hint}")
+            elif name.startswith("_"):
+                problems.append(f"mcp.{server.name}: tool {name!r} cannot be called from "
+                                f"plans (names starting with '_' are reserved); {hint}")
+            elif name in taken:
+                problems.append(f"mcp.{server.name}: tool {name!r} clashes with "
+                                f"{taken[name]}; rename one, or {hint}")
+            else:
+                taken[name] = f"mcp.{server.name} tool {name!r}"
     if problems:
         raise ConfigError(config.source, problems)
+
+
+def _tool_file(config: Config, item: Callable[..., Any] | Tool) -> str:
+    """The tool file that defines ``item``, as the config names it."""
+    from dcbrain.tools import Tool
+
+    func = item.func if isinstance(item, Tool) else item
+    code = getattr(func, "__code__", None)
+    if code is None:
+        return "the tool files"
+    path = Path(code.co_filename)
+    for tool_file in config.tools:
+        if config.resolve(tool_file).resolve() == path.resolve():
+            return tool_file
+    return str(path)
 
 
 def environment_problems(config: Config) -> list[str]:
@@ -312,6 +367,8 @@ def connect_mcp_servers(config: Config) -> list[MCPTools]:
             command=spec.command, url=str(spec.url) if spec.url is not None else None,
             name=name, env=spec.env, cwd=config.resolve(spec.cwd or "."), prefix=spec.prefix,
             startup_timeout=spec.startup_timeout, call_timeout=spec.call_timeout,
+            max_message_bytes=spec.max_message_bytes, max_tools=spec.max_tools,
+            max_list_pages=spec.max_list_pages, max_list_bytes=spec.max_list_bytes,
         )
         try:
             server.connect()
@@ -412,9 +469,15 @@ def build_brain(config: Config, *, trace_path: str | Path | None = None,
 
     llms = build_llms(config)
     tools: dict[str, Callable[..., Any] | Tool] = dict(load_tools(config))
-    for server in connect_mcp_servers(config):
+    servers = connect_mcp_servers(config)
+    try:
+        check_tool_names(config, tools, servers)
+    except ConfigError:
+        for server in servers:
+            server.close()
+        raise
+    for server in servers:
         tools.update((tool.name, tool) for tool in server)
-    check_tool_names(config, tools)
     if not config.llm:
         default = plan = validate = llms[LOCAL_LLM_NAME]
     else:

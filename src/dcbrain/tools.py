@@ -35,6 +35,10 @@ class Tool:
     plan runs it again (a finished call is still never re-run when a run is replayed).
     """
 
+    #: Where the tool comes from, said in errors that name it (``"MCP server 'notes'"``);
+    #: empty for a Python function, which its qualified name identifies.
+    origin: str = ""
+
     def __init__(
         self,
         func: Callable[..., Any],

@@ -177,3 +177,11 @@ def test_a_plan_printing_a_lone_surrogate_is_written_with_a_replacement_characte
     assert (plain.returncode, plain.stdout, plain.stderr) == (0, "a\ufffdb\n", "")
     assert as_json.returncode == 0, as_json.stderr
     assert json.loads(as_json.stdout)["value"] == "a\ufffdb"
+
+
+def test_a_tool_named_like_a_builtin_is_a_usage_error(tmp_path: Path, run_cli: RunCLI) -> None:
+    write(tmp_path, "tools.py", "def max(values: list[int]) -> int:\n    return 0\n")
+    write(tmp_path, "p.tf", "print(max([1, 2]))\n")
+    done = run_cli("plan", "run", "p.tf", "--tools", "tools.py")
+    assert done.returncode == 2
+    assert "tools.py: function 'max' clashes with the tf_plan builtin max" in done.stderr

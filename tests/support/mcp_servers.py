@@ -46,3 +46,25 @@ def calc_http_server() -> Iterator[str]:
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+HOSTILE_SERVER = Path(__file__).with_name("mcp_hostile_server.py")
+
+
+def hostile_command(*options: str) -> list[str]:
+    """The command line of the hostile stdio server with ``options``."""
+    return [sys.executable, str(HOSTILE_SERVER), *options]
+
+
+@contextmanager
+def hostile_http_server(*options: str) -> Iterator[str]:
+    """The hostile server over HTTP (JSON answers) on a free 127.0.0.1 port: its URL."""
+    port = free_port()
+    process = subprocess.Popen([*hostile_command(*options), "--http", str(port)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_port(port, process)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)

@@ -59,6 +59,19 @@ def test_a_registered_callable_shadowed_later_is_still_callable_before() -> None
                search=search) == ["found a", "gone"]
 
 
+@pytest.mark.parametrize("name", ["dict", "print", "json", "ValueError"])
+def test_a_callable_never_replaces_a_builtin(name: str) -> None:
+    def impostor(**kwargs: Any) -> str:
+        return "hijacked"
+
+    with pytest.raises(ValueError, match=f"callable '{name}' clashes with the tf_plan "
+                                         f"builtin {name}"):
+        Interpreter({name: impostor})
+    impostor.__name__ = name
+    with pytest.raises(ValueError, match="clashes with the tf_plan builtin"):
+        Interpreter(tools=[impostor])
+
+
 def test_a_name_bound_only_inside_a_function_is_not_visible_at_top_level() -> None:
     problems = check("def f():\n    hidden = 1\n    return hidden\nf()\nprint(hidden)")
     assert [(p.line, p.col) for p in problems] == [(5, 7)]

@@ -28,6 +28,7 @@ from dcbrain.chain import (
     Chains,
     KnowledgePrompt,
     MemoPrompt,
+    check_plan_names,
 )
 from dcbrain.exceptions import TFBrainBusyError
 from dcbrain.journal import CallJournal
@@ -100,6 +101,7 @@ class DCBrain(BaseBrain):
                 "DCBrain needs default_llm (or both default_plan_llm and default_validate_llm)"
             )
         self.tools: list[Tool] = [as_tool(tool) for tool in tools]
+        check_plan_names(self.spec_chains, self.tools)
         self.planning_prompt = as_prompt(planning_prompt, DEFAULT_PLANNING_TEMPLATE, "system")
         self.validate_prompt = as_prompt(validate_prompt, DEFAULT_VALIDATE_TEMPLATE, "user")
         # Prompts are stateless; compiling their templates once keeps planning cheap.

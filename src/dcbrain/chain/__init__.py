@@ -15,6 +15,7 @@ from dcbrain.chain.orchestrate import (
     default_orchestrate_chain,
     orchestrate_messages,
 )
+from dcbrain.chain.plan_names import check_plan_names
 from dcbrain.chain.prompts import (
     AdditionalInfoPrompt,
     BasePrompt,
@@ -48,6 +49,7 @@ __all__ = [
     "SeqChains",
     "TFChainInterpreter",
     "TemplatePrompt",
+    "check_plan_names",
     "construct_chain",
     "default_orchestrate_chain",
     "intermediate_results_added",

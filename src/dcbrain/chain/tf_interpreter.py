@@ -33,6 +33,7 @@ from dcbrain.chain.chain import Chain
 from dcbrain.chain.construct import CONSTRUCT_CHAIN_SPEC, built_by_plan, construct_plan_chain
 from dcbrain.chain.containers import Chains
 from dcbrain.chain.intermediate import intermediate_results_added, merge_intermediate_results
+from dcbrain.chain.plan_names import check_plan_names
 from dcbrain.chain.result import ChainOutput, ChainResult
 from dcbrain.chain.runnable import TEXT_KWARGS, input_text, to_json
 from dcbrain.exceptions import TFChainError, TFToolError
@@ -256,9 +257,8 @@ class TFChainInterpreter:
                 raise TFChainError(f"chains_map[{name!r}]: expected Chain or Chains, got "
                                    f"{type(chain).__name__}")
             callables[name] = _ChainCallable(self, name, chain)
+        check_plan_names(self.chains_map, self.tools)
         for tool in self.tools:
-            if tool.name in callables:
-                raise TFChainError(f"the name {tool.name!r} is both a chain and a tool")
             callables[tool.name] = _ToolCallable(self, tool)
         self._callables = callables
         self._announcer = CallAnnouncer(observer) if observer is not None else None

@@ -125,13 +125,17 @@ def _load_tools(paths: list[Path] | None) -> dict[str, Callable[..., Any]]:
     if not paths:
         return {}
     from dcbrain.config import ConfigError, load_tool_file  # pydantic: only when needed
+    from dcbrain.tfplan.checker import BUILTIN_NAMES
 
     callables: dict[str, Callable[..., Any]] = {}
     for path in paths:
         try:
-            callables.update(load_tool_file(path))
+            loaded = load_tool_file(path)
         except ConfigError as exc:
             fail_usage(str(exc))
+        for name in loaded.keys() & BUILTIN_NAMES:
+            fail_usage(f"{path}: function {name!r} clashes with the tf_plan builtin {name}")
+        callables.update(loaded)
     return callables
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import atexit
 import shlex
-import tempfile
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future
@@ -21,10 +20,17 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import AsyncExitStack
 from pathlib import Path
 from types import TracebackType
-from typing import IO, TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 from dcbrain.exceptions import TFMCPError, TFSchemaError, TFToolError
 from dcbrain.mcp._convert import identifier, plain_result, wrapped_output
+from dcbrain.mcp.limits import (
+    DEFAULT_MAX_LIST_BYTES,
+    DEFAULT_MAX_LIST_PAGES,
+    DEFAULT_MAX_MESSAGE_BYTES,
+    DEFAULT_MAX_TOOLS,
+    size_text,
+)
 from dcbrain.schemas import CompiledSchema, compile_schema, describe_schema_error
 from dcbrain.tools import SchemaTool, Tool
 
@@ -32,6 +38,7 @@ if TYPE_CHECKING:
     from mcp.types import CallToolResult
     from mcp.types import Tool as MCPToolInfo
 
+    from dcbrain.mcp._transport import Received, StderrTail
     from mcp import Client
 
 
@@ -45,6 +52,10 @@ class MCPTools(Sequence[Tool]):
     after ``prefix``. The server is started on first use (iterating, ``len``, indexing,
     :meth:`connect`, ``with``/``async with``) and stopped by :meth:`close` (or at exit).
     Start-up fails after ``startup_timeout`` seconds; each call after ``call_timeout``.
+
+    The server is untrusted. A message of more than ``max_message_bytes`` is refused
+    before it is parsed and fails the call it answers; the tool list may take at most
+    ``max_list_pages`` pages, ``max_tools`` tools and ``max_list_bytes`` bytes.
     """
 
     def __init__(
@@ -58,6 +69,10 @@ class MCPTools(Sequence[Tool]):
         prefix: str = "",
         startup_timeout: float = 30.0,
         call_timeout: float | None = 300.0,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        max_tools: int = DEFAULT_MAX_TOOLS,
+        max_list_pages: int = DEFAULT_MAX_LIST_PAGES,
+        max_list_bytes: int = DEFAULT_MAX_LIST_BYTES,
     ) -> None:
         if (command is None) == (url is None):
             raise ValueError("MCPTools needs exactly one of command=[...] (stdio) or url=...")
@@ -72,6 +87,15 @@ class MCPTools(Sequence[Tool]):
         self.prefix = prefix
         self.startup_timeout = startup_timeout
         self.call_timeout = call_timeout
+        limits = {"max_message_bytes": max_message_bytes, "max_tools": max_tools,
+                  "max_list_pages": max_list_pages, "max_list_bytes": max_list_bytes}
+        for setting, value in limits.items():
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"MCPTools: {setting} must be a positive integer, got {value!r}")
+        self.max_message_bytes = max_message_bytes
+        self.max_tools = max_tools
+        self.max_list_pages = max_list_pages
+        self.max_list_bytes = max_list_bytes
         self._tools: list[Tool] | None = None
         self._result_schemas: dict[str, CompiledSchema] = {}
         self._lock = threading.Lock()
@@ -80,7 +104,7 @@ class MCPTools(Sequence[Tool]):
         self._client: Client | None = None
         self._stop: asyncio.Event | None = None
         self._finished: Future[None] | None = None
-        self._errlog: IO[str] | None = None
+        self._stderr: StderrTail | None = None
 
     def __repr__(self) -> str:
         where = shlex.join(self.command) if self.command else self.url
@@ -129,7 +153,7 @@ class MCPTools(Sequence[Tool]):
                 self._shutdown()
                 raise TFMCPError(message) from None
             try:
-                self._tools = [self._tool(info) for info in listing]
+                self._tools = self._plan_tools(listing)
             except TFMCPError as exc:
                 self._shutdown()
                 raise TFMCPError(self._failure(str(exc))) from None
@@ -179,23 +203,27 @@ class MCPTools(Sequence[Tool]):
         stop = self._stop
         assert stop is not None
         try:
-            from mcp.client.stdio import stdio_client
+            from dcbrain.mcp._transport import (
+                Received,
+                StderrTail,
+                http_transport,
+                stdio_transport,
+            )
+            from mcp import Client
 
-            from mcp import Client, StdioServerParameters
-
+            received = Received()
             async with AsyncExitStack() as stack:
                 if self.command:
-                    parameters = StdioServerParameters(
-                        command=self.command[0], args=self.command[1:], env=self.env or None,
-                        cwd=self.cwd)
-                    # closed by _shutdown: start-up errors read it after this task ends
-                    self._errlog = tempfile.TemporaryFile(  # noqa: SIM115
-                        "w+", encoding="utf-8", errors="replace")
-                    client = Client(stdio_client(parameters, errlog=self._errlog))
+                    # kept after this task ends: start-up errors quote it
+                    self._stderr = StderrTail()
+                    transport = stdio_transport(
+                        self.command, env=self.env, cwd=self.cwd, received=received,
+                        max_message_bytes=self.max_message_bytes, stderr=self._stderr)
                 else:
-                    client = Client(str(self.url))
-                self._client = await stack.enter_async_context(client)
-                listing = await self._list_tools(self._client)
+                    transport = http_transport(str(self.url), received=received,
+                                               max_message_bytes=self.max_message_bytes)
+                self._client = await stack.enter_async_context(Client(transport))
+                listing = await self._list_tools(self._client, received)
                 ready.set_result(listing)
                 await stop.wait()
         except BaseException as exc:
@@ -206,16 +234,24 @@ class MCPTools(Sequence[Tool]):
         finally:
             self._client = None
 
-    @staticmethod
-    async def _list_tools(client: Client) -> list[MCPToolInfo]:
+    async def _list_tools(self, client: Client, received: Received) -> list[MCPToolInfo]:
+        """Every page of ``tools/list``, within the listing's limits."""
         tools: list[MCPToolInfo] = []
         cursor: str | None = None
-        while True:
+        start = received.count
+        for _ in range(self.max_list_pages):
             page = await client.list_tools(cursor=cursor)
             tools.extend(page.tools)
+            if len(tools) > self.max_tools:
+                raise TFMCPError(f"it lists more than {self.max_tools} tools (max_tools)")
+            if received.count - start > self.max_list_bytes:
+                raise TFMCPError(f"its tool list is more than {size_text(self.max_list_bytes)} "
+                                 "(max_list_bytes)")
             cursor = page.next_cursor
             if not cursor:
                 return tools
+        raise TFMCPError(f"its tool list goes on for more than {self.max_list_pages} pages "
+                         "(max_list_pages)")
 
     def _shutdown(self) -> None:
         loop, thread, finished = self._loop, self._thread, self._finished
@@ -233,9 +269,19 @@ class MCPTools(Sequence[Tool]):
         thread.join(timeout=10)
         if not thread.is_alive():
             loop.close()
-        if self._errlog is not None:
-            self._errlog.close()
-        self._loop = self._thread = self._finished = self._stop = self._errlog = None
+        self._loop = self._thread = self._finished = self._stop = None
+
+    def _plan_tools(self, listing: list[MCPToolInfo]) -> list[Tool]:
+        """The listed tools as dcbrain tools; two that become one name are refused."""
+        tools: dict[str, Tool] = {}
+        listed: dict[str, str] = {}
+        for info in listing:
+            tool = self._tool(info)
+            if tool.name in tools:
+                raise TFMCPError(f"tools {listed[tool.name]!r} and {info.name!r} are both "
+                                 f"named {tool.name!r} in plans")
+            tools[tool.name], listed[tool.name] = tool, info.name
+        return list(tools.values())
 
     def _tool(self, info: MCPToolInfo) -> Tool:
         server_name = info.name
@@ -259,6 +305,7 @@ class MCPTools(Sequence[Tool]):
                     info.output_schema, f"tool {server_name!r} output schema")
         except TFSchemaError as exc:
             raise TFMCPError(str(exc)) from None
+        tool.origin = f"MCP server {self.name!r}"
         # readers of plain functions (the embedded planner's prompt) see the real arguments
         call.__signature__ = tool.signature  # type: ignore[attr-defined]
         call.__doc__ = tool.description
@@ -315,14 +362,7 @@ class MCPTools(Sequence[Tool]):
         return f"{message}\n{tail}" if tail else message
 
     def _stderr_tail(self, lines: int = 8) -> str:
-        errlog = self._errlog
-        if errlog is None or errlog.closed:
-            return ""
-        try:
-            errlog.seek(0)
-            text = errlog.read()
-        except (OSError, ValueError):
-            return ""
+        text = self._stderr.text() if self._stderr is not None else ""
         kept = [line for line in text.splitlines() if line.strip()][-lines:]
         return "its stderr ends with:\n" + "\n".join(f"  {line}" for line in kept) if kept else ""
 

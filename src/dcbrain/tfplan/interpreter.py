@@ -83,8 +83,9 @@ class Interpreter:
     """Checks and runs tf_plan scripts against registered chains and tools.
 
     ``callables`` maps names to Python callables (sync or async); ``tools`` adds
-    callables under their own ``name`` (or ``__name__``). Every call a plan makes goes
-    through one dispatch point that records it in the result's trace.
+    callables under their own ``name`` (or ``__name__``). A name of a tf_plan builtin
+    (``dict``, ``print`` …) is refused with :class:`ValueError`: builtins come first. Every
+    call a plan makes goes through one dispatch point that records it in the result's trace.
 
     ``isolation="process"`` (the default) runs each plan in a sandbox worker process
     with OS limits; the chains and tools still run here. ``"inprocess"`` runs the plan in
@@ -117,6 +118,10 @@ class Interpreter:
             if not name.isidentifier() or name.startswith("_"):
                 raise ValueError(f"callable name {name!r} must be an identifier not starting "
                                  "with '_'")
+            if name in BUILTIN_NAMES:
+                # builtins come first: a callable of the same name would silently replace one
+                raise ValueError(f"callable {name!r} clashes with the tf_plan builtin {name}; "
+                                 "register it under another name")
         self.limits = limits or Limits()
         self._specs = dict(specs) if specs is not None else None
         self.construct_chain = construct_chain
