@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from sys import getsizeof
 from typing import Any
 
 from dcbrain.tfplan.errors import NotPlainData as NotPlainData
@@ -18,7 +19,14 @@ def to_plan_value(value: Any, *, max_items: int, where: str) -> Any:
     Copying keeps the two sides apart: a plan mutating a tool's result cannot change the
     tool's own data, and a tool keeping an argument cannot see the plan's later changes.
     """
+    return sized_plan_value(value, max_items=max_items, where=where)[0]
+
+
+def sized_plan_value(value: Any, *, max_items: int, where: str) -> tuple[Any, int]:
+    """:func:`to_plan_value`, and the bytes its copy takes (``sys.getsizeof`` of every
+    part, shared immutable parts counted each time they appear)."""
     budget = [max_items]
+    size = [0]
 
     def copy(item: Any, depth: int) -> Any:
         kind = type(item)
@@ -28,6 +36,7 @@ def to_plan_value(value: Any, *, max_items: int, where: str) -> Any:
             budget[0] -= 1
         if budget[0] < 0:
             raise OverflowError(f"{where}: value larger than {max_items} elements/characters")
+        size[0] += getsizeof(item)
         if kind in (str, int, float, bool, type(None)):
             return item
         if depth > MAX_DATA_DEPTH:
@@ -48,7 +57,7 @@ def to_plan_value(value: Any, *, max_items: int, where: str) -> Any:
         raise NotPlainData(f"{where}: {kind.__name__} is not plain data "
                            "(use None, bool, int, float, str, list, tuple, dict, set)")
 
-    return copy(value, 0)
+    return copy(value, 0), size[0]
 
 
 #: Plan values that hold other values.
