@@ -108,8 +108,10 @@ class _Scope:
     def fork(self, count: int) -> list[_Scope]:
         """One scope per branch of a ``parallel(...)`` made in this scope."""
         info = self.chain_info()
+        with self._lock:
+            counters = self.counter.fork(count)
         return [_Scope(dict(info), self.collector, self.budget, parent=self, counter=counter)
-                for counter in self.counter.fork(count)]
+                for counter in counters]
 
     def record(self, result: ChainResult) -> None:
         with self._lock:
