@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, ClassVar, Literal
@@ -69,6 +69,36 @@ def clip(value: Any, limit: int = DEFAULT_CLIP) -> Any:
 
 #: ``value`` as plain JSON data, never raising (see :mod:`dcbrain._jsonsafe`).
 to_json_value = plain
+
+
+#: Characters of JSON text one argument of a call may take in an event.
+ARGUMENT_CLIP = 500
+#: Characters of JSON text all the arguments of a call may take in an event.
+ARGUMENTS_CLIP = 4 * DEFAULT_CLIP
+#: The key under which an event says how many arguments it left out.
+OMITTED_KEY = "..."
+
+
+def clip_arguments(
+    arguments: Mapping[str, Any], limit: int = ARGUMENT_CLIP, total: int = ARGUMENTS_CLIP
+) -> dict[str, Any]:
+    """A call's keyword ``arguments`` for an event: each one clipped to ``limit``
+    characters, and the ones past ``total`` characters in all left out, counted under
+    :data:`OMITTED_KEY` as ``{"truncated": True, "omitted": <count>}``."""
+    shown: dict[str, Any] = {}
+    used = 0
+    for index, (key, value) in enumerate(arguments.items()):
+        clipped = clip(value, limit)
+        used += len(str(key)) + _json_length(clipped)
+        if used > total:
+            shown[OMITTED_KEY] = {"truncated": True, "omitted": len(arguments) - index}
+            break
+        shown[plain(str(key))] = clipped
+    return shown
+
+
+def _json_length(value: Any) -> int:
+    return len(json.dumps(value, ensure_ascii=False))
 
 
 class EventData(BaseModel):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -11,6 +12,7 @@ from dcbrain.brain import DCBrain
 from dcbrain.events import Event
 from dcbrain.exceptions import TFUserNewInputError
 from dcbrain.neural import Neural
+from dcbrain.tfplan import Limits
 from support.brain_scripts import add, plan, verdict
 
 
@@ -66,3 +68,51 @@ def test_calls_of_a_constructed_chain_are_chain_calls() -> None:
                      ("call_finished", "construct_chain", "__construct_chain"),
                      ("call_started", "chain", "constructed_chain_1"),
                      ("call_finished", "chain", "constructed_chain_1")]
+
+
+def big(n: int) -> str:
+    """A result of about 1 MiB."""
+    return "é" * 900_000
+
+
+def echo(**fields: str) -> int:
+    """Counts the fields it is given."""
+    return len(fields)
+
+
+def test_a_call_with_many_big_arguments_is_announced_with_a_bounded_preview() -> None:
+    arguments = ", ".join(f"f{i}='{'x' * 400}'" for i in range(300))
+    planner = ScriptedLLM([plan(f"return echo({arguments})")])
+    brain = DCBrain(default_llm=planner, default_validate_llm=ScriptedLLM([verdict(True)]),
+                    tools=[echo])
+    result = brain.run("q", conversation_id="c1")
+    assert result.final_result == 300
+    started = next(e for e in plan_calls(result.events) if e["type"] == "call_started")
+    assert len(json.dumps(started["args"])) < 10_000, "every argument kept in the event"
+    assert started["args"]["f0"] == "x" * 400
+    assert started["args"]["..."] == {"truncated": True,
+                                      "omitted": 300 - len(started["args"]) + 1}
+
+
+def test_a_big_plan_value_is_clipped_in_the_final_event_and_whole_on_the_result() -> None:
+    planner = ScriptedLLM([plan("return [str(i) for i in range(100000)]")])
+    brain = DCBrain(default_llm=planner, default_validate_llm=ScriptedLLM([verdict(False)]),
+                    max_iterations=1)
+    result = brain.run("q", conversation_id="c1")
+    assert len(result.last_result) == 100_000
+    final = result.events[-1]
+    assert final["type"] == "final" and final["last_result"]["truncated"] is True
+    assert len(json.dumps(result.events)) < 100_000
+
+
+def test_a_plan_past_the_host_budget_fails_cleanly_and_the_run_goes_on() -> None:
+    planner = ScriptedLLM([plan("return parallel(" + ", ".join(
+        f"big(n={i})" for i in range(12)) + ")"), plan("return add(a=1, b=2)")])
+    brain = DCBrain(default_llm=planner, default_validate_llm=ScriptedLLM([verdict(True)]),
+                    tools=[big, add], limits=Limits(max_host_mb=4))
+    result = brain.run("q", conversation_id="c1")
+    assert result.final_result == 3
+    failed = next(e for e in result.events if e["type"] == "plan_finished")
+    assert (failed["ok"], failed["error_kind"]) == (False, "SizeLimitExceeded")
+    assert "max_host_mb" in failed["error"]
+    assert len(json.dumps(result.events)) < 200_000

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from typing import Any
 
 import pytest
@@ -26,7 +27,7 @@ from dcbrain import (
 from dcbrain.chain import read_intermediate_results
 from dcbrain.chain.prompts import BasePrompt, PromptContext
 from dcbrain.messages import CHAINS_INTERMEDIATE_RESULTS
-from dcbrain.tfplan import TFRuntimeError
+from dcbrain.tfplan import Limits, SizeLimitExceeded, TFRuntimeError
 from support.known_usage import reply, tokens
 
 
@@ -275,3 +276,81 @@ def test_a_failed_plan_does_not_roll_back_what_was_written_before_the_failure() 
     b = chain_b()
     TFChainInterpreter({"chain_b": b}, additional_info=info).evaluate("chain_b(param2='y')")
     assert "field_a is kept" in prompt_of(b)
+
+
+# joining branches, and what the results cost the host
+
+
+def putter(size: int) -> Chain:
+    """``put(n=...)`` writes ``entry_<n>``: ``size`` characters of text."""
+
+    def write(messages: list[dict[str, Any]]) -> LLMReply:
+        n = str(messages[-1]["content"]).split()[-1]
+        return reply({f"entry_{n}": "abc def " * (size // 8)}, 1, 1)
+
+    return Chain(name="put", llm=FunctionLLM(write), prompt="Put {{ n }}",
+                 output_json_schema={"type": "object"})
+
+
+class SeenEntries(BasePrompt):
+    """Shows the names of the intermediate results the call can see."""
+
+    def to_messages(self, context: PromptContext) -> list[dict[str, Any]]:
+        names = ",".join(sorted(context.chains_intermediate_results()))
+        return [{"role": "user", "content": f"seen: {names}"}]
+
+
+@pytest.mark.parametrize("isolation", ["inprocess", "process"])
+def test_joining_many_branches_costs_what_they_added(isolation: Any) -> None:
+    # 190 branches of 100 KB each: joining them one by one re-read the growing cache
+    # for every branch (half a minute and more); now the join reads it once.
+    info: dict[str, Any] = {}
+    interpreter = TFChainInterpreter({"put": putter(100_000)}, additional_info=info,
+                                     isolation=isolation)
+    calls = ", ".join(f"put(n={i})" for i in range(190))
+    started = time.monotonic()
+    result = interpreter.evaluate(f"parts = parallel({calls})\nlen(parts)")
+    assert time.monotonic() - started < 15, "joining took minutes"
+    assert result.value == 190
+    assert list(read_intermediate_results(info)) == [f"entry_{i}" for i in range(190)]
+
+
+def test_a_branch_sees_what_its_own_calls_and_nested_branches_added() -> None:
+    look = Chain(name="look", llm=FunctionLLM(lambda messages: "ok"), prompt=[SeenEntries()])
+    plan = (
+        "def work(i):\n"
+        "    put(n=i)\n"
+        "    parallel(put(n=i * 10 + 1), put(n=i * 10 + 2))\n"
+        "    return look()\n"
+        "parallel(work(1), work(2))\n"
+        "look()\n"
+    )
+    info: dict[str, Any] = {}
+    TFChainInterpreter({"put": putter(8), "look": look}, additional_info=info).evaluate(plan)
+    seen = sorted(prompt_of(look, call) for call in range(3))
+    assert seen == ["seen: entry_1,entry_11,entry_12",
+                    "seen: entry_1,entry_11,entry_12,entry_2,entry_21,entry_22",
+                    "seen: entry_2,entry_21,entry_22"]
+    assert list(read_intermediate_results(info)) == [
+        "entry_1", "entry_11", "entry_12", "entry_2", "entry_21", "entry_22"]
+
+
+def test_a_branch_writing_back_the_value_it_started_from_changes_nothing() -> None:
+    plan = "put(n=1)\nparallel(other(input='x'), put(n=1))\n"
+    other = Chain(name="other", llm=ScriptedLLM([reply({"entry_1": "changed"}, 1, 1)]),
+                  output_json_schema={"type": "object"})
+    info: dict[str, Any] = {}
+    TFChainInterpreter({"put": putter(8), "other": other}, additional_info=info).evaluate(plan)
+    assert read_intermediate_results(info) == {"entry_1": "changed"}
+
+
+@pytest.mark.parametrize("isolation", ["inprocess", "process"])
+def test_intermediate_results_are_paid_for_from_the_runs_host_budget(isolation: Any) -> None:
+    info: dict[str, Any] = {}
+    interpreter = TFChainInterpreter({"put": putter(400_000)}, additional_info=info,
+                                     limits=Limits(max_host_mb=2), isolation=isolation)
+    calls = ", ".join(f"put(n={i})" for i in range(8))
+    with pytest.raises(SizeLimitExceeded) as caught:
+        interpreter.evaluate(f"parallel({calls})")
+    assert caught.value.limit == "max_host_mb"
+    assert len(info.get(CHAINS_INTERMEDIATE_RESULTS, "")) < 2 * 2**20

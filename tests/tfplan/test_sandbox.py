@@ -11,6 +11,7 @@ import json
 import os
 import pickle
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -31,7 +32,7 @@ from dcbrain.tfplan import (
 )
 from dcbrain.tfplan.host import Dispatcher
 from dcbrain.tfplan.sandbox import shared_pool
-from dcbrain.tfplan.sandbox._wire import plain_loads
+from dcbrain.tfplan.sandbox._wire import Channel, plain_loads
 from dcbrain.tfplan.sandbox.relay import GRACE_S, REPORT_WAIT_S
 from dcbrain.tfplan.state import Cancelled, Expired, RunState
 from support.sandbox import busy_worker, running_worker, wait_gone
@@ -383,3 +384,32 @@ def test_hash_and_set_order_are_the_same_in_every_process() -> None:
     assert here == elsewhere[0] == elsewhere[2]
     assert Interpreter().run(SET_ORDER_PLAN).value == elsewhere[1]
     assert Interpreter().run("hash(1) == hash(1.0) == hash(True) == 1").value is True
+
+
+def test_a_big_answer_waits_for_a_busy_worker_while_the_relay_polls() -> None:
+    # The relay polls its channel with short timeouts while branch threads answer the
+    # worker on the same socket; an answer of megabytes to a worker that reads it only
+    # later must arrive whole, not be cut off at the poll's timeout.
+    host_end, worker_end = socket.socketpair()
+    host, worker = Channel(host_end, trusted=False), Channel(worker_end, trusted=True)
+    with pytest.raises(TimeoutError):
+        host.recv(0.05)
+    answer = ("reply", 1, "ok", "é" * 2_000_000)
+    failures: list[BaseException] = []
+
+    def send() -> None:
+        try:
+            host.send(answer)
+        except BaseException as exc:  # reported below
+            failures.append(exc)
+
+    sender = threading.Thread(target=send)
+    sender.start()
+    time.sleep(0.3)  # the worker is busy: the answer fills the socket's buffers meanwhile
+    try:
+        assert worker.recv(PATIENCE_S) == answer
+    finally:
+        sender.join(PATIENCE_S)
+        host.close()
+        worker.close()
+    assert failures == []

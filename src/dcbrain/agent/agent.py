@@ -33,6 +33,7 @@ from dcbrain.agent.dispatcher import Dispatcher, FailurePolicy, StepOutcome
 from dcbrain.agent.refs import resolve_references
 from dcbrain.agent.step import Step, validate_plan
 from dcbrain.events import (
+    DEFAULT_CLIP,
     Budget,
     ErrorEvent,
     Event,
@@ -45,6 +46,7 @@ from dcbrain.events import (
     StepFinished,
     StepStarted,
     clip,
+    clip_arguments,
 )
 from dcbrain.exceptions import TFPlanError, TFReferenceError
 from dcbrain.tools import Tool, ToolLike
@@ -280,7 +282,7 @@ class _Session:
             revision=step.revision,
             step_id=step.id,
             tool_name=step.tool_name,
-            args={key: clip(value) for key, value in step.args.items()},
+            args=clip_arguments(step.args, DEFAULT_CLIP),
             expected_outcome=step.expected_outcome,
             execution=self.executions,
         ))

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from dcbrain.agent.step import GATHER, Step
-from dcbrain.events import CallFinished, CallStarted, EventLog, clip
+from dcbrain.events import CallFinished, CallStarted, EventLog, clip, clip_arguments
 from dcbrain.exceptions import TFFatalStepError, TFToolError
 from dcbrain.tools import Tool, ToolLike, ToolProvider
 
@@ -109,7 +109,7 @@ class Dispatcher:
                         step_id=step.id,
                         revision=step.revision,
                         index=index,
-                        args={key: clip(value, 500) for key, value in args.items()},
+                        args=clip_arguments(args),
                     ))
                 where = f"step {step.id} gather call {index} ({name})"
                 outcome = await self._call(name, args, where)

@@ -37,7 +37,7 @@ from dcbrain.brain.running import run_plan
 from dcbrain.brain.trace import PlanCallEvents, RunRecorder
 from dcbrain.brain.validation import validate
 from dcbrain.chain import TFChainInterpreter
-from dcbrain.events import Budget, ErrorEvent, Final, RunStarted, StateChanged
+from dcbrain.events import Budget, ErrorEvent, Final, RunStarted, StateChanged, clip
 from dcbrain.exceptions import TFBrainError, TFError, TFUserNewInputError
 from dcbrain.journal import CallJournal
 from dcbrain.llm.observe import llm_observer, observe_llm_calls
@@ -187,7 +187,9 @@ class BrainRun:
         result = BrainResult.from_intermediate(ir, self.budget.usage.copy(), self.elapsed)
         result.validated_by = ir.validated_by
         result.reused_calls = self.plan_calls.reused
-        recorder.emit(Final(**result.to_dict(include_events=False)))
+        final = result.to_dict(include_events=False)
+        final["last_result"] = clip(final["last_result"])  # in full on the result
+        recorder.emit(Final(**final))
         recorder.close()
         result.events = recorder.as_dicts()
         if result.reason == "timeout":

@@ -26,6 +26,7 @@ from dcbrain.events import (
     EventLog,
     EventType,
     clip,
+    clip_arguments,
 )
 from dcbrain.tfplan import CallRecord
 
@@ -273,7 +274,7 @@ class PlanCallEvents:
             call_id=call_id,
             kind=self._kind(record),
             name=record.name,
-            args={key: clip(value, 500) for key, value in record.kwargs.items()},
+            args=clip_arguments(record.kwargs),
             reused=reused,
             line=record.line,
             col=record.col,

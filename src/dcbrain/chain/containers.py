@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from dcbrain.chain.chain import Chain
-from dcbrain.chain.intermediate import intermediate_results_added, merge_intermediate_results
+from dcbrain.chain.intermediate import join_intermediate_results, read_intermediate_results
 from dcbrain.chain.prompts import Knowledge
 from dcbrain.chain.result import ChainResult
 from dcbrain.chain.runnable import MessageLike, Runnable
@@ -183,10 +183,6 @@ class ParallelChains(Chains):
         shared: TextMessage, before: dict[str, Any], copies: list[TextMessage]
     ) -> None:
         """Merge what each child added, in declaration order (later declared wins)."""
-        additions = [
-            intermediate_results_added(before, child_input.additional_kwargs)
-            for child_input in copies
-        ]
-        for added in additions:
-            if added:
-                merge_intermediate_results(shared.additional_kwargs, added)
+        join_intermediate_results(
+            shared.additional_kwargs, before,
+            (read_intermediate_results(child_input.additional_kwargs) for child_input in copies))

@@ -8,7 +8,7 @@ successful chain merges its output into it (appending, never replacing the whole
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from dcbrain._jsonsafe import dumps
@@ -42,6 +42,32 @@ def intermediate_results_added(
     before: Mapping[str, Any], after: Mapping[str, Any]
 ) -> dict[str, Any]:
     """The cache entries ``after`` added or changed compared with ``before``."""
+    if before.get(CHAINS_INTERMEDIATE_RESULTS) == after.get(CHAINS_INTERMEDIATE_RESULTS):
+        return {}  # the same text (usually the same object): nothing to decode
     old = read_intermediate_results(before)
     new = read_intermediate_results(after)
+    return changed_entries(old, new)
+
+
+def changed_entries(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+    """The entries of ``new`` that ``old`` lacks or holds with another value."""
     return {key: value for key, value in new.items() if key not in old or old[key] != value}
+
+
+def join_intermediate_results(
+    additional_kwargs: dict[str, Any], base: Mapping[str, Any],
+    additions: Iterable[Mapping[str, Any]],
+) -> None:
+    """Merge what each of several branches added to the cache of ``base`` (the
+    ``additional_kwargs`` they started from) into ``additional_kwargs``, in order (later
+    wins); an entry a branch left as it was in ``base`` is no change.
+
+    ``base`` and ``additional_kwargs`` are decoded once and the result encoded once, so
+    joining costs the size of the cache plus what the branches added, however many.
+    """
+    old = read_intermediate_results(base)
+    joined: dict[str, Any] = {}
+    for added in additions:
+        joined.update(changed_entries(old, added))
+    if joined:
+        merge_intermediate_results(additional_kwargs, joined)

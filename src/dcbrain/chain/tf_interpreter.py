@@ -19,6 +19,7 @@ import contextvars
 import dataclasses
 import hashlib
 import inspect
+import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
@@ -32,7 +33,13 @@ from dcbrain.chain._usage import UsageCollector
 from dcbrain.chain.chain import Chain
 from dcbrain.chain.construct import CONSTRUCT_CHAIN_SPEC, built_by_plan, construct_plan_chain
 from dcbrain.chain.containers import Chains
-from dcbrain.chain.intermediate import intermediate_results_added, merge_intermediate_results
+from dcbrain.chain.intermediate import (
+    changed_entries,
+    intermediate_results_added,
+    join_intermediate_results,
+    merge_intermediate_results,
+    read_intermediate_results,
+)
 from dcbrain.chain.plan_names import check_plan_names
 from dcbrain.chain.result import ChainOutput, ChainResult
 from dcbrain.chain.runnable import TEXT_KWARGS, input_text, to_json
@@ -53,6 +60,7 @@ from dcbrain.tfplan import (
     check,
     compile_source,
 )
+from dcbrain.tfplan.host_budget import HostBudget
 from dcbrain.tfplan.interpreter import Isolation
 from dcbrain.tools import Tool, as_tool
 
@@ -61,41 +69,113 @@ INPUT_KWARGS = TEXT_KWARGS
 
 
 class _Scope:
-    """Where the calls of one plan run (or of one ``parallel`` branch) read and write."""
+    """Where the calls of one plan run (or of one ``parallel`` branch) read and write.
+
+    The run's scope writes intermediate results into ``additional_info`` (the caller's
+    dict) as its calls finish. A branch keeps only what its calls ``added`` over the cache
+    it started from, and builds each call's cache from the two; joining merges every
+    branch's additions into the parent at once. What the scopes keep is paid for from the
+    run's host ``budget``.
+    """
 
     def __init__(
         self,
         additional_info: dict[str, Any],
         collector: UsageCollector,
+        budget: HostBudget,
         parent: _Scope | None = None,
         counter: OccurrenceCounter | None = None,
     ) -> None:
         self.additional_info = additional_info
         self.collector = collector
+        self.budget = budget
         self.parent = parent
         self.counter = counter if counter is not None else OccurrenceCounter()
-        self.before: dict[str, Any] = dict(additional_info)
+        self.added: dict[str, Any] = {}
+        self.charged = 0  # bytes of ``added``, paid for from ``budget``
         self.results: list[ChainResult] = []
         self._lock = threading.Lock()
 
+    def chain_info(self) -> dict[str, Any]:
+        """What a call in this scope starts from: ``additional_info`` with the cache as
+        the scope sees it."""
+        with self._lock:
+            if not self.added:
+                return self.additional_info
+            info = dict(self.additional_info)
+            merge_intermediate_results(info, self.added)
+            return info
+
     def fork(self, count: int) -> list[_Scope]:
         """One scope per branch of a ``parallel(...)`` made in this scope."""
+        info = self.chain_info()
         with self._lock:
-            return [_Scope(dict(self.additional_info), self.collector, parent=self,
-                           counter=counter)
-                    for counter in self.counter.fork(count)]
+            counters = self.counter.fork(count)
+        return [_Scope(dict(info), self.collector, self.budget, parent=self, counter=counter)
+                for counter in counters]
 
     def record(self, result: ChainResult) -> None:
         with self._lock:
             self.results.append(result)
 
-    def absorb(self, branch: _Scope) -> None:
-        """Merge a finished branch: its new intermediate results, then its chain results."""
-        added = intermediate_results_added(branch.before, branch.additional_info)
+    def write(self, added: Mapping[str, Any], cache: Any = None, grown: int = 0) -> None:
+        """Keep the intermediate results a call ``added``: ``cache`` is the whole cache the
+        call ended with (``None``: none, as for a replayed call), ``grown`` how many bytes
+        longer it is than the one the call started from."""
+        if self.parent is None:
+            if cache is None and added:
+                cache = self._merged(added)
+            self._adopt(cache)
+        elif added:
+            if cache is None:
+                grown = _text_bytes(to_json(dict(added)))
+            grown = max(grown, 0)
+            self.budget.charge(grown, "intermediate results")
+            with self._lock:
+                self.added.update(added)
+                self.charged += grown
+
+    def absorb(self, branches: Sequence[_Scope]) -> None:
+        """Merge finished branches: their new intermediate results, then their chain
+        results, in argument order."""
+        base = branches[0].additional_info if branches else self.additional_info
+        charged = sum(branch.charged for branch in branches)
+        if self.parent is None:
+            info = dict(self.additional_info)
+            join_intermediate_results(info, base, (branch.added for branch in branches))
+            self.budget.release(charged)  # the branches' additions now live in the cache
+            self._adopt(info.get(CHAINS_INTERMEDIATE_RESULTS))
+        else:
+            old = read_intermediate_results(base)
+            with self._lock:
+                for branch in branches:
+                    self.added.update(changed_entries(old, branch.added))
+                self.charged += charged
         with self._lock:
-            if added:
-                merge_intermediate_results(self.additional_info, added)
-            self.results.extend(branch.results)
+            for branch in branches:
+                self.results.extend(branch.results)
+
+    def _merged(self, added: Mapping[str, Any]) -> Any:
+        info = {CHAINS_INTERMEDIATE_RESULTS: self.additional_info.get(
+            CHAINS_INTERMEDIATE_RESULTS)}
+        merge_intermediate_results(info, added)
+        return info[CHAINS_INTERMEDIATE_RESULTS]
+
+    def _adopt(self, cache: Any) -> None:
+        """Make ``cache`` the run's cache, paying for what it adds."""
+        old = self.additional_info.get(CHAINS_INTERMEDIATE_RESULTS)
+        if cache is old or cache is None:
+            return
+        grown = _text_bytes(cache) - _text_bytes(old)
+        if grown > 0:
+            self.budget.charge(grown, "intermediate results")
+        else:
+            self.budget.release(-grown)
+        self.additional_info[CHAINS_INTERMEDIATE_RESULTS] = cache
+
+
+def _text_bytes(text: Any) -> int:
+    return sys.getsizeof(text) if isinstance(text, str) else 0
 
 
 _current_scope: contextvars.ContextVar[_Scope | None] = contextvars.ContextVar(
@@ -117,9 +197,11 @@ class _BranchHooks:
             _current_scope.set(token)
 
     def join(self, tokens: list[Any]) -> None:
-        for branch in tokens:
-            if isinstance(branch, _Scope) and branch.parent is not None:
-                branch.parent.absorb(branch)
+        branches = [branch for branch in tokens
+                    if isinstance(branch, _Scope) and branch.parent is not None]
+        parent = branches[0].parent if branches else None
+        if parent is not None:
+            parent.absorb(branches)
 
 
 class _ChainCallable:
@@ -322,7 +404,7 @@ class TFChainInterpreter:
         scope = self._root_scope()
         with self._entered(scope):
             try:
-                console = self._interpreter.run(plan)
+                console = self._interpreter.run(plan, host_budget=scope.budget)
             except Exception as exc:
                 attach_partial(exc, self._chain_result(scope, getattr(exc, "trace", []), None,
                                                         ""))
@@ -335,7 +417,7 @@ class TFChainInterpreter:
         scope = self._root_scope()
         with self._entered(scope):
             try:
-                console = await self._interpreter.arun(plan)
+                console = await self._interpreter.arun(plan, host_budget=scope.budget)
             except Exception as exc:
                 attach_partial(exc, self._chain_result(scope, getattr(exc, "trace", []), None,
                                                         ""))
@@ -365,7 +447,8 @@ class TFChainInterpreter:
                 raise TFCheckError(problems, parsed.source)
 
     def _root_scope(self) -> _Scope:
-        return _Scope(self.additional_info, UsageCollector.under_current())
+        return _Scope(self.additional_info, UsageCollector.under_current(),
+                      HostBudget(self.limits.host_bytes))
 
     @contextmanager
     def _entered(self, scope: _Scope) -> Iterator[None]:
@@ -391,9 +474,9 @@ class TFChainInterpreter:
         scope = self._scope()
         if entry is not None:
             if entry.ok and entry.intermediate:
-                merge_intermediate_results(scope.additional_info, entry.intermediate)
+                scope.write(entry.intermediate)
             return replayed(entry)
-        message = self.construct_chain_run_input(kwargs, additional_info=scope.additional_info)
+        message = self.construct_chain_run_input(kwargs, additional_info=scope.chain_info())
         return self._run_chain(chain, message, scope, key)
 
     async def _run_chain(
@@ -405,6 +488,7 @@ class TFChainInterpreter:
         started = time.perf_counter()
         before = dict(message.additional_kwargs)
         result: ChainResult | None = None
+        added: dict[str, Any] = {}
         try:
             with self._journal.context(key):
                 result = await chain.async_run(message, self.conversation, self.knowledge)
@@ -414,14 +498,16 @@ class TFChainInterpreter:
         finally:
             llm_observer.reset(token)
             # also after a failure: what was written stays (no rollback, seed 001)
-            if CHAINS_INTERMEDIATE_RESULTS in message.additional_kwargs:
-                scope.additional_info[CHAINS_INTERMEDIATE_RESULTS] = \
-                    message.additional_kwargs[CHAINS_INTERMEDIATE_RESULTS]
+            after = message.additional_kwargs
+            added = intermediate_results_added(before, after)
+            cache = after.get(CHAINS_INTERMEDIATE_RESULTS)
+            scope.write(added, cache, _text_bytes(cache) - _text_bytes(
+                before.get(CHAINS_INTERMEDIATE_RESULTS)))
         assert result is not None
         scope.record(result)
         await self._journal.arecord(
             key, "chain", started, result=result.content, tokens=result.usage.total_tokens,
-            intermediate=intermediate_results_added(before, message.additional_kwargs))
+            intermediate=added)
         return result.content
 
     async def _in_scope(self, awaitable: Awaitable[Any]) -> Any:

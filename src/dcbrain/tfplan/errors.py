@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from dcbrain.tfplan.result import CallRecord, ConsoleResult
 
@@ -163,6 +164,17 @@ class TimeLimitExceeded(TFLimitError):
 class SizeLimitExceeded(TFLimitError):
     default_kind = "SizeLimitExceeded"
     limit = "max_size"
+
+
+class HostMemoryExceeded(SizeLimitExceeded):
+    """What the host keeps for one plan run outgrew ``max_host_mb``; ``budget`` is the
+    run's :class:`~dcbrain.tfplan.host_budget.HostBudget` that refused it."""
+
+    limit = "max_host_mb"
+
+    def __init__(self, message: str, *, budget: object = None, **position: Any) -> None:
+        super().__init__(message, **position)
+        self.budget = budget
 
 
 class OutputLimitExceeded(TFLimitError):

@@ -22,6 +22,7 @@ from typing import Any
 
 from dcbrain.tfplan.errors import (
     CallLimitExceeded,
+    HostMemoryExceeded,
     SizeLimitExceeded,
     TFCallError,
     TFInterpreterError,
@@ -29,7 +30,7 @@ from dcbrain.tfplan.errors import (
 from dcbrain.tfplan.result import CallRecord
 from dcbrain.tfplan.rewrite import PLAN_FILENAME
 from dcbrain.tfplan.state import Cancelled, Expired, RunState
-from dcbrain.tfplan.values import NotPlainData, to_plan_value
+from dcbrain.tfplan.values import NotPlainData, sized_plan_value
 
 
 class HostCallable:
@@ -155,15 +156,19 @@ class Dispatcher:
     def plain_arguments(
         self, name: str, args: Sequence[Any], kwargs: dict[str, Any]
     ) -> tuple[list[Any], dict[str, Any]]:
-        """Copies of a call's arguments as plain data (the boundary copy)."""
+        """Copies of a call's arguments as plain data (the boundary copy), paid for from
+        the run's host budget: the trace keeps them."""
         max_size = self.state.limits.max_size
+        where = f"{name}() arguments"
         try:
-            return (to_plan_value(list(args), max_items=max_size, where=f"{name}() arguments"),
-                    to_plan_value(kwargs, max_items=max_size, where=f"{name}() arguments"))
+            args_copy, args_size = sized_plan_value(list(args), max_items=max_size, where=where)
+            kwargs_copy, kwargs_size = sized_plan_value(kwargs, max_items=max_size, where=where)
         except NotPlainData as exc:
             raise TypeError(str(exc)) from None
         except OverflowError as exc:
             raise SizeLimitExceeded(str(exc)) from None
+        self.state.host_budget.charge(args_size + kwargs_size, where)
+        return args_copy, kwargs_copy
 
     def invoke(self, record: CallRecord, func: Callable[..., Any], *,
                plain_result: bool = True) -> Any:
@@ -182,15 +187,14 @@ class Dispatcher:
             if state.observer is not None:
                 state.observer.on_call_end(record)
             raise
+        size = 0
         try:
             result = func(*record.args, **record.kwargs)
             if inspect.isawaitable(result):
                 result = self._await(result)
             if plain_result:
-                result = to_plan_value(result, max_items=state.limits.max_size,
-                                       where=f"{name}() result")
-            record.result = result
-            return result
+                result, size = sized_plan_value(result, max_items=state.limits.max_size,
+                                                where=f"{name}() result")
         except state.passthrough as exc:
             record.error = f"{type(exc).__name__}: {exc}"
             raise
@@ -205,10 +209,20 @@ class Dispatcher:
             raise SizeLimitExceeded(str(exc)) from None
         except TFInterpreterError as exc:
             record.error = f"{exc.kind}: {exc.message}"
+            if isinstance(exc, HostMemoryExceeded) and exc.budget is state.host_budget:
+                raise  # the callee kept this run's values (a chain's intermediate results)
             raise TFCallError(f"{name}() failed: {exc.headline()}", kind=exc.kind) from exc
         except Exception as exc:
             record.error = f"{type(exc).__name__}: {exc}"
             raise TFCallError(f"{name}() failed: {exc}", kind=type(exc).__name__) from exc
+        else:
+            try:
+                state.host_budget.charge(size, f"{name}() result")
+            except HostMemoryExceeded as exc:
+                record.error = f"{exc.kind}: {exc.message}"
+                raise
+            record.result = result
+            return result
         finally:
             record.duration_s = time.perf_counter() - started
             try:

@@ -40,6 +40,7 @@ from dcbrain.tfplan.errors import (
 )
 from dcbrain.tfplan.guards import Guards
 from dcbrain.tfplan.host import Dispatcher, HostCallable, Thunk, background_loop, code_position
+from dcbrain.tfplan.host_budget import HostBudget
 from dcbrain.tfplan.limits import Limits
 from dcbrain.tfplan.messages import public_message
 from dcbrain.tfplan.parser import Plan, parse
@@ -47,7 +48,7 @@ from dcbrain.tfplan.result import ConsoleResult
 from dcbrain.tfplan.rewrite import MAIN_FUNCTION, PLAN_FILENAME, compile_plan
 from dcbrain.tfplan.sandbox.relay import cancel_in_sandbox, run_in_sandbox
 from dcbrain.tfplan.state import CallObserver, ParallelHooks, RunState, Watchdog
-from dcbrain.tfplan.values import bounded_message, to_plan_value
+from dcbrain.tfplan.values import bounded_message, sized_plan_value
 
 
 @lru_cache(maxsize=128)
@@ -149,20 +150,26 @@ class Interpreter:
                 problems = list(exc.problems)
         return problems
 
-    def run(self, plan: Plan | str, *, check: bool = False) -> ConsoleResult:
-        """Run ``plan`` in this thread (``check=True`` checks it statically first)."""
+    def run(self, plan: Plan | str, *, check: bool = False,
+            host_budget: HostBudget | None = None) -> ConsoleResult:
+        """Run ``plan`` in this thread (``check=True`` checks it statically first).
+
+        ``host_budget`` is the run's budget of what the host keeps, when the caller keeps
+        things for the run too (its chains' intermediate results); else a new one.
+        """
         parsed, code = self._prepare(plan, check)
-        state = self._new_state(loop=None)
+        state = self._new_state(loop=None, host_budget=host_budget)
         return self._run_here(parsed, code, state)
 
-    async def arun(self, plan: Plan | str, *, check: bool = False) -> ConsoleResult:
+    async def arun(self, plan: Plan | str, *, check: bool = False,
+                   host_budget: HostBudget | None = None) -> ConsoleResult:
         """Run ``plan`` in a worker thread; async callables run on the current event loop.
 
         Cancelling the awaiting task stops the plan at its next step.
         """
         parsed, code = self._prepare(plan, check)
         loop = asyncio.get_running_loop()
-        state = self._new_state(loop=loop)
+        state = self._new_state(loop=loop, host_budget=host_budget)
         future: asyncio.Future[ConsoleResult] = loop.create_future()
         context = contextvars.copy_context()
 
@@ -211,13 +218,15 @@ class Interpreter:
                 raise TFCheckError(problems, parsed.source)
         return parsed, code
 
-    def _new_state(self, loop: asyncio.AbstractEventLoop | None) -> RunState:
+    def _new_state(self, loop: asyncio.AbstractEventLoop | None,
+                   host_budget: HostBudget | None = None) -> RunState:
         return RunState(
             limits=self.limits,
             loop=loop,
             observer=self.observer,
             parallel_hooks=self.parallel_hooks,
             passthrough=self.passthrough,
+            shared_budget=host_budget,
         )
 
     def _namespace(self, plan: Plan, state: RunState) -> tuple[dict[str, Any], Guards]:
@@ -263,7 +272,7 @@ class Interpreter:
             exec(code, namespace)
             returned, value = namespace[MAIN_FUNCTION]()
             return ConsoleResult(
-                value=_plain(value, self.limits.max_size),
+                value=_plain(value, state),
                 stdout=state.stdout,
                 trace=list(state.trace),
                 operations=guards.budget.operations(),
@@ -342,10 +351,14 @@ def _locate(
     return line, col, found[-1].tb_frame.f_code.co_name == MAIN_FUNCTION
 
 
-def _plain(value: Any, max_size: int) -> Any:
+def _plain(value: Any, state: RunState) -> Any:
+    """The plan's value as the host keeps it (paid for from the run's host budget)."""
     try:
-        return to_plan_value(value, max_items=max_size, where="plan result")
+        plain, size = sized_plan_value(value, max_items=state.limits.max_size,
+                                       where="plan result")
     except (NotPlainData, OverflowError):
         if isinstance(value, HostCallable):
             return f"<callable {value.name}>"
         return f"<{type(value).__name__}>"
+    state.host_budget.charge(size, "plan result")
+    return plain

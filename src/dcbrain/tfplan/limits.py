@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+#: Limits whose 0 means a value derived from the others.
+_DERIVED = frozenset({"max_memory_mb", "max_host_mb"})
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -16,7 +19,9 @@ class Limits:
     number separately. ``max_size`` bounds the length of every str and collection,
     ``max_bits`` the size of every int. ``max_memory_mb`` is the address space of the sandbox
     process running the plan (``0``: 512 MiB plus 1 KiB per unit of ``max_size``); it has
-    no effect on in-process runs.
+    no effect on in-process runs. ``max_host_mb`` bounds what the host keeps for one run,
+    over all its calls: arguments and results in the trace, the plan's value, the
+    intermediate results its chains add (``0``: half of the plan process's address space).
     """
 
     max_operations: int = 10_000_000
@@ -28,11 +33,12 @@ class Limits:
     max_calls: int = 200
     max_parallel: int = 8
     max_memory_mb: int = 0
+    max_host_mb: int = 0
 
     def __post_init__(self) -> None:
         for spec in fields(self):
             value = getattr(self, spec.name)
-            zero_ok = spec.name == "max_memory_mb"  # 0 means: derived from max_size
+            zero_ok = spec.name in _DERIVED  # 0 means: derived from the other limits
             if (not isinstance(value, int | float) or isinstance(value, bool) or value < 0
                     or (value == 0 and not zero_ok)):
                 raise ValueError(f"limit {spec.name} must be a positive number, got {value!r}")
@@ -43,6 +49,13 @@ class Limits:
         if self.max_memory_mb:
             return int(self.max_memory_mb) * 2**20
         return 512 * 2**20 + int(self.max_size) * 1024
+
+    @property
+    def host_bytes(self) -> int:
+        """Bytes the host may keep for one plan run under these limits."""
+        if self.max_host_mb:
+            return int(self.max_host_mb) * 2**20
+        return self.memory_bytes // 2
 
     @classmethod
     def names(cls) -> list[str]:

@@ -13,11 +13,12 @@ import concurrent.futures
 import ctypes
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from typing import Any, ClassVar, Protocol
 
 from dcbrain.tfplan.errors import Cancelled as Cancelled
 from dcbrain.tfplan.errors import Expired as Expired
+from dcbrain.tfplan.host_budget import HostBudget
 from dcbrain.tfplan.limits import Limits
 from dcbrain.tfplan.result import CallRecord
 
@@ -77,10 +78,16 @@ class RunState:
     branch: threading.local = field(default_factory=threading.local)
     #: threads ``parallel`` may still start (the plan's own thread is one of max_parallel)
     spare_threads: int = -1
+    #: a budget the caller shares with the run (its chains charge it too), else a new one
+    shared_budget: InitVar[HostBudget | None] = None
+    #: what the host keeps for this run
+    host_budget: HostBudget = field(init=False)
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, shared_budget: HostBudget | None) -> None:
         if self.spare_threads < 0:
             self.spare_threads = self.limits.max_parallel - 1
+        self.host_budget = shared_budget if shared_budget is not None \
+            else HostBudget(self.limits.host_bytes)
 
     @property
     def stopping(self) -> bool:

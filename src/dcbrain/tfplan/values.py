@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from sys import getsizeof
 from typing import Any
 
 from dcbrain.tfplan.errors import NotPlainData as NotPlainData
@@ -18,15 +19,27 @@ def to_plan_value(value: Any, *, max_items: int, where: str) -> Any:
     Copying keeps the two sides apart: a plan mutating a tool's result cannot change the
     tool's own data, and a tool keeping an argument cannot see the plan's later changes.
     """
-    budget = [max_items]
+    return sized_plan_value(value, max_items=max_items, where=where)[0]
+
+
+def sized_plan_value(value: Any, *, max_items: int, where: str) -> tuple[Any, int]:
+    """:func:`to_plan_value`, and an estimate of the bytes its copy takes: every string
+    by ``sys.getsizeof`` (its characters' width included), every other part
+    :data:`PART_BYTES`; a part that appears twice counts twice."""
+    budget = max_items
+    text_chars = 0
+    text_bytes = 0
 
     def copy(item: Any, depth: int) -> Any:
+        nonlocal budget, text_chars, text_bytes
         kind = type(item)
         if kind is str:
-            budget[0] -= len(item)
+            budget -= len(item)
+            text_chars += len(item)
+            text_bytes += getsizeof(item)
         else:
-            budget[0] -= 1
-        if budget[0] < 0:
+            budget -= 1
+        if budget < 0:
             raise OverflowError(f"{where}: value larger than {max_items} elements/characters")
         if kind in (str, int, float, bool, type(None)):
             return item
@@ -48,7 +61,14 @@ def to_plan_value(value: Any, *, max_items: int, where: str) -> Any:
         raise NotPlainData(f"{where}: {kind.__name__} is not plain data "
                            "(use None, bool, int, float, str, list, tuple, dict, set)")
 
-    return copy(value, 0)
+    copied = copy(value, 0)
+    # every unit of the budget not spent on characters is one part that is not a string
+    return copied, text_bytes + (max_items - budget - text_chars) * PART_BYTES
+
+
+#: Estimated bytes of a part of a value that is not a string: an int or float object
+#: and its slot in the container holding it, or a container's share of its own header.
+PART_BYTES = 40
 
 
 #: Plan values that hold other values.

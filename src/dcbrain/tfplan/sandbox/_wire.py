@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import pickle
+import select
 import socket
 import struct
 import threading
@@ -50,7 +51,6 @@ class Channel:
         self._loads = pickle.loads if trusted else plain_loads
         self._buffer = bytearray()
         self._chunk = memoryview(bytearray(1 << 16))  # reused: a fresh big bytes per read costs
-        self._timeout: float | None = None
         self._send_lock = threading.Lock()
 
     def send(self, message: Any) -> None:
@@ -62,10 +62,11 @@ class Channel:
                 raise ChannelClosed(str(exc)) from None
 
     def recv(self, timeout: float | None = None) -> Any:
-        """The next message; raises ``TimeoutError`` when none came within ``timeout``."""
-        if timeout != self._timeout:
-            self.sock.settimeout(timeout)
-            self._timeout = timeout
+        """The next message; raises ``TimeoutError`` when none came within ``timeout``.
+
+        The socket itself stays blocking: a timeout on it would also cut short a ``send``
+        of another thread, losing part of a message.
+        """
         buffer = self._buffer
         while True:
             if len(buffer) >= _HEADER.size:
@@ -80,15 +81,22 @@ class Channel:
                         return self._loads(data)
                     except Exception as exc:  # malformed message: the peer is not trusted
                         raise ChannelClosed(f"unreadable message: {exc}") from None
+            if timeout is not None and not self._readable(timeout):
+                raise TimeoutError
             try:
                 size = self.sock.recv_into(self._chunk)
-            except TimeoutError:
-                raise
             except OSError as exc:
                 raise ChannelClosed(str(exc)) from None
             if not size:
                 raise ChannelClosed("connection closed")
             buffer += self._chunk[:size]
+
+    def _readable(self, timeout: float) -> bool:
+        """Whether the socket has data (or an ending) within ``timeout`` seconds; ``poll``
+        works for any descriptor number, ``select`` only below 1024."""
+        poller = select.poll()
+        poller.register(self.sock, select.POLLIN)
+        return bool(poller.poll(timeout * 1000))
 
     def close(self) -> None:
         self.sock.close()

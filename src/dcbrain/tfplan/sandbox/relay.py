@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from dcbrain.tfplan import errors
 from dcbrain.tfplan.errors import (
+    HostMemoryExceeded,
     PlanCancelled,
     PlanProcessCrashed,
     TFCallError,
@@ -45,7 +46,7 @@ from dcbrain.tfplan.rewrite import PLAN_FILENAME
 from dcbrain.tfplan.sandbox._wire import WORKER_RECORD_FIELDS, ChannelClosed
 from dcbrain.tfplan.sandbox.pool import Worker, WorkerPool, shared_pool
 from dcbrain.tfplan.state import Cancelled, Expired, RunState
-from dcbrain.tfplan.values import NotPlainData, to_plan_value
+from dcbrain.tfplan.values import NotPlainData, sized_plan_value
 
 if TYPE_CHECKING:
     from dcbrain.tfplan.interpreter import Interpreter
@@ -298,8 +299,12 @@ class _Relay:
         stdout = _text(outcome.get("stdout"))
         if "value" in outcome:
             self._settle(reuse=True)
+            try:
+                value = _plain(outcome["value"], self.state)
+            except HostMemoryExceeded as refused:
+                self._raise(refused, *self.position, stdout)
             return ConsoleResult(
-                value=_plain(outcome["value"], self.limits.max_size),
+                value=value,
                 stdout=stdout,
                 trace=list(self.state.trace),
                 operations=_number(outcome.get("operations")),
@@ -415,11 +420,15 @@ def _signal_of(status: int) -> int:
     return status & 0x7F if (status & 0x7F) not in (0, 0x7F) else 0
 
 
-def _plain(value: Any, max_size: int) -> Any:
+def _plain(value: Any, state: RunState) -> Any:
+    """The plan's value as the host keeps it (paid for from the run's host budget)."""
     try:
-        return to_plan_value(value, max_items=max_size, where="plan result")
+        plain, size = sized_plan_value(value, max_items=state.limits.max_size,
+                                       where="plan result")
     except (NotPlainData, OverflowError, RecursionError):
         return f"<{type(value).__name__}>"
+    state.host_budget.charge(size, "plan result")
+    return plain
 
 
 def _text(value: Any) -> str:
