@@ -10,6 +10,7 @@ A bad plan then costs a replan, not an execution.
 from __future__ import annotations
 
 import ast
+import bisect
 import difflib
 import inspect
 from collections.abc import Callable, Iterable, Mapping
@@ -178,15 +179,17 @@ class _Checker:
             self._add(node, f"name {node.id!r} is never assigned{hint}")
 
     def _candidates(self, name: str, available: frozenset[str]) -> list[str]:
-        """Known names with the first letter of ``name``, the nearest in length first, at
-        most :data:`_MAX_HINT_CANDIDATES` (typos rarely change the first letter)."""
+        """At most :data:`_MAX_HINT_CANDIDATES` known names with the first letter of
+        ``name``, the nearest to it in length (typos rarely change the first letter)."""
         if self._known_by_initial is None:
             self._known_by_initial = {}
-            for known in sorted(available | self.resolution.module.bound):
+            for known in sorted(available | self.resolution.module.bound,
+                                key=lambda known: (len(known), known)):
                 self._known_by_initial.setdefault(known[:1].lower(), []).append(known)
         pool = self._known_by_initial.get(name[:1].lower(), [])
-        return sorted(pool, key=lambda known: abs(len(known) - len(name)))[
-            :_MAX_HINT_CANDIDATES]
+        middle = bisect.bisect_left(pool, len(name), key=len)
+        start = max(0, middle - _MAX_HINT_CANDIDATES // 2)
+        return pool[start:start + _MAX_HINT_CANDIDATES]
 
     def _check_call(self, node: ast.Call) -> None:
         if not isinstance(node.func, ast.Name):
