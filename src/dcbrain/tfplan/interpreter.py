@@ -56,7 +56,7 @@ def _compiled(source: str, host_names: frozenset[str]) -> tuple[Plan, CodeType]:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            code = compile_plan(plan.tree, BUILTIN_NAMES | host_names)
+            code = compile_plan(source, BUILTIN_NAMES | host_names)
     except SyntaxError as exc:
         problem = Problem(exc.lineno or 1, exc.offset or 1, exc.msg,
                           kind="SyntaxError")
@@ -153,9 +153,10 @@ class Interpreter:
     async def arun(self, plan: Plan | str, *, check: bool = False) -> ConsoleResult:
         """Run ``plan`` in a worker thread; async callables run on the current event loop.
 
-        Cancelling the awaiting task stops the plan at its next step.
+        Cancelling the awaiting task stops the plan at its next step. The plan is checked
+        and compiled in a worker thread too, so a large one never stalls the event loop.
         """
-        parsed, code = self._prepare(plan, check)
+        parsed, code = await asyncio.to_thread(self._prepare, plan, check)
         loop = asyncio.get_running_loop()
         state = self._new_state(loop=loop)
         future: asyncio.Future[ConsoleResult] = loop.create_future()
