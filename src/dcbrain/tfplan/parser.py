@@ -27,7 +27,7 @@ MAX_SOURCE_CHARS = 200_000
 MAX_TREE_DEPTH = 100
 #: Syntax nodes a plan may have (a long LLM plan has a few thousand): checking, rewriting
 #: and compiling cost time and memory in proportion to them.
-MAX_TREE_NODES = 50_000
+MAX_TREE_NODES = 20_000
 
 #: Node types of tf_plan, with the construct they stand for (used by docs and errors).
 ALLOWED_NODES: dict[type[ast.AST], str] = {
