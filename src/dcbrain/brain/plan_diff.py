@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dcbrain.events import DiffItem, PlanDiffData, RevisedItem
-from dcbrain.tfplan.parser import MAX_SOURCE_CHARS
+from dcbrain.tfplan.parser import MAX_SOURCE_CHARS, syntax_tree
 
 #: Calls of a plan that are listed and compared; a plan seldom makes more, and comparing
 #: two sequences of calls takes time that grows faster than their length.
@@ -138,7 +138,7 @@ def plan_calls(source: str, callables: Collection[str] | None = None) -> list[Pl
     if len(source) > MAX_SOURCE_CHARS:
         return []
     try:
-        tree = ast.parse(source)
+        tree = syntax_tree(source)
     except (SyntaxError, ValueError, RecursionError):
         return []
     found: list[tuple[int, int, ast.Call]] = []

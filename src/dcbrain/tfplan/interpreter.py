@@ -16,7 +16,6 @@ import contextlib
 import contextvars
 import threading
 import time
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from types import CodeType, TracebackType
@@ -54,9 +53,7 @@ from dcbrain.tfplan.values import bounded_message, to_plan_value
 def _compiled(source: str, host_names: frozenset[str]) -> tuple[Plan, CodeType]:
     plan = parse(source)
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            code = compile_plan(source, BUILTIN_NAMES | host_names)
+        code = compile_plan(source, BUILTIN_NAMES | host_names)
     except SyntaxError as exc:
         problem = Problem(exc.lineno or 1, exc.offset or 1, exc.msg,
                           kind="SyntaxError")

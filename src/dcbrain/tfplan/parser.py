@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import re
+import threading
 import warnings
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -28,6 +29,11 @@ MAX_TREE_DEPTH = 100
 #: Syntax nodes a plan may have (a long LLM plan has a few thousand): checking, rewriting
 #: and compiling cost time and memory in proportion to them.
 MAX_TREE_NODES = 20_000
+
+#: Held while CPython turns source into syntax tree objects or those into code, with
+#: warnings silenced: before 3.13 it counts their nesting in one counter for all threads,
+#: and two threads doing it at once fail with "AST constructor recursion depth mismatch".
+SYNTAX_TREE_LOCK = threading.Lock()
 
 #: Node types of tf_plan, with the construct they stand for (used by docs and errors).
 ALLOWED_NODES: dict[type[ast.AST], str] = {
@@ -147,9 +153,7 @@ def parse(source: str) -> Plan:
                                 f"{MAX_SOURCE_CHARS}", kind="SyntaxError")
         raise TFSyntaxError([problem], source)
     try:
-        with warnings.catch_warnings():  # a plan's SyntaxWarnings must not reach host stderr
-            warnings.simplefilter("ignore")
-            tree = ast.parse(source, filename="<tf_plan>", mode="exec")
+        tree = syntax_tree(source)
     except SyntaxError as exc:
         line, col = exc.lineno or 1, exc.offset or 1
         problem = Problem(line, col, exc.msg, kind="SyntaxError")
@@ -166,6 +170,13 @@ def parse(source: str) -> Plan:
         raise error
     defined = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
     return Plan(source=source, tree=tree, defined_functions=defined)
+
+
+def syntax_tree(source: str) -> ast.Module:
+    """``ast.parse(source)``, one thread at a time (see :data:`SYNTAX_TREE_LOCK`)."""
+    with SYNTAX_TREE_LOCK, warnings.catch_warnings():  # also not safe for threads
+        warnings.simplefilter("ignore")  # a plan's SyntaxWarnings must not reach host stderr
+        return ast.parse(source, filename="<tf_plan>", mode="exec")
 
 
 def _is_reserved(name: str) -> bool:

@@ -17,6 +17,7 @@ from the original nodes, so errors point at the plan's own lines and columns.
 from __future__ import annotations
 
 import ast
+import warnings
 from types import CodeType
 
 from dcbrain.tfplan._inline import (
@@ -36,6 +37,7 @@ from dcbrain.tfplan._inline import (
     small_int_inline,
     target_shape,
 )
+from dcbrain.tfplan.parser import SYNTAX_TREE_LOCK, syntax_tree
 
 PLAN_FILENAME = "<tf_plan>"
 MAIN_FUNCTION = "__tf_main"
@@ -66,12 +68,18 @@ def compile_plan(source: str, provided: frozenset[str] = frozenset()) -> CodeTyp
     The source is parsed again for the rewrite: that costs a fraction of copying the
     plan's tree, which stays as it was parsed.
     """
-    rewritten = _Rewriter(provided).rewrite(ast.parse(source, PLAN_FILENAME))
+    rewritten = _Rewriter(provided).rewrite(syntax_tree(source))
     try:
-        code = compile(rewritten, PLAN_FILENAME, "exec")
+        code = _compile_tree(rewritten)
     except TypeError:  # a node the rewriter made without a position: costs a walk more
-        code = compile(ast.fix_missing_locations(rewritten), PLAN_FILENAME, "exec")
+        code = _compile_tree(ast.fix_missing_locations(rewritten))
     return _as_module_code(code)
+
+
+def _compile_tree(tree: ast.Module) -> CodeType:
+    with SYNTAX_TREE_LOCK, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a plan's SyntaxWarnings must not reach host stderr
+        return compile(tree, PLAN_FILENAME, "exec")
 
 
 _MAIN_PREFIX = MAIN_FUNCTION + ".<locals>."
@@ -175,7 +183,7 @@ class _Rewriter(ast.NodeTransformer):
                 body.extend(visited if isinstance(visited, list) else [visited])
         start = ast.Assign(targets=[ast.Name(id=_RESULT, ctx=ast.Store())],
                            value=ast.Constant(value=None))
-        counters = ast.parse(f"{_DEPTH} = {_CALLS} = 0\n__tf_count_calls(lambda: {_CALLS})").body
+        counters = syntax_tree(f"{_DEPTH} = {_CALLS} = 0\n__tf_count_calls(lambda: {_CALLS})").body
         finish = ast.Return(value=ast.Tuple(
             elts=[ast.Constant(value=False), ast.Name(id=_RESULT, ctx=ast.Load())],
             ctx=ast.Load()))
@@ -203,12 +211,12 @@ class _Rewriter(ast.NodeTransformer):
                 special.annotation = None
         # depth and calls counted in cells of __tf_main (no call, no global store):
         # calls stay cheap; one guard call only when a limit is crossed
-        prologue = ast.parse(
+        prologue = syntax_tree(
             f"nonlocal {_DEPTH}, {_CALLS}\n{_DEPTH} += 1\n{_CALLS} += 1\n"
             f"if {_DEPTH} > __tf_max_depth or {_CALLS} > __tf_max_calls:\n"
             f"    __tf_too_deep({_DEPTH})"
         ).body
-        epilogue = ast.parse(f"{_DEPTH} -= 1").body
+        epilogue = syntax_tree(f"{_DEPTH} -= 1").body
         for statement in (*prologue, *epilogue):
             for child in ast.walk(statement):
                 ast.copy_location(child, node)
