@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import time
+
 from dcbrain.brain import ScriptDiff
-from dcbrain.brain.plan_diff import plan_calls
+from dcbrain.brain.plan_diff import MAX_PLAN_CALLS, plan_calls
 
 
 def test_calls_are_listed_in_source_order_with_their_argument_source() -> None:
@@ -41,3 +43,15 @@ def test_an_unparsable_plan_still_has_a_text_diff() -> None:
 def test_builtins_are_ignored_when_callables_are_given() -> None:
     diff = ScriptDiff.compute("print(f(x=1))", "print(len(f(x=2)))", callables={"f"})
     assert [(o.kwargs, n.kwargs) for o, n in diff.revised] == [({"x": "1"}, {"x": "2"})]
+
+
+def test_plans_of_thousands_of_repeated_calls_are_compared_by_their_first_calls() -> None:
+    # comparing two sequences of few distinct calls takes time that grows faster than
+    # their length: 2,000 calls each took minutes
+    old = "\n".join(f"f{i % 2}(x=1)" for i in range(2000))
+    new = "\n".join(f"f{i // 2 % 2}(x=1)" for i in range(2000))
+    started = time.monotonic()
+    diff = ScriptDiff.compute(old, new, callables={"f0", "f1"})
+    assert time.monotonic() - started < 10.0
+    assert len(diff.unchanged) + len(diff.revised) + len(diff.added) == MAX_PLAN_CALLS
+    assert diff.unified.startswith("--- plan 1\n+++ plan 2\n")

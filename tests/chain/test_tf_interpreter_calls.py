@@ -20,7 +20,8 @@ from dcbrain import (
 from dcbrain.chain import partial_chain_result
 from dcbrain.exceptions import TFTokenBudgetExceeded, TFUserNewInputError
 from dcbrain.llm import ChatLLM, observe_llm_calls
-from dcbrain.tfplan import TFCallError, TFCheckError, TFRuntimeError
+from dcbrain.tfplan import TFCallError, TFCheckError, TFRuntimeError, TFSyntaxError
+from support.event_loop import SLOW_TO_COMPILE, ticks_while
 from support.known_usage import reply, tokens
 
 SUMMARY = {
@@ -342,3 +343,11 @@ def test_usage_type_is_the_librarys_usage() -> None:
     result = TFChainInterpreter({}).evaluate("1")
     assert isinstance(result.usage, Usage)
     assert tokens(result.usage) == (0, 0, 0)
+
+
+async def test_aevaluate_compiles_the_plan_in_a_worker_thread_while_the_loop_serves() -> None:
+    interpreter = TFChainInterpreter({"summarize": summarize_chain()})
+    ticks, error = await ticks_while(interpreter.aevaluate(SLOW_TO_COMPILE))
+    assert isinstance(error, TFSyntaxError)
+    assert error.problems[0].message == "'break' outside loop"
+    assert ticks > 1  # 0 when the compile blocked the loop

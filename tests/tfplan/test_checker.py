@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any, ClassVar
 
 from dcbrain.tfplan import CallableSpec, Interpreter, check
@@ -103,3 +104,25 @@ def test_rejected_constructs_and_check_problems_are_reported_together() -> None:
     problems = messages("import os\nx = serch(query='q')\nprint(nope)")
     assert [p.split(":")[0] for p in problems] == ["1", "2", "3"]
     assert "import of 'os' is not allowed" in problems[0]
+
+
+def test_a_plan_of_many_unknown_names_is_checked_in_linear_time() -> None:
+    # every "did you mean" compares a name with known ones, each pair in quadratic time;
+    # similar long names make each comparison as slow as it gets
+    stem = "value_of_the_quarterly_report_number_"
+    tools = [CallableSpec(f"{stem}tool_{i}") for i in range(10_000)]
+    source = "\n".join([*(f"{stem}{i} = {i}" for i in range(300)),
+                        *(f"print({stem}x{i})" for i in range(300)),
+                        *(f"{stem}call_{i}()" for i in range(100))])
+    started = time.monotonic()
+    problems = check(source, tools)
+    assert time.monotonic() - started < 5.0  # took over a minute when every name was compared
+    assert len(problems) == 21  # the first 20, then how many more
+    assert problems[0].message.startswith(f"name '{stem}x0' is never assigned; did you mean")
+    assert problems[-1].message == "... and 380 more problems"
+
+
+def test_an_unknown_function_lists_the_first_registered_names_only() -> None:
+    tools = [CallableSpec(f"tool_{i:04d}") for i in range(1000)]
+    (problem,) = check("nothing()", tools)
+    assert problem.message.endswith("tool_0029, ... (970 more))")

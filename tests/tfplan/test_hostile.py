@@ -121,4 +121,5 @@ def test_check_stays_linear_in_unknown_names() -> None:
     started = time.monotonic()
     problems = check(plan)
     assert time.monotonic() - started < MAX_WALL_S
-    assert len(problems) == 1600
+    assert len(problems) == 21
+    assert problems[-1].message == "... and 1580 more problems"

@@ -9,7 +9,7 @@ import pytest
 
 from dcbrain.tfplan import TFSyntaxError, extract_plan, parse
 from dcbrain.tfplan.language import allowed_constructs
-from dcbrain.tfplan.parser import REJECTED_NODES
+from dcbrain.tfplan.parser import MAX_TREE_NODES, REJECTED_NODES
 
 
 @pytest.mark.parametrize(
@@ -88,3 +88,22 @@ def test_docs_list_every_allowed_and_rejected_construct() -> None:
     flowing = " ".join(docs.split())
     for construct in set(REJECTED_NODES.values()):
         assert construct in flowing, construct
+
+
+def test_a_plan_with_too_many_syntax_nodes_is_refused_naming_the_limit() -> None:
+    source = "\n".join(f"x{i} = [1, 2, 3, 4, 5, 6, 7, 8]" for i in range(2000))
+    with pytest.raises(TFSyntaxError) as caught:
+        parse(source)
+    (problem,) = caught.value.problems
+    assert problem.message == f"plan is too large: more than the limit of {MAX_TREE_NODES} " \
+                              "syntax nodes"
+    assert caught.value.tree is None  # nothing more is checked of it
+
+
+def test_many_rejected_constructs_report_the_first_twenty() -> None:
+    source = "\n".join(f"class C{i}:\n    pass" for i in range(500))
+    with pytest.raises(TFSyntaxError) as caught:
+        parse(source)
+    problems = caught.value.problems
+    assert [p.line for p in problems[:20]] == list(range(1, 40, 2))
+    assert str(problems[20]) == "41:1: ... and 480 more problems"

@@ -16,6 +16,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dcbrain.events import DiffItem, PlanDiffData, RevisedItem
+from dcbrain.tfplan.parser import MAX_SOURCE_CHARS, syntax_tree
+
+#: Calls of a plan that are listed and compared; a plan seldom makes more, and comparing
+#: two sequences of calls takes time that grows faster than their length.
+MAX_PLAN_CALLS = 100
 
 
 @dataclass(frozen=True)
@@ -124,36 +129,44 @@ class ScriptDiff:
 
 
 def plan_calls(source: str, callables: Collection[str] | None = None) -> list[PlanCall]:
-    """The calls of ``source`` to plain names, in source order; ``[]`` if it does not parse.
+    """The first :data:`MAX_PLAN_CALLS` calls of ``source`` to plain names, in source order;
+    ``[]`` if it does not parse or is longer than a plan may be.
 
     With ``callables`` only calls to those names count; without it, every call to a name
     (builtins included).
     """
+    if len(source) > MAX_SOURCE_CHARS:
+        return []
     try:
-        tree = ast.parse(source)
+        tree = syntax_tree(source)
     except (SyntaxError, ValueError, RecursionError):
         return []
-    calls: list[tuple[int, int, PlanCall]] = []
+    found: list[tuple[int, int, ast.Call]] = []
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
             continue
-        name = node.func.id
-        if callables is not None and name not in callables:
+        if callables is not None and node.func.id not in callables:
             continue
-        kwargs = {
-            keyword.arg if keyword.arg is not None else "**": ast.unparse(keyword.value)
-            for keyword in node.keywords
-        }
-        for index, arg in enumerate(node.args):
-            kwargs[f"#{index}"] = ast.unparse(arg)
-        calls.append((node.lineno, node.col_offset, PlanCall(name, kwargs, node.lineno)))
-    calls.sort(key=lambda item: (item[0], item[1]))
+        found.append((node.lineno, node.col_offset, node))
+    found.sort(key=lambda item: (item[0], item[1]))
     seen: dict[str, int] = {}
     numbered = []
-    for _, _, call in calls:
+    for _, _, node in found[:MAX_PLAN_CALLS]:  # only these are unparsed
+        call = _plan_call(node)
         seen[call.name] = seen.get(call.name, 0) + 1
         numbered.append(PlanCall(call.name, call.kwargs, call.line, seen[call.name]))
     return numbered
+
+
+def _plan_call(node: ast.Call) -> PlanCall:
+    assert isinstance(node.func, ast.Name)
+    kwargs = {
+        keyword.arg if keyword.arg is not None else "**": ast.unparse(keyword.value)
+        for keyword in node.keywords
+    }
+    for index, arg in enumerate(node.args):
+        kwargs[f"#{index}"] = ast.unparse(arg)
+    return PlanCall(node.func.id, kwargs, node.lineno)
 
 
 def _pair_replaced(

@@ -12,6 +12,7 @@ ends the run (reason ``repeated_plan``).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Iterable, Sequence
@@ -196,7 +197,8 @@ async def ask_planner(
         await journal.arecord(JournalEntry(key, "llm", True, result=content,
                                            duration_s=time.perf_counter() - started,
                                            tokens=reply.usage.total_tokens))
-    take_reply(ir, content, recorder, callables)
+    # the plan is parsed and diffed with the previous one: work in proportion to its size
+    await asyncio.to_thread(take_reply, ir, content, recorder, callables)
 
 
 def take_reply(

@@ -15,6 +15,7 @@ instead of running again.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import dataclasses
 import hashlib
@@ -412,8 +413,9 @@ class TFChainInterpreter:
         return self._finish(console, scope)
 
     async def aevaluate(self, plan: str, *, check: bool = True) -> ConsoleResult:
-        """:meth:`evaluate` for async code: async chains run on the current event loop."""
-        self._prepare(plan, check)
+        """:meth:`evaluate` for async code: async chains run on the current event loop, and
+        the plan is checked and compiled in a worker thread, so the loop keeps serving."""
+        await asyncio.to_thread(self._prepare, plan, check)
         scope = self._root_scope()
         with self._entered(scope):
             try:

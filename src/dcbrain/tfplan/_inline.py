@@ -8,7 +8,9 @@ goes to the guard. The rewriter never uses them where ``:=`` is refused or unsaf
 from __future__ import annotations
 
 import ast
-from typing import Any
+from typing import Any, TypeVar
+
+Node = TypeVar("Node", bound=ast.AST)
 
 SUM = "__tf_sum"
 OPERAND = "__tf_operand"
@@ -18,6 +20,24 @@ TEXT = "__tf_text"
 #: An f-string at most this long is neither size-checked nor charged beyond the loop that
 #: builds it: a loop step then allocates about as much as one building a small tuple.
 SHORT_TEXT = 64
+
+
+def located(new: Node, source: ast.AST, *operands: ast.AST) -> Node:
+    """``new`` with every node the rewriter made for it positioned at ``source``.
+
+    The ``operands`` (subtrees already rewritten) are not walked again, so wrapping every
+    level of a nested expression costs time linear in its size.
+    """
+    skipped = {id(operand) for operand in operands}
+    stack: list[ast.AST] = [new]
+    while stack:
+        node = stack.pop()
+        if id(node) in skipped:
+            continue
+        if "lineno" in node._attributes and getattr(node, "lineno", None) is None:
+            ast.copy_location(node, source)
+        stack.extend(ast.iter_child_nodes(node))
+    return new
 
 
 def load_name(identifier: str, node: ast.AST) -> ast.Name:
@@ -45,9 +65,7 @@ def numbers_inline(node: ast.BinOp) -> ast.expr:
     test = ast.Compare(left=kind, ops=[ast.In()], comparators=[load_name("__tf_numbers", node)])
     inline = ast.IfExp(test=test, body=load_name(SUM, node),
                        orelse=guard_call("__tf_checked", [load_name(SUM, node)], node))
-    for part in (stored, kind, test, inline):
-        ast.copy_location(part, node)
-    return inline
+    return located(ast.copy_location(inline, node), node, node.left, node.right)
 
 
 def checked_inline(node: ast.expr, temporary: str, kinds: str, guard: str) -> ast.expr:
@@ -57,7 +75,7 @@ def checked_inline(node: ast.expr, temporary: str, kinds: str, guard: str) -> as
                        ops=[ast.In()], comparators=[load_name(kinds, node)])
     inline = ast.IfExp(test=test, body=load_name(temporary, node),
                        orelse=guard_call(guard, [load_name(temporary, node)], node))
-    return ast.fix_missing_locations(ast.copy_location(inline, node))
+    return located(ast.copy_location(inline, node), node, node)
 
 
 def small_int_inline(node: ast.BinOp, guard: str, side: str, bounded: bool) -> ast.expr:
@@ -80,7 +98,7 @@ def small_int_inline(node: ast.BinOp, guard: str, side: str, bounded: bool) -> a
     checked = load_name(OPERAND, node)
     operands = [checked, other] if side == "left" else [other, checked]
     inline = ast.IfExp(test=test, body=node, orelse=guard_call(guard, operands, node))
-    return ast.fix_missing_locations(ast.copy_location(inline, node))
+    return located(ast.copy_location(inline, node), node, operand, other)
 
 
 def is_int(node: ast.expr) -> bool:

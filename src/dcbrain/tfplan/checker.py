@@ -10,6 +10,7 @@ A bad plan then costs a replan, not an execution.
 from __future__ import annotations
 
 import ast
+import bisect
 import difflib
 import inspect
 from collections.abc import Callable, Iterable, Mapping
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dcbrain.tfplan.builtins import BUILTIN_FUNCTIONS, EXCEPTIONS
-from dcbrain.tfplan.errors import Problem, TFSyntaxError
+from dcbrain.tfplan.errors import Problem, TFSyntaxError, first_problems
 from dcbrain.tfplan.methods import ALL_METHOD_NAMES, MODULE_MEMBERS
 from dcbrain.tfplan.parser import SPECIAL_NAMES, Plan, parse
 from dcbrain.tfplan.scopes import resolve
@@ -26,6 +27,13 @@ from dcbrain.tfplan.scopes import resolve
 BUILTIN_NAMES = frozenset(BUILTIN_FUNCTIONS) | frozenset(EXCEPTIONS) | SPECIAL_NAMES
 #: Unknown names that get a "did you mean" hint; past it a plan of garbage stays linear.
 _MAX_HINTS = 20
+#: Known names compared with an unknown one for a hint (difflib compares each pair in
+#: quadratic time).
+_MAX_HINT_CANDIDATES = 100
+#: Names longer than this get no hint: a typo of a long name is easy to see.
+_MAX_HINT_NAME = 64
+#: Registered chains and tools an "unknown function" problem lists.
+_MAX_LISTED = 30
 
 _JSON_TYPES: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean",
                                list: "array", dict: "object", type(None): "null"}
@@ -115,8 +123,8 @@ def check(
             if exc.tree is None:  # not even Python: nothing more can be said
                 return list(exc.problems)
             rest = _Checker(Plan(source=source, tree=exc.tree), by_name).run()
-            return sorted([*exc.problems, *rest], key=lambda p: (p.line, p.col))
-    return _Checker(plan, by_name).run()
+            return first_problems(sorted([*exc.problems, *rest], key=lambda p: (p.line, p.col)))
+    return first_problems(_Checker(plan, by_name).run())
 
 
 class _Checker:
@@ -130,14 +138,20 @@ class _Checker:
         }
         self.plan_bound: set[int] = set()  # ids of names that resolve to a plan binding
         self.hints: dict[str, str] = {}
+        self._known_by_initial: dict[str, list[str]] | None = None
+        self._registered: str | None = None
 
     def run(self) -> list[Problem]:
         available = BUILTIN_NAMES | set(self.specs)
+        unknown: list[ast.Name] = []
         for name, scope in self.resolution.reads:
             if self.resolution.binds(name.id, scope):
                 self.plan_bound.add(id(name))
             elif name.id not in available:
-                self._unknown_name(name, available)
+                unknown.append(name)
+        unknown.sort(key=lambda name: (name.lineno, name.col_offset))  # hints for the first
+        for name in unknown:
+            self._unknown_name(name, available)
         for node in ast.walk(self.plan.tree):
             if isinstance(node, ast.Call):
                 self._check_call(node)
@@ -151,17 +165,31 @@ class _Checker:
         hint = self.hints.get(node.id)
         if hint is None:
             hint = ""
-            if len(self.hints) < _MAX_HINTS:
-                known = sorted(available | self.resolution.module.bound)
-                close = difflib.get_close_matches(node.id, known, n=1)
+            if len(self.hints) < _MAX_HINTS and len(node.id) <= _MAX_HINT_NAME:
+                close = difflib.get_close_matches(node.id, self._candidates(node.id, available),
+                                                  n=1)
                 hint = f"; did you mean {close[0]!r}?" if close else ""
             self.hints[node.id] = hint
         if id(node) in self.called:
-            registered = ", ".join(sorted(self.specs)) or "none registered"
+            if self._registered is None:
+                self._registered = _listing(sorted(self.specs)) or "none registered"
             self._add(node, f"unknown function {node.id!r}{hint} (chains and tools: "
-                            f"{registered})")
+                            f"{self._registered})")
         else:
             self._add(node, f"name {node.id!r} is never assigned{hint}")
+
+    def _candidates(self, name: str, available: frozenset[str]) -> list[str]:
+        """At most :data:`_MAX_HINT_CANDIDATES` known names with the first letter of
+        ``name``, the nearest to it in length (typos rarely change the first letter)."""
+        if self._known_by_initial is None:
+            self._known_by_initial = {}
+            for known in sorted(available | self.resolution.module.bound,
+                                key=lambda known: (len(known), known)):
+                self._known_by_initial.setdefault(known[:1].lower(), []).append(known)
+        pool = self._known_by_initial.get(name[:1].lower(), [])
+        middle = bisect.bisect_left(pool, len(name), key=len)
+        start = max(0, middle - _MAX_HINT_CANDIDATES // 2)
+        return pool[start:start + _MAX_HINT_CANDIDATES]
 
     def _check_call(self, node: ast.Call) -> None:
         if not isinstance(node.func, ast.Name):
@@ -190,7 +218,7 @@ class _Checker:
                 continue
             if isinstance(properties, dict) and keyword.arg not in properties \
                     and not accepts_extra:
-                expected = ", ".join(properties) or "no arguments"
+                expected = _listing(list(properties)) or "no arguments"
                 self._add(keyword, f"{label} has no argument {keyword.arg!r} "
                                    f"(expected: {expected})")
             given.add(keyword.arg)
@@ -213,6 +241,13 @@ def _is_namespace_access(node: ast.Attribute) -> bool:
     """``math.sqrt``, ``json.dumps``: members of the helper modules, however they are named
     (``import math as m``)."""
     return any(node.attr in members for members in MODULE_MEMBERS.values())
+
+
+def _listing(names: list[str]) -> str:
+    """``names`` joined, the first :data:`_MAX_LISTED` of them."""
+    if len(names) <= _MAX_LISTED:
+        return ", ".join(names)
+    return ", ".join(names[:_MAX_LISTED]) + f", ... ({len(names) - _MAX_LISTED} more)"
 
 
 def _example_kwargs(spec: CallableSpec) -> str:

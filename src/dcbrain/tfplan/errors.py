@@ -45,6 +45,22 @@ class Problem:
         return f"{self.line}:{self.col}: {self.message}"
 
 
+#: Problems reported of one plan; past it the planner has enough to revise it, and a plan
+#: of garbage costs no more to report than this many.
+MAX_PROBLEMS = 20
+
+
+def first_problems(problems: list[Problem]) -> list[Problem]:
+    """The first :data:`MAX_PROBLEMS` of ``problems`` (in source order), then one saying
+    how many more there are."""
+    if len(problems) <= MAX_PROBLEMS:
+        return problems
+    rest = problems[MAX_PROBLEMS]
+    more = Problem(rest.line, rest.col, f"... and {len(problems) - MAX_PROBLEMS} more "
+                                        "problems", kind=rest.kind)
+    return [*problems[:MAX_PROBLEMS], more]
+
+
 class TFInterpreterError(TFError):
     """Base of every error a plan can cause: syntax, check, runtime, limits.
 

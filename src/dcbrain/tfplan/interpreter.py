@@ -16,7 +16,6 @@ import contextlib
 import contextvars
 import threading
 import time
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from types import CodeType, TracebackType
@@ -55,9 +54,7 @@ from dcbrain.tfplan.values import bounded_message, sized_plan_value
 def _compiled(source: str, host_names: frozenset[str]) -> tuple[Plan, CodeType]:
     plan = parse(source)
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            code = compile_plan(plan.tree, BUILTIN_NAMES | host_names)
+        code = compile_plan(source, BUILTIN_NAMES | host_names)
     except SyntaxError as exc:
         problem = Problem(exc.lineno or 1, exc.offset or 1, exc.msg,
                           kind="SyntaxError")
@@ -165,9 +162,10 @@ class Interpreter:
                    host_budget: HostBudget | None = None) -> ConsoleResult:
         """Run ``plan`` in a worker thread; async callables run on the current event loop.
 
-        Cancelling the awaiting task stops the plan at its next step.
+        Cancelling the awaiting task stops the plan at its next step. The plan is checked
+        and compiled in a worker thread too, so a large one never stalls the event loop.
         """
-        parsed, code = self._prepare(plan, check)
+        parsed, code = await asyncio.to_thread(self._prepare, plan, check)
         loop = asyncio.get_running_loop()
         state = self._new_state(loop=loop, host_budget=host_budget)
         future: asyncio.Future[ConsoleResult] = loop.create_future()

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import ast
 import re
+import threading
 import warnings
 from dataclasses import dataclass, field
+from functools import cached_property
 
-from dcbrain.tfplan.errors import Problem, TFSyntaxError, source_lines
+from dcbrain.tfplan.errors import Problem, TFSyntaxError, first_problems, source_lines
 from dcbrain.tfplan.methods import MODULE_MEMBERS
 
 #: Special functions a plan may call although their names start with ``__``.
@@ -24,6 +26,14 @@ IMPORTABLE_MODULES = frozenset({"math", "json"})
 MAX_SOURCE_CHARS = 200_000
 #: Nesting depth of the syntax tree; deeper trees are rejected before compiling.
 MAX_TREE_DEPTH = 100
+#: Syntax nodes a plan may have (a long LLM plan has a few thousand): checking, rewriting
+#: and compiling cost time and memory in proportion to them.
+MAX_TREE_NODES = 20_000
+
+#: Held while CPython turns source into syntax tree objects or those into code, with
+#: warnings silenced: before 3.13 it counts their nesting in one counter for all threads,
+#: and two threads doing it at once fail with "AST constructor recursion depth mismatch".
+SYNTAX_TREE_LOCK = threading.Lock()
 
 #: Node types of tf_plan, with the construct they stand for (used by docs and errors).
 ALLOWED_NODES: dict[type[ast.AST], str] = {
@@ -116,7 +126,7 @@ class Plan:
     tree: ast.Module
     defined_functions: set[str] = field(default_factory=set)
 
-    @property
+    @cached_property
     def lines(self) -> list[str]:
         return source_lines(self.source)
 
@@ -143,9 +153,7 @@ def parse(source: str) -> Plan:
                                 f"{MAX_SOURCE_CHARS}", kind="SyntaxError")
         raise TFSyntaxError([problem], source)
     try:
-        with warnings.catch_warnings():  # a plan's SyntaxWarnings must not reach host stderr
-            warnings.simplefilter("ignore")
-            tree = ast.parse(source, filename="<tf_plan>", mode="exec")
+        tree = syntax_tree(source)
     except SyntaxError as exc:
         line, col = exc.lineno or 1, exc.offset or 1
         problem = Problem(line, col, exc.msg, kind="SyntaxError")
@@ -153,13 +161,22 @@ def parse(source: str) -> Plan:
     except (RecursionError, MemoryError, ValueError) as exc:
         message = "plan is nested too deeply" if not isinstance(exc, ValueError) else str(exc)
         raise TFSyntaxError([Problem(1, 1, message, kind="SyntaxError")], source) from None
-    problems = _Validator().validate(tree)
+    validator = _Validator()
+    problems = validator.validate(tree)
     if problems:
         error = TFSyntaxError(problems, source)
-        error.tree = tree  # well-formed Python: the checker can still report the rest
+        if not validator.too_large:  # well-formed Python: the checker can report the rest
+            error.tree = tree
         raise error
     defined = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
     return Plan(source=source, tree=tree, defined_functions=defined)
+
+
+def syntax_tree(source: str) -> ast.Module:
+    """``ast.parse(source)``, one thread at a time (see :data:`SYNTAX_TREE_LOCK`)."""
+    with SYNTAX_TREE_LOCK, warnings.catch_warnings():  # also not safe for threads
+        warnings.simplefilter("ignore")  # a plan's SyntaxWarnings must not reach host stderr
+        return ast.parse(source, filename="<tf_plan>", mode="exec")
 
 
 def _is_reserved(name: str) -> bool:
@@ -171,13 +188,23 @@ def _reserved(what: str, name: str) -> str:
 
 
 class _Validator:
-    """Walks the tree iteratively (no recursion limit) and collects every problem."""
+    """Walks the tree iteratively (no recursion limit) and collects the first problems."""
+
+    too_large = False
 
     def validate(self, tree: ast.Module) -> list[Problem]:
         problems: list[Problem] = []
         stack: list[tuple[ast.AST, int, bool]] = [(tree, 0, False)]
+        visited = 0
         while stack:
             node, depth, in_function = stack.pop()
+            visited += 1
+            if visited > MAX_TREE_NODES:
+                problems.append(Problem(1, 1, "plan is too large: more than the limit of "
+                                              f"{MAX_TREE_NODES} syntax nodes",
+                                        kind="SyntaxError"))
+                self.too_large = True
+                break
             if depth > MAX_TREE_DEPTH:
                 problems.append(_problem(node, f"expression nested deeper than {MAX_TREE_DEPTH}"
                                                " levels"))
@@ -190,7 +217,7 @@ class _Validator:
             inner = in_function or isinstance(node, ast.FunctionDef | ast.Lambda)
             stack.extend((child, depth + 1, inner) for child in ast.iter_child_nodes(node))
         problems.sort(key=lambda p: (p.line, p.col))
-        return problems
+        return first_problems(problems)
 
     def _check_node(self, node: ast.AST, in_function: bool) -> str | None:
         kind = type(node)

@@ -17,7 +17,7 @@ from the original nodes, so errors point at the plan's own lines and columns.
 from __future__ import annotations
 
 import ast
-import copy
+import warnings
 from types import CodeType
 
 from dcbrain.tfplan._inline import (
@@ -32,10 +32,12 @@ from dcbrain.tfplan._inline import (
     is_number,
     iteration,
     load_name,
+    located,
     numbers_inline,
     small_int_inline,
     target_shape,
 )
+from dcbrain.tfplan.parser import SYNTAX_TREE_LOCK, syntax_tree
 
 PLAN_FILENAME = "<tf_plan>"
 MAIN_FUNCTION = "__tf_main"
@@ -59,14 +61,30 @@ KEYED_METHODS = frozenset({"get", "pop", "setdefault", "add", "discard", "remove
 FSTRING_NATIVE_FIELDS = 8
 
 
-def compile_plan(tree: ast.Module, provided: frozenset[str] = frozenset()) -> CodeType:
-    """Compile a validated plan whose run provides the names ``provided`` (builtins,
-    registered callables); raises ``SyntaxError`` for compiler-level errors."""
-    rewritten = _Rewriter(provided).rewrite(copy.deepcopy(tree))  # the plan's tree stays
-    return _as_module_code(compile(rewritten, PLAN_FILENAME, "exec"))
+def compile_plan(source: str, provided: frozenset[str] = frozenset()) -> CodeType:
+    """Compile the source of a validated plan whose run provides the names ``provided``
+    (builtins, registered callables); raises ``SyntaxError`` for compiler-level errors.
+
+    The source is parsed again for the rewrite: that costs a fraction of copying the
+    plan's tree, which stays as it was parsed.
+    """
+    rewritten = _Rewriter(provided).rewrite(syntax_tree(source))
+    try:
+        code = _compile_tree(rewritten)
+    except TypeError:  # a node the rewriter made without a position: costs a walk more
+        code = _compile_tree(ast.fix_missing_locations(rewritten))
+    return _as_module_code(code)
+
+
+def _compile_tree(tree: ast.Module) -> CodeType:
+    with SYNTAX_TREE_LOCK, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a plan's SyntaxWarnings must not reach host stderr
+        return compile(tree, PLAN_FILENAME, "exec")
 
 
 _MAIN_PREFIX = MAIN_FUNCTION + ".<locals>."
+#: Where the rewriter's own statements of an empty plan are.
+_ORIGIN = ast.Pass(lineno=1, col_offset=0, end_lineno=1, end_col_offset=0)
 
 
 def _as_module_code(code: CodeType) -> CodeType:
@@ -118,7 +136,7 @@ def module_globals(tree: ast.Module, provided: frozenset[str] = frozenset()) -> 
 def _module(name: str, node: ast.AST) -> ast.expr:
     """The helper module ``name`` as bound for every run, whatever the plan rebinds."""
     return ast.copy_location(
-        ast.Subscript(value=load_name("__tf_modules", node), slice=ast.Constant(value=name),
+        ast.Subscript(value=load_name("__tf_modules", node), slice=constant(name, node),
                       ctx=ast.Load()), node)
 
 
@@ -148,22 +166,24 @@ class _Rewriter(ast.NodeTransformer):
         self._no_temporaries = 0
 
     def rewrite(self, tree: ast.Module) -> ast.Module:
+        """``tree`` as the guarded module; every node made for it is positioned."""
         body: list[ast.stmt] = []
+        first = tree.body[0] if tree.body else _ORIGIN
         bound = module_globals(tree, self._provided)
         if bound:
-            body.append(ast.copy_location(ast.Global(names=bound), tree.body[0]))
+            body.append(ast.copy_location(ast.Global(names=bound), first))
         for statement in tree.body:
             if isinstance(statement, ast.Expr):
                 value = self.visit(statement.value)
                 target = ast.Name(id=_RESULT, ctx=ast.Store())
                 assign = ast.Assign(targets=[target], value=value)
-                body.append(ast.copy_location(assign, statement))
+                body.append(located(ast.copy_location(assign, statement), statement, value))
             else:
                 visited = self.visit(statement)
                 body.extend(visited if isinstance(visited, list) else [visited])
         start = ast.Assign(targets=[ast.Name(id=_RESULT, ctx=ast.Store())],
                            value=ast.Constant(value=None))
-        counters = ast.parse(f"{_DEPTH} = {_CALLS} = 0\n__tf_count_calls(lambda: {_CALLS})").body
+        counters = syntax_tree(f"{_DEPTH} = {_CALLS} = 0\n__tf_count_calls(lambda: {_CALLS})").body
         finish = ast.Return(value=ast.Tuple(
             elts=[ast.Constant(value=False), ast.Name(id=_RESULT, ctx=ast.Load())],
             ctx=ast.Load()))
@@ -171,13 +191,12 @@ class _Rewriter(ast.NodeTransformer):
             name=MAIN_FUNCTION,
             args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[],
                                defaults=[]),
-            body=[*(ast.copy_location(first, tree.body[0]) if tree.body else first
-                    for first in (start, *counters)), *body, finish],
+            body=[*(located(part, first) for part in (start, *counters)), *body,
+                  located(finish, first)],
             decorator_list=[],
         )
-        module = ast.Module(body=[main], type_ignores=[])
         main.lineno, main.col_offset = 1, 0
-        return ast.fix_missing_locations(module)
+        return ast.Module(body=[main], type_ignores=[])
 
     # -- functions -------------------------------------------------------------------
     def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.FunctionDef:
@@ -192,12 +211,12 @@ class _Rewriter(ast.NodeTransformer):
                 special.annotation = None
         # depth and calls counted in cells of __tf_main (no call, no global store):
         # calls stay cheap; one guard call only when a limit is crossed
-        prologue = ast.parse(
+        prologue = syntax_tree(
             f"nonlocal {_DEPTH}, {_CALLS}\n{_DEPTH} += 1\n{_CALLS} += 1\n"
             f"if {_DEPTH} > __tf_max_depth or {_CALLS} > __tf_max_calls:\n"
             f"    __tf_too_deep({_DEPTH})"
         ).body
-        epilogue = ast.parse(f"{_DEPTH} -= 1").body
+        epilogue = syntax_tree(f"{_DEPTH} -= 1").body
         for statement in (*prologue, *epilogue):
             for child in ast.walk(statement):
                 ast.copy_location(child, node)
@@ -218,9 +237,9 @@ class _Rewriter(ast.NodeTransformer):
     def visit_Return(self, node: ast.Return) -> ast.Return:
         self.generic_visit(node)
         if self._function_depth == 0:
-            value = node.value or ast.Constant(value=None)
+            value = node.value or constant(None, node)
             node.value = ast.copy_location(
-                ast.Tuple(elts=[ast.Constant(value=True), value], ctx=ast.Load()), node)
+                ast.Tuple(elts=[constant(True, node), value], ctx=ast.Load()), node)
         return node
 
     def visit_Import(self, node: ast.Import) -> list[ast.stmt]:
@@ -228,7 +247,8 @@ class _Rewriter(ast.NodeTransformer):
         the name Python would bind (also when the plan had rebound ``math`` before)."""
         return [
             ast.copy_location(ast.Assign(
-                targets=[ast.Name(id=alias.asname or alias.name, ctx=ast.Store())],
+                targets=[ast.copy_location(ast.Name(id=alias.asname or alias.name,
+                                                    ctx=ast.Store()), node)],
                 value=_module(alias.name, node)), node)
             for alias in node.names
         ]
@@ -240,7 +260,8 @@ class _Rewriter(ast.NodeTransformer):
         for alias in node.names:
             member = ast.Attribute(value=_module(node.module, node), attr=alias.name,
                                    ctx=ast.Load())
-            target = ast.Name(id=alias.asname or alias.name, ctx=ast.Store())
+            target = ast.copy_location(ast.Name(id=alias.asname or alias.name, ctx=ast.Store()),
+                                       node)
             assign = ast.Assign(targets=[target],
                                 value=self.visit(ast.copy_location(member, node)))
             assigns.append(ast.copy_location(assign, node))
@@ -258,7 +279,7 @@ class _Rewriter(ast.NodeTransformer):
         if len(node.targets) == 1:
             target = node.targets[0]
             if isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Slice):
-                bounds = [part or ast.Constant(value=None)
+                bounds = [part or constant(None, target)
                           for part in (target.slice.lower, target.slice.upper,
                                        target.slice.step)]
                 call = guard_call("__tf_set_slice", [target.value, *bounds, node.value], node)
@@ -361,7 +382,9 @@ class _Rewriter(ast.NodeTransformer):
         store = ast.Subscript(value=load_name(container, node), slice=load_name(key, node),
                               ctx=ast.Store())
         update = ast.Assign(targets=[store], value=value)
-        return [ast.copy_location(stmt, node) for stmt in (*prelude, update)]
+        operands = (node.target.value, node.target.slice, node.value)
+        return [located(ast.copy_location(stmt, node), node, *operands)
+                for stmt in (*prelude, update)]
 
     def _temporary(self) -> str:
         self._temporaries += 1
@@ -421,7 +444,7 @@ class _Rewriter(ast.NodeTransformer):
         self.generic_visit(node)
         if isinstance(node.slice, ast.Slice):
             if isinstance(node.ctx, ast.Load):
-                bounds = [part or ast.Constant(value=None)
+                bounds = [part or constant(None, node)
                           for part in (node.slice.lower, node.slice.upper, node.slice.step)]
                 return guard_call("__tf_slice", [node.value, *bounds], node)
             return node
@@ -451,12 +474,12 @@ class _Rewriter(ast.NodeTransformer):
                            comparators=[ast.Constant(value=SHORT_TEXT)])
         inline = ast.IfExp(test=test, body=load_name(TEXT, node),
                            orelse=guard_call("__tf_checked", [load_name(TEXT, node)], node))
-        return ast.fix_missing_locations(ast.copy_location(inline, node))
+        return located(ast.copy_location(inline, node), node, node)
 
     def visit_FormattedValue(self, node: ast.FormattedValue) -> ast.FormattedValue:
         self.generic_visit(node)
-        spec: ast.expr = node.format_spec or ast.Constant(value="")
-        conversion = ast.Constant(value=node.conversion)
+        spec: ast.expr = node.format_spec or constant("", node)
+        conversion = constant(node.conversion, node)
         if node.conversion == -1 and node.format_spec is None and not self._no_temporaries:
             # {x}: a str, int, float or bool is formatted natively without a call
             value = node.value
@@ -465,10 +488,11 @@ class _Rewriter(ast.NodeTransformer):
                 left=ast.Attribute(value=stored, attr="__class__", ctx=ast.Load()),
                 ops=[ast.In()], comparators=[load_name("__tf_native", value)])
             rendered = guard_call("__tf_fv", [load_name(FIELD, value), conversion, spec], value)
-            node.value = ast.fix_missing_locations(ast.copy_location(
-                ast.IfExp(test=test, body=load_name(FIELD, value), orelse=rendered), value))
+            inline = ast.IfExp(test=test, body=load_name(FIELD, value), orelse=rendered)
+            node.value = located(ast.copy_location(inline, value), value, value, spec)
             return node
-        node.value = guard_call("__tf_fv", [node.value, conversion, spec], node.value)
+        node.value = located(guard_call("__tf_fv", [node.value, conversion, spec], node.value),
+                             node.value, node.value, spec)
         node.conversion = -1
         node.format_spec = None
         return node
@@ -502,7 +526,8 @@ class _Rewriter(ast.NodeTransformer):
             if isinstance(inner, ast.ListComp | ast.GeneratorExp):
                 names = _bound_names(inner.generators)
                 params = ast.arguments(
-                    posonlyargs=[], args=[ast.arg(arg=name) for name in names], kwonlyargs=[],
+                    posonlyargs=[], args=[ast.copy_location(ast.arg(arg=name), inner)
+                                          for name in names], kwonlyargs=[],
                     kw_defaults=[], defaults=[])
                 function = ast.copy_location(ast.Lambda(args=params, body=inner.elt), inner)
                 bound = [load_name(name, inner) for name in names]
