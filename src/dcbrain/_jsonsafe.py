@@ -34,7 +34,26 @@ _SMALL_INT_BITS = 2100
 
 def plain(value: Any, _depth: int = 0) -> Any:
     """``value`` as plain JSON data that :func:`json.dumps` always writes; never raises."""
-    if value is None or isinstance(value, bool):
+    # exact types first: events and results are mostly these, and this runs per event
+    kind = type(value)
+    if kind is str:
+        return value if value.isascii() else encodable(value)
+    if kind is dict and _depth <= MAX_DEPTH:
+        return {key if type(key) is str and key.isascii() else _key(key): plain(item, _depth + 1)
+                for key, item in value.items()}
+    if kind is list and _depth <= MAX_DEPTH:
+        return [plain(item, _depth + 1) for item in value]
+    if kind is int:
+        return value if value.bit_length() <= _SMALL_INT_BITS or decimal_ok(value) \
+            else hex(value)
+    if value is None or kind is bool:
+        return value
+    return _plain_other(value, _depth)
+
+
+def _plain_other(value: Any, _depth: int) -> Any:
+    """:func:`plain` for subclasses, floats, containers other than dict and list, objects."""
+    if isinstance(value, bool):
         return value
     if isinstance(value, str):
         return encodable(value)

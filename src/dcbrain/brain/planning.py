@@ -12,7 +12,6 @@ ends the run (reason ``repeated_plan``).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections.abc import Iterable, Sequence
@@ -32,6 +31,7 @@ from dcbrain.journal import CallJournal, JournalEntry, JournalKey
 from dcbrain.llm.base import ChatLLM
 from dcbrain.messages import TextMessage
 from dcbrain.tfplan import extract_plan
+from dcbrain.tfplan.interpreter import off_the_loop
 
 if TYPE_CHECKING:
     from dcbrain.brain.dc_brain import DCBrain
@@ -198,7 +198,8 @@ async def ask_planner(
                                            duration_s=time.perf_counter() - started,
                                            tokens=reply.usage.total_tokens))
     # the plan is parsed and diffed with the previous one: work in proportion to its size
-    await asyncio.to_thread(take_reply, ir, content, recorder, callables)
+    await off_the_loop(content if isinstance(content, str) else "", take_reply, ir, content,
+                       recorder, callables)
 
 
 def take_reply(

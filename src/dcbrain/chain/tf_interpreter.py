@@ -15,7 +15,6 @@ instead of running again.
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import dataclasses
 import hashlib
@@ -62,7 +61,7 @@ from dcbrain.tfplan import (
     compile_source,
 )
 from dcbrain.tfplan.host_budget import HostBudget
-from dcbrain.tfplan.interpreter import Isolation
+from dcbrain.tfplan.interpreter import Isolation, off_the_loop
 from dcbrain.tools import Tool, as_tool
 
 #: Keyword arguments that become the text (``content``) of a chain's ``current_input``.
@@ -414,8 +413,8 @@ class TFChainInterpreter:
 
     async def aevaluate(self, plan: str, *, check: bool = True) -> ConsoleResult:
         """:meth:`evaluate` for async code: async chains run on the current event loop, and
-        the plan is checked and compiled in a worker thread, so the loop keeps serving."""
-        await asyncio.to_thread(self._prepare, plan, check)
+        a long plan is checked and compiled in a worker thread, so the loop keeps serving."""
+        await off_the_loop(plan, self._prepare, plan, check)
         scope = self._root_scope()
         with self._entered(scope):
             try:

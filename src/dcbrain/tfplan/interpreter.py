@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from types import CodeType, TracebackType
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeVar
 
 from dcbrain.tfplan.builtins import build_builtins
 from dcbrain.tfplan.checker import BUILTIN_NAMES, CallableSpec, check, specs_of
@@ -75,6 +75,22 @@ def compile_source(
     """Parse, validate and compile ``source`` for a run whose registered callables are
     ``host_names`` (cached); raises :class:`TFSyntaxError`."""
     return _compiled(source, host_names)
+
+
+
+#: Plans shorter than this are parsed, checked and compiled on the event loop (well under a
+#: millisecond); longer ones in a worker thread, so the loop keeps serving other runs.
+INLINE_COMPILE_CHARS = 2_000
+
+_T = TypeVar("_T")
+
+
+async def off_the_loop(source: str, work: Callable[..., _T], *args: Any) -> _T:
+    """``work(*args)``, whose cost grows with ``source``: inline for a short source (a thread
+    hop would cost more than the work), in a worker thread for a long one."""
+    if len(source) < INLINE_COMPILE_CHARS:
+        return work(*args)
+    return await asyncio.to_thread(work, *args)
 
 
 class Interpreter:
@@ -162,10 +178,12 @@ class Interpreter:
                    host_budget: HostBudget | None = None) -> ConsoleResult:
         """Run ``plan`` in a worker thread; async callables run on the current event loop.
 
-        Cancelling the awaiting task stops the plan at its next step. The plan is checked
-        and compiled in a worker thread too, so a large one never stalls the event loop.
+        Cancelling the awaiting task stops the plan at its next step. A plan longer than
+        :data:`INLINE_COMPILE_CHARS` is checked and compiled in a worker thread too, so a
+        large one never stalls the event loop.
         """
-        parsed, code = await asyncio.to_thread(self._prepare, plan, check)
+        source = plan.source if isinstance(plan, Plan) else plan
+        parsed, code = await off_the_loop(source, self._prepare, plan, check)
         loop = asyncio.get_running_loop()
         state = self._new_state(loop=loop, host_budget=host_budget)
         future: asyncio.Future[ConsoleResult] = loop.create_future()
