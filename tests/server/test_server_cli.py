@@ -15,7 +15,7 @@ import httpx
 from dcbrain.llm.local import local_model_available
 from dcbrain.server.cli import is_loopback
 from support.fake_openai import FakeOpenAIServer
-from support.server_app import PATIENCE_S, Api
+from support.server_app import PATIENCE_S, Api, wait_until_listening
 
 TOOLS = '''\
 def multiply(a: int, b: int) -> int:
@@ -97,19 +97,6 @@ def test_serve_with_a_broken_config_exits_2(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert "brain.max_tokens" in done.stderr
-
-
-def wait_until_listening(process: subprocess.Popen[str], base_url: str) -> None:
-    deadline = time.monotonic() + PATIENCE_S
-    while True:
-        assert process.poll() is None, process.stderr.read() if process.stderr else ""
-        try:
-            if httpx.get(base_url + "/v1/health").status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        assert time.monotonic() < deadline, "dcbrain serve did not start"
-        time.sleep(0.05)
 
 
 def test_serve_without_a_config_file_falls_back_to_the_embedded_model_like_ask(

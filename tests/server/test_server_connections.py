@@ -20,7 +20,7 @@ from dcbrain import SQLiteMemory
 from dcbrain.server import create_app
 from dcbrain.server.connections import ConnectionLimits
 from dcbrain.server.testing import serve_in_thread
-from support.server_app import PATIENCE_S, BrainScripts
+from support.server_app import PATIENCE_S, BrainScripts, wait_until_listening
 
 HALF_REQUEST = b"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "
 HEAD_OF_A_BODY = (b"POST /v1/conversations/c1/messages HTTP/1.1\r\nHost: 127.0.0.1\r\n"
@@ -81,16 +81,7 @@ def test_half_open_connections_past_the_file_limit_leave_health_answering(
     )
     base_url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 3 * PATIENCE_S  # a busy machine starts it slowly
-        while True:
-            assert process.poll() is None, process.stderr.read() if process.stderr else ""
-            try:
-                if httpx.get(base_url + "/v1/health").status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "dcbrain serve did not start"
-            time.sleep(0.05)
+        wait_until_listening(process, base_url, 3 * PATIENCE_S)  # a busy machine is slow
         with half_open(port, 300) as sockets:  # more than the process has descriptors
             health = httpx.get(base_url + "/v1/health", timeout=10)
             closed = [closed_by_server(sock) for sock in sockets]

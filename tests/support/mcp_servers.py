@@ -37,8 +37,15 @@ def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 
 @contextmanager
 def calc_http_server() -> Iterator[str]:
     """The calc server over streamable HTTP on a free 127.0.0.1 port: its URL."""
+    with _http_server([sys.executable, str(CALC_SERVER)]) as url:
+        yield url
+
+
+@contextmanager
+def _http_server(argv: list[str]) -> Iterator[str]:
+    """The MCP server ``argv`` started with ``--http PORT`` on a free port: its URL."""
     port = free_port()
-    process = subprocess.Popen([sys.executable, str(CALC_SERVER), "--http", str(port)],
+    process = subprocess.Popen([*argv, "--http", str(port)],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for_port(port, process)
@@ -59,12 +66,5 @@ def hostile_command(*options: str) -> list[str]:
 @contextmanager
 def hostile_http_server(*options: str) -> Iterator[str]:
     """The hostile server over HTTP (JSON answers) on a free 127.0.0.1 port: its URL."""
-    port = free_port()
-    process = subprocess.Popen([*hostile_command(*options), "--http", str(port)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_for_port(port, process)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
+    with _http_server(hostile_command(*options)) as url:
+        yield url

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
@@ -218,3 +220,19 @@ def trip_brain(memory: Memory | None) -> DCBrain:
     return DCBrain(spec_chains={"summarize": summarize}, default_llm=planner,
                    default_validate_llm=validator, tools=[hotel_price, exchange_rate],
                    memory=memory)
+
+
+def wait_until_listening(
+    process: subprocess.Popen[str], base_url: str, patience_s: float = PATIENCE_S
+) -> None:
+    """Wait until the ``dcbrain serve`` ``process`` answers ``/v1/health`` at ``base_url``."""
+    deadline = time.monotonic() + patience_s
+    while True:
+        assert process.poll() is None, process.stderr.read() if process.stderr else ""
+        try:
+            if httpx.get(base_url + "/v1/health").status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        assert time.monotonic() < deadline, "dcbrain serve did not start"
+        time.sleep(0.05)
