@@ -92,6 +92,8 @@ class DurableRuns:
         await self._refresh_active()
         if not live and len(self._active) >= self.max_concurrent_runs:
             raise TooManyRuns(self.max_concurrent_runs)
+        # a run superseded already (still in its grace) stays superseded by its first successor
+        live = [r for r in live if not r.data.get("superseded_by")]
         run_id = uuid.uuid4().hex
         supersedes = live[0].run_id if live else None
         await asyncio.to_thread(self.store.save_run, run_id, conversation_id, QUEUED,
