@@ -18,11 +18,10 @@ import argparse
 import ast
 import contextlib
 import itertools
-import math
-import time
 import tracemalloc
 from collections.abc import Callable
-from typing import Any
+
+from interpreter import best_of  # the benchmarks' one timing loop (benchmarks/interpreter.py)
 
 from dcbrain.tfplan import TFSyntaxError, check, compile_source
 from dcbrain.tfplan.parser import MAX_SOURCE_CHARS, MAX_TREE_NODES
@@ -57,15 +56,6 @@ def plan_of(shape: Callable[[int], str], size: int) -> str:
             return "\n".join(lines)
         lines.append(line)
         total += len(line) + 1
-
-
-def best_of(repeat: int, func: Callable[[], Any]) -> float:
-    best = math.inf
-    for _ in range(repeat):
-        started = time.perf_counter()
-        func()
-        best = min(best, time.perf_counter() - started)
-    return best
 
 
 _FRESH = itertools.count()
