@@ -61,6 +61,31 @@ class Tool:
     def __repr__(self) -> str:
         return f"Tool({self.name!r})"
 
+    def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
+        """The tool as a plain callable (``Interpreter(tools=[...])``): a sync tool's
+        checked result, or for an async one an awaitable of it."""
+        arguments = self.keyword_arguments(args, kwargs)
+        return self.acall(**arguments) if self.is_async else self.call(**arguments)
+
+    def keyword_arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        """The keyword arguments of a call passing ``args`` by position, as its parameters
+        name them; a positional-only parameter cannot be passed from a plan."""
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise TFToolError(f"tool {self.name!r}: {exc}") from None
+        arguments: dict[str, Any] = {}
+        for name, value in bound.arguments.items():
+            kind = self.signature.parameters[name].kind
+            if kind is inspect.Parameter.VAR_KEYWORD:
+                arguments.update(value)
+            elif kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.VAR_POSITIONAL):
+                raise TFToolError(f"tool {self.name!r}: parameter {name!r} cannot be passed "
+                                  "from a plan (positional-only)")
+            else:
+                arguments[name] = value
+        return arguments
+
     def validate_arguments(self, kwargs: Mapping[str, Any]) -> None:
         """Raise :class:`TFToolError` naming the tool and argument when ``kwargs`` is wrong."""
         try:
