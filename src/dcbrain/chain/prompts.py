@@ -191,7 +191,7 @@ class ChainsIntermediatePrompt(TemplatePrompt):
                                                    context.chains_intermediate_results())
             if self.required:
                 raise TFPromptVariableError(f"prompt {self!r}: intermediate result {missing}; "
-                                            "the chain that writes it has not run")
+                                            "the chain that writes it has not run") from None
             note = f"prompt {self!r} left out: intermediate result {missing}"
             _logger.warning(note)
             context.notes.append(note)
