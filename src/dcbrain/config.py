@@ -381,10 +381,20 @@ def connect_mcp_servers(config: Config) -> list[MCPTools]:
 
 
 def load_tools(config: Config) -> dict[str, Callable[..., Any]]:
-    """Every tool of the config's tool files, by name (a later file wins on a clash)."""
+    """Every tool of the config's tool files, by name; two files defining one name are
+    refused, naming both."""
     tools: dict[str, Callable[..., Any]] = {}
+    defined_in: dict[str, str] = {}
+    problems: list[str] = []
     for tool_file in config.tools:
-        tools.update(load_tool_file(config.resolve(tool_file)))
+        for name, func in load_tool_file(config.resolve(tool_file)).items():
+            if name in defined_in:
+                problems.append(f"tools: {name!r} is defined in {defined_in[name]} and in "
+                                f"{tool_file}; rename one of them")
+            defined_in.setdefault(name, tool_file)
+            tools.setdefault(name, func)
+    if problems:
+        raise ConfigError(config.source, problems)
     return tools
 
 
