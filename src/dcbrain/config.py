@@ -112,6 +112,7 @@ class BrainConfig(_Section):
     max_iterations: PositiveInt = 10
     max_tokens: PositiveInt = 128_000
     timeout: float = Field(default=1200.0, ge=0)
+    validate_direct_answers: bool = False
 
 
 class Config(_Section):
@@ -512,5 +513,6 @@ def build_brain(config: Config, *, trace_path: str | Path | None = None,
         max_iterations=config.brain.max_iterations,
         max_tokens=config.brain.max_tokens,
         timeout=config.brain.timeout,
+        validate_direct_answers=config.brain.validate_direct_answers,
         trace_path=str(trace_path) if trace_path is not None else None,
     )
