@@ -29,6 +29,7 @@ from typing import Any
 from dcbrain.chain._announce import CallAnnouncer
 from dcbrain.chain._journaling import PASSTHROUGH, PlanJournal, replayed
 from dcbrain.chain._plan_result import attach_partial, partial_chain_result, plan_chain_result
+from dcbrain.chain._retrying import RetryListener, acall_with_retries, call_with_retries
 from dcbrain.chain._usage import UsageCollector
 from dcbrain.chain.chain import Chain
 from dcbrain.chain.construct import CONSTRUCT_CHAIN_SPEC, built_by_plan, construct_plan_chain
@@ -258,14 +259,23 @@ class _ToolCallable:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         owner = self.owner
         arguments = self._keyword_arguments(args, kwargs)
-        key, entry = owner._journaled(self.name, arguments, reuse=self.tool.reuse)
-        owner._announce("tool", key, entry)
+        tool = self.tool
+        key, entry = owner._journaled(self.name, arguments, reuse=tool.reuse)
+        record = owner._announce("tool", key, entry)
         if entry is not None:
             return replayed(entry)
         journal = owner._journal
-        if self.tool.is_async:
-            return owner._in_scope(journal.acall(key, "tool", self.tool.acall(**arguments)))
-        return journal.call(key, "tool", lambda: self.tool.call(**arguments))
+        policy = tool.retry
+        if policy is None:
+            if tool.is_async:
+                return owner._in_scope(journal.acall(key, "tool", tool.acall(**arguments)))
+            return journal.call(key, "tool", lambda: tool.call(**arguments))
+        on_retry = owner._retry_listener(record)
+        if tool.is_async:
+            return owner._in_scope(acall_with_retries(
+                policy, journal, key, "tool", lambda: tool.acall(**arguments), on_retry))
+        return call_with_retries(policy, journal, key, "tool", lambda: tool.call(**arguments),
+                                 on_retry)
 
     def _keyword_arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
         try:
@@ -559,11 +569,22 @@ class TFChainInterpreter:
 
     def _announce(
         self, kind: str, key: JournalKey | None = None, entry: JournalEntry | None = None
-    ) -> None:
-        if self._announcer is not None:
-            self._announcer.announce(
-                kind, reused=entry is not None, path=key.path if key is not None else ""
-            )
+    ) -> CallRecord | None:
+        """Announce the call this thread is entering; its trace record, if observed."""
+        if self._announcer is None:
+            return None
+        return self._announcer.announce(
+            kind, reused=entry is not None, path=key.path if key is not None else "")
+
+    def _retry_listener(self, record: CallRecord | None) -> RetryListener:
+        """What hears of the retried tries of the call ``record``."""
+        announcer = self._announcer
+
+        def retried(attempt: int, attempts: int, error: BaseException, delay_s: float) -> None:
+            if announcer is not None and record is not None:
+                announcer.retried(record, attempt, attempts, error, delay_s)
+
+        return retried
 
     def _journaled(
         self, name: str, arguments: Mapping[str, Any], *, reuse: bool
