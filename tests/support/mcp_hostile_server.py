@@ -7,6 +7,8 @@
     --pages N|endless   tools/list answers N pages (or pages forever), each with
                         --per-page made-up tools and a next cursor
     --gzip              HTTP answers are gzip-encoded (whatever the client asked for)
+    --drop N            over HTTP, the first N tools/call requests get no answer: the
+                        connection is closed under them
 """
 
 from __future__ import annotations
@@ -30,11 +32,13 @@ def options() -> argparse.Namespace:
     parser.add_argument("--pages")
     parser.add_argument("--per-page", type=int, default=0)
     parser.add_argument("--gzip", action="store_true")
+    parser.add_argument("--drop", type=int, default=0)
     return parser.parse_args()
 
 
 OPTIONS = options()
 NAMES = [name for name in OPTIONS.tools.split(",") if name]
+DROPPED = [0]  # tools/call requests dropped so far
 
 
 def tool(name: str) -> dict[str, Any]:
@@ -100,6 +104,10 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("content-length", 0)))
         message = json.loads(body)
+        if message.get("method") == "tools/call" and DROPPED[0] < OPTIONS.drop:
+            DROPPED[0] += 1
+            self.close_connection = True  # no status line: the client sees the drop
+            return
         if next(answer(message), None) is None:
             self.send_response(202)
             self.send_header("content-length", "0")
