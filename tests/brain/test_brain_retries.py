@@ -165,9 +165,8 @@ def test_the_same_plan_is_still_refused_after_a_failure_that_is_not_transient(
 ) -> None:
     # without retries, a ConnectionError is not a transient failure the tool declared
     mailer = Mailer(error)
-    brain, planner = mail_brain(Tool(mailer.send_mail), [plan(SEND), plan(SEND),
-                                                         plan("return 'later'")],
-                                [verdict(True)])
+    brain, _ = mail_brain(Tool(mailer.send_mail),
+                          [plan(SEND), plan(SEND), plan("return 'later'")], [verdict(True)])
     result = brain.run("send the report", conversation_id="c1")
     assert result.status == "succeeded" and len(mailer.tries) == 1
     [skipped] = [e for e in of_type(result, "plan_finished") if e.get("skipped")]

@@ -9,6 +9,8 @@
     --gzip              HTTP answers are gzip-encoded (whatever the client asked for)
     --drop N            over HTTP, the first N tools/call requests get no answer: the
                         connection is closed under them
+    --exit-once PATH    over stdio, the first tools/call of the first server started with
+                        this PATH exits the process unanswered (PATH marks that it did)
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import json
 import sys
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 CHUNK = "x" * (1 << 20)
@@ -33,6 +36,7 @@ def options() -> argparse.Namespace:
     parser.add_argument("--per-page", type=int, default=0)
     parser.add_argument("--gzip", action="store_true")
     parser.add_argument("--drop", type=int, default=0)
+    parser.add_argument("--exit-once")
     return parser.parse_args()
 
 
@@ -89,8 +93,21 @@ def answer(message: dict[str, Any]) -> Iterator[str]:
     yield head + ", " + json.dumps({"result": result})[1:]
 
 
+def exits_now(line: str) -> bool:
+    """Whether this stdio server dies on ``line`` (see ``--exit-once``)."""
+    if OPTIONS.exit_once is None or '"tools/call"' not in line:
+        return False
+    marker = Path(OPTIONS.exit_once)
+    if marker.exists():
+        return False
+    marker.write_text("exited")
+    return True
+
+
 def serve_stdio() -> None:
     for line in sys.stdin:
+        if exits_now(line):
+            sys.exit(1)
         wrote = False
         for piece in answer(json.loads(line)) if line.strip() else ():
             sys.stdout.write(piece)

@@ -1,8 +1,9 @@
 """A plan's call tried again after a transient failure, each try journaled.
 
 Every failed try that is retried is recorded under the call's key with ``failed_try``
-1, 2, … and announced (``on_retry``) before the wait; the try that ends the call records
-the call's own entry, as a call without retries does. A replayed call starts after its
+1, 2, … and announced (``on_retry``) before the wait; the outcome of the try that ends
+the call is recorded by the caller under the call's own key, as for a call without
+retries. A replayed call starts after its
 last recorded failed try, so a finished try is never made again. When the retries run
 out on a transient error the call fails with
 :class:`~dcbrain.exceptions.RetriesExhausted` (itself transient), its cause the last
@@ -68,26 +69,23 @@ class _Tries:
 
 def call_with_retries(policy: RetryPolicy, journal: PlanJournal, key: JournalKey | None,
                       kind: str, work: Callable[[], T], on_retry: RetryListener) -> T:
-    """Run ``work`` as the call ``key`` under ``policy`` (see the module docs)."""
+    """Make the tries of ``work`` under ``policy``, recording each failed try that is
+    retried; the last try's outcome is the caller's to record (see the module docs)."""
     tries = _Tries(policy, journal, key, on_retry)
     for number in tries.numbers():
         if tries.wait:
             time.sleep(tries.wait)
         started = time.perf_counter()
         try:
-            with journal.context(key):
-                result = work()
+            return work()
         except Exception as exc:
             record_key, error, again = tries.failed(number, exc)
+            if not again:
+                if error is exc:
+                    raise
+                raise error from exc
             journal.record(record_key, kind, started, error=error)
-            if again:
-                tries.retrying(number, exc)
-                continue
-            if error is exc:
-                raise
-            raise error from exc
-        journal.record(key, kind, started, result=result)
-        return result
+            tries.retrying(number, exc)
     raise AssertionError("a call ends in its last try")
 
 
@@ -101,17 +99,13 @@ async def acall_with_retries(policy: RetryPolicy, journal: PlanJournal,
             await asyncio.sleep(tries.wait)
         started = time.perf_counter()
         try:
-            with journal.context(key):
-                result = await work()
+            return await work()
         except Exception as exc:
             record_key, error, again = tries.failed(number, exc)
+            if not again:
+                if error is exc:
+                    raise
+                raise error from exc
             await journal.arecord(record_key, kind, started, error=error)
-            if again:
-                tries.retrying(number, exc)
-                continue
-            if error is exc:
-                raise
-            raise error from exc
-        await journal.arecord(key, kind, started, result=result)
-        return result
+            tries.retrying(number, exc)
     raise AssertionError("a call ends in its last try")

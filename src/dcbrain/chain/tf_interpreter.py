@@ -272,10 +272,10 @@ class _ToolCallable:
             return journal.call(key, "tool", lambda: tool.call(**arguments))
         on_retry = owner._retry_listener(record)
         if tool.is_async:
-            return owner._in_scope(acall_with_retries(
-                policy, journal, key, "tool", lambda: tool.acall(**arguments), on_retry))
-        return call_with_retries(policy, journal, key, "tool", lambda: tool.call(**arguments),
-                                 on_retry)
+            return owner._in_scope(journal.acall(key, "tool", acall_with_retries(
+                policy, journal, key, "tool", lambda: tool.acall(**arguments), on_retry)))
+        return journal.call(key, "tool", lambda: call_with_retries(
+            policy, journal, key, "tool", lambda: tool.call(**arguments), on_retry))
 
     def _keyword_arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
         try:
@@ -481,28 +481,37 @@ class TFChainInterpreter:
             self.neural.raise_if_new_input(self.conversation_id)
         chain = callable_.chain
         key, entry = self._journaled(callable_.journal_name, kwargs, reuse=chain.reuse)
-        self._announce("chain", key, entry)
+        record = self._announce("chain", key, entry)
         scope = self._scope()
         if entry is not None:
             if entry.ok and entry.intermediate:
                 scope.write(entry.intermediate)
             return replayed(entry)
         message = self.construct_chain_run_input(kwargs, additional_info=scope.chain_info())
-        return self._run_chain(chain, message, scope, key)
+        return self._run_chain(chain, message, scope, key, record)
 
     async def _run_chain(
         self, chain: Chain | Chains, message: TextMessage, scope: _Scope,
-        key: JournalKey | None = None,
+        key: JournalKey | None = None, record: CallRecord | None = None,
     ) -> ChainOutput:
-        """Phase two: run the chain, then sync back only the intermediate results."""
+        """Phase two: run the chain (its tries), then sync back only the intermediate
+        results (a failed try's stay: no rollback)."""
         token = llm_observer.set(scope.collector)
         started = time.perf_counter()
         before = dict(message.additional_kwargs)
         result: ChainResult | None = None
         added: dict[str, Any] = {}
+
+        def run() -> Awaitable[ChainResult]:
+            return chain.async_run(message, self.conversation, self.knowledge)
+
         try:
             with self._journal.context(key):
-                result = await chain.async_run(message, self.conversation, self.knowledge)
+                if chain.retry is None:
+                    result = await run()
+                else:
+                    result = await acall_with_retries(chain.retry, self._journal, key, "chain",
+                                                      run, self._retry_listener(record))
         except Exception as exc:
             await self._journal.arecord(key, "chain", started, error=exc)
             raise
