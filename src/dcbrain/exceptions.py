@@ -105,6 +105,11 @@ class TFLLMError(TFLLMInterrupt):
     """The provider failed after its retries (HTTP error, timeout, malformed body)."""
 
 
+class TFLLMUnavailable(TFLLMError, TransientError):
+    """The provider stayed unavailable through its retries (429, 5xx, a timeout, a failed
+    connection): a later try may pass."""
+
+
 class LocalModelUnavailable(TFLLMError):
     """The runtime or the weights of the embedded model are not installed."""
 
@@ -281,6 +286,7 @@ __all__ = [
     "TFInterpreterError",
     "TFLLMError",
     "TFLLMInterrupt",
+    "TFLLMUnavailable",
     "TFLimitError",
     "TFMCPError",
     "TFMCPTransportError",

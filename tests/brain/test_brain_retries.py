@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from dcbrain import DCBrain, ScriptedLLM
-from dcbrain.exceptions import TransientError
+from dcbrain import Chain, DCBrain, FunctionLLM, ScriptedLLM
+from dcbrain.exceptions import TFLLMUnavailable, TransientError
 from dcbrain.journal import CallJournal, JournalEntry
 from dcbrain.retries import Backoff
 from dcbrain.tfplan.interpreter import Isolation
@@ -188,3 +188,24 @@ async def test_an_async_tool_is_retried_on_the_loop() -> None:
     result = await brain.async_run("rate?", conversation_id="c1")
     assert (result.status, result.final_result) == ("succeeded", 1.25)
     assert [e["attempt"] for e in of_type(result, "call_retry")] == [1]
+
+
+def test_a_chain_with_retries_is_tried_again_when_its_provider_is_unavailable() -> None:
+    replies: list[Any] = [TFLLMUnavailable("HTTP 503: overloaded"), "a short summary"]
+
+    def provider(messages: list[dict[str, Any]]) -> Any:
+        reply = replies.pop(0)
+        if isinstance(reply, Exception):
+            raise reply
+        return reply
+
+    summarize = Chain(name="summarize", llm=FunctionLLM(provider), prompt="{{ input }}",
+                      description="Summarize a text.", retries=1, backoff=0)
+    brain = DCBrain({"summarize": summarize}, default_llm=ScriptedLLM(
+        [plan('return summarize(input="a long text")')]),
+        default_validate_llm=ScriptedLLM([verdict(True)]))
+    result = brain.run("summarize", conversation_id="c1")
+    assert (result.status, result.final_result) == ("succeeded", "a short summary")
+    [retry] = of_type(result, "call_retry")
+    assert (retry["kind"], retry["name"], retry["attempt"]) == ("chain", "summarize", 1)
+    assert retry["error"] == "TFLLMUnavailable: HTTP 503: overloaded"
