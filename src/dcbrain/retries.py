@@ -4,18 +4,25 @@ to wait in between.
 A :class:`RetryPolicy` is data: ``retries`` further tries after the first, the error
 classes ``retry_on`` that are worth one, and the :class:`Backoff` between tries
 (exponential, capped, with jitter). Tools, chains and MCP servers take one each
-(``Tool(func, retries=3)``); the chain layer runs the tries, journals each failed one
-and announces it as a ``call_retry`` event.
+(``Tool(func, retries=3)``). :func:`call_with_retries`/:func:`acall_with_retries` make
+the tries; the caller's :class:`RetryHooks` journal each failed try that is retried and
+announce it (a ``call_retry`` event). Tries are made only for errors of ``retry_on``;
+passing errors of the run itself (a new user message, a spent budget) must not be.
 """
 
 from __future__ import annotations
 
+import asyncio
 import math
 import random
-from collections.abc import Iterable
+import time
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
-from dcbrain.exceptions import TransientError
+from dcbrain.exceptions import RetriesExhausted, TransientError
+
+T = TypeVar("T")
 
 #: What is retried when nothing else is said: connections that failed or were lost, calls
 #: that timed out, and failures a tool declared transient.
@@ -103,10 +110,85 @@ class RetryPolicy:
         return isinstance(error, self.retry_on)
 
 
+class RetryHooks(Protocol):
+    """What a caller does when try ``attempt`` of ``attempts`` failed with ``error`` and
+    is retried after ``delay_s`` seconds (``started``: when the try began, from
+    ``time.perf_counter()``): journal it, announce it. One method per kind of caller."""
+
+    def retrying(self, attempt: int, attempts: int, error: Exception, delay_s: float,
+                 started: float) -> None: ...
+
+    async def aretrying(self, attempt: int, attempts: int, error: Exception, delay_s: float,
+                        started: float) -> None: ...
+
+
+def call_with_retries(policy: RetryPolicy, work: Callable[[], T], hooks: RetryHooks, *,
+                      first: int = 1, never: tuple[type[BaseException], ...] = ()) -> T:
+    """``work()`` tried under ``policy``, from try ``first`` on (a replayed call goes on
+    after the tries it recorded); errors of ``never`` are never retried.
+    :class:`~dcbrain.exceptions.RetriesExhausted`, caused by the last error, when every
+    try failed with a retryable one."""
+    wait = policy.backoff.delay(first - 1) if first > 1 else 0.0
+    for number in range(first, policy.attempts + 1):
+        if wait:
+            time.sleep(wait)
+        started = time.perf_counter()
+        try:
+            return work()
+        except Exception as exc:
+            next_wait = _next_wait(policy, number, exc, never)
+            if next_wait is None:
+                raise
+            wait = next_wait
+            hooks.retrying(number, policy.attempts, exc, wait, started)
+    raise AssertionError("the last try returns or raises")
+
+
+async def acall_with_retries(policy: RetryPolicy, work: Callable[[], Awaitable[T]],
+                             hooks: RetryHooks, *, first: int = 1,
+                             never: tuple[type[BaseException], ...] = ()) -> T:
+    """:func:`call_with_retries` for a call made by awaiting ``work()``."""
+    wait = policy.backoff.delay(first - 1) if first > 1 else 0.0
+    for number in range(first, policy.attempts + 1):
+        if wait:
+            await asyncio.sleep(wait)
+        started = time.perf_counter()
+        try:
+            return await work()
+        except Exception as exc:
+            next_wait = _next_wait(policy, number, exc, never)
+            if next_wait is None:
+                raise
+            wait = next_wait
+            await hooks.aretrying(number, policy.attempts, exc, wait, started)
+    raise AssertionError("the last try returns or raises")
+
+
+def _next_wait(policy: RetryPolicy, number: int, error: Exception,
+               never: tuple[type[BaseException], ...]) -> float | None:
+    """The wait before the try after failed try ``number``; ``None`` when ``error`` is
+    not retried, :class:`~dcbrain.exceptions.RetriesExhausted` when no try is left."""
+    if isinstance(error, never) or not policy.retryable(error):
+        return None
+    if number >= policy.attempts:
+        raise RetriesExhausted(
+            f"{type(error).__name__}: {error} (failed {number} tries, each with a "
+            "transient error)", attempts=number) from error
+    return policy.backoff.delay(number)
+
+
 def is_transient(error: BaseException | None) -> bool:
     """Whether ``error`` says it may pass on a new try (``transient``: a
     :class:`~dcbrain.exceptions.TransientError`, or a plan error that ended in one)."""
     return bool(getattr(error, "transient", False))
 
 
-__all__ = ["DEFAULT_RETRY_ON", "Backoff", "RetryPolicy", "is_transient"]
+__all__ = [
+    "DEFAULT_RETRY_ON",
+    "Backoff",
+    "RetryHooks",
+    "RetryPolicy",
+    "acall_with_retries",
+    "call_with_retries",
+    "is_transient",
+]

@@ -29,7 +29,7 @@ from typing import Any
 from dcbrain.chain._announce import CallAnnouncer
 from dcbrain.chain._journaling import PASSTHROUGH, PlanJournal, replayed
 from dcbrain.chain._plan_result import attach_partial, partial_chain_result, plan_chain_result
-from dcbrain.chain._retrying import RetryListener, acall_with_retries, call_with_retries
+from dcbrain.chain._retrying import JournaledTries
 from dcbrain.chain._usage import UsageCollector
 from dcbrain.chain.chain import Chain
 from dcbrain.chain.construct import CONSTRUCT_CHAIN_SPEC, built_by_plan, construct_plan_chain
@@ -270,12 +270,12 @@ class _ToolCallable:
             if tool.is_async:
                 return owner._in_scope(journal.acall(key, "tool", tool.acall(**arguments)))
             return journal.call(key, "tool", lambda: tool.call(**arguments))
-        on_retry = owner._retry_listener(record)
+        tries = JournaledTries(journal, key, "tool", owner._announcer, record)
         if tool.is_async:
-            return owner._in_scope(journal.acall(key, "tool", acall_with_retries(
-                policy, journal, key, "tool", lambda: tool.acall(**arguments), on_retry)))
-        return journal.call(key, "tool", lambda: call_with_retries(
-            policy, journal, key, "tool", lambda: tool.call(**arguments), on_retry))
+            return owner._in_scope(journal.acall(
+                key, "tool", tries.acall(policy, lambda: tool.acall(**arguments))))
+        return journal.call(key, "tool",
+                            lambda: tries.call(policy, lambda: tool.call(**arguments)))
 
     def _keyword_arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
         try:
@@ -510,8 +510,8 @@ class TFChainInterpreter:
                 if chain.retry is None:
                     result = await run()
                 else:
-                    result = await acall_with_retries(chain.retry, self._journal, key, "chain",
-                                                      run, self._retry_listener(record))
+                    tries = JournaledTries(self._journal, key, "chain", self._announcer, record)
+                    result = await tries.acall(chain.retry, run)
         except Exception as exc:
             await self._journal.arecord(key, "chain", started, error=exc)
             raise
@@ -584,16 +584,6 @@ class TFChainInterpreter:
             return None
         return self._announcer.announce(
             kind, reused=entry is not None, path=key.path if key is not None else "")
-
-    def _retry_listener(self, record: CallRecord | None) -> RetryListener:
-        """What hears of the retried tries of the call ``record``."""
-        announcer = self._announcer
-
-        def retried(attempt: int, attempts: int, error: BaseException, delay_s: float) -> None:
-            if announcer is not None and record is not None:
-                announcer.retried(record, attempt, attempts, error, delay_s)
-
-        return retried
 
     def _journaled(
         self, name: str, arguments: Mapping[str, Any], *, reuse: bool
