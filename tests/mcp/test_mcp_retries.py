@@ -93,3 +93,4 @@ def test_the_config_sets_a_servers_retries_and_backoff(tmp_path: Path) -> None:
     assert fixed is not None and fixed.retries == 2 and fixed.backoff == Backoff.fixed(0.25)
     assert TFMCPTransportError in fixed.retry_on or fixed.retryable(
         TFMCPTransportError("lost"))
+

@@ -431,4 +431,4 @@ def _error_text(result: Any) -> str:
     return " ".join(text for text in texts if text).strip() or "the tool reported an error"
 
 
-__all__ = ["MCPTools", "TFMCPError"]
+__all__ = ["MCPTools", "TFMCPError", "TFMCPTransportError"]
