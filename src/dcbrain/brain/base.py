@@ -100,9 +100,11 @@ class BaseBrain(ABC):
         *,
         on_event: EventCallback | None = None,
         run_id: str | None = None,
+        output_type: Any = None,
     ) -> BrainResult:
         """Answer ``question`` in ``conversation_id``; ``on_event`` sees this run's events,
-        ``run_id`` names the run (default: a new id)."""
+        ``run_id`` names the run (default: a new id), ``output_type`` is the type of the
+        result's ``output`` (default: the brain's)."""
 
     def run(
         self,
@@ -110,9 +112,11 @@ class BaseBrain(ABC):
         conversation_id: str = "default",
         *,
         run_id: str | None = None,
+        output_type: Any = None,
     ) -> BrainResult:
         """Blocking :meth:`async_run`; usable with or without a running event loop."""
-        return run_sync(lambda: self.async_run(question, conversation_id, run_id=run_id))
+        return run_sync(lambda: self.async_run(question, conversation_id, run_id=run_id,
+                                               output_type=output_type))
 
     async def astream(
         self,
