@@ -154,7 +154,8 @@ def test_rewording_the_planning_template_does_not_change_what_the_embedded_model
     revision = default[1]["messages"][-1]["content"]
     assert block(RUNTIME_FAILURE) in revision and "KeyError" in revision
     assert revision.endswith('Already done, free to repeat: get_product(name="lamp") -> '
-                             '{"name": "lamp", "price": 24.5, "stock": 12}\nWrite a different plan.')
+                             '{"name": "lamp", "price": 24.5, "stock": 12}\n'
+                             "Write a different plan.")
 
 
 def convert(amount: float, currency: str, rounding: int = 2) -> float:

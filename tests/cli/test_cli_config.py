@@ -213,8 +213,8 @@ def test_config_check_warns_about_an_unset_api_key_variable_and_ask_fails(
 def test_a_local_llm_plans_with_the_grammar_and_examples_and_validates_by_schema(
     tmp_path: Path,
 ) -> None:
-    from dcbrain.config import build_brain
     from dcbrain.brain.local_planner import LocalPlanner
+    from dcbrain.config import build_brain
     from dcbrain.llm.local import LocalLLM
 
     (tmp_path / "tools.py").write_text(
