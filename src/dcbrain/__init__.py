@@ -22,9 +22,10 @@ if TYPE_CHECKING:
         BrainResult,
         BrainRun,
         DCBrain,
+        Planner,
         PlanningContext,
+        PlanReply,
     )
-    from dcbrain.brain.planner import Planner, PlanReply
     from dcbrain.chain import (
         Chain,
         ChainResult,
@@ -118,8 +119,8 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "ParallelChains": "dcbrain.chain",
     "PlanDiff": "dcbrain.agent",
     "PlanExecuteAgent": "dcbrain.agent",
-    "PlanReply": "dcbrain.brain.planner",
-    "Planner": "dcbrain.brain.planner",
+    "PlanReply": "dcbrain.brain",
+    "Planner": "dcbrain.brain",
     "PlanningContext": "dcbrain.brain",
     "Recall": "dcbrain.memory",
     "SQLiteMemory": "dcbrain.memory",

@@ -124,6 +124,7 @@ class BaseBrain(ABC):
         conversation_id: str = "default",
         *,
         run_id: str | None = None,
+        output_type: Any = None,
     ) -> AsyncIterator[Event]:
         """Run ``question`` and yield its :class:`~dcbrain.events.Event` objects live.
 
@@ -139,7 +140,8 @@ class BaseBrain(ABC):
             loop.call_soon_threadsafe(queue.put_nowait, event)
 
         task = asyncio.ensure_future(
-            self.async_run(question, conversation_id, on_event=deliver, run_id=run_id)
+            self.async_run(question, conversation_id, on_event=deliver, run_id=run_id,
+                           output_type=output_type)
         )
         task.add_done_callback(lambda _: loop.call_soon_threadsafe(queue.put_nowait, None))
         try:
