@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 
 from dcbrain.llm.local import local_model_available
-from dcbrain.server.cli import is_loopback
+from dcbrain.cli.serve import is_loopback
 from support.fake_openai import FakeOpenAIServer
 from support.server_app import PATIENCE_S, Api, wait_until_listening
 

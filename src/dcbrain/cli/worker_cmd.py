@@ -34,7 +34,7 @@ def worker(
                          'pip install "dcbrain[durable]"\n')
         raise typer.Exit(2) from None
     from dcbrain.config import ConfigError, find_config
-    from dcbrain.server.cli import brain_factory_from_config, shared_memory
+    from dcbrain.cli.serve import brain_factory_from_config, shared_memory
 
     try:
         loaded = find_config(config)
