@@ -12,7 +12,7 @@ from dcbrain.config import ConfigError, load_config, load_tools
 from support.cli_runner import RunCLI
 from support.mcp_servers import SCHEMA_SERVER
 
-SCHEMA_LINE = ('output_schema = { type = "object", properties = { summary = { type = "string" } }, '
+SCHEMA_LINE = ('output_json_schema = { type = "object", properties = { summary = { type = "string" } }, '
                'required = ["summary"] }')
 VALID = f"""\
 tools = ["tools.py"]
@@ -55,7 +55,7 @@ def test_the_documented_config_loads(tmp_path: Path) -> None:
     assert config.llm["main"].model == "deepseek-chat"
     assert str(config.llm["main"].base_url) == "http://127.0.0.1:8000/v1"
     assert (config.role("plan"), config.role("validate")) == ("main", "main")
-    assert config.chains["summarize"].output_schema == {
+    assert config.chains["summarize"].output_json_schema == {
         "type": "object", "properties": {"summary": {"type": "string"}}, "required": ["summary"]}
     assert config.resolve(config.memory.path) == tmp_path / "dcbrain.db"
     assert config.brain.max_tokens == 128_000
@@ -130,10 +130,10 @@ def test_init_writes_a_config_that_checks(tmp_path: Path, run_cli: RunCLI) -> No
 BROKEN_CHAINS = [
     ('prompt = "Summarize: {{ text "', "chains.summarize.prompt", "Jinja2 syntax error"),
     ('system_prompt = "{% if %}"', "chains.summarize.system_prompt", "Jinja2 syntax error"),
-    ('output_schema = { type = "bogus" }', "chains.summarize.output_schema",
+    ('output_json_schema = { type = "bogus" }', "chains.summarize.output_json_schema",
      "not a valid JSON Schema"),
-    ('output_schema = { type = "object", properties = { a = { pattern = "(?=a)" } } }',
-     "chains.summarize.output_schema", "refused at properties/a/pattern"),
+    ('output_json_schema = { type = "object", properties = { a = { pattern = "(?=a)" } } }',
+     "chains.summarize.output_json_schema", "refused at properties/a/pattern"),
 ]
 
 
@@ -164,7 +164,7 @@ def _write_broken(tmp_path: Path, chain_line: str, *, clash: bool) -> None:
     ("line", "key"),
     [*((line, key) for line, key, _ in BROKEN_CHAINS),
      ('prompt = "Summarize: {{ text }}"', "chains.summarize")],
-    ids=["prompt", "system_prompt", "output_schema", "output_pattern", "same_name_as_a_tool"],
+    ids=["prompt", "system_prompt", "output_json_schema", "output_pattern", "same_name_as_a_tool"],
 )
 def test_config_check_and_ask_report_bad_chains_the_same_way(
     tmp_path: Path, run_cli: RunCLI, line: str, key: str

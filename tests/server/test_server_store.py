@@ -8,7 +8,7 @@ import pytest
 
 from dcbrain.config import find_config
 from dcbrain.memory import Memory, SQLiteMemory, SQLiteRunStore
-from dcbrain.cli.serve import FALLBACK_DB, brain_factory_from_config
+from dcbrain.composition import FALLBACK_DB, brain_factory_from_config
 
 pytestmark = pytest.mark.usefixtures("api_key")
 
