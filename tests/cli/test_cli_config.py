@@ -12,8 +12,8 @@ from dcbrain.config import ConfigError, load_config, load_tools
 from support.cli_runner import RunCLI
 from support.mcp_servers import SCHEMA_SERVER
 
-SCHEMA_LINE = ('output_json_schema = { type = "object", properties = { summary = { type = "string" } }, '
-               'required = ["summary"] }')
+SCHEMA_LINE = ('output_json_schema = { type = "object", '
+               'properties = { summary = { type = "string" } }, required = ["summary"] }')
 VALID = f"""\
 tools = ["tools.py"]
 [llm.main]
