@@ -81,7 +81,7 @@ def serve(
     ] = False,
     db: Annotated[
         str | None,
-        typer.Option("--db", help="PostgreSQL URL shared with workers (dcbrain[durable]); "
+        typer.Option("--db", help="PostgreSQL URL shared with workers; "
                      "default: durable runs in the SQLite memory file, one process.",
                      show_default=False),
     ] = None,

@@ -1,4 +1,4 @@
-"""``dcbrain worker``: execute durable runs from a PostgreSQL queue (``dcbrain[durable]``)."""
+"""``dcbrain worker``: execute durable runs from a PostgreSQL queue (DBOS)."""
 
 from __future__ import annotations
 
@@ -28,8 +28,8 @@ def worker(
     try:
         from dcbrain.durable.setup import build_engine, open_store
     except ImportError:
-        sys.stderr.write('error: dcbrain worker needs the durable extra: '
-                         'pip install "dcbrain[durable]"\n')
+        sys.stderr.write("error: dcbrain worker needs DBOS, which cannot be imported here; "
+                         'reinstall dcbrain with its dependencies (pip install -e ".[local]")\n')
         raise typer.Exit(2) from None
     from dcbrain.composition import brain_factory_from_config, shared_memory
 
