@@ -109,13 +109,31 @@ def load_tool_file(path: str | Path) -> dict[str, Callable[..., Any]]:
     except Exception as exc:
         sys.modules.pop(module_name, None)
         raise ConfigError(str(path), [f"importing failed: {type(exc).__name__}: {exc}"]) from None
-    return {
+    functions: dict[str, Callable[..., Any]] = {
         name: value
         for name, value in vars(module).items()
         if not name.startswith("_")
         and inspect.isfunction(value)
         and value.__module__ == module_name
     }
+    problems = _tool_problems(functions)
+    if problems:
+        raise ConfigError(str(path), problems)
+    return functions
+
+
+def _tool_problems(functions: Mapping[str, Callable[..., Any]]) -> list[str]:
+    """What making each function a tool refuses (a parameter with no JSON schema, ...)."""
+    from dcbrain.exceptions import TFToolError
+    from dcbrain.tools import Tool
+
+    problems: list[str] = []
+    for func in functions.values():
+        try:
+            Tool(func)  # derived once per function: the brain's own Tool reuses it
+        except TFToolError as exc:
+            problems.append(str(exc))
+    return problems
 
 
 def connect_mcp_servers(config: Config) -> list[MCPTools]:

@@ -236,3 +236,20 @@ def test_a_local_llm_plans_with_the_grammar_and_examples_and_validates_by_schema
     assert validator.grammar is None and not isinstance(validator, LocalPlanner)
     assert validator.model_path == planner.model_path
     assert brain.default_llm.model == "m"
+
+
+def test_a_tool_parameter_without_a_json_schema_is_a_config_error_everywhere(
+    tmp_path: Path, run_cli: RunCLI
+) -> None:
+    (tmp_path / "tools.py").write_text(
+        "from collections.abc import Callable\n\n\n"
+        "def apply(callback: Callable[[int], int]) -> int:\n    return 1\n")
+    (tmp_path / "dcbrain.toml").write_text(
+        'tools = ["tools.py"]\n[llm.main]\nmodel = "m"\napi_key = "none"\n'
+        'base_url = "http://127.0.0.1:9/v1"\n[memory]\npath = ""\n')
+    (tmp_path / "plan.tf").write_text("return 1\n")
+    for done in (run_cli("config", "check"), run_cli("ask", "q", "--json"),
+                 run_cli("plan", "run", "plan.tf", "--tools", "tools.py")):
+        assert done.returncode == 2, (done.stdout, done.stderr)
+        assert "tool function 'apply': parameter 'callback': no JSON schema" in done.stderr
+        assert "Traceback" not in done.stderr

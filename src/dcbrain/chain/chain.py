@@ -379,7 +379,7 @@ class Chain(Runnable):
         return adapter, schema
 
     def _on_succeeded(self, message: TextMessage, content: ChainOutput) -> None:
-        """Merge the output into ``__chains_intermediate_results`` (by the output kinds' merge table)."""
+        """Merge the output into ``__chains_intermediate_results`` (by its kind's merge rule)."""
         if not self.catch_intermediate_chain_result:
             return
         if isinstance(content, dict):
