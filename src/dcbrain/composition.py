@@ -16,7 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dcbrain.config import LOCAL_LLM_NAME, Config, ConfigError, environment_problems
+from dcbrain.config import (
+    LOCAL_LLM_NAME,
+    BackoffConfig,
+    Config,
+    ConfigError,
+    environment_problems,
+)
+from dcbrain.retries import Backoff
 
 if TYPE_CHECKING:
     from dcbrain.brain import DCBrain
@@ -175,6 +182,7 @@ def _start_mcp_servers(config: Config, *,
             startup_timeout=spec.startup_timeout, call_timeout=spec.call_timeout,
             max_message_bytes=spec.max_message_bytes, max_tools=spec.max_tools,
             max_list_pages=spec.max_list_pages, max_list_bytes=spec.max_list_bytes,
+            retries=spec.retries, backoff=_backoff(spec.backoff),
         )
         try:
             server.connect()
@@ -260,9 +268,17 @@ def build_chains(config: Config, llms: dict[str, ChatLLM], default: ChatLLM) -> 
             output_json_schema=spec.output_json_schema,
             temperature=spec.temperature,
             max_tokens=spec.max_tokens,
+            retries=spec.retries,
+            backoff=_backoff(spec.backoff),
         )
         for name, spec in config.chains.items()
     }
+
+
+def _backoff(spec: BackoffConfig | float | None) -> Backoff | float | None:
+    if isinstance(spec, BackoffConfig):
+        return Backoff(**spec.model_dump())
+    return spec
 
 
 def plan_tools(config: Config) -> tuple[dict[str, Callable[..., Any] | Tool], list[MCPTools]]:

@@ -15,7 +15,15 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, HttpUrl, PositiveFloat, PositiveInt
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    HttpUrl,
+    NonNegativeFloat,
+    PositiveFloat,
+    PositiveInt,
+)
 from pydantic import ValidationError as PydanticValidationError
 
 from dcbrain._lazy import lazy_exports
@@ -73,6 +81,15 @@ class RolesConfig(_Section):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
+class BackoffConfig(_Section):
+    """The wait between tries (:class:`~dcbrain.retries.Backoff`)."""
+
+    initial_s: float = Field(default=0.5, ge=0)
+    max_s: float = Field(default=10.0, ge=0)
+    multiplier: float = Field(default=2.0, ge=1)
+    jitter: bool = True
+
+
 class ChainConfig(_Section):
     """A chain the planner may call by its key."""
 
@@ -84,6 +101,8 @@ class ChainConfig(_Section):
     llm: str | None = None
     temperature: float | None = None
     max_tokens: PositiveInt | None = None
+    retries: int = Field(default=0, ge=0)
+    backoff: BackoffConfig | NonNegativeFloat | None = None
 
 
 class MCPServerConfig(_Section):
@@ -100,6 +119,8 @@ class MCPServerConfig(_Section):
     max_tools: PositiveInt = DEFAULT_MAX_TOOLS
     max_list_pages: PositiveInt = DEFAULT_MAX_LIST_PAGES
     max_list_bytes: PositiveInt = DEFAULT_MAX_LIST_BYTES
+    retries: int = Field(default=2, ge=0)
+    backoff: BackoffConfig | NonNegativeFloat | None = None
 
 
 class MemoryConfig(_Section):

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from dcbrain.config import ConfigError, load_config, load_tools
+from dcbrain import ScriptedLLM
+from dcbrain.config import ConfigError, build_chains, config_from_dict, load_config, load_tools
+from dcbrain.retries import Backoff
 from support.cli_runner import RunCLI
 from support.mcp_servers import SCHEMA_SERVER
 
@@ -253,3 +255,13 @@ def test_a_tool_parameter_without_a_json_schema_is_a_config_error_everywhere(
         assert done.returncode == 2, (done.stdout, done.stderr)
         assert "tool function 'apply': parameter 'callback': no JSON schema" in done.stderr
         assert "Traceback" not in done.stderr
+
+
+def test_the_config_sets_a_chains_retries_and_backoff(tmp_path: Path) -> None:
+    config = config_from_dict({"chains": {
+        "summarize": {"retries": 2, "backoff": 0.5}, "translate": {}}},
+        base_dir=tmp_path, source="dcbrain.toml")
+    chains = build_chains(config, {}, ScriptedLLM([]))
+    policy = chains["summarize"].retry
+    assert policy is not None and (policy.retries, policy.backoff) == (2, Backoff.fixed(0.5))
+    assert chains["translate"].retry is None
