@@ -1,4 +1,4 @@
-"""Plan–execute with replanning: the seed's deterministic planner through every path.
+"""Plan–execute with replanning: the deterministic planner through every path.
 
 Run it as it is (no model, no network): ``python examples/plan_execute.py``.
 Each scenario makes some demo tools fail and prints the event stream; plan revisions

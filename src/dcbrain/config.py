@@ -1,20 +1,17 @@
-"""``dcbrain.toml``: LLMs, roles, chains, tools, MCP servers, memory and budgets in one file.
+"""``dcbrain.toml``'s schema: LLMs, roles, chains, tools, MCP servers, memory and budgets.
 
 ``load_config(path)`` reads and validates the file (every error names its key path,
-``dcbrain.toml: llm.main.base_url: Input should be a valid URL``); ``build_brain(config)``
-turns it into a :class:`~dcbrain.brain.DCBrain`. Relative paths in the file (tools,
-memory) are relative to the file. With no LLM declared, every role uses the embedded
-local model (:class:`~dcbrain.llm.local.LocalLLM`).
+``dcbrain.toml: llm.main.base_url: Input should be a valid URL``); building the objects it
+describes is :mod:`dcbrain.composition`'s (``build_brain(config)``, re-exported here).
+Relative paths in the file (tools, memory) are relative to the file. With no LLM declared,
+every role uses the embedded local model (:class:`~dcbrain.llm.local.LocalLLM`).
 """
 
 from __future__ import annotations
 
-import importlib.util
-import inspect
 import os
-import sys
 import tomllib
-from collections.abc import Callable, Mapping, Sequence
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -29,6 +26,7 @@ from pydantic import (
 )
 from pydantic import ValidationError as PydanticValidationError
 
+from dcbrain._lazy import lazy_exports
 from dcbrain.exceptions import ConfigError as ConfigError
 from dcbrain.exceptions import TFError
 from dcbrain.mcp.limits import (
@@ -37,15 +35,15 @@ from dcbrain.mcp.limits import (
     DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_MAX_TOOLS,
 )
-from dcbrain.retries import Backoff
 
 if TYPE_CHECKING:
-    from dcbrain.brain import DCBrain
-    from dcbrain.chain import Chain
-    from dcbrain.llm import ChatLLM
-    from dcbrain.mcp import MCPTools
-    from dcbrain.memory import Memory
-    from dcbrain.tools import Tool
+    from dcbrain.composition import build_brain as build_brain
+    from dcbrain.composition import build_chains as build_chains
+    from dcbrain.composition import build_llms as build_llms
+    from dcbrain.composition import check_tool_names as check_tool_names
+    from dcbrain.composition import connect_mcp_servers as connect_mcp_servers
+    from dcbrain.composition import load_tool_file as load_tool_file
+    from dcbrain.composition import load_tools as load_tools
 
 DEFAULT_CONFIG_FILE = "dcbrain.toml"
 LOCAL_LLM_NAME = "local"
@@ -98,7 +96,8 @@ class ChainConfig(_Section):
     description: str = ""
     prompt: str = "{{ input }}"
     system_prompt: str | None = None
-    output_schema: dict[str, Any] | None = None
+    #: The JSON Schema of the chain's structured output (``Chain(output_json_schema=...)``).
+    output_json_schema: dict[str, Any] | None = None
     llm: str | None = None
     temperature: float | None = None
     max_tokens: PositiveInt | None = None
@@ -149,6 +148,8 @@ class Config(_Section):
     brain: BrainConfig = Field(default_factory=BrainConfig)
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     source: str = Field(default="(defaults)", exclude=True)
+    #: Keys the file still uses under an old name (each one's message says the new name).
+    deprecations: list[str] = Field(default_factory=list, exclude=True)
 
     def resolve(self, relative: str) -> Path:
         path = Path(relative).expanduser()
@@ -195,17 +196,50 @@ def find_config(path: str | Path | None = None) -> Config:
 
 def config_from_dict(raw: dict[str, Any], *, base_dir: Path, source: str) -> Config:
     """Validate an already-parsed config (as from TOML)."""
-    for key in ("base_dir", "source"):
+    for key in ("base_dir", "source", "deprecations"):
         if key in raw:
             raise ConfigError(source, [f"{key}: Extra inputs are not permitted"])
+    raw, deprecations = _renamed_keys(raw, source)
     try:
-        config = Config.model_validate({**raw, "base_dir": base_dir, "source": source})
+        config = Config.model_validate({**raw, "base_dir": base_dir, "source": source,
+                                        "deprecations": deprecations})
     except PydanticValidationError as exc:
         raise ConfigError(source, [_describe(error) for error in exc.errors()]) from None
     problems = _cross_references(config)
     if problems:
         raise ConfigError(source, problems)
     return config
+
+
+#: Chain keys renamed to the name Python uses (old → new); the old one is still read.
+_RENAMED_CHAIN_KEYS = {"output_schema": "output_json_schema"}
+
+
+def _renamed_keys(raw: dict[str, Any], source: str) -> tuple[dict[str, Any], list[str]]:
+    """``raw`` with old chain keys under their new names, and a deprecation per old key."""
+    chains = raw.get("chains")
+    if not isinstance(chains, dict):
+        return raw, []
+    deprecations: list[str] = []
+    problems: list[str] = []
+    renamed: dict[str, Any] = {}
+    for name, chain in chains.items():
+        if isinstance(chain, dict):
+            chain = dict(chain)
+            for old, new in _RENAMED_CHAIN_KEYS.items():
+                if old not in chain:
+                    continue
+                if new in chain:
+                    problems.append(f"chains.{name}: both {old} and {new}; keep {new}")
+                    continue
+                chain[new] = chain.pop(old)
+                deprecations.append(f"chains.{name}.{old} is deprecated: call it {new}")
+        renamed[name] = chain
+    if problems:
+        raise ConfigError(source, problems)
+    for message in deprecations:
+        warnings.warn(f"{source}: {message}", DeprecationWarning, stacklevel=4)
+    return {**raw, "chains": renamed}, deprecations
 
 
 def _describe(error: Any) -> str:
@@ -260,7 +294,7 @@ def _chain_problems(config: Config) -> list[str]:
         parts: dict[str, dict[str, Any]] = {
             "prompt": {"prompt": spec.prompt},
             "system_prompt": {"system_prompt": spec.system_prompt},
-            "output_schema": {"output_json_schema": spec.output_schema},
+            "output_json_schema": {"output_json_schema": spec.output_json_schema},
         }
         for key, arguments in parts.items():
             if next(iter(arguments.values())) is None:
@@ -279,65 +313,6 @@ def _without_chain_prefix(message: str, name: str) -> str:
     return message
 
 
-def check_tool_names(config: Config, tools: Mapping[str, Callable[..., Any] | Tool],
-                     servers: Sequence[MCPTools] = ()) -> None:
-    """Raise :class:`ConfigError` when two things a plan calls share a name.
-
-    A plan's names resolve in a fixed order: the tf_plan builtins, then the chains and
-    the tool files' functions, then the MCP servers' tools (in ``servers``). Nothing may
-    take a name from what comes before it: a plan could not tell which one it calls, and
-    a server could receive calls (and data) meant for a trusted tool.
-    """
-    from dcbrain.tfplan.checker import BUILTIN_NAMES
-
-    problems: list[str] = []
-    taken: dict[str, str] = {}
-    for name in config.chains:
-        if name in BUILTIN_NAMES:
-            problems.append(f"chains.{name}: clashes with the tf_plan builtin {name}")
-        elif name in tools:
-            problems.append(f"chains.{name}: a tool of the same name is defined in "
-                            f"{_tool_file(config, tools[name])}; rename one of them")
-        taken[name] = f"chain {name!r}"
-    for name, item in tools.items():
-        described = f"local tool {name!r} from {_tool_file(config, item)}"
-        if name in BUILTIN_NAMES:
-            problems.append(f"tools: {described} clashes with the tf_plan builtin {name}")
-        taken.setdefault(name, described)
-    for server in servers:
-        hint = f'give the server a prefix (prefix = "{server.name}_")'
-        for tool in server:
-            name = tool.name
-            if name in BUILTIN_NAMES:
-                problems.append(f"mcp.{server.name}: tool {name!r} clashes with the tf_plan "
-                                f"builtin {name}; {hint}")
-            elif name.startswith("_"):
-                problems.append(f"mcp.{server.name}: tool {name!r} cannot be called from "
-                                f"plans (names starting with '_' are reserved); {hint}")
-            elif name in taken:
-                problems.append(f"mcp.{server.name}: tool {name!r} clashes with "
-                                f"{taken[name]}; rename one, or {hint}")
-            else:
-                taken[name] = f"mcp.{server.name} tool {name!r}"
-    if problems:
-        raise ConfigError(config.source, problems)
-
-
-def _tool_file(config: Config, item: Callable[..., Any] | Tool) -> str:
-    """The tool file that defines ``item``, as the config names it."""
-    from dcbrain.tools import Tool
-
-    func = item.func if isinstance(item, Tool) else item
-    code = getattr(func, "__code__", None)
-    if code is None:
-        return "the tool files"
-    path = Path(code.co_filename)
-    for tool_file in config.tools:
-        if config.resolve(tool_file).resolve() == path.resolve():
-            return tool_file
-    return str(path)
-
-
 def environment_problems(config: Config) -> list[str]:
     """Settings that depend on this machine's environment: API key variables that are
     not set. ``build_brain`` fails on them; ``dcbrain config check`` only warns."""
@@ -349,204 +324,6 @@ def environment_problems(config: Config) -> list[str]:
     ]
 
 
-# -- tools -------------------------------------------------------------------------------
-def load_tool_file(path: str | Path) -> dict[str, Callable[..., Any]]:
-    """The public functions defined in the Python file ``path``, by name.
-
-    Functions imported into the file, and names starting with ``_``, are not tools.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(str(path), ["tools file not found"])
-    module_name = f"dcbrain_tools_{abs(hash(str(path.resolve())))}"
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    if spec is None or spec.loader is None:
-        raise ConfigError(str(path), ["cannot load as a Python module"])
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    try:
-        spec.loader.exec_module(module)
-    except Exception as exc:
-        sys.modules.pop(module_name, None)
-        raise ConfigError(str(path), [f"importing failed: {type(exc).__name__}: {exc}"]) from None
-    return {
-        name: value
-        for name, value in vars(module).items()
-        if not name.startswith("_")
-        and inspect.isfunction(value)
-        and value.__module__ == module_name
-    }
-
-
-def connect_mcp_servers(config: Config) -> list[MCPTools]:
-    """Start (or reach) every ``[mcp.NAME]`` server; :class:`ConfigError` naming the one
-    that failed (the ones already started are stopped). A stdio server runs in the
-    config file's folder unless ``cwd`` says otherwise."""
-    from dcbrain.mcp import MCPTools, TFMCPError
-
-    servers: list[MCPTools] = []
-    for name, spec in config.mcp.items():
-        server = MCPTools(
-            command=spec.command, url=str(spec.url) if spec.url is not None else None,
-            name=name, env=spec.env, cwd=config.resolve(spec.cwd or "."), prefix=spec.prefix,
-            startup_timeout=spec.startup_timeout, call_timeout=spec.call_timeout,
-            max_message_bytes=spec.max_message_bytes, max_tools=spec.max_tools,
-            max_list_pages=spec.max_list_pages, max_list_bytes=spec.max_list_bytes,
-            retries=spec.retries, backoff=_backoff(spec.backoff),
-        )
-        try:
-            server.connect()
-        except TFMCPError as exc:
-            for started in servers:
-                started.close()
-            raise ConfigError(config.source, [f"mcp.{name}: {exc}"]) from None
-        servers.append(server)
-    return servers
-
-
-def load_tools(config: Config) -> dict[str, Callable[..., Any]]:
-    """Every tool of the config's tool files, by name; two files defining one name are
-    refused, naming both."""
-    tools: dict[str, Callable[..., Any]] = {}
-    defined_in: dict[str, str] = {}
-    problems: list[str] = []
-    for tool_file in config.tools:
-        for name, func in load_tool_file(config.resolve(tool_file)).items():
-            if name in defined_in:
-                problems.append(f"tools: {name!r} is defined in {defined_in[name]} and in "
-                                f"{tool_file}; rename one of them")
-            defined_in.setdefault(name, tool_file)
-            tools.setdefault(name, func)
-    if problems:
-        raise ConfigError(config.source, problems)
-    return tools
-
-
-# -- building ----------------------------------------------------------------------------
-def build_llms(config: Config) -> dict[str, ChatLLM]:
-    """One LLM object per declared name (the embedded model when none is declared)."""
-    from dcbrain.llm import OpenAILLM
-    from dcbrain.llm.local import LocalLLM, LocalModelUnavailable, ensure_local_model
-
-    if not config.llm:
-        try:
-            ensure_local_model()
-        except LocalModelUnavailable as exc:
-            raise ConfigError(config.source, [f"llm: none declared, so the embedded local "
-                                              f"model is used, but {exc}"]) from None
-        return {LOCAL_LLM_NAME: LocalLLM()}
-    llms: dict[str, ChatLLM] = {}
-    problems: list[str] = []
-    for name, spec in config.llm.items():
-        if spec.provider == "local":
-            if spec.model_path is None:
-                try:
-                    ensure_local_model()
-                except LocalModelUnavailable as exc:
-                    problems.append(f"llm.{name}.provider: {exc}")
-                    continue
-            llms[name] = LocalLLM(
-                spec.model_path,
-                threads=spec.threads,
-                context_size=spec.context_size,
-                max_output_tokens=min(spec.max_output_tokens, 1024),
-            )
-            continue
-        api_key = spec.api_key
-        if api_key is None and spec.api_key_env:
-            api_key = os.environ.get(spec.api_key_env)
-            if not api_key:
-                continue  # reported by environment_problems below
-        llms[name] = OpenAILLM(
-            str(spec.model),
-            base_url=str(spec.base_url) if spec.base_url is not None else None,
-            api_key=api_key or "none",
-            timeout=spec.timeout,
-            max_retries=spec.max_retries,
-            max_output_tokens=spec.max_output_tokens,
-            structured_output=spec.structured_output,
-        )
-    problems.extend(environment_problems(config))
-    if problems:
-        raise ConfigError(config.source, problems)
-    return llms
-
-
-def build_chains(config: Config, llms: dict[str, ChatLLM], default: ChatLLM) -> dict[str, Chain]:
-    from dcbrain.chain import Chain
-
-    return {
-        name: Chain(
-            name=name,
-            description=spec.description,
-            llm=llms[spec.llm] if spec.llm is not None else default,
-            prompt=spec.prompt,
-            system_prompt=spec.system_prompt,
-            output_json_schema=spec.output_schema,
-            temperature=spec.temperature,
-            max_tokens=spec.max_tokens,
-            retries=spec.retries,
-            backoff=_backoff(spec.backoff),
-        )
-        for name, spec in config.chains.items()
-    }
-
-
-def _backoff(spec: BackoffConfig | float | None) -> Backoff | float | None:
-    if isinstance(spec, BackoffConfig):
-        return Backoff(**spec.model_dump())
-    return spec
-
-
-def build_brain(config: Config, *, trace_path: str | Path | None = None,
-                memory: Memory | None = None) -> DCBrain:
-    """The :class:`DCBrain` the config describes (LLMs, roles, chains, tools, memory, budgets).
-
-    ``memory`` replaces the config's SQLite file (workers share a PostgreSQL memory).
-    """
-    from dcbrain.brain import DCBrain
-    from dcbrain.brain.local_planner import LocalPlanner
-    from dcbrain.llm.local import LocalLLM
-    from dcbrain.memory import SQLiteMemory
-    from dcbrain.tools import Tool
-
-    llms = build_llms(config)
-    tools: dict[str, Callable[..., Any] | Tool] = dict(load_tools(config))
-    servers = connect_mcp_servers(config)
-    try:
-        check_tool_names(config, tools, servers)
-    except ConfigError:
-        for server in servers:
-            server.close()
-        raise
-    for server in servers:
-        tools.update((tool.name, tool) for tool in server)
-    if not config.llm:
-        default = plan = validate = llms[LOCAL_LLM_NAME]
-    else:
-        default = llms[str(config.role("default"))]
-        plan = llms[str(config.role("plan"))]
-        validate = llms[str(config.role("validate"))]
-    planner = None
-    if isinstance(plan, LocalLLM):
-        # A small local model plans only with a grammar and close few-shot examples; as a
-        # validator (and in chains) it decodes with the request's JSON schema as grammar,
-        # which the plain LocalLLM does by itself.
-        planner = LocalPlanner(plan, {name: item.func if isinstance(item, Tool) else item
-                                      for name, item in tools.items()})
-    if memory is None and config.memory.path:
-        memory = SQLiteMemory(str(config.resolve(config.memory.path)))
-    return DCBrain(
-        spec_chains=build_chains(config, llms, default),
-        default_llm=default,
-        default_plan_llm=plan,
-        default_validate_llm=validate,
-        tools=list(tools.values()),
-        memory=memory,
-        max_iterations=config.brain.max_iterations,
-        max_tokens=config.brain.max_tokens,
-        timeout=config.brain.timeout,
-        validate_direct_answers=config.brain.validate_direct_answers,
-        trace_path=str(trace_path) if trace_path is not None else None,
-        planner=planner,
-    )
+_BUILDING = ("build_brain", "build_chains", "build_llms", "check_tool_names",
+             "connect_mcp_servers", "load_tool_file", "load_tools")
+__getattr__, __dir__ = lazy_exports(__name__, dict.fromkeys(_BUILDING, "dcbrain.composition"))

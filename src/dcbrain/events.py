@@ -213,7 +213,7 @@ class RevisedItem(BaseModel):
 
 
 class PlanDiffData(BaseModel):
-    """The one diff shape of brain and agent revisions (seed 003's names).
+    """The one diff shape of brain and agent revisions (the plan–execute agent's names).
 
     ``removed``: calls of the old plan gone from the new one; ``added``: new calls;
     ``revised``: same call site, other arguments; ``unchanged``: in both;

@@ -168,7 +168,7 @@ class TFBrainError(TFError):
 
     @property
     def partial_result(self) -> BrainResult | None:
-        """The run as far as it got (the seed calls it ``result``)."""
+        """The run as far as it got (``result``, the name the product's API fixes)."""
         return self.result
 
 
@@ -200,7 +200,7 @@ class TFOrchestrationError(TFError, ValueError):
 
     @property
     def partial_result(self) -> ChainResult | None:
-        """The chain run as far as it got (the seed calls it ``result``)."""
+        """The chain run as far as it got (``result``, the name the product's API fixes)."""
         return self.result
 
 

@@ -15,7 +15,7 @@ class TextMessage:
 
     ``additional_kwargs`` carries a call's keyword arguments into a chain and, under
     :data:`CHAINS_INTERMEDIATE_RESULTS`, the JSON string of results shared between the
-    sub-chains of one plan (seed 001).
+    sub-chains of one plan.
     """
 
     content: str

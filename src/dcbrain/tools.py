@@ -228,9 +228,10 @@ def _derived(func: Callable[..., Any]) -> _Derived:
     if found is not None:
         return found
     signature = inspect.signature(func)
-    validated = validate_call(config=ConfigDict(arbitrary_types_allowed=False))(func)
     documented = docstring_parts(func.__doc__)
+    # first: a parameter without a schema is named before pydantic's own error
     arguments = _arguments_schema(signature, func, documented.parameters)
+    validated = validate_call(config=ConfigDict(arbitrary_types_allowed=False))(func)
     derived = (signature, validated, arguments, _returns_schema(func), documented.summary)
     with contextlib.suppress(TypeError), _DERIVED_LOCK:
         _DERIVED[func] = derived
@@ -248,12 +249,19 @@ def _arguments_schema(signature: inspect.Signature, func: Callable[..., Any],
     for name, param in signature.parameters.items():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             continue
+        annotation = hints.get(name, Any)
         try:
-            adapter: TypeAdapter[Any] = TypeAdapter(hints.get(name, Any))
+            adapter: TypeAdapter[Any] = TypeAdapter(annotation)
             adapter.json_schema()
-            adapters.append((name, "validation", adapter))
-        except Exception:
-            pass
+        except Exception as exc:
+            # An empty schema would tell the planner (and the checker) "anything goes".
+            raise TFToolError(
+                f"tool function {getattr(func, '__qualname__', func)!r}: parameter {name!r}: "
+                f"no JSON schema for its annotation {_annotation_text(annotation)} "
+                f"({type(exc).__name__}: {str(exc).splitlines()[0]}); annotate it with a "
+                "type pydantic can describe (a model, a TypedDict, str, int, ...)"
+            ) from exc
+        adapters.append((name, "validation", adapter))
     # one generation for all parameters, so models they share live once under "$defs"
     schemas, definitions = TypeAdapter.json_schemas(adapters, ref_template="#/$defs/{model}")
     for name, param in signature.parameters.items():
@@ -279,6 +287,10 @@ def _arguments_schema(signature: inspect.Signature, func: Callable[..., Any],
     if definitions.get("$defs"):
         schema_out["$defs"] = definitions["$defs"]
     return schema_out
+
+
+def _annotation_text(annotation: Any) -> str:
+    return annotation.__name__ if isinstance(annotation, type) else repr(annotation)
 
 
 def _returns_schema(func: Callable[..., Any]) -> dict[str, Any] | None:

@@ -62,7 +62,7 @@ class Usage:
 
 
 def merge_usages(usages: Iterable[Usage | None]) -> Usage:
-    """Sum usages (``None`` entries are skipped), as seed 001's ``merge_usages``."""
+    """Sum usages (``None`` entries are skipped), as the chain layer's ``merge_usages`` contract."""
     total = Usage()
     for usage in usages:
         if usage is not None:

@@ -14,8 +14,8 @@ from dcbrain.retries import Backoff
 from support.cli_runner import RunCLI
 from support.mcp_servers import SCHEMA_SERVER
 
-SCHEMA_LINE = ('output_schema = { type = "object", properties = { summary = { type = "string" } }, '
-               'required = ["summary"] }')
+SCHEMA_LINE = ('output_json_schema = { type = "object", '
+               'properties = { summary = { type = "string" } }, required = ["summary"] }')
 VALID = f"""\
 tools = ["tools.py"]
 [llm.main]
@@ -57,7 +57,7 @@ def test_the_documented_config_loads(tmp_path: Path) -> None:
     assert config.llm["main"].model == "deepseek-chat"
     assert str(config.llm["main"].base_url) == "http://127.0.0.1:8000/v1"
     assert (config.role("plan"), config.role("validate")) == ("main", "main")
-    assert config.chains["summarize"].output_schema == {
+    assert config.chains["summarize"].output_json_schema == {
         "type": "object", "properties": {"summary": {"type": "string"}}, "required": ["summary"]}
     assert config.resolve(config.memory.path) == tmp_path / "dcbrain.db"
     assert config.brain.max_tokens == 128_000
@@ -132,10 +132,10 @@ def test_init_writes_a_config_that_checks(tmp_path: Path, run_cli: RunCLI) -> No
 BROKEN_CHAINS = [
     ('prompt = "Summarize: {{ text "', "chains.summarize.prompt", "Jinja2 syntax error"),
     ('system_prompt = "{% if %}"', "chains.summarize.system_prompt", "Jinja2 syntax error"),
-    ('output_schema = { type = "bogus" }', "chains.summarize.output_schema",
+    ('output_json_schema = { type = "bogus" }', "chains.summarize.output_json_schema",
      "not a valid JSON Schema"),
-    ('output_schema = { type = "object", properties = { a = { pattern = "(?=a)" } } }',
-     "chains.summarize.output_schema", "refused at properties/a/pattern"),
+    ('output_json_schema = { type = "object", properties = { a = { pattern = "(?=a)" } } }',
+     "chains.summarize.output_json_schema", "refused at properties/a/pattern"),
 ]
 
 
@@ -166,7 +166,7 @@ def _write_broken(tmp_path: Path, chain_line: str, *, clash: bool) -> None:
     ("line", "key"),
     [*((line, key) for line, key, _ in BROKEN_CHAINS),
      ('prompt = "Summarize: {{ text }}"', "chains.summarize")],
-    ids=["prompt", "system_prompt", "output_schema", "output_pattern", "same_name_as_a_tool"],
+    ids=["prompt", "system_prompt", "output_json_schema", "output_pattern", "same_name_as_a_tool"],
 )
 def test_config_check_and_ask_report_bad_chains_the_same_way(
     tmp_path: Path, run_cli: RunCLI, line: str, key: str
@@ -258,6 +258,23 @@ def test_two_tool_files_defining_one_name_are_refused_naming_both(
     plan = run_cli("plan", "run", "p.tf", "--tools", "orders.py", "--tools", "crm.py")
     assert plan.returncode == 2
     assert "crm.py: function 'lookup' is also defined in orders.py" in plan.stderr
+
+
+def test_a_tool_parameter_without_a_json_schema_is_a_config_error_everywhere(
+    tmp_path: Path, run_cli: RunCLI
+) -> None:
+    (tmp_path / "tools.py").write_text(
+        "from collections.abc import Callable\n\n\n"
+        "def apply(callback: Callable[[int], int]) -> int:\n    return 1\n")
+    (tmp_path / "dcbrain.toml").write_text(
+        'tools = ["tools.py"]\n[llm.main]\nmodel = "m"\napi_key = "none"\n'
+        'base_url = "http://127.0.0.1:9/v1"\n[memory]\npath = ""\n')
+    (tmp_path / "plan.tf").write_text("return 1\n")
+    for done in (run_cli("config", "check"), run_cli("ask", "q", "--json"),
+                 run_cli("plan", "run", "plan.tf", "--tools", "tools.py")):
+        assert done.returncode == 2, (done.stdout, done.stderr)
+        assert "tool function 'apply': parameter 'callback': no JSON schema" in done.stderr
+        assert "Traceback" not in done.stderr
 
 
 def test_the_config_sets_a_chains_retries_and_backoff(tmp_path: Path) -> None:

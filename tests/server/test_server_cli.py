@@ -12,8 +12,8 @@ from pathlib import Path
 
 import httpx
 
+from dcbrain.cli.serve import is_loopback
 from dcbrain.llm.local import local_model_available
-from dcbrain.server.cli import is_loopback
 from support.fake_openai import FakeOpenAIServer
 from support.server_app import PATIENCE_S, Api, wait_until_listening
 
@@ -196,10 +196,54 @@ def test_serve_on_an_open_address_with_insecure_no_token_warns_and_listens(
         [sys.executable, "-m", "dcbrain.cli", "serve", "--host", "0.0.0.0", "--port", str(port),
          "--insecure-no-token"], cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
     try:
-        wait_until_listening(process, f"http://127.0.0.1:{port}")
+        wait_until_listening(process, f"http://127.0.0.1:{port}", patience_s=120)
     finally:
         process.send_signal(signal.SIGINT)
         _, stderr = process.communicate(timeout=PATIENCE_S)
     assert "warning: serving on 0.0.0.0 without DCBRAIN_API_TOKEN (--insecure-no-token)" in stderr
     assert f"dcbrain serving on http://0.0.0.0:{port}/" in stderr
     assert process.returncode == 130
+
+
+def _start_message(tmp_path: Path, fake_openai: FakeOpenAIServer,
+                   extra_path: str | None = None) -> str:
+    """What ``dcbrain serve`` writes to stderr until it serves (then it is stopped)."""
+    config = tmp_path / "dcbrain.toml"
+    config.write_text(f'[llm.main]\nbase_url = "{fake_openai.base_url}"\nmodel = "m"\n'
+                      'api_key = "none"\n[memory]\npath = "brain.db"\n')
+    port = free_port()
+    paths = [extra_path] if extra_path else []
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([*paths, *sys.path]))
+    env.pop("DCBRAIN_API_TOKEN", None)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "dcbrain.cli", "serve", "--config", str(config),
+         "--port", str(port)], cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until_listening(process, f"http://127.0.0.1:{port}", patience_s=120)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=PATIENCE_S)
+    return stderr
+
+
+def test_serve_says_at_start_that_runs_survive_a_crash(
+    tmp_path: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    stderr = _start_message(tmp_path, fake_openai)
+    assert ("runs survive a crash: each run is a durable workflow in SQLite files beside the "
+            "store; a restarted server resumes the runs it was executing\n") in stderr
+    assert (tmp_path / "brain.db-dbos.sqlite").exists()
+
+
+def test_serve_says_at_start_why_runs_do_not_survive_a_crash_without_dbos(
+    tmp_path: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    # A Python where DBOS cannot be imported, as after `pip install --no-deps`.
+    shadow = tmp_path / "no-dbos"
+    shadow.mkdir()
+    (shadow / "dbos.py").write_text('raise ImportError("No module named \'dbos\'")\n')
+    stderr = _start_message(tmp_path, fake_openai, extra_path=str(shadow))
+    assert ("runs do not survive a crash: a run in flight is marked interrupted at the next "
+            "start, because DBOS cannot be imported (No module named 'dbos'); reinstall "
+            'dcbrain with its dependencies (pip install -e ".[local]")\n') in stderr
+    assert not (tmp_path / "brain.db-dbos.sqlite").exists()

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from dcbrain.composition import FALLBACK_DB, brain_factory_from_config
 from dcbrain.config import find_config
 from dcbrain.memory import Memory, SQLiteMemory, SQLiteRunStore
-from dcbrain.server.cli import FALLBACK_DB, brain_factory_from_config
 
 pytestmark = pytest.mark.usefixtures("api_key")
 

@@ -1,4 +1,4 @@
-"""Plan–execute agents (seed 003): typed steps, replanning from the cursor, plan diffs.
+"""Plan–execute agents: typed steps, replanning from the cursor, plan diffs.
 
 ```python
 from dcbrain.agent import PlanExecuteAgent, Step

@@ -1,6 +1,6 @@
 """PlanExecuteAgent: plan, execute step by step, replan from the cursor, under two budgets.
 
-The executor is a small state machine (seed 003)::
+The executor is a small state machine (the plan–execute lifecycle)::
 
     idle ──start──▶ planning ──plan_ready──▶ executing ──finish──▶ completed
                        │                      │    ▲

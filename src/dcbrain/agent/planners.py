@@ -1,4 +1,4 @@
-"""The seed's deterministic planner and the demo tools it plans over (no model needed).
+"""The plan–execute agent's deterministic planner and the demo tools it plans over (no model).
 
 ``DeterministicPlanner`` picks a plan from the last error alone::
 

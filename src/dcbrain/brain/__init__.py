@@ -1,4 +1,4 @@
-"""Brains: DCBrain plans in tf_plan, runs the plan, validates the result and replans (seed 000)."""
+"""Brains: DCBrain plans in tf_plan, runs the plan, validates the result and replans."""
 
 from dcbrain.brain.base import BaseBrain
 from dcbrain.brain.budget import TokenBudget

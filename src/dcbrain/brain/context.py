@@ -1,6 +1,6 @@
 """What a brain run works on and what it returns.
 
-``BrainContext`` is the input side of one run (the seed's ``brain_ctx``),
+``BrainContext`` is the input side of one run (``brain_ctx`` in the lifecycle callbacks),
 ``BrainIntermediateResult`` the state the lifecycle callbacks read and write, and
 ``BrainResult`` what the caller gets back on every stop.
 """
@@ -29,7 +29,7 @@ BrainReason = Literal[
 
 logger = logging.getLogger("dcbrain.brain")
 
-#: Failed attempts kept per conversation for the next planning (seed 000).
+#: Failed attempts kept per conversation for the next planning.
 CONTEXTUAL_PLAN_INFO_SIZE = 10
 
 
@@ -38,7 +38,7 @@ class BrainContext:
     """The input of one run: the user's message, where it belongs, what the plan may use.
 
     ``chain_info`` is what the plan's chains share beside their own arguments: only
-    ``__chains_intermediate_results`` (seed 001), kept across the run's plans. What the
+    ``__chains_intermediate_results``, kept across the run's plans. What the
     planner and validator are told lives in :class:`~dcbrain.brain.planning.PlanningContext`,
     which chains never see.
     """

@@ -1,4 +1,4 @@
-"""DCBrain: plan → run → validate → replan, as a state machine (seed 000).
+"""DCBrain: plan → run → validate → replan, as a state machine.
 
 A :class:`DCBrain` is configuration: the chains and tools plans may call, the three LLMs,
 prompts, memory and budgets. Each question becomes a :class:`~dcbrain.brain.run.BrainRun`
@@ -166,7 +166,7 @@ class DCBrain(BaseBrain):
             Interpreter(isolation="process", limits=self.limits).run("None")
 
     def connect_to_neural(self, neural: Any) -> None:
-        """Register spec_chains, the LLMs and memory with ``neural`` (seed 000)."""
+        """Register spec_chains, the LLMs and memory with ``neural``."""
         super().connect_to_neural(neural)
         for name, chain in self.spec_chains.items():
             neural.register("chain", name, chain)

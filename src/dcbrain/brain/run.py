@@ -1,6 +1,6 @@
-"""BrainRun: one run of a DCBrain question — the state machine's model (seed 000).
+"""BrainRun: one run of a DCBrain question — the state machine's model.
 
-The machine, declared below as data, mirrors the seed's diagram::
+The machine, declared below as data, mirrors the brain lifecycle's diagram::
 
     init ──plan──▶ planning ──exec_plan──▶ running ──succeed──▶ succeeded
                     │  ▲  │                  │  │
@@ -205,7 +205,7 @@ class BrainRun:
         return result
 
     async def _drive(self) -> None:
-        """The loop of the seed's lifecycle; every stop ends in a terminal state."""
+        """The loop of the brain lifecycle; every stop ends in a terminal state."""
         ir = self.ir
         try:
             await self._fire("init")
@@ -279,7 +279,7 @@ class BrainRun:
     # -- machine callbacks: init and planning ------------------------------------------
 
     async def on_enter_init(self, event: EventData) -> None:
-        """Describe the chains and tools the plans may call (seed 000's init)."""
+        """Describe the chains and tools the plans may call (the lifecycle's init)."""
         if self.executed:
             self.planning.describe(self._interpreter(observer=None).describe_callables())
 

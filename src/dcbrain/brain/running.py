@@ -21,7 +21,7 @@ from dcbrain.exceptions import (
     TFTokenBudgetExceeded,
 )
 
-#: Errors of a plan run the brain recovers from by replanning (seed 000).
+#: Errors of a plan run the brain recovers from by replanning.
 RECOVERABLE_ERRORS: tuple[type[Exception], ...] = (TFLLMInterrupt, TFInterpreterError, TFChainError)
 
 

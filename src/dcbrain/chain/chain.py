@@ -1,4 +1,4 @@
-"""Chain: one LLM sub-task with prompts, optional structured output and tools (seed 001).
+"""Chain: one LLM sub-task with prompts, optional structured output and tools.
 
 A run renders the prompts from the current input, calls the LLM (running the tools it
 asks for, for a bounded number of rounds), checks structured output against
@@ -373,7 +373,7 @@ class Chain(Runnable):
             raise TFChainError(f"chain {self.name!r}: {exc}") from None
 
     def _on_succeeded(self, message: TextMessage, content: ChainOutput) -> None:
-        """Merge the output into ``__chains_intermediate_results`` (seed 001's table)."""
+        """Merge the output into ``__chains_intermediate_results`` (by its kind's merge rule)."""
         if not self.catch_intermediate_chain_result:
             return
         if isinstance(content, dict):

@@ -1,4 +1,4 @@
-"""Chains built at run time: the factory behind tf_plan's ``__construct_chain`` (seed 000).
+"""Chains built at run time: the factory behind tf_plan's ``__construct_chain``.
 
 A plan may be written by a prompt-injected model, so what a plan passes is data, never
 code: :func:`construct_plan_chain` takes only :data:`PLAN_KEYWORDS`, each a plain value of

@@ -1,8 +1,8 @@
-"""Containers of chains: run several chains as one (seed 001).
+"""Containers of chains: run several chains as one.
 
 ``SeqChains`` runs its chains in order on one shared ``current_input``, so each reads
 what the earlier ones left in ``__chains_intermediate_results``. ``ParallelChains`` runs
-them concurrently; deliberate change from seed 001: each child works on its own copy of
+them concurrently; unlike a shared input, each child works on its own copy of
 ``additional_kwargs`` and the entries they add to ``__chains_intermediate_results`` are
 merged into the shared input in declaration order once all have finished, so the result
 does not depend on which finished first.

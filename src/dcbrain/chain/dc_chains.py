@@ -1,4 +1,4 @@
-"""DCChains: sub-chains orchestrated at run time by a generated tf_plan script (seed 001).
+"""DCChains: sub-chains orchestrated at run time by a generated tf_plan script.
 
 A run asks ``orchestrate_chain`` for a ```tf_plan block, checks and runs it with a
 :class:`TFChainInterpreter` over ``chains_map`` and ``tools``, and returns the
@@ -43,7 +43,7 @@ NO_PLAN_BLOCK = "no tf_plan block: the reply must contain the script in a ```tf_
 
 
 class DCChains(Chains):
-    """Chains composed at run time by a tf_plan script (seed 001's DCChains).
+    """Chains composed at run time by a tf_plan script.
 
     ``chains_map`` names the sub-chains as the plan calls them; ``tools`` are callable
     from the plan too. ``orchestrate_chain`` writes the plan (default: ask ``llm`` with

@@ -1,4 +1,4 @@
-"""The ``__chains_intermediate_results`` cache: how later chains read earlier outputs (seed 001).
+"""The ``__chains_intermediate_results`` cache: how later chains read earlier outputs.
 
 It lives in ``current_input.additional_kwargs`` under
 :data:`~dcbrain.messages.CHAINS_INTERMEDIATE_RESULTS` as a JSON string of one dict; each

@@ -1,4 +1,4 @@
-"""The default orchestrator of DCChains: an LLM writes the tf_plan script (seed 001).
+"""The default orchestrator of DCChains: an LLM writes the tf_plan script.
 
 The prompt lists every sub-chain and tool with its description and input/output schema,
 summarizes the tf_plan language, and shows the plans that failed before with their
@@ -41,7 +41,7 @@ Reply with exactly one ```tf_plan block whose script returns the answer."""
 
 @dataclass
 class ChainContext:
-    """What a chain container works on during one run (seed 001)."""
+    """What a chain container works on during one run."""
 
     current_input: TextMessage
     conversation: list[TextMessage] = field(default_factory=list)

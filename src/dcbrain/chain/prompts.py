@@ -145,7 +145,7 @@ class AdditionalInfoPrompt(TemplatePrompt):
 
 
 class ChainsIntermediatePrompt(TemplatePrompt):
-    """Reads the results earlier chains left in ``__chains_intermediate_results`` (seed 001).
+    """Reads the results earlier chains left in ``__chains_intermediate_results``.
 
     The decoded dict is the template variable ``chains_intermediate_result``
     (``{{ chains_intermediate_result.summary }}`` or

@@ -37,7 +37,7 @@ class ChainResult:
             self.output = self.content
 
     def __iadd__(self, other: ChainResult) -> ChainResult:
-        """Accumulate ``other`` (a later result) into this one (seed 001).
+        """Accumulate ``other`` (a later result) into this one (usages add up, contents merge).
 
         Content: two dicts merge (later keys win); otherwise a non-empty later content
         replaces this one, and ``output`` follows the content. ``origin`` keeps the first,

@@ -1,4 +1,4 @@
-"""TFChainInterpreter: runs tf_plan scripts whose calls are chains and tools (seed 001).
+"""TFChainInterpreter: runs tf_plan scripts whose calls are chains and tools.
 
 Each chain call gets its own ``current_input``: a shallow copy of the interpreter's
 ``additional_info`` (shared by reference with the caller) merged with the call's keyword
@@ -499,7 +499,7 @@ class TFChainInterpreter:
             raise
         finally:
             llm_observer.reset(token)
-            # also after a failure: what was written stays (no rollback, seed 001)
+            # also after a failure: what was written stays (the cache has no rollback)
             after = message.additional_kwargs
             added = intermediate_results_added(before, after)
             cache = after.get(CHAINS_INTERMEDIATE_RESULTS)

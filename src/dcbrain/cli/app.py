@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from dcbrain.cli import ask, config_cmd, demo, mcp_cmd, plan, worker_cmd
-from dcbrain.server.cli import register as register_serve
+from dcbrain.cli.serve import register as register_serve
 
 app = typer.Typer(
     name="dcbrain",

@@ -16,23 +16,16 @@ import typer
 
 from dcbrain._jsonsafe import dumps
 from dcbrain._text import terminal_text
+from dcbrain.cli._config import ConfigOption, config_errors_exit, load_config_or_exit
 from dcbrain.cli._output import ExitCode, fail_usage, print_json, write_text
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from dcbrain.config import Config
-
-CONFIG_HELP = ("Config file (default: ./dcbrain.toml if present, else the embedded local "
-               "model).")
-
 
 def ask(
     question: Annotated[str, typer.Argument(help="The question to answer.", show_default=False)],
-    config: Annotated[
-        Path | None,
-        typer.Option("--config", "-c", help=CONFIG_HELP, show_default=False),
-    ] = None,
+    config: ConfigOption = None,
     conversation: Annotated[
         str, typer.Option("--conversation", help="Conversation id (memory and earlier attempts).")
     ] = "default",
@@ -59,7 +52,7 @@ def ask(
     from rich.console import Console
 
     from dcbrain.cli.progress import ProgressView
-    from dcbrain.config import ConfigError, build_brain
+    from dcbrain.composition import build_brain
     from dcbrain.exceptions import TFBrainError, TFError
 
     if not question.strip():
@@ -67,12 +60,9 @@ def ask(
     if json_output and text_output:
         fail_usage("--json and --text exclude each other")
     as_json = json_output or (not text_output and not sys.stdout.isatty())
-    loaded = _load(config)
-    try:
+    loaded = load_config_or_exit(config)
+    with config_errors_exit():
         brain = build_brain(loaded, trace_path=trace)
-    except ConfigError as exc:
-        sys.stderr.write(f"{exc}\n")
-        raise typer.Exit(ExitCode.USAGE) from None
     console = Console(highlight=False, soft_wrap=False)
     view = ProgressView(console)
     descriptions = _model_descriptions(brain)
@@ -148,16 +138,6 @@ def show_result(
                       "configure a real provider to validate answers[/yellow]")
     if models:
         console.print(Text(terminal_text(f"answered by: {', '.join(models)}"), style="dim"))
-
-
-def _load(path: Path | None) -> Config:
-    from dcbrain.config import ConfigError, find_config
-
-    try:
-        return find_config(path)
-    except ConfigError as exc:
-        sys.stderr.write(f"{exc}\n")
-        raise typer.Exit(ExitCode.USAGE) from None
 
 
 def _model_descriptions(brain: Any) -> dict[str, str]:

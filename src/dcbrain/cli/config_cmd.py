@@ -8,13 +8,10 @@ from typing import Annotated
 
 import typer
 
-from dcbrain.cli._output import ExitCode, fail_usage
+from dcbrain.cli._config import ConfigOption, config_errors_exit, load_config_or_exit
+from dcbrain.cli._output import fail_usage
 
 config_app = typer.Typer(help="Validate the configuration file.", no_args_is_help=True)
-
-ConfigOption = Annotated[
-    Path, typer.Option("--config", "-c", help="The configuration file.")
-]
 
 EXAMPLE_CONFIG = '''\
 # dcbrain configuration. Relative paths are relative to this file.
@@ -50,7 +47,7 @@ validate = "main"
 description = "Summarize a text"
 prompt = "Summarize: {{ text }}"
 llm = "main"
-[chains.summarize.output_schema]        # JSON schema of the chain's structured output
+[chains.summarize.output_json_schema]   # JSON schema of the chain's structured output
 type = "object"
 properties = { summary = { type = "string" } }
 required = ["summary"]
@@ -98,31 +95,37 @@ def init(
 
 
 @config_app.command("check")
-def check(config: ConfigOption = Path("dcbrain.toml")) -> None:
-    """Validate a config file (and import its tool files); exit 2 naming each bad key.
+def check(
+    config: ConfigOption = None,
+    skip_mcp: Annotated[
+        bool, typer.Option("--skip-mcp", help="Do not start the [mcp.*] servers (only "
+                           "validate their settings), e.g. where they cannot run.")
+    ] = False,
+) -> None:
+    """Validate a config file, import its tool files and start its MCP servers; exit 2
+    naming each bad key.
 
-    API key variables that are not set in this environment are only warned about: the
-    file may be checked where its secrets are not (CI); ``ask`` and ``serve`` need them.
+    Each MCP server is started as ``ask`` would start it (within its ``startup_timeout``)
+    and stopped again. API key variables that are not set in this environment are only
+    warned about: the file may be checked where its secrets are not (CI); ``ask`` and
+    ``serve`` need them.
     """
-    from dcbrain.config import (
-        ConfigError,
-        check_tool_names,
-        environment_problems,
-        load_config,
-        load_tools,
-    )
+    from dcbrain.composition import check_tool_names, load_tools, mcp_server_problems
+    from dcbrain.config import ConfigError, environment_problems
 
-    try:
-        loaded = load_config(config)
+    loaded = load_config_or_exit(config, required=True)
+    with config_errors_exit():
         tools = load_tools(loaded)
         check_tool_names(loaded, tools)
-    except ConfigError as exc:
-        sys.stderr.write(f"{exc}\n")
-        raise typer.Exit(ExitCode.USAGE) from None
+        problems = [] if skip_mcp else mcp_server_problems(loaded, tools)
+        if problems:
+            raise ConfigError(loaded.source, problems)
     for problem in environment_problems(loaded):
         sys.stderr.write(f"warning: {loaded.source}: {problem} (ask and serve need it)\n")
     llms = ", ".join(f"{name} ({spec.provider})" for name, spec in loaded.llm.items())
+    servers = ", ".join(loaded.mcp) or "none"
     sys.stdout.write(
-        f"{config}: ok — LLMs: {llms or 'embedded local model'}; "
-        f"chains: {', '.join(loaded.chains) or 'none'}; tools: {', '.join(tools) or 'none'}\n"
+        f"{loaded.source}: ok — LLMs: {llms or 'embedded local model'}; "
+        f"chains: {', '.join(loaded.chains) or 'none'}; tools: {', '.join(tools) or 'none'}; "
+        f"MCP servers: {servers}{' (not started)' if skip_mcp and loaded.mcp else ''}\n"
     )

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 
-from dcbrain.config import DEFAULT_CONFIG_FILE
+from dcbrain.cli._config import ConfigOption, config_errors_exit, load_config_or_exit
 
 if TYPE_CHECKING:
     from dcbrain.mcp.server import LogLevel as ServerLogLevel
@@ -37,11 +37,7 @@ class LogLevel(StrEnum):
 
 
 def mcp(
-    config: Annotated[
-        Path | None,
-        typer.Option("--config", "-c", help=f"Config file (default: ./{DEFAULT_CONFIG_FILE} "
-                     "if present, else the embedded local model).", show_default=False),
-    ] = None,
+    config: ConfigOption = None,
     http: Annotated[
         bool, typer.Option("--http", help="Serve streamable HTTP on 127.0.0.1 instead of stdio.")
     ] = False,
@@ -62,13 +58,11 @@ def mcp(
     ] = None,
 ) -> None:
     """Serve the brain as an MCP server: one `ask` tool with progress notifications."""
-    from dcbrain.config import ConfigError, build_brain, find_config
+    from dcbrain.composition import build_brain
 
-    try:
-        brain = build_brain(find_config(config), trace_path=trace)
-    except ConfigError as exc:
-        sys.stderr.write(f"{exc}\n")
-        raise typer.Exit(2) from None
+    loaded = load_config_or_exit(config)
+    with config_errors_exit():
+        brain = build_brain(loaded, trace_path=trace)
     if http:
         problem = _port_problem(port)
         if problem is not None:

@@ -9,17 +9,20 @@ compilers and linters, so editors and scripts can jump to it). ``run`` writes th
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from dcbrain.cli._config import ConfigOption, config_errors_exit, load_config_or_exit
 from dcbrain.cli._output import ExitCode, fail_usage, print_json, write_text
 from dcbrain.tfplan.limits import Limits
 
 if TYPE_CHECKING:
-    from dcbrain.tfplan import TFInterpreterError
+    from dcbrain.chain import TFChainInterpreter
+    from dcbrain.tfplan import Interpreter, TFInterpreterError
 
 app = typer.Typer(help="Check and run tf_plan scripts.", no_args_is_help=True)
 
@@ -37,13 +40,11 @@ ToolsOption = Annotated[
 
 
 @app.command()
-def check(file: FileArg, tools: ToolsOption = None) -> None:
+def check(file: FileArg, tools: ToolsOption = None, config: ConfigOption = None) -> None:
     """Check FILE statically; print every problem as FILE:LINE:COL: error: message."""
-    from dcbrain.tfplan import Interpreter
-
     source = _read(file)
-    interpreter = Interpreter(_load_tools(tools))
-    problems = interpreter.check(source)
+    with _interpreter(tools, config, Limits()) as interpreter:
+        problems = interpreter.check(source)
     for problem in problems:
         write_text(f"{file}:{problem.line}:{problem.col}: error: {problem.message}\n")
     if problems:
@@ -54,6 +55,7 @@ def check(file: FileArg, tools: ToolsOption = None) -> None:
 def run(
     file: FileArg,
     tools: ToolsOption = None,
+    config: ConfigOption = None,
     json_output: Annotated[
         bool, typer.Option("--json", help="Print the result (or the error) as one JSON object.")
     ] = False,
@@ -72,17 +74,52 @@ def run(
 
     source = _read(file)
     limits = _parse_limits(limit or [])
-    interpreter = Interpreter(_load_tools(tools), limits=limits)
-    try:
-        result = interpreter.run(source, check=True)
-    except TFInterpreterError as error:
-        _report_error(file, error, json_output)
-        raise typer.Exit(ExitCode.FAILED) from None
+    with _interpreter(tools, config, limits) as interpreter:
+        try:
+            result = (interpreter.run(source, check=True) if isinstance(interpreter, Interpreter)
+                      else interpreter.evaluate(source, check=True))
+        except TFInterpreterError as error:
+            _report_error(file, error, json_output)
+            raise typer.Exit(ExitCode.FAILED) from None
     if json_output:
         print_json(result.to_dict())
     else:
         write_text(result.stdout)
         sys.stdout.flush()
+
+
+@contextmanager
+def _interpreter(
+    tools: list[Path] | None, config: Path | None, limits: Limits
+) -> Iterator[Interpreter | TFChainInterpreter]:
+    """The plan's interpreter: the ``--tools`` functions, and the config's chains, tool
+    files and MCP servers (started for the command, stopped after it), if there is one."""
+    from dcbrain.config import DEFAULT_CONFIG_FILE
+    from dcbrain.tfplan import Interpreter
+
+    functions = _load_tools(tools)
+    if config is None and not Path(DEFAULT_CONFIG_FILE).is_file():
+        yield Interpreter(functions, limits=limits)
+        return
+    from dcbrain.chain import TFChainInterpreter
+    from dcbrain.composition import build_plan_callables
+    from dcbrain.exceptions import TFError
+
+    loaded = load_config_or_exit(config)
+    with config_errors_exit():
+        callables = build_plan_callables(loaded)
+    try:
+        for name in functions.keys() & {*callables.tools, *callables.chains}:
+            fail_usage(f"--tools: function {name!r} clashes with {loaded.source}'s {name!r}")
+        try:
+            interpreter = TFChainInterpreter(
+                callables.chains, tools=[*callables.tools.values(), *functions.values()],
+                default_llm=callables.default_llm, limits=limits)
+        except (TFError, ValueError) as exc:
+            fail_usage(f"{loaded.source}: {exc}")
+        yield interpreter
+    finally:
+        callables.close()
 
 
 def _report_error(file: Path, error: TFInterpreterError, json_output: bool) -> None:

@@ -1,24 +1,22 @@
-"""``dcbrain worker``: execute durable runs from a PostgreSQL queue (``dcbrain[durable]``)."""
+"""``dcbrain worker``: execute durable runs from a PostgreSQL queue (DBOS)."""
 
 from __future__ import annotations
 
 import signal
 import sys
 import threading
-from pathlib import Path
 from typing import Annotated
 
 import typer
+
+from dcbrain.cli._config import ConfigOption, config_errors_exit, load_config_or_exit
+from dcbrain.cli._output import fail_usage
 
 
 def worker(
     db: Annotated[str, typer.Option("--db", help="PostgreSQL URL shared by workers and API "
                                     "nodes (postgresql://user@host:port/dbname).")],
-    config: Annotated[
-        Path | None,
-        typer.Option("--config", "-c", help="Config file (default: ./dcbrain.toml if present)",
-                     show_default=False),
-    ] = None,
+    config: ConfigOption = None,
     concurrency: Annotated[int, typer.Option(help="Runs this worker executes at once.")] = 16,
     executor_id: Annotated[
         str | None,
@@ -30,20 +28,19 @@ def worker(
     try:
         from dcbrain.durable.setup import build_engine, open_store
     except ImportError:
-        sys.stderr.write('error: dcbrain worker needs the durable extra: '
-                         'pip install "dcbrain[durable]"\n')
+        sys.stderr.write("error: dcbrain worker needs DBOS, which cannot be imported here; "
+                         'reinstall dcbrain with its dependencies (pip install -e ".[local]")\n')
         raise typer.Exit(2) from None
-    from dcbrain.config import ConfigError, find_config
-    from dcbrain.server.cli import brain_factory_from_config, shared_memory
+    from dcbrain.composition import brain_factory_from_config, shared_memory
 
-    try:
-        loaded = find_config(config)
-        memory = shared_memory(loaded, db)  # every worker reads and writes the same
-        runs, factory = brain_factory_from_config(loaded, memory)
-        db_url, store = open_store(db, runs)
-    except (ConfigError, FileNotFoundError, OSError, ValueError) as exc:
-        sys.stderr.write(f"error: {exc}\n")
-        raise typer.Exit(2) from None
+    loaded = load_config_or_exit(config)
+    with config_errors_exit():
+        try:
+            memory = shared_memory(loaded, db)  # every worker reads and writes the same
+            runs, factory = brain_factory_from_config(loaded, memory)
+            db_url, store = open_store(db, runs)
+        except (OSError, ValueError) as exc:
+            fail_usage(str(exc))
     engine, _ = build_engine(db_url, store, loaded, factory, concurrency=concurrency,
                              executor_id=executor_id)
     stop = threading.Event()

@@ -1,9 +1,10 @@
-"""Durable runs: each run is a DBOS workflow on SQLite or PostgreSQL (``dcbrain[durable]``).
+"""Durable runs: each run is a DBOS workflow on SQLite or PostgreSQL.
 
 A run survives the death of the process that executes it: another execution resumes it.
 Workers on one PostgreSQL database share a queue (one run at a time per conversation);
 API nodes enqueue runs, follow their events and send abort/supersede to the worker that
-runs them. See ``docs/deploy.md``. The rest of dcbrain never imports this package.
+runs them. See ``docs/deploy.md``. DBOS is reached only through ``_dbos.py``; the rest of
+dcbrain imports this package only when durable runs are used.
 """
 
 from dcbrain.durable.control import CONTROL_CHANNEL, ControlChannel

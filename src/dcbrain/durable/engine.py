@@ -20,14 +20,22 @@ import uuid
 from importlib.metadata import version
 from typing import Any, Final
 
-from dbos import DBOS, DBOSClient, DBOSConfig, EnqueueOptions, WorkflowSerializationFormat
-from dbos._serialization import DBOSPortableJSON
-
+from dcbrain.durable._dbos import (
+    DBOS,
+    EXECUTOR_SLOT,
+    PORTABLE_JSON,
+    DBOSClient,
+    DBOSConfig,
+    EnqueueOptions,
+    WorkflowSerializationFormat,
+    recover_pending_workflows,
+    wait_until_polled,
+)
 from dcbrain.durable._urls import dbos_url, is_postgres
 from dcbrain.durable.control import ControlChannel
 from dcbrain.durable.executor import RunExecutor
 from dcbrain.durable.store import DurableStore, PostgresDurableStore
-from dcbrain.durable.workflow import QUEUE_NAME, WORKFLOW_NAME, install_executor
+from dcbrain.durable.workflow import QUEUE_NAME, WORKFLOW_NAME
 
 logger = logging.getLogger("dcbrain.durable")
 
@@ -104,12 +112,12 @@ class DurableEngine:
         """
         if self.executor is None:
             self._client = DBOSClient(system_database_url=dbos_url(self.db_url),
-                                      serializer=DBOSPortableJSON, lazy=True)
+                                      serializer=PORTABLE_JSON, lazy=True)
             return
         self._warming = threading.Thread(target=self._warm_up, name="dcbrain-warm-up",
                                          daemon=True)
         self._warming.start()
-        install_executor(self.executor)
+        EXECUTOR_SLOT.install(self.executor)
         if sys.getswitchinterval() == _PYTHON_SWITCH_INTERVAL_S:  # unless tuned already
             self._switch_interval = sys.getswitchinterval()
             sys.setswitchinterval(SWITCH_INTERVAL_S)
@@ -118,7 +126,7 @@ class DurableEngine:
             "system_database_url": dbos_url(self.db_url),
             "application_version": self.app_version,
             "executor_id": self.executor_id,
-            "serializer": DBOSPortableJSON,
+            "serializer": PORTABLE_JSON,
             "log_level": os.environ.get("DBOS_LOG_LEVEL", "WARNING"),
             "notification_listener_polling_interval_sec": QUEUE_POLL_S,
         }
@@ -128,7 +136,9 @@ class DurableEngine:
         DBOS.register_queue(QUEUE_NAME, worker_concurrency=self.concurrency,
                             partition_concurrency=1, polling_interval_sec=QUEUE_POLL_S,
                             on_conflict="always_update")
-        _wait_until_polled(QUEUE_NAME)
+        if not wait_until_polled(QUEUE_NAME):
+            logger.warning("DBOS did not start polling %s; the worker may start runs late",
+                           QUEUE_NAME)
         self.control.start()
         if isinstance(self.store, PostgresDurableStore):
             self._heartbeat = threading.Thread(target=self._beat, args=(self.store,),
@@ -160,7 +170,7 @@ class DurableEngine:
             self._client = None
         if self._launched:
             DBOS.destroy(workflow_completion_timeout_sec=0)
-            install_executor(None)
+            EXECUTOR_SLOT.install(None)
             self._launched = False
         if self.executor is not None:  # what the runs queued until now is stored
             try:
@@ -216,25 +226,10 @@ class DurableEngine:
                     if dead == self.executor_id:
                         continue
                     started = time.monotonic()
-                    # DBOS has no public call for "recover this dead executor" without its Conductor
-                    handles = DBOS._recover_pending_workflows([dead])
+                    handles = recover_pending_workflows([dead])
                     logger.warning("worker %s is silent: %d run(s) back on the queue (%.2f s)",
                                    dead, len(handles), time.monotonic() - started)
             except Exception:
                 logger.exception("heartbeat failed")
             self._stop.wait(HEARTBEAT_S)
 
-
-def _wait_until_polled(queue_name: str, timeout_s: float = 3.0) -> None:
-    """Wait until DBOS polls the queue, so that a worker is ready when it says so.
-
-    DBOS starts the thread of a queue registered after launch at its next look at the
-    queue table, up to a second later. The thread's name is DBOS's; if it ever changes,
-    this only waits ``timeout_s`` once.
-    """
-    name = f"queue-worker-{queue_name}"
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if any(thread.name == name for thread in threading.enumerate()):
-            return
-        time.sleep(0.02)

@@ -11,27 +11,16 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Final
 
-from dbos import DBOS, WorkflowSerializationFormat
-
-from dcbrain.durable.executor import RunExecutor
+from dcbrain.durable._dbos import DBOS, EXECUTOR_SLOT, WorkflowSerializationFormat
 from dcbrain.exceptions import DurableRunError
 
 WORKFLOW_NAME: Final = "dcbrain.run"
 QUEUE_NAME: Final = "dcbrain_runs"
 
-_executor: RunExecutor | None = None
-
-
-def install_executor(executor: RunExecutor | None) -> None:
-    """The executor this process's workflows use (``None``: this process runs none)."""
-    global _executor
-    _executor = executor
-
-
 @DBOS.workflow(name=WORKFLOW_NAME, serialization_type=WorkflowSerializationFormat.PORTABLE)
 async def run_workflow(conversation_id: str, question: str) -> dict[str, Any]:
     """Execute the run ``DBOS.workflow_id``; every failure reaches DBOS as an ``Exception``."""
-    executor = _executor
+    executor = EXECUTOR_SLOT.executor
     run_id = DBOS.workflow_id
     if executor is None or run_id is None:
         raise DurableRunError("this process does not execute runs (no brain configured)")

@@ -1,7 +1,7 @@
 """The ``Memory`` interface and the records it stores.
 
 A memory keeps, per ``conversation_id``: the conversation's messages, documents (the
-seed's "elements", stored as token-bounded chunks), knowledge (facts and notes) and a
+brain's "elements", stored as token-bounded chunks), knowledge (facts and notes) and a
 keyword index over all three — what planning recalls. Runs, their events and key/values
 are a separate interface, :class:`~dcbrain.memory.run_store.RunStore`. Every method has
 an ``a``-prefixed async twin that runs the sync one in a worker thread, so brains can

@@ -1,4 +1,4 @@
-"""Token-bounded recall for planning (seed 000: ``memory_chunk_size``).
+"""Token-bounded recall for planning (``memory_chunk_size`` tokens at most).
 
 ``memory_chunk_size`` gives one budget per section — conversation, documents, knowledge,
 keyword index — measured with a length function (cl100k tokens by default):

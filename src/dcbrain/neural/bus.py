@@ -1,4 +1,4 @@
-"""``Neural``: the in-process signal bus (seed 000, "与 Neural 的关系").
+"""``Neural``: the in-process signal bus (what a brain registers and listens to).
 
 Four services on one object:
 

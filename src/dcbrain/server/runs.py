@@ -6,7 +6,7 @@ appended to the store's ``run_events``; the run's status and result go to ``runs
 
 A new message while a run of the same conversation is active supersedes that run: the
 new input is posted on the brain's :class:`~dcbrain.neural.Neural`, so the run stops with
-:class:`~dcbrain.exceptions.TFUserNewInputError` at its next safe point (seed 000); if it
+:class:`~dcbrain.exceptions.TFUserNewInputError` at its next safe point (the new-input rule); if it
 has not stopped after ``supersede_grace_s`` it is aborted. The new run starts once every
 earlier run of the conversation has ended, and the old one ends with reason
 ``superseded``.

@@ -208,7 +208,7 @@ class _Checker:
         has_star_args = any(isinstance(arg, ast.Starred) for arg in node.args)
         has_star_kwargs = any(keyword.arg is None for keyword in node.keywords)
         properties = spec.parameters.get("properties")
-        # seed 001: a chain's extra keyword arguments travel in its input's
+        # A chain's extra keyword arguments travel in its input's
         # additional_kwargs, so only a schema that says so closes them
         accepts_extra = spec.parameters.get("additionalProperties", True) is not False
         label = f"{spec.kind} {name!r}"

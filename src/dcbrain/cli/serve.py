@@ -14,11 +14,11 @@ import socket
 import sys
 import threading
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
+from dcbrain.cli._config import ConfigOption, load_config_or_exit
 from dcbrain.server.connections import ConnectionLimits
 
 if TYPE_CHECKING:
@@ -29,49 +29,6 @@ if TYPE_CHECKING:
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
-#: Where runs are stored when the config turns the brain's memory off.
-FALLBACK_DB = "dcbrain-server.db"
-
-
-def brain_factory_from_config(
-    config: Config, memory: Memory | None = None
-) -> tuple[RunStore, Callable[[], DCBrain]]:
-    """The store the server uses and a factory of one fresh brain per run.
-
-    LLMs, chains and tools are built once and shared; each run gets its own
-    :class:`~dcbrain.brain.DCBrain` (one instance runs one question at a time), all on
-    the one store. With the config's memory off, runs go to a run store of their own and
-    no conversation is kept. ``memory`` replaces the config's memory file.
-    """
-    from dcbrain.brain import DCBrain
-    from dcbrain.config import build_brain
-    from dcbrain.memory import RunStore, SQLiteRunStore
-
-    template = build_brain(config, memory=memory)
-    memory = template.memory
-    store = memory if isinstance(memory, RunStore) else SQLiteRunStore(
-        config.resolve(FALLBACK_DB))
-
-    def factory() -> DCBrain:
-        return DCBrain(
-            spec_chains=template.spec_chains,
-            default_llm=template.default_llm,
-            default_plan_llm=template.default_plan_llm,
-            default_validate_llm=template.default_validate_llm,
-            tools=template.tools,
-            planning_prompt=template.planning_prompt,
-            validate_prompt=template.validate_prompt,
-            memory=memory,
-            memory_chunk_size=template.memory_chunk_size,
-            max_iterations=template.max_iterations,
-            max_tokens=template.max_tokens,
-            timeout=template.timeout,
-            limits=template.limits,
-            planner=template.planner,
-            output_type=template.output_type,
-        )
-
-    return store, factory
 
 
 def is_loopback(host: str) -> bool:
@@ -109,11 +66,7 @@ def _bind_problem(host: str, port: int, exc: OSError) -> str:
 
 
 def serve(
-    config: Annotated[
-        Path | None,
-        typer.Option("--config", "-c", help="Config file (default: ./dcbrain.toml if present, "
-                     "else the embedded local model).", show_default=False),
-    ] = None,
+    config: ConfigOption = None,
     host: Annotated[str, typer.Option(help="Address to bind; keep the loopback default "
                                       "unless a proxy or a token protects the server.")]
     = DEFAULT_HOST,
@@ -128,7 +81,7 @@ def serve(
     ] = False,
     db: Annotated[
         str | None,
-        typer.Option("--db", help="PostgreSQL URL shared with workers (dcbrain[durable]); "
+        typer.Option("--db", help="PostgreSQL URL shared with workers; "
                      "default: durable runs in the SQLite memory file, one process.",
                      show_default=False),
     ] = None,
@@ -160,16 +113,17 @@ def serve(
     """
     import uvicorn
 
-    from dcbrain.config import ConfigError, find_config
+    from dcbrain.composition import brain_factory_from_config, shared_memory
+    from dcbrain.config import ConfigError
     from dcbrain.server.app import API_TOKEN_ENV, LOOPBACK_HOSTS, create_app
     from dcbrain.server.connections import fit_open_file_limit
     from dcbrain.server.protocol import uvicorn_config
 
+    loaded = load_config_or_exit(config)
     try:
-        loaded = find_config(config)
         limits = ConnectionLimits(max_connections=max_connections,
                                   head_timeout_s=head_timeout, body_timeout_s=body_timeout)
-    except (ConfigError, OSError, ValueError) as exc:
+    except ValueError as exc:
         _fail(str(exc))
     limits = fit_open_file_limit(limits)
     token = os.environ.get(API_TOKEN_ENV) or None
@@ -216,6 +170,7 @@ def serve(
     shown = f"[{host}]" if ":" in host else host
     bound_port = sock.getsockname()[1]
     sys.stderr.write(f"dcbrain serving on http://{shown}:{bound_port}/ (store: {store!r})\n")
+    sys.stderr.write(durability_notice(runs, db, role) + "\n")
     # No access log: the event stream may carry ?access_token= in its URL.
     server = uvicorn.Server(uvicorn_config(app, limits, access_log=False, log_level="info"))
     server.run(sockets=[sock])
@@ -232,19 +187,6 @@ def _warm_up(brain: DCBrain) -> None:
 def _fail(message: str) -> NoReturn:
     sys.stderr.write(f"error: {message}\n")
     raise typer.Exit(2)
-
-
-def shared_memory(config: Config, db: str | None) -> Memory | None:
-    """With ``--db``, conversation memory in that PostgreSQL database, shared by every
-    worker and API node (``None``: the config's SQLite file, or memory turned off)."""
-    if db is None or not config.memory.path:
-        return None
-    try:
-        from dcbrain.durable.setup import open_memory
-    except ImportError:
-        raise ValueError('--db needs the durable extra: pip install "dcbrain[durable]"') \
-            from None
-    return open_memory(db)
 
 
 def durable_runs(
@@ -267,19 +209,43 @@ def durable_runs(
         raise ValueError(f"--role must be 'all' or 'api', not {role!r}")
     if role == "api" and db is None:
         raise ValueError("--role api needs --db postgresql://... (the workers' database)")
-    try:
-        from dcbrain.durable.setup import build_engine, open_store
-        from dcbrain.server.durable_runs import DurableRuns
-    except ImportError:
+    missing = durable_runs_missing()
+    if missing is not None:
         if db is not None:
-            raise ValueError('--db needs the durable extra: pip install "dcbrain[durable]"') \
-                from None
+            raise ValueError(f"--db needs durable runs, but {missing}")
         return None
+    from dcbrain.durable.setup import build_engine, open_store
+    from dcbrain.server.durable_runs import DurableRuns
+
     db_url, durable = open_store(db, store)
     engine, hub = build_engine(db_url, durable, config, factory if role == "all" else None,
                                concurrency=max_concurrent_runs)
     return DurableRuns(engine, durable, hub, memory=memory,
                        max_concurrent_runs=max_concurrent_runs)
+
+
+def durable_runs_missing() -> str | None:
+    """Why durable runs cannot be had in this Python (``None``: they can)."""
+    try:
+        import dcbrain.durable.setup
+        import dcbrain.server.durable_runs  # noqa: F401
+    except ImportError as exc:
+        return (f"DBOS cannot be imported ({exc}); reinstall dcbrain with its dependencies "
+                '(pip install -e ".[local]")')
+    return None
+
+
+def durability_notice(runs: RunService | None, db: str | None, role: str) -> str:
+    """What ``serve`` says at start about a crash of this process mid-run."""
+    if runs is None:
+        return ("runs do not survive a crash: a run in flight is marked interrupted at the "
+                f"next start, because {durable_runs_missing() or 'durable runs are off'}")
+    if role == "api":
+        return ("runs survive a crash: workers execute them from the PostgreSQL queue (--db) "
+                "and another worker resumes a run whose worker died")
+    where = "the PostgreSQL database (--db)" if db is not None else "SQLite files beside the store"
+    return (f"runs survive a crash: each run is a durable workflow in {where}; a restarted "
+            "server resumes the runs it was executing")
 
 
 def register(app: typer.Typer) -> None:
