@@ -26,12 +26,12 @@ from dcbrain.tfplan.errors import (
     SizeLimitExceeded,
     TFCallError,
     TFInterpreterError,
+    TFToolTimeout,
 )
 from dcbrain.tfplan.result import CallRecord
 from dcbrain.tfplan.rewrite import PLAN_FILENAME
 from dcbrain.tfplan.state import Cancelled, Expired, RunState
 from dcbrain.tfplan.values import NotPlainData, sized_plan_value
-
 
 #: The run whose plan is being driven in this context (its host calls inherit it).
 current_run: contextvars.ContextVar[RunState | None] = contextvars.ContextVar(
@@ -233,6 +233,8 @@ class Dispatcher:
             record.error = f"{exc.kind}: {exc.message}"
             if isinstance(exc, HostMemoryExceeded) and exc.budget is state.host_budget:
                 raise  # the callee kept this run's values (a chain's intermediate results)
+            if isinstance(exc, TFToolTimeout):
+                raise  # the call's own limit: the plan fails with it at the call
             raise TFCallError(f"{name}() failed: {exc.headline()}", kind=exc.kind) from exc
         except Exception as exc:
             record.error = f"{type(exc).__name__}: {exc}"
