@@ -84,6 +84,7 @@ class ChainConfig(_Section):
     llm: str | None = None
     temperature: float | None = None
     max_tokens: PositiveInt | None = None
+    timeout_s: PositiveFloat | None = None
 
 
 class MCPServerConfig(_Section):
@@ -100,6 +101,8 @@ class MCPServerConfig(_Section):
     max_tools: PositiveInt = DEFAULT_MAX_TOOLS
     max_list_pages: PositiveInt = DEFAULT_MAX_LIST_PAGES
     max_list_bytes: PositiveInt = DEFAULT_MAX_LIST_BYTES
+    timeout_s: PositiveFloat | None = None
+    tool_timeout_s: dict[str, PositiveFloat] = Field(default_factory=dict)
 
 
 class MemoryConfig(_Section):
@@ -369,6 +372,7 @@ def connect_mcp_servers(config: Config) -> list[MCPTools]:
             startup_timeout=spec.startup_timeout, call_timeout=spec.call_timeout,
             max_message_bytes=spec.max_message_bytes, max_tools=spec.max_tools,
             max_list_pages=spec.max_list_pages, max_list_bytes=spec.max_list_bytes,
+            timeout_s=spec.timeout_s, tool_timeout_s=spec.tool_timeout_s,
         )
         try:
             server.connect()
@@ -451,6 +455,7 @@ def build_chains(config: Config, llms: dict[str, ChatLLM], default: ChatLLM) -> 
             output_json_schema=spec.output_schema,
             temperature=spec.temperature,
             max_tokens=spec.max_tokens,
+            timeout_s=spec.timeout_s,
         )
         for name, spec in config.chains.items()
     }

@@ -19,6 +19,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from dcbrain._jsonsafe import dumps
 from dcbrain.events import (
+    CallAbandoned,
     CallFinished,
     CallStarted,
     Event,
@@ -287,6 +288,21 @@ class PlanCallEvents:
             entry = self._open.pop(id(record), None)
         if entry is not None:
             self._finish(entry[0], record, "error" if record.error else "ok")
+
+    def on_call_abandoned(self, record: CallRecord) -> None:
+        with self._lock:
+            entry = self._open.get(id(record))
+        if entry is not None:
+            self._recorder.emit(CallAbandoned(
+                call_id=entry[0],
+                kind=self._kind(record),
+                name=record.name,
+                line=record.line,
+                col=record.col,
+                branch=record.branch,
+                path=str(record.extra.get("path", "")),
+                running_s=record.duration_s,
+            ))
 
     def close_open(self, status: str) -> None:
         """End every call still open with ``status`` (``aborted`` or ``error``)."""

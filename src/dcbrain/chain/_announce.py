@@ -39,6 +39,11 @@ class CallAnnouncer:
         record.extra["path"] = path
         self._observer.on_call_start(record)
 
+    def on_call_abandoned(self, record: CallRecord) -> None:
+        report = getattr(self._observer, "on_call_abandoned", None)
+        if "kind" in record.extra and report is not None:
+            report(record)
+
     def on_call_end(self, record: CallRecord) -> None:
         if getattr(self._reported, "record", None) is record:
             self._reported.record = None

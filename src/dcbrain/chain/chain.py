@@ -36,7 +36,7 @@ from dcbrain.exceptions import TFChainError, TFError, TFSchemaError, TFToolError
 from dcbrain.llm.base import ChatLLM, LLMReply, ToolCall
 from dcbrain.messages import TextMessage, as_message
 from dcbrain.schemas import CompiledSchema, compile_schema, describe_schema_error
-from dcbrain.tools import Tool, ToolLike, ToolProvider, as_tool
+from dcbrain.tools import Tool, ToolLike, ToolProvider, as_tool, checked_timeout
 
 PromptArg = str | BasePrompt | Iterable[BasePrompt] | None
 
@@ -55,7 +55,9 @@ class Chain(Runnable):
     validated value is also returned as an instance in ``result.output``. ``input_schema``
     describes the keyword arguments a plan passes; by default every template variable is
     a required string. ``tools`` may be called by the model (OpenAI tool calls). ``reuse=False``
-    opts the chain out of the run journal's reuse (every plan calls it afresh).
+    opts the chain out of the run journal's reuse (every plan calls it afresh). A run that
+    has not finished after ``timeout_s`` seconds is cancelled and fails with
+    :class:`~dcbrain.tfplan.TFToolTimeout`.
     """
 
     def __init__(
@@ -77,9 +79,11 @@ class Chain(Runnable):
         max_tokens: int | None = None,
         temperature: float | None = None,
         reuse: bool = True,
+        timeout_s: float | None = None,
     ) -> None:
         if not isinstance(name, str) or not name:
             raise TFChainError(f"a chain needs a non-empty name, got {name!r}")
+        self.timeout_s = checked_timeout(timeout_s, f"chain {name!r}")
         self.name = name
         self.description = description
         self.llm = llm

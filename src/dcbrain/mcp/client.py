@@ -32,7 +32,7 @@ from dcbrain.mcp.limits import (
     size_text,
 )
 from dcbrain.schemas import CompiledSchema, compile_schema, describe_schema_error
-from dcbrain.tools import SchemaTool, Tool
+from dcbrain.tools import SchemaTool, Tool, checked_timeout
 
 if TYPE_CHECKING:
     from mcp.types import CallToolResult
@@ -52,6 +52,9 @@ class MCPTools(Sequence[Tool]):
     after ``prefix``. The server is started on first use (iterating, ``len``, indexing,
     :meth:`connect`, ``with``/``async with``) and stopped by :meth:`close` (or at exit).
     Start-up fails after ``startup_timeout`` seconds; each call after ``call_timeout``.
+    ``timeout_s`` (every tool) and ``tool_timeout_s`` (by the server's tool name) are the
+    tools' own limits as for :class:`~dcbrain.tools.Tool`: a call past it fails with
+    :class:`~dcbrain.tfplan.TFToolTimeout`, a failure the planner sees at the call.
 
     The server is untrusted. A message of more than ``max_message_bytes`` is refused
     before it is parsed and fails the call it answers; the tool list may take at most
@@ -73,6 +76,8 @@ class MCPTools(Sequence[Tool]):
         max_tools: int = DEFAULT_MAX_TOOLS,
         max_list_pages: int = DEFAULT_MAX_LIST_PAGES,
         max_list_bytes: int = DEFAULT_MAX_LIST_BYTES,
+        timeout_s: float | None = None,
+        tool_timeout_s: Mapping[str, float] | None = None,
     ) -> None:
         if (command is None) == (url is None):
             raise ValueError("MCPTools needs exactly one of command=[...] (stdio) or url=...")
@@ -96,6 +101,10 @@ class MCPTools(Sequence[Tool]):
         self.max_tools = max_tools
         self.max_list_pages = max_list_pages
         self.max_list_bytes = max_list_bytes
+        self.timeout_s = checked_timeout(timeout_s, f"MCP server {self.name!r}")
+        self.tool_timeout_s = {
+            tool: checked_timeout(value, f"MCP server {self.name!r} tool {tool!r}")
+            for tool, value in (tool_timeout_s or {}).items()}
         self._tools: list[Tool] | None = None
         self._result_schemas: dict[str, CompiledSchema] = {}
         self._lock = threading.Lock()
@@ -275,6 +284,10 @@ class MCPTools(Sequence[Tool]):
         """The listed tools as dcbrain tools; two that become one name are refused."""
         tools: dict[str, Tool] = {}
         listed: dict[str, str] = {}
+        unknown = sorted(set(self.tool_timeout_s) - {info.name for info in listing})
+        if unknown:
+            raise TFMCPError(f"tool_timeout_s names {', '.join(map(repr, unknown))}, which "
+                             "it does not list")
         for info in listing:
             tool = self._tool(info)
             if tool.name in tools:
@@ -299,6 +312,7 @@ class MCPTools(Sequence[Tool]):
                 returns_schema=inner if inner is not None else info.output_schema,
                 closed=True,  # unknown keywords fail before the plan runs, not silently later
                 schema_origin=f"tool {server_name!r} input schema",
+                timeout_s=self.tool_timeout_s.get(server_name, self.timeout_s),
             )
             if info.output_schema is not None:
                 self._result_schemas[server_name] = compile_schema(

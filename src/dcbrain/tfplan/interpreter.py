@@ -273,7 +273,7 @@ class Interpreter:
     def _stop_run(self, state: RunState) -> None:
         """The caller stopped waiting (a cancellation): stop the plan, abandon its calls."""
         state.stop(Cancelled)
-        abandon_calls(state, self._process_stopper(state))
+        abandon_calls(state, self._process_stopper(state), ended=False)
 
     def _run_here(self, plan: Plan, code: CodeType, state: RunState) -> ConsoleResult:
         """Run the plan from this thread: in a sandbox process, or right here."""

@@ -115,9 +115,11 @@ class Supervision:
         return error
 
 
-def abandon_calls(state: RunState, stop_process: Callable[[], None] | None
-                  ) -> list[CallRecord]:
-    """Stop waiting for ``state``'s running calls; report each to the run's observer."""
+def abandon_calls(state: RunState, stop_process: Callable[[], None] | None, *,
+                  ended: bool = True) -> list[CallRecord]:
+    """Stop waiting for ``state``'s running calls; report each to the run's observer
+    (``on_call_abandoned`` if it has one, then, with ``ended``, ``on_call_end``: a
+    cancelled run's caller closes its open calls itself)."""
     abandoned = state.abandon()
     if stop_process is not None:
         stop_process()
@@ -130,5 +132,6 @@ def abandon_calls(state: RunState, stop_process: Callable[[], None] | None
             report = getattr(observer, "on_call_abandoned", None)
             if report is not None:
                 report(record)
-            observer.on_call_end(record)
+            if ended:
+                observer.on_call_end(record)
     return abandoned
