@@ -397,7 +397,8 @@ EVENT_CLASSES: dict[str, type[EventData]] = {
     cls.type: cls
     for cls in (
         RunStarted, StateChanged, PlanCreated, PlanRevised, PlanFinished, CallStarted,
-        CallFinished, CallAbandoned, StepStarted, StepFinished, Validation, Budget, ErrorEvent, Final,
+        CallFinished, CallAbandoned, StepStarted, StepFinished, Validation, Budget,
+        ErrorEvent, Final,
     )
 }
 

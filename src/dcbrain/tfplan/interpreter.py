@@ -263,7 +263,13 @@ class Interpreter:
 
     def _drive(self, plan: Plan, code: CodeType, state: RunState) -> ConsoleResult:
         current_run.set(state)  # the calls inherit it (call_may_finish)
-        return self._run_here(plan, code, state)
+        try:
+            return self._run_here(plan, code, state)
+        except TFInterpreterError as error:
+            # stopped while other branches' calls ran: the plan ended without them
+            if state.calling:
+                error.abandoned_calls += len(abandon_calls(state, None))
+            raise
 
     def _process_stopper(self, state: RunState) -> Callable[[], None] | None:
         if self.isolation != "process":
