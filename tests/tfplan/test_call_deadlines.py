@@ -28,6 +28,7 @@ from dcbrain.tfplan import (
 )
 from dcbrain.tfplan.interpreter import Isolation
 from dcbrain.tools import Tool
+from support.deadline import outcome_within
 
 LIMIT_S = 2.0
 #: "Does not hang" bound: the run must end well within this (it aims at the limit + 1 s).
@@ -73,23 +74,10 @@ def echo(x: int) -> int:
 
 
 def ended_within(seconds: float, work: Callable[[], Any]) -> tuple[BaseException | None, float]:
-    """What ``work`` raised and how long it took; fails if it is still running after
-    ``seconds`` (the old behaviour: it never ends)."""
-    outcome: list[BaseException | None] = []
-
-    def target() -> None:
-        try:
-            work()
-            outcome.append(None)
-        except BaseException as exc:
-            outcome.append(exc)
-
+    """What ``work`` raised and how long it took (within ``seconds``, or the test fails)."""
     started = time.monotonic()
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    assert not thread.is_alive(), f"the run was still running after {seconds} s"
-    return outcome[0], time.monotonic() - started
+    _, error = outcome_within(seconds, work)
+    return error, time.monotonic() - started
 
 
 class Calls:
