@@ -245,3 +245,19 @@ def test_a_tool_timeout_leaves_a_fast_call_and_the_tools_own_errors_alone() -> N
 def test_a_timeout_must_be_a_positive_number(bad: Any) -> None:
     with pytest.raises(ValueError, match="timeout_s must be a positive number"):
         Tool(echo, timeout_s=bad)
+
+
+def test_a_chain_past_its_own_timeout_fails_the_call_at_its_line() -> None:
+    from dcbrain import Chain, FunctionLLM
+
+    async def slow_reply(messages: list[dict[str, Any]]) -> str:
+        await asyncio.sleep(30)
+        return "late"
+
+    chain = Chain(name="summarize", llm=FunctionLLM(slow_reply), prompt="{{ text }}",
+                  timeout_s=0.5)
+    interpreter = TFChainInterpreter({"summarize": chain}, isolation="inprocess",
+                                     limits=Limits(timeout_s=30))
+    error, _ = ended_within(10, lambda: interpreter.evaluate("x = 1\nsummarize(text='a')"))
+    assert isinstance(error, TFToolTimeout) and error.line == 2
+    assert "chain 'summarize' did not finish within its timeout_s of 0.5 s" in str(error)
