@@ -3,10 +3,12 @@
 A run compiles the validated, rewritten plan (cached per source and callable names),
 builds a fresh global namespace holding the guards, with ``__builtins__`` holding only
 the allowlisted builtins and one opaque handle per registered callable (so plan names
-shadow them as in Python), and executes it. Synchronous runs execute in the calling thread;
-``arun`` executes in a thread of its own so the event loop stays free for async chains.
-With ``isolation="process"`` (the default) that execution happens in a sandbox process
-and the calling thread relays the plan's calls (see ``sandbox/``).
+shadow them as in Python), and executes it. Every run is driven from a thread of its own
+while the caller (``run``'s thread, ``arun``'s task) waits for it under the plan's time
+limit, so a call that never returns cannot hold the caller (see ``supervise.py``), and the
+event loop stays free for async chains. With ``isolation="process"`` (the default) the
+plan executes in a sandbox process and the driving thread relays its calls (see
+``sandbox/``).
 """
 
 from __future__ import annotations
@@ -173,7 +175,7 @@ class Interpreter:
 
     def run(self, plan: Plan | str, *, check: bool = False,
             host_budget: HostBudget | None = None) -> ConsoleResult:
-        """Run ``plan`` in this thread (``check=True`` checks it statically first).
+        """Run ``plan`` and wait for it (``check=True`` checks it statically first).
 
         ``host_budget`` is the run's budget of what the host keeps, when the caller keeps
         things for the run too (its chains' intermediate results); else a new one.
