@@ -250,9 +250,10 @@ class Dispatcher:
         finally:
             try:
                 # an abandoned call was reported as it was abandoned; its late end is not
-                if state.observer is not None and not state.abandoned:
+                if not state.abandoned:
                     record.duration_s = time.perf_counter() - started
-                    state.observer.on_call_end(record)
+                    if state.observer is not None:
+                        state.observer.on_call_end(record)
             finally:
                 state.leave_host()
 
