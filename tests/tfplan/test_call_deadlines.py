@@ -156,6 +156,7 @@ def test_a_plan_that_ends_in_time_is_untouched(hang: Hang) -> None:
     interpreter = Interpreter({"echo": echo}, limits=Limits(timeout_s=LIMIT_S))
     result = interpreter.run("echo(x=5)")
     assert (result.value, result.abandoned_calls) == (5, 0)
+    assert result.trace[0].duration_s > 0 and result.trace[0].error is None
 
 
 def journaled_interpreter(tool: Tool, journal: CallJournal, isolation: Isolation,
