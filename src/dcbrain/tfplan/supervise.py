@@ -52,6 +52,7 @@ def start_driver(work: Callable[[], None]) -> None:
 
 
 def _drive(inbox: queue.SimpleQueue[Callable[[], None] | None]) -> None:
+    thread = threading.current_thread()
     while True:
         try:
             work = inbox.get(timeout=_IDLE_S)
@@ -63,7 +64,9 @@ def _drive(inbox: queue.SimpleQueue[Callable[[], None] | None]) -> None:
             continue  # taken for a run just now: its work is on the way
         if work is None:
             return
+        thread.name = "tf_plan"  # named for what it does: driving a run, or waiting idle
         work()
+        thread.name = "tf_plan-idle"
         with _idle_lock:
             if len(_idle) >= _IDLE_DRIVERS:
                 return
