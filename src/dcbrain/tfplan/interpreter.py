@@ -175,13 +175,17 @@ class Interpreter:
 
     def run(self, plan: Plan | str, *, check: bool = False,
             host_budget: HostBudget | None = None) -> ConsoleResult:
-        """Run ``plan`` and wait for it (``check=True`` checks it statically first).
+        """Run ``plan`` and wait for it (``check=True`` checks it statically first); a
+        plan that can call chains or tools is driven from a thread of its own.
 
         ``host_budget`` is the run's budget of what the host keeps, when the caller keeps
         things for the run too (its chains' intermediate results); else a new one.
         """
         parsed, code = self._prepare(plan, check)
         state = self._new_state(loop=None, host_budget=host_budget)
+        if not self.callables and self.construct_chain is None:
+            # no host call to wait for: the time limit stops plan code in this thread
+            return self._run_here(parsed, code, state)
         outcome: list[Any] = []
         done = threading.Event()
 
