@@ -29,6 +29,7 @@ from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from dcbrain._sync import run_sync
 from dcbrain.exceptions import TFSchemaError, TFToolError, TFToolTimeout
+from dcbrain.retries import Backoff, RetryPolicy
 
 T = typing.TypeVar("T")
 
@@ -42,8 +43,16 @@ class Tool:
     (a failed call): an async tool is cancelled; a sync one then runs in a thread of its
     own, which is abandoned at the timeout (it runs on until it returns; its return is
     ignored).
+
+    ``retries`` more tries follow a call that failed with one of ``retry_on`` (default:
+    ``ConnectionError``, ``TimeoutError`` and :class:`~dcbrain.exceptions.TransientError`),
+    after ``backoff`` (a :class:`~dcbrain.retries.Backoff`, or a fixed number of seconds;
+    default exponential from 0.5 s to 10 s with jitter). Plans run the tries
+    (:class:`~dcbrain.chain.TFChainInterpreter`): ``call``/``acall`` make one.
     """
 
+    #: How failed calls are tried again; ``None``: they are not.
+    retry: RetryPolicy | None = None
     #: Where the tool comes from, said in errors that name it (``"MCP server 'notes'"``);
     #: empty for a Python function, which its qualified name identifies.
     origin: str = ""
@@ -56,8 +65,12 @@ class Tool:
         description: str | None = None,
         reuse: bool = True,
         timeout_s: float | None = None,
+        retries: int = 0,
+        retry_on: Iterable[type[BaseException]] | None = None,
+        backoff: Backoff | float | None = None,
     ) -> None:
         self.func = func
+        self.retry = RetryPolicy.of(retries, retry_on, backoff)
         #: Whether a replan may get this tool's recorded result instead of a new call
         #: (the run's call journal); ``False`` for reads that must be fresh.
         self.reuse = reuse
@@ -331,8 +344,9 @@ class SchemaTool(Tool):
     ``parameters_schema`` before the call; the result becomes plain
     JSON data. With ``closed=True`` a schema that does not say otherwise rejects
     unknown arguments (``"additionalProperties": false``), so the static checker reports
-    them too. ``reuse`` and ``timeout_s`` as for :class:`Tool`. The schema is compiled by
-    :func:`dcbrain.schemas.compile_schema`; a refused one raises
+    them too. ``reuse``, ``timeout_s`` and ``retries``/``retry_on``/``backoff`` as for
+    :class:`Tool`. The schema is compiled by :func:`dcbrain.schemas.compile_schema`; a
+    refused one raises
     :class:`~dcbrain.exceptions.TFSchemaError` naming ``schema_origin`` (default: the tool's
     ``parameters_schema``).
     """
@@ -350,6 +364,9 @@ class SchemaTool(Tool):
         reuse: bool = True,
         schema_origin: str | None = None,
         timeout_s: float | None = None,
+        retries: int = 0,
+        retry_on: Iterable[type[BaseException]] | None = None,
+        backoff: Backoff | float | None = None,
     ) -> None:
         from dcbrain.schemas import compile_schema
 
@@ -359,6 +376,7 @@ class SchemaTool(Tool):
         if closed:
             schema.setdefault("additionalProperties", False)
         self.func = call
+        self.retry = RetryPolicy.of(retries, retry_on, backoff)
         self.name = name
         self.description = description
         self.reuse = reuse

@@ -35,6 +35,7 @@ from dcbrain.chain.runnable import MessageLike, Runnable
 from dcbrain.exceptions import TFChainError, TFError, TFSchemaError, TFToolError
 from dcbrain.llm.base import ChatLLM, LLMReply, ToolCall
 from dcbrain.messages import TextMessage, as_message
+from dcbrain.retries import Backoff, RetryPolicy
 from dcbrain.schemas import CompiledSchema, compile_schema, describe_schema_error
 from dcbrain.tools import Tool, ToolLike, ToolProvider, as_tool, checked_timeout
 
@@ -58,6 +59,9 @@ class Chain(Runnable):
     opts the chain out of the run journal's reuse (every plan calls it afresh). A run that
     has not finished after ``timeout_s`` seconds is cancelled and fails with
     :class:`~dcbrain.tfplan.TFToolTimeout`.
+    ``retries``/``retry_on``/``backoff`` try a plan's failed call of the chain again, as for
+    a :class:`~dcbrain.tools.Tool` (the provider's own retries of one LLM request are the
+    LLM's, e.g. ``OpenAILLM(max_retries=...)``).
     """
 
     def __init__(
@@ -80,6 +84,9 @@ class Chain(Runnable):
         temperature: float | None = None,
         reuse: bool = True,
         timeout_s: float | None = None,
+        retries: int = 0,
+        retry_on: Iterable[type[BaseException]] | None = None,
+        backoff: Backoff | float | None = None,
     ) -> None:
         if not isinstance(name, str) or not name:
             raise TFChainError(f"a chain needs a non-empty name, got {name!r}")
@@ -94,6 +101,7 @@ class Chain(Runnable):
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.reuse = reuse
+        self.retry = RetryPolicy.of(retries, retry_on, backoff)
         self.prompts: list[BasePrompt] = []
         self.system_prompt: BasePrompt | None = None
         with self._named_errors():

@@ -11,6 +11,7 @@ from dcbrain._sync import run_sync
 from dcbrain.chain.prompts import Knowledge
 from dcbrain.chain.result import ChainResult
 from dcbrain.messages import TextMessage, as_message
+from dcbrain.retries import RetryPolicy
 from dcbrain.tfplan.errors import TFToolTimeout
 from dcbrain.tools import SchemaTool, Tool, ToolLike, within_timeout
 
@@ -30,6 +31,8 @@ class Runnable(ABC):
     reuse: bool = True
     #: Seconds a run may take before it is cancelled with :class:`TFToolTimeout`.
     timeout_s: float | None = None
+    #: How a plan tries a failed call of this chain again (``None``: it does not).
+    retry: RetryPolicy | None = None
 
     @property
     @abstractmethod
@@ -61,7 +64,7 @@ class Runnable(ABC):
         async def call(**kwargs: Any) -> Any:
             return (await self.arun(**kwargs)).content
 
-        return SchemaTool(
+        tool = SchemaTool(
             call,
             name=name or self.name,
             description=self.description if description is None else description,
@@ -69,6 +72,8 @@ class Runnable(ABC):
             returns_schema=self.output_schema,
             check_values=False,
         )
+        tool.retry = self.retry
+        return tool
 
     def run(
         self,

@@ -25,6 +25,7 @@ from dcbrain.events import (
     Budget,
     CallAbandoned,
     CallFinished,
+    CallRetry,
     CallStarted,
     ErrorEvent,
     Event,
@@ -108,6 +109,10 @@ class ProgressView:
                 return Text(f"  ⧗ {payload.kind} {_short(payload.name)} abandoned after "
                             f"{payload.running_s or 0.0:.1f}s: it may still be running; its "
                             "return will be ignored", style="red")
+            case CallRetry():
+                return Text(f"  ↻ {payload.kind} {_short(payload.name)} try {payload.attempt} "
+                            f"of {payload.attempts} failed: {_short(payload.error)}; again "
+                            f"in {payload.delay_s:.1f}s", style="yellow")
             case PlanFinished():
                 if payload.ok:
                     return Text(f"  plan result: {_short(payload.result)}", style="green")
