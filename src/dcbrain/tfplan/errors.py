@@ -165,9 +165,11 @@ class TFCallError(TFRuntimeError):
     transient: bool = False
 
 
-class TFToolTimeout(TFCallError, TimeoutError):
+class TFToolTimeout(TFCallError):
     """A chain or tool call outlived its own ``timeout_s``: the call failed (a sync
-    callable's thread is abandoned and runs on; its return is ignored)."""
+    callable's thread is abandoned and runs on; its return is ignored). Not a
+    ``TimeoutError``, so retries do not try it again unless ``retry_on`` names it: a retry
+    would run a sync tool a second time while its first call may still be running."""
 
     default_kind = "TFToolTimeout"
 
