@@ -182,6 +182,7 @@ def _start_mcp_servers(config: Config, *,
             startup_timeout=spec.startup_timeout, call_timeout=spec.call_timeout,
             max_message_bytes=spec.max_message_bytes, max_tools=spec.max_tools,
             max_list_pages=spec.max_list_pages, max_list_bytes=spec.max_list_bytes,
+            timeout_s=spec.timeout_s, tool_timeout_s=spec.tool_timeout_s,
             retries=spec.retries, backoff=_backoff(spec.backoff),
         )
         try:
@@ -278,6 +279,7 @@ def build_chains(config: Config, llms: dict[str, ChatLLM], default: ChatLLM) -> 
             output_json_schema=spec.output_json_schema,
             temperature=spec.temperature,
             max_tokens=spec.max_tokens,
+            timeout_s=spec.timeout_s,
             retries=spec.retries,
             backoff=_backoff(spec.backoff),
         )

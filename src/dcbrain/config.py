@@ -101,6 +101,7 @@ class ChainConfig(_Section):
     llm: str | None = None
     temperature: float | None = None
     max_tokens: PositiveInt | None = None
+    timeout_s: PositiveFloat | None = None
     retries: int = Field(default=0, ge=0)
     backoff: BackoffConfig | NonNegativeFloat | None = None
 
@@ -119,6 +120,8 @@ class MCPServerConfig(_Section):
     max_tools: PositiveInt = DEFAULT_MAX_TOOLS
     max_list_pages: PositiveInt = DEFAULT_MAX_LIST_PAGES
     max_list_bytes: PositiveInt = DEFAULT_MAX_LIST_BYTES
+    timeout_s: PositiveFloat | None = None
+    tool_timeout_s: dict[str, PositiveFloat] = Field(default_factory=dict)
     retries: int = Field(default=2, ge=0)
     backoff: BackoffConfig | NonNegativeFloat | None = None
 

@@ -32,6 +32,7 @@ class EventType(StrEnum):
     PLAN_FINISHED = "plan_finished"
     CALL_STARTED = "call_started"
     CALL_FINISHED = "call_finished"
+    CALL_ABANDONED = "call_abandoned"
     CALL_RETRY = "call_retry"
     STEP_STARTED = "step_started"
     STEP_FINISHED = "step_finished"
@@ -345,6 +346,22 @@ class CallFinished(EventData):
     index: int | None = None
 
 
+class CallAbandoned(EventData):
+    """The run stopped waiting for a sync chain or tool call that had not returned: at its
+    plan's time limit (its ``call_finished`` follows, status ``error``) or when the run was
+    aborted. The call's thread runs on until the callable returns; whatever it does until
+    then still happens, and its return is ignored (never recorded as finished).
+    ``running_s`` is how long it had run."""
+
+    type: ClassVar[str] = EventType.CALL_ABANDONED
+    call_id: str
+    kind: str
+    name: str
+    line: int | None = None
+    col: int | None = None
+    branch: int | None = None
+    path: str | None = None
+    running_s: float | None = None
 class CallRetry(EventData):
     """A try of a chain or tool call failed with an error worth another (its
     ``retry_on``): try ``attempt`` of ``attempts`` failed with ``error``, and the next
@@ -397,7 +414,8 @@ EVENT_CLASSES: dict[str, type[EventData]] = {
     cls.type: cls
     for cls in (
         RunStarted, StateChanged, PlanCreated, PlanRevised, PlanFinished, CallStarted,
-        CallFinished, CallRetry, StepStarted, StepFinished, Validation, Budget, ErrorEvent, Final,
+        CallFinished, CallAbandoned, CallRetry, StepStarted, StepFinished, Validation,
+        Budget, ErrorEvent, Final,
     )
 }
 

@@ -22,6 +22,7 @@ from dcbrain.tfplan.errors import (
     TFLimitError,
     TFRuntimeError,
     TFSyntaxError,
+    TFToolTimeout,
     TimeLimitExceeded,
 )
 
@@ -303,6 +304,7 @@ __all__ = [
     "TFSyntaxError",
     "TFTokenBudgetExceeded",
     "TFToolError",
+    "TFToolTimeout",
     "TFUserNewInputError",
     "TimeLimitExceeded",
     "TooManyRuns",

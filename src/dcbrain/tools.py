@@ -11,7 +11,10 @@ Schema instead of a signature (MCP tools, chains used as tools).
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import contextlib
+import contextvars
 import copy
 import inspect
 import keyword
@@ -27,8 +30,10 @@ from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from dcbrain._docstrings import docstring_parts
 from dcbrain._sync import run_sync
-from dcbrain.exceptions import TFSchemaError, TFToolError
+from dcbrain.exceptions import TFSchemaError, TFToolError, TFToolTimeout
 from dcbrain.retries import Backoff, RetryPolicy
+
+T = typing.TypeVar("T")
 
 
 class Tool:
@@ -36,6 +41,10 @@ class Tool:
 
     ``reuse=False`` opts the tool out of the run journal's reuse: every call in a new
     plan runs it again (a finished call is still never re-run when a run is replayed).
+    ``timeout_s`` ends a call that has not returned by then with :class:`TFToolTimeout`
+    (a failed call): an async tool is cancelled; a sync one then runs in a thread of its
+    own, which is abandoned at the timeout (it runs on until it returns; its return is
+    ignored).
 
     ``retries`` more tries follow a call that failed with one of ``retry_on`` (default:
     ``ConnectionError``, ``TimeoutError`` and :class:`~dcbrain.exceptions.TransientError`),
@@ -57,6 +66,7 @@ class Tool:
         name: str | None = None,
         description: str | None = None,
         reuse: bool = True,
+        timeout_s: float | None = None,
         retries: int = 0,
         retry_on: Iterable[type[BaseException]] | None = None,
         backoff: Backoff | float | None = None,
@@ -66,6 +76,7 @@ class Tool:
         #: Whether a replan may get this tool's recorded result instead of a new call
         #: (the run's call journal); ``False`` for reads that must be fresh.
         self.reuse = reuse
+        self.timeout_s = checked_timeout(timeout_s, f"tool {name or func.__name__!r}")
         self.name = name or func.__name__
         self.is_async = inspect.iscoroutinefunction(func)
         self.signature, self._validated, parameters, returns, summary = _derived(func)
@@ -112,7 +123,10 @@ class Tool:
         """Call a sync tool with validated keyword arguments; the result is checked."""
         self.validate_arguments(kwargs)
         try:
-            result = self._validated(**kwargs)
+            if self.timeout_s is None:
+                result = self._validated(**kwargs)
+            else:
+                result = self._result_in_time(self._in_thread(kwargs))
         except ValidationError as exc:
             raise TFToolError(f"tool {self.name!r}: {_describe(exc)}") from None
         if inspect.isawaitable(result):
@@ -123,12 +137,45 @@ class Tool:
         """Call a sync or async tool with validated keyword arguments."""
         self.validate_arguments(kwargs)
         try:
-            result = self._validated(**kwargs)
-            if inspect.isawaitable(result):
-                result = await result
+            if self.timeout_s is None:
+                result = self._validated(**kwargs)
+                if inspect.isawaitable(result):
+                    result = await result
+            elif self.is_async:
+                result = await within_timeout(self._validated(**kwargs), self.timeout_s,
+                                              self._timed_out)
+            else:
+                result = await within_timeout(asyncio.wrap_future(self._in_thread(kwargs)),
+                                              self.timeout_s, self._timed_out)
         except ValidationError as exc:
             raise TFToolError(f"tool {self.name!r}: {_describe(exc)}") from None
         return to_json_data(result, f"tool {self.name!r} result")
+
+    def _in_thread(self, kwargs: Mapping[str, Any]) -> concurrent.futures.Future[Any]:
+        """The sync function called in a thread of its own (abandoned at a timeout)."""
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        context = contextvars.copy_context()
+
+        def work() -> None:
+            try:
+                future.set_result(context.run(self._validated, **kwargs))
+            except BaseException as exc:  # the caller's to raise; ignored once abandoned
+                future.set_exception(exc)
+
+        threading.Thread(target=work, name=f"tool {self.name}", daemon=True).start()
+        return future
+
+    def _result_in_time(self, future: concurrent.futures.Future[Any]) -> Any:
+        try:
+            return future.result(self.timeout_s)
+        except TimeoutError:
+            if future.done():  # the tool's own TimeoutError
+                raise
+            raise self._timed_out() from None
+
+    def _timed_out(self) -> TFToolTimeout:
+        return TFToolTimeout(f"tool {self.name!r} did not return within its timeout_s of "
+                             f"{self.timeout_s:g} s")
 
     def to_openai(self) -> dict[str, Any]:
         """The OpenAI ``tools=[...]`` entry of this tool."""
@@ -160,6 +207,31 @@ def as_tool(obj: Tool | ToolProvider | Callable[..., Any]) -> Tool:
                "tools=[*mcp_tools, ...])" if isinstance(obj, Iterable) else ""
         raise TypeError(f"{type(obj).__name__} is not a tool{hint}")
     return Tool(obj)
+
+
+def checked_timeout(timeout_s: float | None, owner: str) -> float | None:
+    """``timeout_s`` of a tool or chain, refused unless ``None`` or a positive number."""
+    if timeout_s is None:
+        return None
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float) \
+            or not timeout_s > 0:
+        raise ValueError(f"{owner}: timeout_s must be a positive number of seconds, "
+                         f"got {timeout_s!r}")
+    return float(timeout_s)
+
+
+async def within_timeout(awaitable: Awaitable[T], timeout_s: float,
+                         timed_out: Callable[[], BaseException]) -> T:
+    """Await ``awaitable``, cancelled after ``timeout_s`` seconds with ``timed_out()``
+    raised instead (a ``TimeoutError`` of the awaitable's own passes as it is)."""
+    scope = asyncio.timeout(timeout_s)
+    try:
+        async with scope:
+            return await awaitable
+    except TimeoutError:
+        if scope.expired():
+            raise timed_out() from None
+        raise
 
 
 def tool(func: Callable[..., Any]) -> Tool:
@@ -320,8 +392,9 @@ class SchemaTool(Tool):
     ``parameters_schema`` before the call; the result becomes plain
     JSON data. With ``closed=True`` a schema that does not say otherwise rejects
     unknown arguments (``"additionalProperties": false``), so the static checker reports
-    them too. ``reuse`` and ``retries``/``retry_on``/``backoff`` as for :class:`Tool`.
-    The schema is compiled by :func:`dcbrain.schemas.compile_schema`; a refused one raises
+    them too. ``reuse``, ``timeout_s`` and ``retries``/``retry_on``/``backoff`` as for
+    :class:`Tool`. The schema is compiled by :func:`dcbrain.schemas.compile_schema`; a
+    refused one raises
     :class:`~dcbrain.exceptions.TFSchemaError` naming ``schema_origin`` (default: the tool's
     ``parameters_schema``).
     """
@@ -338,6 +411,7 @@ class SchemaTool(Tool):
         check_values: bool = True,
         reuse: bool = True,
         schema_origin: str | None = None,
+        timeout_s: float | None = None,
         retries: int = 0,
         retry_on: Iterable[type[BaseException]] | None = None,
         backoff: Backoff | float | None = None,
@@ -354,6 +428,7 @@ class SchemaTool(Tool):
         self.name = name
         self.description = description
         self.reuse = reuse
+        self.timeout_s = checked_timeout(timeout_s, f"tool {name!r}")
         self.is_async = True
         self.parameters_schema = schema
         self.returns_schema = returns_schema
@@ -383,7 +458,10 @@ class SchemaTool(Tool):
         self.validate_arguments(kwargs)
         if self.check_values:
             self.validate_values(kwargs)
-        result = await self.func(**kwargs)
+        if self.timeout_s is None:
+            result = await self.func(**kwargs)
+        else:
+            result = await within_timeout(self.func(**kwargs), self.timeout_s, self._timed_out)
         return to_json_data(result, f"tool {self.name!r} result")
 
 

@@ -7,6 +7,7 @@
     --pages N|endless   tools/list answers N pages (or pages forever), each with
                         --per-page made-up tools and a next cursor
     --gzip              HTTP answers are gzip-encoded (whatever the client asked for)
+    --slow SECONDS      adds a tool ``slow`` that answers after SECONDS
     --drop N            over HTTP, the first N tools/call requests get no answer: the
                         connection is closed under them
     --exit-once PATH    over stdio, the first tools/call of the first server started with
@@ -19,6 +20,7 @@ import argparse
 import gzip
 import json
 import sys
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -35,6 +37,7 @@ def options() -> argparse.Namespace:
     parser.add_argument("--pages")
     parser.add_argument("--per-page", type=int, default=0)
     parser.add_argument("--gzip", action="store_true")
+    parser.add_argument("--slow", type=float)
     parser.add_argument("--drop", type=int, default=0)
     parser.add_argument("--exit-once")
     return parser.parse_args()
@@ -53,7 +56,8 @@ def tool(name: str) -> dict[str, Any]:
 def listing(cursor: str | None) -> dict[str, Any]:
     if OPTIONS.pages is None:
         return {"tools": [tool(name) for name in NAMES]
-                + ([tool("big")] if OPTIONS.big is not None else [])}
+                + ([tool("big")] if OPTIONS.big is not None else [])
+                + ([tool("slow")] if OPTIONS.slow is not None else [])}
     page = int(cursor or 0)
     tools = [tool(f"t{page}_{index}") for index in range(OPTIONS.per_page)]
     last = OPTIONS.pages != "endless" and page + 1 >= int(OPTIONS.pages)
@@ -82,6 +86,8 @@ def answer(message: dict[str, Any]) -> Iterator[str]:
         return
     elif method == "tools/call":
         name = params.get("name")
+        if name == "slow":
+            time.sleep(OPTIONS.slow or 0)
         text = f"{name} from the server: {json.dumps(params.get('arguments'))}"
         result = {"content": [{"type": "text", "text": text}]}
     elif method == "ping":

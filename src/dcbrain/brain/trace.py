@@ -20,6 +20,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from dcbrain._jsonsafe import dumps
 from dcbrain.events import (
     DEFAULT_CLIP,
+    CallAbandoned,
     CallFinished,
     CallRetry,
     CallStarted,
@@ -290,6 +291,20 @@ class PlanCallEvents:
         if entry is not None:
             self._finish(entry[0], record, "error" if record.error else "ok")
 
+    def on_call_abandoned(self, record: CallRecord) -> None:
+        with self._lock:
+            entry = self._open.get(id(record))
+        if entry is not None:
+            self._recorder.emit(CallAbandoned(
+                call_id=entry[0],
+                kind=self._kind(record),
+                name=record.name,
+                line=record.line,
+                col=record.col,
+                branch=record.branch,
+                path=str(record.extra.get("path", "")),
+                running_s=record.duration_s,
+            ))
     def on_call_retry(self, record: CallRecord, *, attempt: int, attempts: int, error: str,
                       delay_s: float) -> None:
         """Try ``attempt`` of an open call failed and is retried after ``delay_s``."""

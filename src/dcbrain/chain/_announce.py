@@ -49,6 +49,11 @@ class CallAnnouncer:
             listener(record, attempt=attempt, attempts=attempts,
                      error=f"{type(error).__name__}: {error}", delay_s=delay_s)
 
+    def on_call_abandoned(self, record: CallRecord) -> None:
+        report = getattr(self._observer, "on_call_abandoned", None)
+        if "kind" in record.extra and report is not None:
+            report(record)
+
     def on_call_end(self, record: CallRecord) -> None:
         if getattr(self._reported, "record", None) is record:
             self._reported.record = None

@@ -19,6 +19,7 @@ from dcbrain.journal import (
     canonical_args,
 )
 from dcbrain.retries import is_transient
+from dcbrain.tfplan import call_may_finish
 
 #: Errors that end a plan as they are instead of becoming a plan error (no replan helps);
 #: they are not recorded either: the call did not finish.
@@ -99,15 +100,18 @@ class PlanJournal:
         )
 
     def call(self, key: JournalKey | None, kind: str, work: Callable[[], T]) -> T:
-        """Run ``work`` as the call ``key`` and record how it ended."""
+        """Run ``work`` as the call ``key`` and record how it ended, unless its plan
+        abandoned it meanwhile (its return is ignored: the call did not finish for the run)."""
         started = time.perf_counter()
         try:
             with self.context(key):
                 result = work()
         except Exception as exc:
-            self.record(key, kind, started, error=exc)
+            if key is not None and call_may_finish():
+                self.record(key, kind, started, error=exc)
             raise
-        self.record(key, kind, started, result=result)
+        if key is not None and call_may_finish():
+            self.record(key, kind, started, result=result)
         return result
 
     async def acall(self, key: JournalKey | None, kind: str, work: Awaitable[T]) -> T:

@@ -38,7 +38,7 @@ from dcbrain.llm.base import ChatLLM, LLMReply, ToolCall
 from dcbrain.messages import TextMessage, as_message
 from dcbrain.retries import Backoff, RetryPolicy
 from dcbrain.schemas import CompiledSchema, compile_schema, describe_schema_error
-from dcbrain.tools import Tool, ToolLike, ToolProvider, as_tool
+from dcbrain.tools import Tool, ToolLike, ToolProvider, as_tool, checked_timeout
 
 PromptArg = str | BasePrompt | Iterable[BasePrompt] | None
 
@@ -57,7 +57,9 @@ class Chain(Runnable):
     validated value is also returned as an instance in ``result.output``. ``input_schema``
     describes the keyword arguments a plan passes; by default every template variable is
     a required string. ``tools`` may be called by the model (OpenAI tool calls). ``reuse=False``
-    opts the chain out of the run journal's reuse (every plan calls it afresh).
+    opts the chain out of the run journal's reuse (every plan calls it afresh). A run that
+    has not finished after ``timeout_s`` seconds is cancelled and fails with
+    :class:`~dcbrain.tfplan.TFToolTimeout`.
     ``retries``/``retry_on``/``backoff`` try a plan's failed call of the chain again, as for
     a :class:`~dcbrain.tools.Tool` (the provider's own retries of one LLM request are the
     LLM's, e.g. ``OpenAILLM(max_retries=...)``).
@@ -82,12 +84,14 @@ class Chain(Runnable):
         max_tokens: int | None = None,
         temperature: float | None = None,
         reuse: bool = True,
+        timeout_s: float | None = None,
         retries: int = 0,
         retry_on: Iterable[type[BaseException]] | None = None,
         backoff: Backoff | float | None = None,
     ) -> None:
         if not isinstance(name, str) or not name:
             raise TFChainError(f"a chain needs a non-empty name, got {name!r}")
+        self.timeout_s = checked_timeout(timeout_s, f"chain {name!r}")
         self.name = name
         self.description = description
         self.llm = llm

@@ -12,7 +12,8 @@ from dcbrain.chain.prompts import Knowledge
 from dcbrain.chain.result import ChainResult
 from dcbrain.messages import TextMessage, as_message
 from dcbrain.retries import RetryPolicy
-from dcbrain.tools import SchemaTool, Tool, ToolLike
+from dcbrain.tfplan.errors import TFToolTimeout
+from dcbrain.tools import SchemaTool, Tool, ToolLike, within_timeout
 
 MessageLike = TextMessage | dict[str, Any]
 
@@ -28,6 +29,8 @@ class Runnable(ABC):
     #: Whether a replan may get a recorded result of this chain instead of running it
     #: again (the run's call journal).
     reuse: bool = True
+    #: Seconds a run may take before it is cancelled with :class:`TFToolTimeout`.
+    timeout_s: float | None = None
     #: How a plan tries a failed call of this chain again (``None``: it does not).
     retry: RetryPolicy | None = None
 
@@ -102,10 +105,17 @@ class Runnable(ABC):
         into the message's ``additional_kwargs``, and ``input``/``input_text``/``text``,
         else all of them as JSON, becomes its text when no ``current_input`` is given.
         """
-        return await self._async_run(
+        work = self._async_run(
             input_message(current_input, inputs), conversation, knowledge, tools,
             intermediate_msgs,
         )
+        if self.timeout_s is None:
+            return await work
+        return await within_timeout(work, self.timeout_s, self._timed_out)
+
+    def _timed_out(self) -> TFToolTimeout:
+        return TFToolTimeout(f"chain {self.name!r} did not finish within its timeout_s of "
+                             f"{self.timeout_s:g} s")
 
     async def arun(
         self,

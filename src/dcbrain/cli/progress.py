@@ -23,6 +23,7 @@ from dcbrain._jsonsafe import safe_repr
 from dcbrain._text import terminal_text
 from dcbrain.events import (
     Budget,
+    CallAbandoned,
     CallFinished,
     CallRetry,
     CallStarted,
@@ -104,6 +105,10 @@ class ProgressView:
                 return self._call_started(payload)
             case CallFinished():
                 return self._call_finished(payload)
+            case CallAbandoned():
+                return Text(f"  ⧗ {payload.kind} {_short(payload.name)} abandoned after "
+                            f"{payload.running_s or 0.0:.1f}s: it may still be running; its "
+                            "return will be ignored", style="red")
             case CallRetry():
                 return Text(f"  ↻ {payload.kind} {_short(payload.name)} try {payload.attempt} "
                             f"of {payload.attempts} failed: {_short(payload.error)}; again "

@@ -33,7 +33,7 @@ from dcbrain.mcp.limits import (
 )
 from dcbrain.retries import Backoff, RetryPolicy
 from dcbrain.schemas import CompiledSchema, compile_schema, describe_schema_error
-from dcbrain.tools import SchemaTool, Tool
+from dcbrain.tools import SchemaTool, Tool, checked_timeout
 
 if TYPE_CHECKING:
     from mcp.types import CallToolResult
@@ -53,6 +53,9 @@ class MCPTools(Sequence[Tool]):
     after ``prefix``. The server is started on first use (iterating, ``len``, indexing,
     :meth:`connect`, ``with``/``async with``) and stopped by :meth:`close` (or at exit).
     Start-up fails after ``startup_timeout`` seconds; each call after ``call_timeout``.
+    ``timeout_s`` (every tool) and ``tool_timeout_s`` (by the server's tool name) are the
+    tools' own limits as for :class:`~dcbrain.tools.Tool`: a call past it fails with
+    :class:`~dcbrain.tfplan.TFToolTimeout`, a failure the planner sees at the call.
 
     A call whose connection fails (lost, cut, refused, timed out) raises
     :class:`~dcbrain.exceptions.TFMCPTransportError`, a transient error: by default it is
@@ -82,6 +85,8 @@ class MCPTools(Sequence[Tool]):
         max_tools: int = DEFAULT_MAX_TOOLS,
         max_list_pages: int = DEFAULT_MAX_LIST_PAGES,
         max_list_bytes: int = DEFAULT_MAX_LIST_BYTES,
+        timeout_s: float | None = None,
+        tool_timeout_s: Mapping[str, float] | None = None,
         retries: int = 2,
         retry_on: Iterable[type[BaseException]] | None = None,
         backoff: Backoff | float | None = None,
@@ -108,6 +113,10 @@ class MCPTools(Sequence[Tool]):
         self.max_tools = max_tools
         self.max_list_pages = max_list_pages
         self.max_list_bytes = max_list_bytes
+        self.timeout_s = checked_timeout(timeout_s, f"MCP server {self.name!r}")
+        self.tool_timeout_s = {
+            tool: checked_timeout(value, f"MCP server {self.name!r} tool {tool!r}")
+            for tool, value in (tool_timeout_s or {}).items()}
         self.retry = RetryPolicy.of(retries, retry_on, backoff)
         self._tools: list[Tool] | None = None
         self._result_schemas: dict[str, CompiledSchema] = {}
@@ -307,6 +316,10 @@ class MCPTools(Sequence[Tool]):
         """The listed tools as dcbrain tools; two that become one name are refused."""
         tools: dict[str, Tool] = {}
         listed: dict[str, str] = {}
+        unknown = sorted(set(self.tool_timeout_s) - {info.name for info in listing})
+        if unknown:
+            raise TFMCPError(f"tool_timeout_s names {', '.join(map(repr, unknown))}, which "
+                             "it does not list")
         for info in listing:
             tool = self._tool(info)
             if tool.name in tools:
@@ -331,6 +344,7 @@ class MCPTools(Sequence[Tool]):
                 returns_schema=inner if inner is not None else info.output_schema,
                 closed=True,  # unknown keywords fail before the plan runs, not silently later
                 schema_origin=f"tool {server_name!r} input schema",
+                timeout_s=self.tool_timeout_s.get(server_name, self.timeout_s),
             )
             if info.output_schema is not None:
                 self._result_schemas[server_name] = compile_schema(

@@ -29,8 +29,10 @@ if TYPE_CHECKING:
         TFLimitError,
         TFRuntimeError,
         TFSyntaxError,
+        TFToolTimeout,
         TimeLimitExceeded,
     )
+    from dcbrain.tfplan.host import call_may_finish
     from dcbrain.tfplan.interpreter import Interpreter, compile_source
     from dcbrain.tfplan.language import language_summary
     from dcbrain.tfplan.limits import Limits
@@ -61,7 +63,9 @@ __all__ = [
     "TFLimitError",
     "TFRuntimeError",
     "TFSyntaxError",
+    "TFToolTimeout",
     "TimeLimitExceeded",
+    "call_may_finish",
     "check",
     "compile_source",
     "extract_plan",
@@ -92,7 +96,9 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "TFLimitError": "dcbrain.tfplan.errors",
     "TFRuntimeError": "dcbrain.tfplan.errors",
     "TFSyntaxError": "dcbrain.tfplan.errors",
+    "TFToolTimeout": "dcbrain.tfplan.errors",
     "TimeLimitExceeded": "dcbrain.tfplan.errors",
+    "call_may_finish": "dcbrain.tfplan.host",
     "check": "dcbrain.tfplan.checker",
     "compile_source": "dcbrain.tfplan.interpreter",
     "extract_plan": "dcbrain.tfplan.parser",

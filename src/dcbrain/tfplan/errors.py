@@ -67,7 +67,8 @@ class TFInterpreterError(TFError):
     ``kind`` is the error's name as the planner sees it (``"KeyError"``,
     ``"SyntaxError"``, ``"OperationLimitExceeded"`` …); ``line``/``col`` are 1-based
     (col 0 when unknown is shown as 1); ``stdout`` keeps what the plan printed before
-    failing and ``trace`` the host calls made so far.
+    failing and ``trace`` the host calls made so far; ``abandoned_calls`` how many calls
+    were still running when the run stopped waiting for them.
     """
 
     default_kind = "TFInterpreterError"
@@ -89,6 +90,7 @@ class TFInterpreterError(TFError):
         self.source_line = source_line
         self.stdout = ""
         self.trace: list[CallRecord] = []
+        self.abandoned_calls = 0
         self._partial: ConsoleResult | None = None
 
     @property
@@ -96,7 +98,8 @@ class TFInterpreterError(TFError):
         """What the plan did before it failed: its output and calls (no value). The chain
         layer adds the usage and ``chain_result`` of the chains it called, as on success."""
         if self._partial is None:
-            self._partial = ConsoleResult(value=None, stdout=self.stdout, trace=list(self.trace))
+            self._partial = ConsoleResult(value=None, stdout=self.stdout, trace=list(self.trace),
+                                          abandoned_calls=self.abandoned_calls)
         return self._partial
 
     @property
@@ -160,6 +163,15 @@ class TFCallError(TFRuntimeError):
     """
 
     transient: bool = False
+
+
+class TFToolTimeout(TFCallError):
+    """A chain or tool call outlived its own ``timeout_s``: the call failed (a sync
+    callable's thread is abandoned and runs on; its return is ignored). Not a
+    ``TimeoutError``, so retries do not try it again unless ``retry_on`` names it: a retry
+    would run a sync tool a second time while its first call may still be running."""
+
+    default_kind = "TFToolTimeout"
 
 
 class TFLimitError(TFInterpreterError):

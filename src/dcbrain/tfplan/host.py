@@ -26,11 +26,28 @@ from dcbrain.tfplan.errors import (
     SizeLimitExceeded,
     TFCallError,
     TFInterpreterError,
+    TFToolTimeout,
 )
 from dcbrain.tfplan.result import CallRecord
 from dcbrain.tfplan.rewrite import PLAN_FILENAME
 from dcbrain.tfplan.state import Cancelled, Expired, RunState
 from dcbrain.tfplan.values import NotPlainData, sized_plan_value
+
+#: The run whose plan is being driven in this context (its host calls inherit it).
+current_run: contextvars.ContextVar[RunState | None] = contextvars.ContextVar(
+    "tf_plan_run", default=None)
+
+
+def call_may_finish() -> bool:
+    """Whether the host call running in this context may be recorded as finished.
+
+    ``False`` once its plan stopped waiting for it (the plan's time limit passed, or its run
+    was cancelled, while the call ran): its return is ignored, so nothing may record the
+    call as finished. Claiming is atomic with the abandonment: a call that claimed in time
+    is not counted as abandoned.
+    """
+    state = current_run.get()
+    return state is None or state.claim_finish()
 
 
 class HostCallable:
@@ -180,7 +197,7 @@ class Dispatcher:
             state.observer.on_call_start(record)
         started = time.perf_counter()
         try:
-            state.enter_host()
+            state.enter_host(record)
         except (Expired, Cancelled):  # refused: the plan stopped; the call ends unrun
             record.error = "stopped"
             record.duration_s = 0.0
@@ -189,9 +206,13 @@ class Dispatcher:
             raise
         size = 0
         try:
-            result = func(*record.args, **record.kwargs)
-            if inspect.isawaitable(result):
-                result = self._await(result)
+            try:
+                result = func(*record.args, **record.kwargs)
+                if inspect.isawaitable(result):
+                    result = self._await(result)
+            finally:
+                if state.abandoned:  # the plan ended without this call: its end is ignored
+                    raise Cancelled if state.cancelled else Expired
             if plain_result:
                 result, size = sized_plan_value(result, max_items=state.limits.max_size,
                                                 where=f"{name}() result")
@@ -199,7 +220,8 @@ class Dispatcher:
             record.error = f"{type(exc).__name__}: {exc}"
             raise
         except (Expired, Cancelled):
-            record.error = "stopped"
+            if not state.abandoned:
+                record.error = "stopped"
             raise
         except NotPlainData as exc:
             record.error = f"TypeError: {exc}"
@@ -211,6 +233,8 @@ class Dispatcher:
             record.error = f"{exc.kind}: {exc.message}"
             if isinstance(exc, HostMemoryExceeded) and exc.budget is state.host_budget:
                 raise  # the callee kept this run's values (a chain's intermediate results)
+            if isinstance(exc, TFToolTimeout):
+                raise  # the call's own limit: the plan fails with it at the call
             raise TFCallError(f"{name}() failed: {exc.headline()}", kind=exc.kind) from exc
         except Exception as exc:
             record.error = f"{type(exc).__name__}: {exc}"
@@ -226,10 +250,12 @@ class Dispatcher:
             record.result = result
             return result
         finally:
-            record.duration_s = time.perf_counter() - started
             try:
-                if state.observer is not None:
-                    state.observer.on_call_end(record)
+                # an abandoned call was reported as it was abandoned; its late end is not
+                if not state.abandoned:
+                    record.duration_s = time.perf_counter() - started
+                    if state.observer is not None:
+                        state.observer.on_call_end(record)
             finally:
                 state.leave_host()
 
@@ -243,6 +269,8 @@ class Dispatcher:
         future = asyncio.run_coroutine_threadsafe(wait(), loop)
         with state.lock:
             state.active_futures.add(future)
+            # a stop cancels this wait: the call is never abandoned, its task is cancelled
+            state.calling.pop(threading.get_ident(), None)
             stopped = state.cancelled or state.expired
         if stopped:
             future.cancel()

@@ -3,10 +3,12 @@
 A run compiles the validated, rewritten plan (cached per source and callable names),
 builds a fresh global namespace holding the guards, with ``__builtins__`` holding only
 the allowlisted builtins and one opaque handle per registered callable (so plan names
-shadow them as in Python), and executes it. Synchronous runs execute in the calling thread;
-``arun`` executes in a thread of its own so the event loop stays free for async chains.
-With ``isolation="process"`` (the default) that execution happens in a sandbox process
-and the calling thread relays the plan's calls (see ``sandbox/``).
+shadow them as in Python), and executes it. Every run is driven from a thread of its own
+while the caller (``run``'s thread, ``arun``'s task) waits for it under the plan's time
+limit, so a call that never returns cannot hold the caller (see ``supervise.py``), and the
+event loop stays free for async chains. With ``isolation="process"`` (the default) the
+plan executes in a sandbox process and the driving thread relays its calls (see
+``sandbox/``).
 """
 
 from __future__ import annotations
@@ -38,7 +40,14 @@ from dcbrain.tfplan.errors import (
     TimeLimitExceeded,
 )
 from dcbrain.tfplan.guards import Guards
-from dcbrain.tfplan.host import Dispatcher, HostCallable, Thunk, background_loop, code_position
+from dcbrain.tfplan.host import (
+    Dispatcher,
+    HostCallable,
+    Thunk,
+    background_loop,
+    code_position,
+    current_run,
+)
 from dcbrain.tfplan.host_budget import HostBudget
 from dcbrain.tfplan.limits import Limits
 from dcbrain.tfplan.messages import public_message
@@ -48,6 +57,7 @@ from dcbrain.tfplan.result import ConsoleResult
 from dcbrain.tfplan.rewrite import MAIN_FUNCTION, PLAN_FILENAME, compile_plan
 from dcbrain.tfplan.sandbox.relay import cancel_in_sandbox, run_in_sandbox
 from dcbrain.tfplan.state import CallObserver, ParallelHooks, RunState, Watchdog
+from dcbrain.tfplan.supervise import Supervision, abandon_calls, start_driver
 from dcbrain.tfplan.values import bounded_message, sized_plan_value
 
 
@@ -170,14 +180,38 @@ class Interpreter:
 
     def run(self, plan: Plan | str, *, check: bool = False,
             host_budget: HostBudget | None = None) -> ConsoleResult:
-        """Run ``plan`` in this thread (``check=True`` checks it statically first).
+        """Run ``plan`` and wait for it (``check=True`` checks it statically first); a
+        plan that can call chains or tools is driven from a thread of its own.
 
         ``host_budget`` is the run's budget of what the host keeps, when the caller keeps
         things for the run too (its chains' intermediate results); else a new one.
         """
         parsed, code = self._prepare(plan, check)
         state = self._new_state(loop=None, host_budget=host_budget)
-        return self._run_here(parsed, code, state)
+        if not self.callables and self.construct_chain is None:
+            # no host call to wait for: the time limit stops plan code in this thread
+            return self._run_here(parsed, code, state)
+        outcome: list[Any] = []
+        done = threading.Event()
+
+        def deliver(value: Any, failed: bool) -> None:
+            outcome.append((value, failed))
+            done.set()
+
+        self._start(parsed, code, state, deliver)
+        supervision = Supervision(state, self.limits.timeout_s)
+        try:
+            while not done.wait(supervision.wait_s()):
+                if supervision.overdue() and not done.is_set():
+                    raise supervision.abandon(parsed.lines, self._process_stopper(state))
+        except BaseException as exc:
+            if not isinstance(exc, TimeLimitExceeded):  # interrupted: stop the plan
+                self._stop_run(state)
+            raise
+        value, failed = outcome[0]
+        if failed:
+            raise value
+        return value  # type: ignore[no-any-return]
 
     async def arun(self, plan: Plan | str, *, check: bool = False,
                    host_budget: HostBudget | None = None) -> ConsoleResult:
@@ -192,7 +226,6 @@ class Interpreter:
         loop = asyncio.get_running_loop()
         state = self._new_state(loop=loop, host_budget=host_budget)
         future: asyncio.Future[ConsoleResult] = loop.create_future()
-        context = contextvars.copy_context()
 
         def settle(outcome: Any, failed: bool) -> None:
             if future.done():
@@ -202,28 +235,63 @@ class Interpreter:
             else:
                 future.set_result(outcome)
 
-        def work() -> None:
-            try:
-                outcome: Any = context.run(self._run_here, parsed, code, state)
-                failed = False
-            except BaseException as exc:  # handed to the awaiting task
-                outcome, failed = exc, True
+        def deliver(outcome: Any, failed: bool) -> None:
             with contextlib.suppress(RuntimeError):  # the loop closed after a cancellation
                 loop.call_soon_threadsafe(settle, outcome, failed)
 
-        threading.Thread(target=work, name="tf_plan", daemon=True).start()
+        self._start(parsed, code, state, deliver)
+        supervision = Supervision(state, self.limits.timeout_s)
         try:
-            return await asyncio.shield(future)
+            while not future.done():
+                await asyncio.wait((future,), timeout=supervision.wait_s())
+                if not future.done() and supervision.overdue() and not future.done():
+                    future.add_done_callback(_retrieve)
+                    raise supervision.abandon(parsed.lines, self._process_stopper(state))
+            return future.result()
         except asyncio.CancelledError:
-            state.stop(Cancelled)
-            if self.isolation == "process":
-                cancel_in_sandbox(state)
+            self._stop_run(state)
             # The plan ends later with PlanCancelled that no one awaits: retrieve it, or
             # asyncio logs "Future exception was never retrieved" for every abort.
             future.add_done_callback(_retrieve)
             raise
 
     # -- internals -------------------------------------------------------------------
+    def _start(self, plan: Plan, code: CodeType, state: RunState,
+               deliver: Callable[[Any, bool], None]) -> None:
+        """Drive the run in a thread of its own, in a copy of the caller's context; its
+        outcome goes to ``deliver`` (value or exception, and whether it failed)."""
+        context = contextvars.copy_context()
+
+        def work() -> None:
+            try:
+                outcome: Any = context.run(self._drive, plan, code, state)
+                failed = False
+            except BaseException as exc:  # handed to the waiting caller
+                outcome, failed = exc, True
+            deliver(outcome, failed)
+
+        start_driver(work)
+
+    def _drive(self, plan: Plan, code: CodeType, state: RunState) -> ConsoleResult:
+        current_run.set(state)  # the calls inherit it (call_may_finish)
+        try:
+            return self._run_here(plan, code, state)
+        except TFInterpreterError as error:
+            # stopped while other branches' calls ran: the plan ended without them
+            if state.calling:
+                error.abandoned_calls += len(abandon_calls(state, None))
+            raise
+
+    def _process_stopper(self, state: RunState) -> Callable[[], None] | None:
+        if self.isolation != "process":
+            return None
+        return lambda: cancel_in_sandbox(state)
+
+    def _stop_run(self, state: RunState) -> None:
+        """The caller stopped waiting (a cancellation): stop the plan, abandon its calls."""
+        state.stop(Cancelled)
+        abandon_calls(state, self._process_stopper(state), ended=False)
+
     def _run_here(self, plan: Plan, code: CodeType, state: RunState) -> ConsoleResult:
         """Run the plan from this thread: in a sandbox process, or right here."""
         if self.isolation == "process":

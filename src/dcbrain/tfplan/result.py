@@ -46,7 +46,9 @@ class ConsoleResult:
 
     ``value`` is the value of a top-level ``return``, else of the last top-level
     expression statement (``None`` if there is none). ``chain_result`` and ``usage`` are
-    filled by the chain layer when the plan calls chains.
+    filled by the chain layer when the plan calls chains. ``abandoned_calls`` counts the
+    sync calls the run stopped waiting for at its time limit (or cancellation): they may
+    still be running, and their returns are ignored.
     """
 
     value: Any = None
@@ -57,6 +59,7 @@ class ConsoleResult:
     usage: Usage = field(default_factory=Usage)
     chain_result: Any = None
     returned: bool = False
+    abandoned_calls: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -66,4 +69,5 @@ class ConsoleResult:
             "operations": self.operations,
             "duration_s": self.duration_s,
             "usage": self.usage.to_dict(),
+            "abandoned_calls": self.abandoned_calls,
         }

@@ -75,6 +75,10 @@ class RunState:
     host_depth: dict[int, int] = field(default_factory=dict)
     active_futures: set[concurrent.futures.Future[Any]] = field(default_factory=set)
     signalled: set[int] = field(default_factory=set)
+    #: the host call each thread is in, for the calls a stopped run has to abandon
+    calling: dict[int, CallRecord] = field(default_factory=dict)
+    #: the run gave up waiting for its host calls: their returns are ignored
+    abandoned: bool = False
     branch: threading.local = field(default_factory=threading.local)
     #: threads ``parallel`` may still start (the plan's own thread is one of max_parallel)
     spare_threads: int = -1
@@ -122,17 +126,39 @@ class RunState:
                 continue
 
     # -- host calls ----------------------------------------------------------------
-    def enter_host(self) -> None:
+    def enter_host(self, record: CallRecord | None = None) -> None:
         tid = threading.get_ident()
         with self.lock:
             self._raise_if_stopped()
             self.host_depth[tid] = self.host_depth.get(tid, 0) + 1
+            if record is not None:
+                self.calling[tid] = record
 
     def leave_host(self) -> None:
         tid = threading.get_ident()
         with self.lock:
             self.host_depth[tid] -= 1
+            self.calling.pop(tid, None)
             self._raise_if_stopped()
+
+    def claim_finish(self) -> bool:
+        """Whether this thread's host call may still count as finished: ``False`` once the
+        run abandoned it (its return is ignored, so nothing may record it as finished)."""
+        with self.lock:
+            if self.abandoned:
+                return False
+            self.calling.pop(threading.get_ident(), None)
+            return True
+
+    def abandon(self) -> list[CallRecord]:
+        """Stop waiting for the run's host calls; the ones still running, oldest first."""
+        with self.lock:
+            self.abandoned = True
+            if not self.cancelled:
+                self.expired = True
+            running = sorted(self.calling.values(), key=lambda record: record.started_at)
+            self.calling.clear()
+        return running
 
     def _raise_if_stopped(self) -> None:
         if self.cancelled:

@@ -1,8 +1,8 @@
 """The host side of a plan running in a sandbox process.
 
-The thread that runs the plan (the caller's for ``run``, a thread of its own for
-``arun``) sends the plan to a worker and then serves the worker's requests: a call of
-the top level runs right here, as it would in process; a call from a ``parallel``
+The run's driving thread (see ``tfplan/supervise.py``) sends the plan to a worker and
+then serves the worker's requests: a call of the top level runs right here, as it would
+in process; a call from a ``parallel``
 branch runs in a thread of its own in that branch's context, so branches overlap.
 Calls go through the same :class:`~dcbrain.tfplan.host.Dispatcher` as in process: the
 same trace records, observer callbacks, limits, boundary copies and errors.
@@ -10,8 +10,9 @@ same trace records, observer callbacks, limits, boundary copies and errors.
 At the plan's time limit the worker's own watchdog stops it with a positioned error;
 if it does not within :data:`GRACE_S` (a long C call holds its only lock), the worker
 is killed and the plan ends with :class:`TimeLimitExceeded` at the line the process
-reported when asked, or at its last call. A worker that dies ends the plan with
-:class:`PlanProcessCrashed`.
+reported when asked, or at its last call. A call still running at the time limit is
+cancelled or abandoned by the run's supervision, which then kills the worker. A worker
+that dies ends the plan with :class:`PlanProcessCrashed`.
 """
 
 from __future__ import annotations
