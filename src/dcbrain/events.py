@@ -14,12 +14,13 @@ from __future__ import annotations
 import json
 import threading
 import time
+from abc import abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Self, Union
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from dcbrain._jsonsafe import plain
 
@@ -116,20 +117,27 @@ class EventData(BaseModel):
 # -- runs ------------------------------------------------------------------------------
 
 
-class RunStarted(EventData):
-    """A run began: a brain's question or an agent's goal, and the budgets it runs under."""
+class BrainRunStarted(EventData):
+    """A brain run began: the question, what the plans may call and the budgets."""
 
     type: ClassVar[str] = EventType.RUN_STARTED
-    question: str | None = None
-    goal: str | None = None
-    conversation_id: str | None = None
-    chains: list[str] | None = None
-    tools: list[str] | None = None
-    max_iterations: int | None = None
-    max_tokens: int | None = None
-    timeout: float | None = None
-    max_steps: int | None = None
-    max_replans: int | None = None
+    question: str
+    conversation_id: str
+    chains: list[str]
+    tools: list[str]
+    max_iterations: int
+    max_tokens: int
+    timeout: float
+
+
+class AgentRunStarted(EventData):
+    """A plan-execute agent run began: the goal, the tools and the budgets."""
+
+    type: ClassVar[str] = EventType.RUN_STARTED
+    goal: str
+    tools: list[str]
+    max_steps: int
+    max_replans: int
 
 
 class StateChanged(EventData):
@@ -287,61 +295,139 @@ class Validation(EventData):
 # -- calls and steps -------------------------------------------------------------------
 
 CallKind = Literal["chain", "tool", "construct_chain", "llm"]
+#: The kinds of call a tf_plan makes.
+PlanCallKind = Literal["chain", "tool", "construct_chain"]
+#: Which part of a brain run an LLM call belongs to.
+LLMPhase = Literal["plan", "validate", "run"]
 CallStatus = Literal["ok", "error", "aborted"]
 
 
 class CallStarted(EventData):
-    """A chain, tool, chain construction or LLM call began.
-
-    ``reused`` calls return the result recorded for the same call earlier in the run
-    (the call journal) and run nothing. ``path`` is the call's ``parallel`` branch path
-    (``""`` at the top level). LLM calls carry ``model``, ``phase`` and token figures;
-    an agent's gather calls carry ``step_id``, ``revision`` and ``index``.
-    """
+    """A call began: what every ``call_started`` carries. A run emits one of its
+    subclasses: :class:`PlanCallStarted`, :class:`LLMCallStarted`, :class:`StepCallStarted`."""
 
     type: ClassVar[str] = EventType.CALL_STARTED
     call_id: str
-    kind: str
+    kind: CallKind
     name: str
-    args: dict[str, Any] | None = None
-    reused: bool = False
-    line: int | None = None
-    col: int | None = None
+
+    @abstractmethod
+    def closed(self, status: CallStatus, error: str | None, duration_s: float) -> CallFinished:
+        """The ``call_finished`` that ends this call when it never reported its end."""
+
+
+class PlanCallStarted(CallStarted):
+    """A tf_plan's chain, tool or ``__construct_chain`` call began.
+
+    ``reused`` calls return the result recorded for the same call earlier in the run
+    (the call journal) and run nothing. ``line``/``col`` is the call in the plan;
+    ``branch`` its ``parallel`` branch (none outside one), ``path`` the branch path
+    (``""`` at the top level).
+    """
+
+    kind: PlanCallKind
+    args: dict[str, Any]
+    reused: bool
+    line: int
+    col: int
+    path: str
     branch: int | None = None
-    path: str | None = None
-    model: str | None = None
-    phase: str | None = None
-    prompt_tokens: int | None = None
-    max_output_tokens: int | None = None
-    step_id: int | None = None
-    revision: int | None = None
-    index: int | None = None
+
+    def closed(self, status: CallStatus, error: str | None, duration_s: float) -> PlanCallFinished:
+        return PlanCallFinished(
+            call_id=self.call_id, kind=self.kind, name=self.name, status=status,
+            error=error, duration_s=duration_s, reused=self.reused, line=self.line,
+            col=self.col, path=self.path, branch=self.branch,
+        )
+
+
+class LLMCallStarted(CallStarted):
+    """An LLM call of a brain run began: its model, phase and projected size."""
+
+    kind: Literal["llm"] = "llm"
+    model: str
+    phase: LLMPhase
+    prompt_tokens: int
+    max_output_tokens: int
+
+    def closed(self, status: CallStatus, error: str | None, duration_s: float) -> LLMCallFinished:
+        return LLMCallFinished(
+            call_id=self.call_id, name=self.name, status=status, error=error,
+            duration_s=duration_s, model=self.model, phase=self.phase,
+            prompt_tokens=self.prompt_tokens, completion_tokens=0, total_tokens=0,
+        )
+
+
+class StepCallStarted(CallStarted):
+    """One tool call of an agent's ``gather`` step began (``index``: its place in the step)."""
+
+    kind: Literal["tool"] = "tool"
+    args: dict[str, Any]
+    step_id: int
+    revision: int
+    index: int
+
+    def closed(self, status: CallStatus, error: str | None, duration_s: float) -> StepCallFinished:
+        return StepCallFinished(
+            call_id=self.call_id, name=self.name, status=status, error=error,
+            duration_s=duration_s, step_id=self.step_id, revision=self.revision,
+            index=self.index,
+        )
 
 
 class CallFinished(EventData):
-    """A call ended: ``status`` ``ok``, ``error`` or ``aborted`` (the run stopped first)."""
+    """A call ended: what every ``call_finished`` carries. ``status`` is ``ok``,
+    ``error`` or ``aborted`` (the run stopped first); ``error`` says why it failed.
+    A run emits one of its subclasses: :class:`PlanCallFinished`,
+    :class:`LLMCallFinished`, :class:`StepCallFinished`."""
 
     type: ClassVar[str] = EventType.CALL_FINISHED
     call_id: str
-    kind: str
+    kind: CallKind
     name: str
     status: CallStatus
-    reused: bool = False
-    result: Any = None
+    duration_s: float
     error: str | None = None
-    duration_s: float | None = None
-    line: int | None = None
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Self:
+        if cls is CallFinished:  # as CallStarted, which its abstract ``closed`` guards
+            raise TypeError("CallFinished is the base of PlanCallFinished, LLMCallFinished "
+                            "and StepCallFinished: construct one of those")
+        return super().__new__(cls)
+
+
+class PlanCallFinished(CallFinished):
+    """A tf_plan's call ended: its ``result`` (clipped) or its error."""
+
+    kind: PlanCallKind
+    reused: bool
+    line: int
+    col: int
+    path: str
     branch: int | None = None
-    path: str | None = None
-    model: str | None = None
-    phase: str | None = None
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    total_tokens: int | None = None
+    result: Any = None
+
+
+class LLMCallFinished(CallFinished):
+    """An LLM call ended: the tokens it used (a failed call spent none of its own)."""
+
+    kind: Literal["llm"] = "llm"
+    model: str
+    phase: LLMPhase
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
     finish_reason: str | None = None
-    step_id: int | None = None
-    revision: int | None = None
-    index: int | None = None
+
+
+class StepCallFinished(CallFinished):
+    """One tool call of an agent's ``gather`` step ended: its result or its error."""
+
+    kind: Literal["tool"] = "tool"
+    step_id: int
+    revision: int
+    index: int
+    result: Any = None
 
 
 class StepStarted(EventData):
@@ -373,14 +459,50 @@ class StepFinished(EventData):
     execution: int | None = None
 
 
-#: Every event class, by its ``type``.
-EVENT_CLASSES: dict[str, type[EventData]] = {
-    cls.type: cls
-    for cls in (
-        RunStarted, StateChanged, PlanCreated, PlanRevised, PlanFinished, CallStarted,
-        CallFinished, StepStarted, StepFinished, Validation, Budget, ErrorEvent, Final,
-    )
-}
+#: Every event class a run emits, in the order ``docs/events.md`` lists them. A type
+#: that several producers emit has a class for each, told apart by their fields.
+EVENT_CLASSES: tuple[type[EventData], ...] = (
+    BrainRunStarted, AgentRunStarted, StateChanged, PlanCreated, PlanRevised, PlanFinished,
+    PlanCallStarted, LLMCallStarted, StepCallStarted, PlanCallFinished, LLMCallFinished,
+    StepCallFinished, StepStarted, StepFinished, Validation, Budget, ErrorEvent, Final,
+)
+
+
+def event_classes(event_type: str) -> tuple[type[EventData], ...]:
+    """The classes of events of type ``event_type`` (none for an unknown type)."""
+    return tuple(cls for cls in EVENT_CLASSES if cls.type == event_type)
+
+
+#: The envelope's keys in an event's JSON form (``Event.to_dict()``).
+ENVELOPE_KEYS = frozenset({"type", "seq", "ts", "run_id"})
+
+
+def parse_payload(data: Mapping[str, Any]) -> EventData:
+    """The typed payload of an event's JSON form (``Event.to_dict()``, a stored event).
+
+    Raises ``ValueError`` naming the type when no event class takes ``data``.
+    """
+    event_type = str(data.get("type", ""))
+    classes = event_classes(event_type)
+    if not classes:
+        raise ValueError(f"unknown event type {event_type!r}")
+    problems: list[str] = []
+    for cls in classes:
+        # ``final`` repeats the run id in its own fields
+        fields = {key: value for key, value in data.items()
+                  if key not in ENVELOPE_KEYS or key in cls.model_fields}
+        try:
+            return cls.model_validate(fields)
+        except ValidationError as exc:
+            problems.append(f"not a {cls.__name__}: {exc.errors()[0]['msg']} "
+                            f"({'.'.join(map(str, exc.errors()[0]['loc']))})")
+    raise ValueError(f"event of type {event_type!r} fits no event class: " + "; ".join(problems))
+
+
+def parse_event(data: Mapping[str, Any]) -> Event:
+    """The :class:`Event` of an event's JSON form: ``parse_event(e.to_dict()) == e``."""
+    return Event(payload=parse_payload(data), seq=int(data.get("seq", 0)),
+                 ts=float(data.get("ts", 0.0)), run_id=data.get("run_id"))
 
 
 @dataclass(frozen=True)
@@ -468,5 +590,13 @@ class EventLog:
 
 
 def event_json_schemas() -> dict[str, dict[str, Any]]:
-    """The JSON schema of each event type's payload, by type."""
-    return {name: cls.model_json_schema() for name, cls in EVENT_CLASSES.items()}
+    """The JSON schema of each event type's payload, by type (``anyOf`` its classes when
+    several producers emit it)."""
+    schemas: dict[str, dict[str, Any]] = {}
+    for event_type in dict.fromkeys(cls.type for cls in EVENT_CLASSES):
+        classes = event_classes(event_type)
+        if len(classes) == 1:
+            schemas[event_type] = classes[0].model_json_schema()
+        else:
+            schemas[event_type] = TypeAdapter(Union[classes]).json_schema()  # noqa: UP007
+    return schemas
