@@ -140,11 +140,19 @@ def describe_event(event: Event) -> str | None:
         case PlanRevised(revision=revision, reason=reason, plan=plan):
             because = f" because {_short(reason)}" if reason else ""
             return f"plan revised (revision {revision}){because}:\n{plan or ''}"
+        case PlanCallStarted(reused=True):
+            return None  # it runs nothing: told once, when it returns the recorded result
         case PlanCallStarted(name=name, args=args):
             shown = ", ".join(f"{key}={_short(value, 60)}" for key, value in args.items())
             return f"call {name}({shown})"
-        case PlanCallFinished(name=name, error=error, result=result):
-            return f"{name} failed: {_short(error)}" if error else f"{name} → {_short(result)}"
+        case PlanCallFinished(name=name, status="aborted"):
+            return f"{name} stopped: the run ended first"
+        case PlanCallFinished(name=name, status="error", error=error):
+            return f"{name} failed: {_short(error)}"
+        case PlanCallFinished(name=name, reused=True, result=result):
+            return f"{name} reused from an earlier plan → {_short(result)}"
+        case PlanCallFinished(name=name, result=result):
+            return f"{name} → {_short(result)}"
         case PlanFinished(ok=ok, result=result, error=error):
             return f"plan result: {_short(result)}" if ok else f"plan failed: {_short(error)}"
         case Validation(is_solved=is_solved, suggestion=suggestion):
