@@ -409,6 +409,7 @@ class _Session:
         self.events.emit(Final(
             status=status,
             reason=self.reason,
+            run_id=self.events.run_id,
             steps_executed=self.executions,
             replans=self.replans,
             error=self.error,
