@@ -11,7 +11,6 @@ servers and results store: the envelope's fields and the payload's, all JSON val
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from abc import abstractmethod
@@ -22,7 +21,17 @@ from typing import Any, ClassVar, Literal, Self, Union
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
+from dcbrain._event_values import ARGUMENT_CLIP as ARGUMENT_CLIP
+from dcbrain._event_values import ARGUMENTS_CLIP as ARGUMENTS_CLIP
+from dcbrain._event_values import DEFAULT_CLIP as DEFAULT_CLIP
+from dcbrain._event_values import OMITTED_KEY as OMITTED_KEY
+from dcbrain._event_values import clip as clip
+from dcbrain._event_values import clip_arguments as clip_arguments
+from dcbrain._event_values import to_json_value as to_json_value
 from dcbrain._jsonsafe import plain
+from dcbrain._plan_diff_data import DiffItem as DiffItem
+from dcbrain._plan_diff_data import PlanDiffData as PlanDiffData
+from dcbrain._plan_diff_data import RevisedItem as RevisedItem
 
 
 class EventType(StrEnum):
@@ -39,67 +48,6 @@ class EventType(StrEnum):
     BUDGET = "budget"
     ERROR = "error"
     FINAL = "final"
-
-
-#: Characters of JSON text a value may take in an event before it is clipped.
-DEFAULT_CLIP = 2000
-
-
-def clip(value: Any, limit: int = DEFAULT_CLIP) -> Any:
-    """``value`` as a JSON value for an event, or a truncation marker when it is too large.
-
-    Tuples become lists, sets sorted lists, non-finite floats their ``repr``, ints too
-    long for decimal their hex string, other objects their ``str()`` (see
-    :mod:`dcbrain._jsonsafe`);
-    a value whose JSON text is longer than ``limit`` characters becomes
-    ``{"truncated": True, "size": len(text), "preview": text[:limit]}`` (for a string,
-    ``text`` is the string itself).
-    """
-    data = plain(value)
-    if isinstance(data, bool | int | float) or data is None:
-        return data
-    if isinstance(data, str):
-        if len(data) <= limit:
-            return data
-        return {"truncated": True, "size": len(data), "preview": data[:limit]}
-    text = json.dumps(data, ensure_ascii=False)
-    if len(text) <= limit:
-        return data
-    return {"truncated": True, "size": len(text), "preview": text[:limit]}
-
-
-#: ``value`` as plain JSON data, never raising (see :mod:`dcbrain._jsonsafe`).
-to_json_value = plain
-
-
-#: Characters of JSON text one argument of a call may take in an event.
-ARGUMENT_CLIP = 500
-#: Characters of JSON text all the arguments of a call may take in an event.
-ARGUMENTS_CLIP = 4 * DEFAULT_CLIP
-#: The key under which an event says how many arguments it left out.
-OMITTED_KEY = "..."
-
-
-def clip_arguments(
-    arguments: Mapping[str, Any], limit: int = ARGUMENT_CLIP, total: int = ARGUMENTS_CLIP
-) -> dict[str, Any]:
-    """A call's keyword ``arguments`` for an event: each one clipped to ``limit``
-    characters, and the ones past ``total`` characters in all left out, counted under
-    :data:`OMITTED_KEY` as ``{"truncated": True, "omitted": <count>}``."""
-    shown: dict[str, Any] = {}
-    used = 0
-    for index, (key, value) in enumerate(arguments.items()):
-        clipped = clip(value, limit)
-        used += len(str(key)) + _json_length(clipped)
-        if used > total:
-            shown[OMITTED_KEY] = {"truncated": True, "omitted": len(arguments) - index}
-            break
-        shown[plain(str(key))] = clipped
-    return shown
-
-
-def _json_length(value: Any) -> int:
-    return len(json.dumps(value, ensure_ascii=False))
 
 
 class EventData(BaseModel):
@@ -199,44 +147,6 @@ class Budget(EventData):
 
 
 # -- plans -----------------------------------------------------------------------------
-
-
-class DiffItem(BaseModel):
-    """One call of a plan in a diff: a brain plan's call or an agent's step."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    id: str
-    name: str
-    args: dict[str, Any] = {}
-    line: int | None = None
-
-
-class RevisedItem(BaseModel):
-    """A call present in both plans whose arguments changed."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    old: DiffItem
-    new: DiffItem
-
-
-class PlanDiffData(BaseModel):
-    """The one diff shape of brain and agent revisions (seed 003's names).
-
-    ``removed``: calls of the old plan gone from the new one; ``added``: new calls;
-    ``revised``: same call site, other arguments; ``unchanged``: in both;
-    ``done``: already executed calls the new plan does not repeat (agent);
-    ``unified``: the unified text diff of two tf_plan scripts (brain).
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    revision: int
-    removed: list[DiffItem] = []
-    added: list[DiffItem] = []
-    revised: list[RevisedItem] = []
-    unchanged: list[DiffItem] = []
-    done: list[DiffItem] = []
-    unified: str | None = None
-    reason: str | None = None
 
 
 class PlanCreated(EventData):
