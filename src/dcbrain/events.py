@@ -1,10 +1,12 @@
 """The event vocabulary every layer emits: brain, plan-execute agent, plan calls, LLM calls.
 
-Each kind of event is one class below (a pydantic model with the fields of that kind);
-:class:`Event` is the envelope a run delivers: the payload, its sequence number within
-the run, a wall-clock timestamp and the run id. ``Event.to_dict()`` is what traces,
-servers and results store: the envelope's fields and the payload's, all JSON values
-(numbers stay numbers). A value too large for an event is replaced by
+Each kind of event is a class below (a pydantic model with the fields of that kind; a
+type several producers emit has a class per producer, with what that producer always
+sends required); :class:`Event` is the envelope a run delivers: the payload, its
+sequence number within the run, a wall-clock timestamp and the run id.
+``Event.to_dict()`` is what traces, servers and results store: the envelope's fields and
+the payload's, all JSON values (numbers stay numbers); :func:`parse_event` reads it back.
+A value too large for an event is replaced by
 ``{"truncated": true, "size": <characters of its JSON text>, "preview": "<its start>"}``
 (see :func:`clip`). ``docs/events.md`` lists every event with its fields.
 """
@@ -51,7 +53,7 @@ class EventType(StrEnum):
 
 
 class EventData(BaseModel):
-    """The payload of one event; each subclass is one event type (``type``)."""
+    """The payload of one event; ``type`` is its type on the wire."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     type: ClassVar[str]
