@@ -44,6 +44,7 @@ class EventType(StrEnum):
     PLAN_FINISHED = "plan_finished"
     CALL_STARTED = "call_started"
     CALL_FINISHED = "call_finished"
+    CALL_RETRY = "call_retry"
     STEP_STARTED = "step_started"
     STEP_FINISHED = "step_finished"
     VALIDATION = "validation"
@@ -342,6 +343,24 @@ class StepCallFinished(CallFinished):
     result: Any = None
 
 
+class CallRetry(EventData):
+    """A try of a chain or tool call failed with an error worth another (its
+    ``retry_on``): try ``attempt`` of ``attempts`` failed with ``error``, and the next
+    starts after ``delay_s`` seconds. The call's ``call_finished`` follows its last try."""
+
+    type: ClassVar[str] = EventType.CALL_RETRY
+    call_id: str
+    kind: PlanCallKind
+    name: str
+    attempt: int
+    attempts: int
+    error: str
+    delay_s: float
+    line: int | None = None
+    branch: int | None = None
+    path: str | None = None
+
+
 class StepStarted(EventData):
     """An agent step began executing."""
 
@@ -376,7 +395,8 @@ class StepFinished(EventData):
 EVENT_CLASSES: tuple[type[EventData], ...] = (
     BrainRunStarted, AgentRunStarted, StateChanged, PlanCreated, PlanRevised, PlanFinished,
     PlanCallStarted, LLMCallStarted, StepCallStarted, PlanCallFinished, LLMCallFinished,
-    StepCallFinished, StepStarted, StepFinished, Validation, Budget, ErrorEvent, Final,
+    StepCallFinished, CallRetry, StepStarted, StepFinished, Validation, Budget, ErrorEvent,
+    Final,
 )
 
 

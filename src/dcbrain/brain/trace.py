@@ -21,8 +21,10 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from dcbrain._jsonsafe import dumps
 from dcbrain.chain import PlanCall
 from dcbrain.events import (
+    DEFAULT_CLIP,
     BrainRunStarted,
     CallFinished,
+    CallRetry,
     CallStarted,
     CallStatus,
     Event,
@@ -308,6 +310,27 @@ class PlanCallEvents:
             path=started.path,
             duration_s=record.duration_s,
             result=clip(record.result),
+        ))
+
+    def on_call_retry(self, call: PlanCall, *, attempt: int, attempts: int, error: str,
+                      delay_s: float) -> None:
+        """Try ``attempt`` of an open call failed and is retried after ``delay_s``."""
+        with self._lock:
+            entry = self._open.get(id(call.record))
+        if entry is None:
+            return
+        started = entry[0]
+        self._recorder.emit(CallRetry(
+            call_id=started.call_id,
+            kind=started.kind,
+            name=started.name,
+            attempt=attempt,
+            attempts=attempts,
+            error=error if len(error) <= DEFAULT_CLIP else error[:DEFAULT_CLIP] + "…",
+            delay_s=round(delay_s, 3),
+            line=started.line,
+            branch=started.branch,
+            path=started.path,
         ))
 
     def close_open(self, status: CallStatus) -> None:
