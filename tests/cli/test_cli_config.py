@@ -240,6 +240,26 @@ def test_a_local_llm_plans_with_the_grammar_and_examples_and_validates_by_schema
     assert brain.default_llm.model == "m"
 
 
+def test_two_tool_files_defining_one_name_are_refused_naming_both(
+        tmp_path: Path, run_cli: RunCLI) -> None:
+    (tmp_path / "orders.py").write_text("def lookup(order_id: str) -> str:\n    return 'o'\n")
+    (tmp_path / "crm.py").write_text("def lookup(name: str) -> str:\n    return 'c'\n")
+    (tmp_path / "dcbrain.toml").write_text(
+        'tools = ["orders.py", "crm.py"]\n[llm.main]\nmodel = "m"\napi_key = "none"\n'
+        'base_url = "http://127.0.0.1:9/v1"\n')
+    with pytest.raises(ConfigError) as caught:
+        load_tools(load_config(tmp_path / "dcbrain.toml"))
+    assert caught.value.problems == [
+        "tools: 'lookup' is defined in orders.py and in crm.py; rename one of them"]
+    done = run_cli("config", "check")
+    assert done.returncode == 2
+    assert "'lookup' is defined in orders.py and in crm.py" in done.stderr
+    (tmp_path / "p.tf").write_text("lookup(order_id='A-1')\n")
+    plan = run_cli("plan", "run", "p.tf", "--tools", "orders.py", "--tools", "crm.py")
+    assert plan.returncode == 2
+    assert "crm.py: function 'lookup' is also defined in orders.py" in plan.stderr
+
+
 def test_the_config_sets_a_chains_retries_and_backoff(tmp_path: Path) -> None:
     config = config_from_dict({"chains": {
         "summarize": {"retries": 2, "backoff": 0.5}, "translate": {}}},

@@ -216,3 +216,28 @@ async def test_progress_names_each_tool_call_and_tells_a_reused_one_apart() -> N
     calls = [m for m in messages if m.startswith(("call ", "add "))]
     assert calls == ["call add(a=40, b=2)", 'add → {"total": 42}',
                      'add reused from an earlier plan → {"total": 42}'], messages
+
+
+async def ask_over_stdio(tmp_path: Path, server: FakeOpenAIServer, *options: str) -> str:
+    """Ask one question of ``dcbrain mcp OPTIONS`` over stdio; what it wrote on stderr."""
+    config = write_config(tmp_path, server)
+    script_a_solved_run(server)
+    parameters = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "dcbrain.cli", "mcp", "--config", str(config), *options],
+        env=child_env(), cwd=str(tmp_path))
+    errors = tmp_path / "stderr.txt"
+    with errors.open("w", encoding="utf-8") as errlog:
+        async with Client(stdio_client(parameters, errlog=errlog)) as client:
+            result = await client.call_tool("ask", {"question": "What is 40 + 2?"})
+    assert not result.is_error, result.content
+    return errors.read_text(encoding="utf-8")
+
+
+async def test_ask_over_stdio_logs_only_warnings_unless_asked(
+    tmp_path: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    quiet = await ask_over_stdio(tmp_path, fake_openai)
+    assert quiet == ""
+    verbose = await ask_over_stdio(tmp_path, fake_openai, "--log-level", "info")
+    assert "INFO" in verbose and "Finished processing state" in verbose

@@ -54,7 +54,9 @@ class DCBrain(BaseBrain):
     seconds (checked before each new planning; a running plan is not interrupted;
     ``0`` plans exactly once). ``limits`` are the sandbox limits of each plan; ``isolation``
     says where plans run (``"process"``: sandbox worker processes, the default;
-    ``"inprocess"``: trusted plans, faster).
+    ``"inprocess"``: trusted plans, faster). A reply with no plan is the answer as it is;
+    with ``validate_direct_answers`` the validator judges it too, and a rejected one is
+    planned again.
 
     One instance runs any number of questions at once, each as its own
     :class:`~dcbrain.brain.run.BrainRun`; only two runs of the same conversation (or with
@@ -84,6 +86,7 @@ class DCBrain(BaseBrain):
         isolation: Isolation = "process",
         trace_path: str | Path | None = None,
         neural: Any = None,
+        validate_direct_answers: bool = False,
     ) -> None:
         super().__init__(memory=memory, memory_chunk_size=memory_chunk_size, trace_path=trace_path)
         if max_iterations < 1:
@@ -109,6 +112,7 @@ class DCBrain(BaseBrain):
         self._knowledge_prompt = KnowledgePrompt()
         self._question_prompt = AdditionalInfoPrompt(QUESTION_TEMPLATE)
         self.max_iterations = max_iterations
+        self.validate_direct_answers = validate_direct_answers
         self.max_tokens = max_tokens
         self.timeout = timeout
         self.limits = limits

@@ -219,8 +219,9 @@ class BrainRun:
                     return
                 self.control.check()
                 if ir.direct_answer:
-                    await self._fire("succeed")
-                    return
+                    if await self._fire("succeed"):
+                        return
+                    continue  # a direct answer the validator rejected: plan again
                 if ir.current_plan is None:  # an unusable reply or a repeated plan
                     if ir.reason == "repeated_plan":
                         await self._stop("repeated_plan")
@@ -376,12 +377,14 @@ class BrainRun:
     # -- machine callbacks: validation -------------------------------------------------
 
     async def condition_succeed(self, event: EventData) -> bool:
-        """A direct answer, or a plan result the validator accepts."""
+        """A direct answer (judged too with ``validate_direct_answers``), or a plan result
+        the validator accepts."""
         ir, brain = self.ir, self.brain
-        if ir.direct_answer:
+        if ir.direct_answer and not brain.validate_direct_answers:
             ir.reason = "direct_answer"
             return True
-        if ir.interpreter_err is not None or ir.current_result is None:
+        if not ir.direct_answer and (ir.interpreter_err is not None
+                                     or ir.current_result is None):
             remember_failed_plan(ir)
             brain._contextual_plan_info.record(ir)
             return False
@@ -390,7 +393,9 @@ class BrainRun:
         assert brain.validate_llm is not None
         solved = await validate(ir, brain.validate_llm, brain.validate_prompt, self.control,
                                 self.recorder, self.journal)
-        if not solved:
+        if not solved and ir.direct_answer:
+            ir.direct_answer, ir.final_result = False, None
+        elif not solved:
             remember_failed_plan(ir)
             brain._contextual_plan_info.record(ir)
         return solved

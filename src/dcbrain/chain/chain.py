@@ -199,6 +199,7 @@ class Chain(Runnable):
         for extra in self._checked_tools(tools or []):
             available.setdefault(extra.name, extra)
         result = ChainResult(origin=message)
+        result.logs.extend(f"chain {self.name!r}: {note}" for note in context.notes)
         reply = await self._complete(messages, available, result)
         if self._validator is None:
             content: ChainOutput = reply.content
