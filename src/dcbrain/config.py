@@ -505,6 +505,7 @@ def build_brain(config: Config, *, trace_path: str | Path | None = None,
     ``memory`` replaces the config's SQLite file (workers share a PostgreSQL memory).
     """
     from dcbrain.brain import DCBrain
+    from dcbrain.brain.local_planner import LocalPlanner
     from dcbrain.llm.local import LocalLLM
     from dcbrain.memory import SQLiteMemory
     from dcbrain.tools import Tool
@@ -526,12 +527,13 @@ def build_brain(config: Config, *, trace_path: str | Path | None = None,
         default = llms[str(config.role("default"))]
         plan = llms[str(config.role("plan"))]
         validate = llms[str(config.role("validate"))]
+    planner = None
     if isinstance(plan, LocalLLM):
         # A small local model plans only with a grammar and close few-shot examples; as a
         # validator (and in chains) it decodes with the request's JSON schema as grammar,
         # which the plain LocalLLM does by itself.
-        plan = plan.planner({name: item.func if isinstance(item, Tool) else item
-                             for name, item in tools.items()})
+        planner = LocalPlanner(plan, {name: item.func if isinstance(item, Tool) else item
+                                      for name, item in tools.items()})
     if memory is None and config.memory.path:
         memory = SQLiteMemory(str(config.resolve(config.memory.path)))
     return DCBrain(
@@ -546,4 +548,5 @@ def build_brain(config: Config, *, trace_path: str | Path | None = None,
         timeout=config.brain.timeout,
         validate_direct_answers=config.brain.validate_direct_answers,
         trace_path=str(trace_path) if trace_path is not None else None,
+        planner=planner,
     )
