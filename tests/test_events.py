@@ -3,57 +3,132 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from dcbrain import DCBrain, ScriptedLLM
+from dcbrain._events_doc import events_reference, generated_part
 from dcbrain.events import (
     EVENT_CLASSES,
+    AgentRunStarted,
+    BrainRunStarted,
     CallFinished,
+    CallStarted,
+    ErrorEvent,
     Event,
     EventLog,
     EventType,
+    Final,
+    LLMCallFinished,
+    LLMCallStarted,
+    PlanCallFinished,
+    PlanCallStarted,
+    StepCallStarted,
     clip,
+    event_classes,
     event_json_schemas,
+    parse_event,
+    parse_payload,
     to_json_value,
 )
-from support.brain_scripts import plan, verdict
+from support.brain_scripts import add, plan, verdict
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "events.md"
 
 
-def documented_fields() -> dict[str, list[str]]:
-    """Each ``### `type` `` section of docs/events.md and the fields of its table."""
-    sections: dict[str, list[str]] = {}
-    current: list[str] | None = None
-    for line in DOCS.read_text().splitlines():
-        heading = re.match(r"### `(\w+)`", line)
-        if heading:
-            current = sections.setdefault(heading.group(1), [])
-            continue
-        row = re.match(r"\| `(\w+)` \|", line)
-        if row and current is not None:
-            current.append(row.group(1))
-        elif line.startswith("### "):
-            current = None
-    return sections
+def test_the_docs_list_every_event_class_as_the_classes_say() -> None:
+    # regenerate with: python -m dcbrain._events_doc docs/events.md
+    assert generated_part(DOCS.read_text(encoding="utf-8")) == events_reference()
+    for cls in EVENT_CLASSES:
+        assert f"`{cls.__name__}`" in events_reference()
 
 
-def test_every_event_type_has_one_class() -> None:
-    assert set(EVENT_CLASSES) == {str(kind) for kind in EventType}
-
-
-@pytest.mark.parametrize("name", sorted(EVENT_CLASSES))
-def test_the_docs_list_every_field_of_every_event(name: str) -> None:
-    assert documented_fields()[name] == list(EVENT_CLASSES[name].model_fields)
+def test_every_event_type_has_a_class_and_every_class_a_type() -> None:
+    assert {cls.type for cls in EVENT_CLASSES} == {str(kind) for kind in EventType}
+    assert event_classes("run_started") == (BrainRunStarted, AgentRunStarted)
+    assert event_classes("no_such_type") == ()
 
 
 def test_every_event_has_a_json_schema() -> None:
     schemas = event_json_schemas()
-    assert set(schemas) == set(EVENT_CLASSES)
-    assert schemas["call_finished"]["properties"]["status"]["enum"] == ["ok", "error", "aborted"]
+    assert set(schemas) == {str(kind) for kind in EventType}
+    assert schemas["error"]["required"] == ["source", "error"]
+    finished = schemas["call_finished"]["anyOf"]
+    assert [ref["$ref"].rsplit("/", 1)[1] for ref in finished] == [
+        "PlanCallFinished", "LLMCallFinished", "StepCallFinished"]
+    plan_call = schemas["call_finished"]["$defs"]["PlanCallFinished"]
+    assert plan_call["properties"]["status"]["enum"] == ["ok", "error", "aborted"]
+    assert plan_call["properties"]["kind"]["enum"] == ["chain", "tool", "construct_chain"]
+
+
+PLAN_CALL = {"call_id": "call-1", "kind": "tool", "name": "add", "args": {"a": 1},
+             "reused": False, "line": 1, "col": 0, "path": ""}
+
+
+@pytest.mark.parametrize("missing", ["line", "col", "path", "reused", "args"])
+def test_a_plan_call_start_without_one_of_its_facts_is_refused(missing: str) -> None:
+    with pytest.raises(ValidationError, match=missing):
+        PlanCallStarted(**{key: value for key, value in PLAN_CALL.items() if key != missing})
+
+
+def test_each_producer_has_its_own_required_fields() -> None:
+    with pytest.raises(ValidationError, match="prompt_tokens"):
+        LLMCallStarted(call_id="llm-1", name="m", model="m", phase="plan",
+                       max_output_tokens=10)
+    with pytest.raises(ValidationError, match="phase"):
+        LLMCallStarted(call_id="llm-1", name="m", model="m", phase="thinking",
+                       prompt_tokens=1, max_output_tokens=10)
+    with pytest.raises(ValidationError, match="step_id"):
+        StepCallStarted(call_id="s", name="search", args={}, revision=0, index=0)
+    with pytest.raises(ValidationError, match="kind"):
+        PlanCallStarted(**{**PLAN_CALL, "kind": "llm"})
+    with pytest.raises(ValidationError, match="question"):
+        BrainRunStarted(conversation_id="c", chains=[], tools=[], max_iterations=1,
+                        max_tokens=1, timeout=1.0)  # type: ignore[call-arg]
+    with pytest.raises(ValidationError, match="goal"):
+        AgentRunStarted(tools=[], max_steps=1, max_replans=1)  # type: ignore[call-arg]
+    with pytest.raises(ValidationError, match="goal"):  # a brain run has no goal
+        BrainRunStarted(question="q", conversation_id="c", chains=[], tools=[],
+                        max_iterations=1, max_tokens=1, timeout=1.0, goal="g")
+
+
+def test_the_call_bases_are_not_events_of_their_own() -> None:
+    with pytest.raises(TypeError, match="abstract"):
+        CallStarted(call_id="c", kind="tool", name="t")  # type: ignore[abstract]
+    with pytest.raises(TypeError, match="PlanCallFinished"):
+        CallFinished(call_id="c", kind="tool", name="t", status="ok", duration_s=0.0)
+
+
+def test_a_started_call_closes_as_the_finished_call_of_its_producer() -> None:
+    started = PlanCallStarted(**{**PLAN_CALL, "branch": 1, "path": "0.1"})
+    closed = started.closed("aborted", "the run stopped (aborted)", 0.5)
+    assert isinstance(closed, PlanCallFinished)
+    assert (closed.call_id, closed.line, closed.path, closed.branch, closed.status) == (
+        "call-1", 1, "0.1", 1, "aborted")
+    llm = LLMCallStarted(call_id="llm-1", name="m", model="m", phase="run", prompt_tokens=7,
+                         max_output_tokens=10).closed("error", "boom", 0.1)
+    assert isinstance(llm, LLMCallFinished)
+    assert (llm.prompt_tokens, llm.total_tokens, llm.phase) == (7, 0, "run")
+
+
+def test_the_json_form_of_every_event_of_a_run_parses_back_to_its_class() -> None:
+    brain = DCBrain(default_llm=ScriptedLLM([plan("return add(a=1, b=2)")]),
+                    default_validate_llm=ScriptedLLM([verdict(True)]), tools=[add])
+    seen: list[Event] = []
+    brain.subscribe(seen.append)
+    result = brain.run("q", conversation_id="c1")
+    assert [event.to_dict() for event in seen] == result.events
+    for event in seen:
+        assert parse_event(event.to_dict()) == event
+    classes = [type(event.payload) for event in seen]
+    assert classes[0] is BrainRunStarted and classes[-1] is Final
+    assert {PlanCallStarted, PlanCallFinished, LLMCallStarted, LLMCallFinished} <= set(classes)
+    with pytest.raises(ValueError, match="fits no event class"):
+        parse_payload({"type": "call_started", "call_id": "c", "kind": "tool", "name": "t"})
+    with pytest.raises(ValueError, match="unknown event type 'nope'"):
+        parse_payload({"type": "nope"})
 
 
 def test_values_stay_json_values_and_large_ones_are_marked_truncated() -> None:
@@ -99,15 +174,14 @@ def test_a_run_sends_no_number_as_a_string() -> None:
     assert isinstance(budget["tokens_used"], int)
     for event in result.events:
         assert json.loads(json.dumps(event)) == event
-        assert EVENT_CLASSES[event["type"]].model_validate(
-            {k: v for k, v in event.items() if k not in ("type", "seq", "ts", "run_id")})
+        assert parse_event(event).to_dict() == event
 
 
 def test_a_sealed_log_drops_late_events() -> None:
     log = EventLog("r1")
     seen: list[Event] = []
     log.subscribe(seen.append)
-    log.emit(CallFinished(call_id="c", kind="tool", name="t", status="ok"))
+    log.emit(ErrorEvent(source="brain", error="first"))
     log.seal()
-    assert log.emit(CallFinished(call_id="d", kind="tool", name="t", status="ok")) is None
+    assert log.emit(ErrorEvent(source="brain", error="late")) is None
     assert [event.seq for event in seen] == [0] and seen[0].run_id == "r1"

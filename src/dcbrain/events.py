@@ -1,27 +1,39 @@
 """The event vocabulary every layer emits: brain, plan-execute agent, plan calls, LLM calls.
 
-Each kind of event is one class below (a pydantic model with the fields of that kind);
-:class:`Event` is the envelope a run delivers: the payload, its sequence number within
-the run, a wall-clock timestamp and the run id. ``Event.to_dict()`` is what traces,
-servers and results store: the envelope's fields and the payload's, all JSON values
-(numbers stay numbers). A value too large for an event is replaced by
+Each kind of event is a class below (a pydantic model with the fields of that kind; a
+type several producers emit has a class per producer, with what that producer always
+sends required); :class:`Event` is the envelope a run delivers: the payload, its
+sequence number within the run, a wall-clock timestamp and the run id.
+``Event.to_dict()`` is what traces, servers and results store: the envelope's fields and
+the payload's, all JSON values (numbers stay numbers); :func:`parse_event` reads it back.
+A value too large for an event is replaced by
 ``{"truncated": true, "size": <characters of its JSON text>, "preview": "<its start>"}``
 (see :func:`clip`). ``docs/events.md`` lists every event with its fields.
 """
 
 from __future__ import annotations
 
-import json
 import threading
 import time
+from abc import abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Self, Union
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
+from dcbrain._event_values import ARGUMENT_CLIP as ARGUMENT_CLIP
+from dcbrain._event_values import ARGUMENTS_CLIP as ARGUMENTS_CLIP
+from dcbrain._event_values import DEFAULT_CLIP as DEFAULT_CLIP
+from dcbrain._event_values import OMITTED_KEY as OMITTED_KEY
+from dcbrain._event_values import clip as clip
+from dcbrain._event_values import clip_arguments as clip_arguments
+from dcbrain._event_values import to_json_value as to_json_value
 from dcbrain._jsonsafe import plain
+from dcbrain._plan_diff_data import DiffItem as DiffItem
+from dcbrain._plan_diff_data import PlanDiffData as PlanDiffData
+from dcbrain._plan_diff_data import RevisedItem as RevisedItem
 
 
 class EventType(StrEnum):
@@ -42,69 +54,8 @@ class EventType(StrEnum):
     FINAL = "final"
 
 
-#: Characters of JSON text a value may take in an event before it is clipped.
-DEFAULT_CLIP = 2000
-
-
-def clip(value: Any, limit: int = DEFAULT_CLIP) -> Any:
-    """``value`` as a JSON value for an event, or a truncation marker when it is too large.
-
-    Tuples become lists, sets sorted lists, non-finite floats their ``repr``, ints too
-    long for decimal their hex string, other objects their ``str()`` (see
-    :mod:`dcbrain._jsonsafe`);
-    a value whose JSON text is longer than ``limit`` characters becomes
-    ``{"truncated": True, "size": len(text), "preview": text[:limit]}`` (for a string,
-    ``text`` is the string itself).
-    """
-    data = plain(value)
-    if isinstance(data, bool | int | float) or data is None:
-        return data
-    if isinstance(data, str):
-        if len(data) <= limit:
-            return data
-        return {"truncated": True, "size": len(data), "preview": data[:limit]}
-    text = json.dumps(data, ensure_ascii=False)
-    if len(text) <= limit:
-        return data
-    return {"truncated": True, "size": len(text), "preview": text[:limit]}
-
-
-#: ``value`` as plain JSON data, never raising (see :mod:`dcbrain._jsonsafe`).
-to_json_value = plain
-
-
-#: Characters of JSON text one argument of a call may take in an event.
-ARGUMENT_CLIP = 500
-#: Characters of JSON text all the arguments of a call may take in an event.
-ARGUMENTS_CLIP = 4 * DEFAULT_CLIP
-#: The key under which an event says how many arguments it left out.
-OMITTED_KEY = "..."
-
-
-def clip_arguments(
-    arguments: Mapping[str, Any], limit: int = ARGUMENT_CLIP, total: int = ARGUMENTS_CLIP
-) -> dict[str, Any]:
-    """A call's keyword ``arguments`` for an event: each one clipped to ``limit``
-    characters, and the ones past ``total`` characters in all left out, counted under
-    :data:`OMITTED_KEY` as ``{"truncated": True, "omitted": <count>}``."""
-    shown: dict[str, Any] = {}
-    used = 0
-    for index, (key, value) in enumerate(arguments.items()):
-        clipped = clip(value, limit)
-        used += len(str(key)) + _json_length(clipped)
-        if used > total:
-            shown[OMITTED_KEY] = {"truncated": True, "omitted": len(arguments) - index}
-            break
-        shown[plain(str(key))] = clipped
-    return shown
-
-
-def _json_length(value: Any) -> int:
-    return len(json.dumps(value, ensure_ascii=False))
-
-
 class EventData(BaseModel):
-    """The payload of one event; each subclass is one event type (``type``)."""
+    """The payload of one event; ``type`` is its type on the wire."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     type: ClassVar[str]
@@ -118,20 +69,27 @@ class EventData(BaseModel):
 # -- runs ------------------------------------------------------------------------------
 
 
-class RunStarted(EventData):
-    """A run began: a brain's question or an agent's goal, and the budgets it runs under."""
+class BrainRunStarted(EventData):
+    """A brain run began: the question, what the plans may call and the budgets."""
 
     type: ClassVar[str] = EventType.RUN_STARTED
-    question: str | None = None
-    goal: str | None = None
-    conversation_id: str | None = None
-    chains: list[str] | None = None
-    tools: list[str] | None = None
-    max_iterations: int | None = None
-    max_tokens: int | None = None
-    timeout: float | None = None
-    max_steps: int | None = None
-    max_replans: int | None = None
+    question: str
+    conversation_id: str
+    chains: list[str]
+    tools: list[str]
+    max_iterations: int
+    max_tokens: int
+    timeout: float
+
+
+class AgentRunStarted(EventData):
+    """A plan-execute agent run began: the goal, the tools and the budgets."""
+
+    type: ClassVar[str] = EventType.RUN_STARTED
+    goal: str
+    tools: list[str]
+    max_steps: int
+    max_replans: int
 
 
 class StateChanged(EventData):
@@ -195,44 +153,6 @@ class Budget(EventData):
 # -- plans -----------------------------------------------------------------------------
 
 
-class DiffItem(BaseModel):
-    """One call of a plan in a diff: a brain plan's call or an agent's step."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    id: str
-    name: str
-    args: dict[str, Any] = {}
-    line: int | None = None
-
-
-class RevisedItem(BaseModel):
-    """A call present in both plans whose arguments changed."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    old: DiffItem
-    new: DiffItem
-
-
-class PlanDiffData(BaseModel):
-    """The one diff shape of brain and agent revisions (the plan–execute agent's names).
-
-    ``removed``: calls of the old plan gone from the new one; ``added``: new calls;
-    ``revised``: same call site, other arguments; ``unchanged``: in both;
-    ``done``: already executed calls the new plan does not repeat (agent);
-    ``unified``: the unified text diff of two tf_plan scripts (brain).
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    revision: int
-    removed: list[DiffItem] = []
-    added: list[DiffItem] = []
-    revised: list[RevisedItem] = []
-    unchanged: list[DiffItem] = []
-    done: list[DiffItem] = []
-    unified: str | None = None
-    reason: str | None = None
-
-
 class PlanCreated(EventData):
     """The run's first plan: a tf_plan script (brain) or a list of steps (agent)."""
 
@@ -289,61 +209,139 @@ class Validation(EventData):
 # -- calls and steps -------------------------------------------------------------------
 
 CallKind = Literal["chain", "tool", "construct_chain", "llm"]
+#: The kinds of call a tf_plan makes.
+PlanCallKind = Literal["chain", "tool", "construct_chain"]
+#: Which part of a brain run an LLM call belongs to.
+LLMPhase = Literal["plan", "validate", "run"]
 CallStatus = Literal["ok", "error", "aborted"]
 
 
 class CallStarted(EventData):
-    """A chain, tool, chain construction or LLM call began.
-
-    ``reused`` calls return the result recorded for the same call earlier in the run
-    (the call journal) and run nothing. ``path`` is the call's ``parallel`` branch path
-    (``""`` at the top level). LLM calls carry ``model``, ``phase`` and token figures;
-    an agent's gather calls carry ``step_id``, ``revision`` and ``index``.
-    """
+    """A call began: what every ``call_started`` carries. A run emits one of its
+    subclasses: :class:`PlanCallStarted`, :class:`LLMCallStarted`, :class:`StepCallStarted`."""
 
     type: ClassVar[str] = EventType.CALL_STARTED
     call_id: str
-    kind: str
+    kind: CallKind
     name: str
-    args: dict[str, Any] | None = None
-    reused: bool = False
-    line: int | None = None
-    col: int | None = None
+
+    @abstractmethod
+    def closed(self, status: CallStatus, error: str | None, duration_s: float) -> CallFinished:
+        """The ``call_finished`` that ends this call when it never reported its end."""
+
+
+class PlanCallStarted(CallStarted):
+    """A tf_plan's chain, tool or ``__construct_chain`` call began.
+
+    ``reused`` calls return the result recorded for the same call earlier in the run
+    (the call journal) and run nothing. ``line``/``col`` is the call in the plan;
+    ``branch`` its ``parallel`` branch (none outside one), ``path`` the branch path
+    (``""`` at the top level).
+    """
+
+    kind: PlanCallKind
+    args: dict[str, Any]
+    reused: bool
+    line: int
+    col: int
+    path: str
     branch: int | None = None
-    path: str | None = None
-    model: str | None = None
-    phase: str | None = None
-    prompt_tokens: int | None = None
-    max_output_tokens: int | None = None
-    step_id: int | None = None
-    revision: int | None = None
-    index: int | None = None
+
+    def closed(self, status: CallStatus, error: str | None, duration_s: float) -> PlanCallFinished:
+        return PlanCallFinished(
+            call_id=self.call_id, kind=self.kind, name=self.name, status=status,
+            error=error, duration_s=duration_s, reused=self.reused, line=self.line,
+            col=self.col, path=self.path, branch=self.branch,
+        )
+
+
+class LLMCallStarted(CallStarted):
+    """An LLM call of a brain run began: its model, phase and projected size."""
+
+    kind: Literal["llm"] = "llm"
+    model: str
+    phase: LLMPhase
+    prompt_tokens: int
+    max_output_tokens: int
+
+    def closed(self, status: CallStatus, error: str | None, duration_s: float) -> LLMCallFinished:
+        return LLMCallFinished(
+            call_id=self.call_id, name=self.name, status=status, error=error,
+            duration_s=duration_s, model=self.model, phase=self.phase,
+            prompt_tokens=self.prompt_tokens, completion_tokens=0, total_tokens=0,
+        )
+
+
+class StepCallStarted(CallStarted):
+    """One tool call of an agent's ``gather`` step began (``index``: its place in the step)."""
+
+    kind: Literal["tool"] = "tool"
+    args: dict[str, Any]
+    step_id: int
+    revision: int
+    index: int
+
+    def closed(self, status: CallStatus, error: str | None, duration_s: float) -> StepCallFinished:
+        return StepCallFinished(
+            call_id=self.call_id, name=self.name, status=status, error=error,
+            duration_s=duration_s, step_id=self.step_id, revision=self.revision,
+            index=self.index,
+        )
 
 
 class CallFinished(EventData):
-    """A call ended: ``status`` ``ok``, ``error`` or ``aborted`` (the run stopped first)."""
+    """A call ended: what every ``call_finished`` carries. ``status`` is ``ok``,
+    ``error`` or ``aborted`` (the run stopped first); ``error`` says why it failed.
+    A run emits one of its subclasses: :class:`PlanCallFinished`,
+    :class:`LLMCallFinished`, :class:`StepCallFinished`."""
 
     type: ClassVar[str] = EventType.CALL_FINISHED
     call_id: str
-    kind: str
+    kind: CallKind
     name: str
     status: CallStatus
-    reused: bool = False
-    result: Any = None
+    duration_s: float
     error: str | None = None
-    duration_s: float | None = None
-    line: int | None = None
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Self:
+        if cls is CallFinished:  # as CallStarted, which its abstract ``closed`` guards
+            raise TypeError("CallFinished is the base of PlanCallFinished, LLMCallFinished "
+                            "and StepCallFinished: construct one of those")
+        return super().__new__(cls)
+
+
+class PlanCallFinished(CallFinished):
+    """A tf_plan's call ended: its ``result`` (clipped) or its error."""
+
+    kind: PlanCallKind
+    reused: bool
+    line: int
+    col: int
+    path: str
     branch: int | None = None
-    path: str | None = None
-    model: str | None = None
-    phase: str | None = None
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    total_tokens: int | None = None
+    result: Any = None
+
+
+class LLMCallFinished(CallFinished):
+    """An LLM call ended: the tokens it used (a failed call spent none of its own)."""
+
+    kind: Literal["llm"] = "llm"
+    model: str
+    phase: LLMPhase
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
     finish_reason: str | None = None
-    step_id: int | None = None
-    revision: int | None = None
-    index: int | None = None
+
+
+class StepCallFinished(CallFinished):
+    """One tool call of an agent's ``gather`` step ended: its result or its error."""
+
+    kind: Literal["tool"] = "tool"
+    step_id: int
+    revision: int
+    index: int
+    result: Any = None
 
 
 class CallAbandoned(EventData):
@@ -355,13 +353,15 @@ class CallAbandoned(EventData):
 
     type: ClassVar[str] = EventType.CALL_ABANDONED
     call_id: str
-    kind: str
+    kind: PlanCallKind
     name: str
-    line: int | None = None
-    col: int | None = None
+    line: int
+    col: int
+    path: str
     branch: int | None = None
-    path: str | None = None
-    running_s: float | None = None
+    running_s: float
+
+
 class CallRetry(EventData):
     """A try of a chain or tool call failed with an error worth another (its
     ``retry_on``): try ``attempt`` of ``attempts`` failed with ``error``, and the next
@@ -369,7 +369,7 @@ class CallRetry(EventData):
 
     type: ClassVar[str] = EventType.CALL_RETRY
     call_id: str
-    kind: str
+    kind: PlanCallKind
     name: str
     attempt: int
     attempts: int
@@ -409,15 +409,51 @@ class StepFinished(EventData):
     execution: int | None = None
 
 
-#: Every event class, by its ``type``.
-EVENT_CLASSES: dict[str, type[EventData]] = {
-    cls.type: cls
-    for cls in (
-        RunStarted, StateChanged, PlanCreated, PlanRevised, PlanFinished, CallStarted,
-        CallFinished, CallAbandoned, CallRetry, StepStarted, StepFinished, Validation,
-        Budget, ErrorEvent, Final,
-    )
-}
+#: Every event class a run emits, in the order ``docs/events.md`` lists them. A type
+#: that several producers emit has a class for each, told apart by their fields.
+EVENT_CLASSES: tuple[type[EventData], ...] = (
+    BrainRunStarted, AgentRunStarted, StateChanged, PlanCreated, PlanRevised, PlanFinished,
+    PlanCallStarted, LLMCallStarted, StepCallStarted, PlanCallFinished, LLMCallFinished,
+    StepCallFinished, CallAbandoned, CallRetry, StepStarted, StepFinished, Validation,
+    Budget, ErrorEvent, Final,
+)
+
+
+def event_classes(event_type: str) -> tuple[type[EventData], ...]:
+    """The classes of events of type ``event_type`` (none for an unknown type)."""
+    return tuple(cls for cls in EVENT_CLASSES if cls.type == event_type)
+
+
+#: The envelope's keys in an event's JSON form (``Event.to_dict()``).
+ENVELOPE_KEYS = frozenset({"type", "seq", "ts", "run_id"})
+
+
+def parse_payload(data: Mapping[str, Any]) -> EventData:
+    """The typed payload of an event's JSON form (``Event.to_dict()``, a stored event).
+
+    Raises ``ValueError`` naming the type when no event class takes ``data``.
+    """
+    event_type = str(data.get("type", ""))
+    classes = event_classes(event_type)
+    if not classes:
+        raise ValueError(f"unknown event type {event_type!r}")
+    problems: list[str] = []
+    for cls in classes:
+        # ``final`` repeats the run id in its own fields
+        fields = {key: value for key, value in data.items()
+                  if key not in ENVELOPE_KEYS or key in cls.model_fields}
+        try:
+            return cls.model_validate(fields)
+        except ValidationError as exc:
+            problems.append(f"not a {cls.__name__}: {exc.errors()[0]['msg']} "
+                            f"({'.'.join(map(str, exc.errors()[0]['loc']))})")
+    raise ValueError(f"event of type {event_type!r} fits no event class: " + "; ".join(problems))
+
+
+def parse_event(data: Mapping[str, Any]) -> Event:
+    """The :class:`Event` of an event's JSON form: ``parse_event(e.to_dict()) == e``."""
+    return Event(payload=parse_payload(data), seq=int(data.get("seq", 0)),
+                 ts=float(data.get("ts", 0.0)), run_id=data.get("run_id"))
 
 
 @dataclass(frozen=True)
@@ -505,5 +541,13 @@ class EventLog:
 
 
 def event_json_schemas() -> dict[str, dict[str, Any]]:
-    """The JSON schema of each event type's payload, by type."""
-    return {name: cls.model_json_schema() for name, cls in EVENT_CLASSES.items()}
+    """The JSON schema of each event type's payload, by type (``anyOf`` its classes when
+    several producers emit it)."""
+    schemas: dict[str, dict[str, Any]] = {}
+    for event_type in dict.fromkeys(cls.type for cls in EVENT_CLASSES):
+        classes = event_classes(event_type)
+        if len(classes) == 1:
+            schemas[event_type] = classes[0].model_json_schema()
+        else:
+            schemas[event_type] = TypeAdapter(Union[classes]).json_schema()  # noqa: UP007
+    return schemas

@@ -7,6 +7,13 @@ import threading
 from typing import Any
 
 from dcbrain.agent import PlanDiff, PlanExecuteAgent, Step
+from dcbrain.events import (
+    AgentRunStarted,
+    Event,
+    StepCallFinished,
+    StepCallStarted,
+    parse_event,
+)
 from support.call_log import CallLog
 
 
@@ -269,3 +276,21 @@ def test_gather_emits_call_events_and_fails_as_one_step(log: CallLog) -> None:
         ("call_started", 0),
         ("call_started", 1),
     ]
+
+
+def test_an_agent_run_emits_agent_event_classes(log: CallLog) -> None:
+    seen: list[Event] = []
+    plan = [Step(1, "work", {"n": 1}), Step.gather(2, [("work", {"n": 2}), ("work", {"n": 3})])]
+    agent = PlanExecuteAgent(lambda goal, history, error: plan, log.tools(), on_event=seen.append)
+    session = agent.run("g")
+    assert session.status == "completed"
+    started = seen[0].payload
+    assert isinstance(started, AgentRunStarted)
+    assert (started.goal, started.max_steps, started.max_replans) == ("g", 12, 5)
+    calls = [event.payload for event in seen if event.type.startswith("call_")]
+    assert [type(call) for call in calls].count(StepCallStarted) == 2
+    finished = [call for call in calls if isinstance(call, StepCallFinished)]
+    assert sorted((call.step_id, call.index, call.result) for call in finished) == [
+        (2, 0, "work 2"), (2, 1, "work 3")]
+    assert all(call.duration_s >= 0 and call.status == "ok" for call in finished)
+    assert [parse_event(event.to_dict()) for event in seen] == seen

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
 from pathlib import Path
+from typing import Any
 
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from dcbrain import Chain, ScriptedLLM
+from dcbrain import Chain, FunctionLLM, ScriptedLLM
 from dcbrain.brain import DCBrain
-from dcbrain.events import Event
+from dcbrain.events import Event, LLMCallFinished, parse_payload
 from support.brain_scripts import add, event_types, plan, verdict
 
 FIRST = "x = add(a=1, b=2)\ns = summarize(text='old')\nreturn x"
@@ -120,3 +123,41 @@ def test_spans_follow_genai_conventions(spans: InMemorySpanExporter) -> None:
     tools = [s for s in finished if s.name == "tool add"]
     assert tools and all(s.parent is not None and s.parent.span_id in
                          {p.context.span_id for p in phases} for s in tools)
+
+
+async def test_an_llm_call_the_run_outlived_is_closed_under_its_own_name(tmp_path: Path) -> None:
+    """A plan's sync tool may call an LLM in the plan's thread; when the run stops first,
+    the call's closing event still names its model and phase, as its start did."""
+    brain: DCBrain
+    asked, release = threading.Event(), threading.Event()
+
+    def consult() -> str:
+        """Ask the expert model."""
+        return str(expert.chat([{"role": "user", "content": "help"}]).content)
+
+    def expert_reply(messages: list[dict[str, Any]]) -> str:
+        asked.set()
+        release.wait(60)
+        return "late"
+
+    expert = FunctionLLM(expert_reply, model="expert-1")
+    trace = tmp_path / "trace.jsonl"
+    brain = DCBrain(default_llm=ScriptedLLM([plan("return consult()")]), tools=[consult],
+                    trace_path=trace)
+    run = asyncio.create_task(brain.async_run("q", conversation_id="c1"))
+    await asyncio.to_thread(asked.wait, 60)
+    brain.abort()
+    result = await run
+    release.set()
+    assert result.status == "aborted"
+    events = [json.loads(line) for line in trace.read_text(encoding="utf-8").splitlines()]
+    [started] = [e for e in events if e["type"] == "call_started" and e["name"] == "expert-1"]
+    [finished] = [e for e in events if e["type"] == "call_finished"
+                  and e["call_id"] == started["call_id"]]
+    assert (finished["kind"], finished["model"], finished["phase"], finished["status"]) == (
+        "llm", "expert-1", "run", "aborted")
+    assert {key: finished[key] for key in ("name", "prompt_tokens")} == {
+        key: started[key] for key in ("name", "prompt_tokens")}
+    assert isinstance(parse_payload(finished), LLMCallFinished)
+    [tool] = [e for e in events if e["type"] == "call_finished" and e["name"] == "consult"]
+    assert (tool["kind"], tool["status"], tool["line"], tool["col"]) == ("tool", "aborted", 1, 8)

@@ -17,8 +17,9 @@ from dcbrain import (
     TFChainInterpreter,
     Usage,
 )
-from dcbrain.chain import partial_chain_result
+from dcbrain.chain import ChainConsoleResult, PlanCall, partial_chain_result
 from dcbrain.exceptions import TFTokenBudgetExceeded, TFUserNewInputError
+from dcbrain.journal import CallJournal
 from dcbrain.llm import ChatLLM, observe_llm_calls
 from dcbrain.tfplan import TFCallError, TFCheckError, TFRuntimeError, TFSyntaxError
 from support.event_loop import SLOW_TO_COMPILE, ticks_while
@@ -351,3 +352,36 @@ async def test_aevaluate_compiles_the_plan_in_a_worker_thread_while_the_loop_ser
     assert isinstance(error, TFSyntaxError)
     assert error.problems[0].message == "'break' outside loop"
     assert ticks > 1  # 0 when the compile blocked the loop
+
+
+class RecordingObserver:
+    def __init__(self) -> None:
+        self.started: list[PlanCall] = []
+        self.ended: list[PlanCall] = []
+
+    def on_call_start(self, call: PlanCall) -> None:
+        self.started.append(call)
+
+    def on_call_end(self, call: PlanCall) -> None:
+        self.ended.append(call)
+
+
+def test_the_observer_hears_each_call_with_its_kind_reuse_and_branch_path() -> None:
+    journal = CallJournal()
+    observer = RecordingObserver()
+    chains = {"shout": shout_chain("A!", "B!")}
+    plan = "x = shout(input='a')\nparallel(word_count(text='a b'), word_count(text='c'))\nreturn x"
+    first = TFChainInterpreter(chains, tools=[word_count], journal=journal, observer=observer)
+    result = first.evaluate(plan)
+    assert isinstance(result, ChainConsoleResult) and result.reused_calls == 0
+    # the branches start in either order; each call knows its parallel branch path
+    assert sorted((c.kind, c.record.name, c.reused, c.path) for c in observer.started) == [
+        ("chain", "shout", False, ""), ("tool", "word_count", False, "1.0"),
+        ("tool", "word_count", False, "1.1")]
+    assert sorted(id(c.record) for c in observer.ended) == sorted(map(id, result.trace))
+    observer.started.clear()
+    again = TFChainInterpreter(chains, tools=[word_count], journal=journal, attempt=1,
+                               observer=observer)
+    replayed = again.evaluate(plan)
+    assert replayed.value == "A!" and replayed.reused_calls == 3
+    assert all(call.reused for call in observer.started)

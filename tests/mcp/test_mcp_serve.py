@@ -185,6 +185,39 @@ async def test_an_answer_with_odd_values_is_sent_as_json() -> None:
     assert messages[-1] == "finished: succeeded (validated)"
 
 
+KEYERROR_AFTER_ADD = "s = add(a=40, b=2)\nreturn s['missing']"
+ADD_AGAIN = "s = add(a=40, b=2)\nreturn s['total']"
+
+
+async def test_progress_names_each_tool_call_and_tells_a_reused_one_apart() -> None:
+    from dcbrain import DCBrain, ScriptedLLM
+    from dcbrain.mcp.server import create_server
+    from support.brain_scripts import plan, verdict
+
+    added: list[int] = []
+
+    def add(a: int, b: int) -> dict[str, int]:
+        """Add two integers."""
+        added.append(a + b)
+        return {"total": a + b}
+
+    brain = DCBrain(default_llm=ScriptedLLM([plan(KEYERROR_AFTER_ADD), plan(ADD_AGAIN)]),
+                    default_validate_llm=ScriptedLLM([verdict(True)]), tools=[add])
+    messages: list[str] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        messages.append(message or "")
+
+    async with Client(create_server(brain)) as client:
+        result = await client.call_tool("ask", {"question": "What is 40 + 2?"},
+                                        progress_callback=on_progress)
+    assert not result.is_error, result.content
+    assert added == [42]  # the second plan's add returned the recorded result
+    calls = [m for m in messages if m.startswith(("call ", "add "))]
+    assert calls == ["call add(a=40, b=2)", 'add → {"total": 42}',
+                     'add reused from an earlier plan → {"total": 42}'], messages
+
+
 async def ask_over_stdio(tmp_path: Path, server: FakeOpenAIServer, *options: str) -> str:
     """Ask one question of ``dcbrain mcp OPTIONS`` over stdio; what it wrote on stderr."""
     config = write_config(tmp_path, server)

@@ -34,6 +34,7 @@ from dcbrain.agent.refs import resolve_references
 from dcbrain.agent.step import Step, validate_plan
 from dcbrain.events import (
     DEFAULT_CLIP,
+    AgentRunStarted,
     Budget,
     ErrorEvent,
     Event,
@@ -41,7 +42,6 @@ from dcbrain.events import (
     Final,
     PlanCreated,
     PlanRevised,
-    RunStarted,
     StateChanged,
     StepFinished,
     StepStarted,
@@ -233,7 +233,7 @@ class _Session:
 
     async def run(self) -> SessionResult:
         agent = self.agent
-        self.events.emit(RunStarted(
+        self.events.emit(AgentRunStarted(
             goal=self.goal,
             tools=sorted(agent.tools),
             max_steps=agent.max_steps,
@@ -409,6 +409,7 @@ class _Session:
         self.events.emit(Final(
             status=status,
             reason=self.reason,
+            run_id=self.events.run_id,
             steps_executed=self.executions,
             replans=self.replans,
             error=self.error,

@@ -10,12 +10,20 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from dcbrain.agent.step import GATHER, Step
-from dcbrain.events import CallFinished, CallRetry, CallStarted, EventLog, clip, clip_arguments
+from dcbrain.events import (
+    CallRetry,
+    EventLog,
+    StepCallFinished,
+    StepCallStarted,
+    clip,
+    clip_arguments,
+)
 from dcbrain.exceptions import TFFatalStepError, TFToolError
 from dcbrain.retries import acall_with_retries, call_with_retries
 from dcbrain.tools import Tool, ToolLike, ToolProvider
@@ -112,10 +120,10 @@ class Dispatcher:
 
         async def run(index: int, name: str, args: dict[str, Any]) -> StepOutcome:
             async with limit:
+                call_id = f"step-{step.revision}.{step.id}.{index}"
                 if events is not None:
-                    events.emit(CallStarted(
-                        call_id=f"step-{step.revision}.{step.id}.{index}",
-                        kind="tool",
+                    events.emit(StepCallStarted(
+                        call_id=call_id,
                         name=name,
                         step_id=step.id,
                         revision=step.revision,
@@ -123,14 +131,14 @@ class Dispatcher:
                         args=clip_arguments(args),
                     ))
                 where = f"step {step.id} gather call {index} ({name})"
-                outcome = await self._call(name, args, where, _RetryEvents(
-                    events, f"step-{step.revision}.{step.id}.{index}", name))
+                started = time.perf_counter()
+                outcome = await self._call(name, args, where, _RetryEvents(events, call_id, name))
                 if events is not None:
-                    events.emit(CallFinished(
-                        call_id=f"step-{step.revision}.{step.id}.{index}",
-                        kind="tool",
+                    events.emit(StepCallFinished(
+                        call_id=call_id,
                         name=name,
                         status="ok" if outcome.ok else "error",
+                        duration_s=time.perf_counter() - started,
                         step_id=step.id,
                         revision=step.revision,
                         index=index,

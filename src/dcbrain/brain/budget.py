@@ -22,7 +22,14 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
-from dcbrain.events import Budget, CallFinished, CallStarted, EventData
+from dcbrain.events import (
+    Budget,
+    CallStatus,
+    EventData,
+    LLMCallFinished,
+    LLMCallStarted,
+    LLMPhase,
+)
 from dcbrain.exceptions import TFTokenBudgetExceeded
 from dcbrain.llm.base import reply_tokens
 from dcbrain.llm.observe import notify_call_failed
@@ -34,7 +41,7 @@ if TYPE_CHECKING:
     from dcbrain.llm.observe import LLMObserver
 
 #: Which part of the run an LLM call belongs to: ``plan``, ``validate`` or ``run``.
-llm_phase: ContextVar[str] = ContextVar("dcbrain_brain_llm_phase", default="run")
+llm_phase: ContextVar[LLMPhase] = ContextVar("dcbrain_brain_llm_phase", default="run")
 
 Emit = Callable[..., Any]
 
@@ -42,7 +49,7 @@ Emit = Callable[..., Any]
 class TokenBudget:
     """Counts and limits the tokens of every LLM call of one run (thread-safe).
 
-    ``emit(type, **data)`` receives ``call_started``/``call_finished`` events for LLM
+    ``emit(payload)`` receives ``call_started``/``call_finished`` events for LLM
     calls and a ``budget`` event after each call or refusal. ``parent`` is the observer
     that was active when the run started (an enclosing run); it sees every call too.
     """
@@ -64,7 +71,8 @@ class TokenBudget:
         self._parent = parent
         self._lock = threading.Lock()
         self._reserved = 0
-        self._pending: dict[int, list[tuple[str, int, int, float]]] = {}
+        # per message list: each call in flight, its reservation and perf_counter() start
+        self._pending: dict[int, list[tuple[LLMCallStarted, int, float]]] = {}
         self._closed: set[str] = set()
         self._calls = 0
 
@@ -106,22 +114,21 @@ class TokenBudget:
                 refused = False
                 self._reserved += projected
                 self._calls += 1
-                call_id = f"llm-{self._calls}"
+                started = LLMCallStarted(
+                    call_id=f"llm-{self._calls}",
+                    name=_model_name(llm),
+                    model=getattr(llm, "model", ""),
+                    phase=phase,
+                    prompt_tokens=prompt_tokens,
+                    max_output_tokens=max_output_tokens,
+                )
                 self._pending.setdefault(id(messages), []).append(
-                    (call_id, projected, prompt_tokens, time.perf_counter())
+                    (started, projected, time.perf_counter())
                 )
         if refused:
             self._budget_event(exhausted=True, requested=projected, phase=phase)
             raise error
-        self._event(CallStarted(
-            call_id=call_id,
-            kind="llm",
-            name=_model_name(llm),
-            model=getattr(llm, "model", ""),
-            phase=phase,
-            prompt_tokens=prompt_tokens,
-            max_output_tokens=max_output_tokens,
-        ))
+        self._event(started)
 
     def after_call(
         self,
@@ -131,28 +138,21 @@ class TokenBudget:
         duration_s: float,
     ) -> None:
         usage = reply.usage
-        with self._lock:
-            entries = self._pending.get(id(messages))
-            call_id, projected, prompt_tokens = "llm-?", 0, 0
-            if entries:
-                call_id, projected, prompt_tokens, _ = entries.pop(0)
-                if not entries:
-                    del self._pending[id(messages)]
-                self._reserved -= projected
+        with self._lock:  # the reservation becomes the real usage at once
+            started = self._take(llm, messages)
             if usage.requests == 0:  # no usage reported (achat counts it; direct callers may not)
                 usage = Usage.of_call(
-                    reply.model or getattr(llm, "model", ""),
-                    prompt_tokens or count_message_tokens(messages),
+                    reply.model or started.model,
+                    started.prompt_tokens or count_message_tokens(messages),
                     reply_tokens(reply),
                 )
             self.usage += usage
-        self._finish_event(CallFinished(
-            call_id=call_id,
-            kind="llm",
-            name=_model_name(llm),
+        self._finish_event(LLMCallFinished(
+            call_id=started.call_id,
+            name=started.name,
             status="ok",
-            model=reply.model or getattr(llm, "model", ""),
-            phase=llm_phase.get(),
+            model=reply.model or started.model,
+            phase=started.phase,
             prompt_tokens=usage.prompt_tokens,
             completion_tokens=usage.completion_tokens,
             total_tokens=usage.total_tokens,
@@ -172,27 +172,11 @@ class TokenBudget:
     ) -> None:
         """Give back the reservation of a call that raised or was cancelled, and close it."""
         with self._lock:
-            entries = self._pending.get(id(messages))
-            call_id, prompt_tokens = "llm-?", 0
-            if entries:
-                call_id, projected, prompt_tokens, _ = entries.pop(0)
-                if not entries:
-                    del self._pending[id(messages)]
-                self._reserved -= projected
-        phase = llm_phase.get()
-        self._finish_event(CallFinished(
-            call_id=call_id,
-            kind="llm",
-            name=_model_name(llm),
-            status="aborted" if isinstance(error, asyncio.CancelledError) else "error",
-            model=getattr(llm, "model", ""),
-            phase=phase,
-            prompt_tokens=prompt_tokens,
-            completion_tokens=0,
-            total_tokens=0,
-            duration_s=duration_s,
-            error=f"{type(error).__name__}: {error}",
-        ))
+            started = self._take(llm, messages)
+        phase = started.phase
+        status: CallStatus = "aborted" if isinstance(error, asyncio.CancelledError) else "error"
+        self._finish_event(started.closed(status, f"{type(error).__name__}: {error}",
+                                          duration_s))
         self._budget_event(exhausted=False, phase=phase)
         if self._parent is not None:
             notify_call_failed(self._parent, llm, messages, error, duration_s)
@@ -210,20 +194,32 @@ class TokenBudget:
             data["max_iterations"] = self.max_iterations
         return data
 
-    def close_open(self, status: str) -> None:
+    def close_open(self, status: CallStatus) -> None:
         """End every LLM call still in flight with ``status`` (the run stopped first)."""
         with self._lock:
             still_open = [entry for entries in self._pending.values() for entry in entries]
-        for call_id, _, prompt_tokens, started in still_open:
+        for started, _, began in still_open:
             with self._lock:
-                if call_id in self._closed:
+                if started.call_id in self._closed:
                     continue
-                self._closed.add(call_id)
-            self._event(CallFinished(
-                call_id=call_id, kind="llm", name="llm", status=status,  # type: ignore[arg-type]
-                prompt_tokens=prompt_tokens, duration_s=time.perf_counter() - started,
-                error=f"the run stopped ({status})",
-            ))
+                self._closed.add(started.call_id)
+            self._event(started.closed(status, f"the run stopped ({status})",
+                                       time.perf_counter() - began))
+
+    def _take(self, llm: ChatLLM, messages: list[dict[str, Any]]) -> LLMCallStarted:
+        """The oldest call in flight with ``messages``, its reservation given back (called
+        with the lock held)."""
+        entries = self._pending.get(id(messages))
+        if entries:
+            started, projected, _ = entries.pop(0)
+            if not entries:
+                del self._pending[id(messages)]
+            self._reserved -= projected
+            return started
+        # a call this budget never let through (its observer was set mid-call)
+        return LLMCallStarted(call_id="llm-?", name=_model_name(llm),
+                              model=getattr(llm, "model", ""), phase=llm_phase.get(),
+                              prompt_tokens=0, max_output_tokens=0)
 
     def _budget_event(self, *, exhausted: bool, phase: str, requested: int | None = None) -> None:
         data = self.snapshot()
@@ -233,7 +229,7 @@ class TokenBudget:
             data["exhausted"] = False
         self._event(Budget(phase=phase, **data))
 
-    def _finish_event(self, payload: CallFinished) -> None:
+    def _finish_event(self, payload: LLMCallFinished) -> None:
         with self._lock:
             if payload.call_id in self._closed:  # already closed when the run stopped
                 return

@@ -18,6 +18,7 @@ from transitions import EventData
 from transitions.extensions.asyncio import AsyncMachine
 
 from dcbrain.brain.budget import llm_phase
+from dcbrain.events import LLMPhase
 from dcbrain.exceptions import AbortRequested as AbortRequested
 from dcbrain.exceptions import TFUserNewInputError
 
@@ -113,7 +114,7 @@ class RunControl:
         if self._abort_requested:
             raise AbortRequested
 
-    async def interruptible(self, phase: str, work: Coroutine[Any, Any, T]) -> T:
+    async def interruptible(self, phase: LLMPhase, work: Coroutine[Any, Any, T]) -> T:
         """Await ``work`` as a task an abort can cancel; LLM calls are tagged ``phase``."""
         token = llm_phase.set(phase)
         try:

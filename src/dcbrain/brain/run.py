@@ -38,7 +38,15 @@ from dcbrain.brain.running import run_plan
 from dcbrain.brain.trace import PlanCallEvents, RunRecorder
 from dcbrain.brain.validation import validate
 from dcbrain.chain import TFChainInterpreter
-from dcbrain.events import Budget, ErrorEvent, Final, RunStarted, StateChanged, clip
+from dcbrain.events import (
+    BrainRunStarted,
+    Budget,
+    CallStatus,
+    ErrorEvent,
+    Final,
+    StateChanged,
+    clip,
+)
 from dcbrain.exceptions import TFBrainError, TFError, TFUserNewInputError
 from dcbrain.journal import CallJournal
 from dcbrain.llm.observe import llm_observer, observe_llm_calls
@@ -125,7 +133,7 @@ class BrainRun:
         self.planning = PlanningContext.for_run(
             brain, self.context, self.output_type.schema if self.output_type else "")
         # one observer for every plan of the run, so call ids stay unique in the run
-        self.plan_calls = PlanCallEvents(self.recorder, brain.spec_chains)
+        self.plan_calls = PlanCallEvents(self.recorder)
         self.control = RunControl()
         self.started = 0.0
         self.executed = False
@@ -168,7 +176,7 @@ class BrainRun:
         brain, recorder, ir = self.brain, self.recorder, self.ir
         self.control.start(asyncio.get_running_loop())
         self.started = self.clock()
-        recorder.emit(RunStarted(
+        recorder.emit(BrainRunStarted(
             question=self.message.content,
             conversation_id=self.conversation_id,
             chains=sorted(brain.spec_chains),
@@ -260,7 +268,7 @@ class BrainRun:
         else:
             await self._fire("fail", reason=reason)
 
-    def _close_open_calls(self, status: str) -> None:
+    def _close_open_calls(self, status: CallStatus) -> None:
         """Every call still open when the run stops ends now, so no view shows it running."""
         self.plan_calls.close_open(status)
         self.budget.close_open(status)

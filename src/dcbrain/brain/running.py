@@ -61,6 +61,6 @@ async def run_plan(
         result=clip(result.value),
         stdout=result.stdout[-2000:],
         calls=len(result.trace),
-        reused_calls=sum(bool(record.extra.get("reused")) for record in result.trace),
+        reused_calls=result.reused_calls,
         duration_s=time.perf_counter() - started,
     ))

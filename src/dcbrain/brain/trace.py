@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any
@@ -18,16 +19,27 @@ from opentelemetry import trace as otel_trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from dcbrain._jsonsafe import dumps
+from dcbrain.chain import PlanCall
 from dcbrain.events import (
     DEFAULT_CLIP,
+    BrainRunStarted,
     CallAbandoned,
     CallFinished,
     CallRetry,
     CallStarted,
+    CallStatus,
     Event,
     EventData,
     EventLog,
-    EventType,
+    Final,
+    LLMCallFinished,
+    LLMCallStarted,
+    PlanCallFinished,
+    PlanCallStarted,
+    PlanCreated,
+    PlanRevised,
+    StateChanged,
+    Validation,
     clip,
     clip_arguments,
 )
@@ -131,44 +143,42 @@ class OTelSpans:
         self._calls: dict[str, Span] = {}
 
     def handle(self, event: Event) -> None:
-        data = event.data
         at = int(event.ts * 1e9)
-        kind = event.type
-        if kind == EventType.RUN_STARTED:
-            self._run = self._tracer.start_span(
-                "dcbrain.brain.run",
-                start_time=at,
-                attributes={
-                    "dcbrain.run_id": str(event.run_id),
-                    "dcbrain.conversation_id": str(data.get("conversation_id", "")),
-                    "dcbrain.max_iterations": int(data.get("max_iterations", 0)),
-                    "dcbrain.max_tokens": int(data.get("max_tokens", 0)),
-                },
-            )
-        elif kind == EventType.STATE_CHANGED:
-            self._end_phase(at)
-            dest = str(data.get("dest", ""))
-            if dest in ("planning", "running") and self._run is not None:
-                self._phase = self._tracer.start_span(
-                    f"dcbrain.brain.{dest}",
-                    context=otel_trace.set_span_in_context(self._run),
+        match event.payload:
+            case BrainRunStarted() as started:
+                self._run = self._tracer.start_span(
+                    "dcbrain.brain.run",
                     start_time=at,
+                    attributes={
+                        "dcbrain.run_id": str(event.run_id),
+                        "dcbrain.conversation_id": started.conversation_id,
+                        "dcbrain.max_iterations": started.max_iterations,
+                        "dcbrain.max_tokens": started.max_tokens,
+                    },
                 )
-        elif kind == EventType.CALL_STARTED:
-            self._start_call(data, at)
-        elif kind == EventType.CALL_FINISHED:
-            self._finish_call(data, at)
-        elif kind in (EventType.VALIDATION, EventType.PLAN_CREATED, EventType.PLAN_REVISED):
-            target = self._phase or self._run
-            if target is not None:
-                attributes = {
-                    key: value
-                    for key, value in data.items()
-                    if isinstance(value, str | bool | int | float) and key != "plan"
-                }
-                target.add_event(str(kind), attributes=attributes, timestamp=at)
-        elif kind == EventType.FINAL:
-            self._finish_run(data, at)
+            case StateChanged(dest=dest):
+                self._end_phase(at)
+                if dest in ("planning", "running") and self._run is not None:
+                    self._phase = self._tracer.start_span(
+                        f"dcbrain.brain.{dest}",
+                        context=otel_trace.set_span_in_context(self._run),
+                        start_time=at,
+                    )
+            case CallStarted() as call:
+                self._start_call(call, at)
+            case CallFinished() as call:
+                self._finish_call(call, at)
+            case Validation() | PlanCreated() | PlanRevised():
+                target = self._phase or self._run
+                if target is not None:
+                    attributes = {
+                        key: value
+                        for key, value in event.data.items()
+                        if isinstance(value, str | bool | int | float) and key != "plan"
+                    }
+                    target.add_event(str(event.type), attributes=attributes, timestamp=at)
+            case Final() as final:
+                self._finish_run(final, at)
 
     def close(self) -> None:
         for span in self._calls.values():
@@ -179,51 +189,45 @@ class OTelSpans:
             self._run.end()
             self._run = None
 
-    def _start_call(self, data: dict[str, Any], at: int) -> None:
+    def _start_call(self, call: CallStarted, at: int) -> None:
         parent = self._phase or self._run
         if parent is None:
             return
         context = otel_trace.set_span_in_context(parent)
-        if data.get("kind") == "llm":
-            model = str(data.get("model", ""))
+        if isinstance(call, LLMCallStarted):
             span = self._tracer.start_span(
-                f"chat {model}".strip(),
+                f"chat {call.model}".strip(),
                 context=context,
                 kind=SpanKind.CLIENT,
                 start_time=at,
                 attributes={
                     "gen_ai.operation.name": "chat",
-                    "gen_ai.request.model": model,
-                    "gen_ai.request.max_tokens": int(data.get("max_output_tokens", 0)),
-                    "dcbrain.phase": str(data.get("phase", "")),
+                    "gen_ai.request.model": call.model,
+                    "gen_ai.request.max_tokens": call.max_output_tokens,
+                    "dcbrain.phase": call.phase,
                 },
             )
         else:
-            span = self._tracer.start_span(
-                f"{data.get('kind', 'call')} {data.get('name', '')}",
-                context=context,
-                start_time=at,
-                attributes={
-                    "dcbrain.call.kind": str(data.get("kind", "")),
-                    "dcbrain.call.name": str(data.get("name", "")),
-                    "dcbrain.call.line": int(data.get("line", 0) or 0),
-                },
-            )
-        self._calls[str(data.get("call_id"))] = span
+            attributes: dict[str, str | int] = {"dcbrain.call.kind": call.kind,
+                                                "dcbrain.call.name": call.name}
+            if isinstance(call, PlanCallStarted):
+                attributes["dcbrain.call.line"] = call.line
+            span = self._tracer.start_span(f"{call.kind} {call.name}", context=context,
+                                           start_time=at, attributes=attributes)
+        self._calls[call.call_id] = span
 
-    def _finish_call(self, data: dict[str, Any], at: int) -> None:
-        span = self._calls.pop(str(data.get("call_id")), None)
+    def _finish_call(self, call: CallFinished, at: int) -> None:
+        span = self._calls.pop(call.call_id, None)
         if span is None:
             return
-        if data.get("kind") == "llm":
-            span.set_attribute("gen_ai.usage.input_tokens", int(data.get("prompt_tokens", 0)))
-            span.set_attribute("gen_ai.usage.output_tokens", int(data.get("completion_tokens", 0)))
-            span.set_attribute("gen_ai.response.model", str(data.get("model", "")))
-            if data.get("finish_reason"):
-                span.set_attribute("gen_ai.response.finish_reasons", [str(data["finish_reason"])])
-        error = data.get("error")
-        if error:
-            span.set_status(Status(StatusCode.ERROR, str(error)))
+        if isinstance(call, LLMCallFinished):
+            span.set_attribute("gen_ai.usage.input_tokens", call.prompt_tokens)
+            span.set_attribute("gen_ai.usage.output_tokens", call.completion_tokens)
+            span.set_attribute("gen_ai.response.model", call.model)
+            if call.finish_reason:
+                span.set_attribute("gen_ai.response.finish_reasons", [call.finish_reason])
+        if call.error:
+            span.set_status(Status(StatusCode.ERROR, call.error))
         span.end(end_time=at)
 
     def _end_phase(self, at: int | None) -> None:
@@ -231,131 +235,128 @@ class OTelSpans:
             self._phase.end(end_time=at)
             self._phase = None
 
-    def _finish_run(self, data: dict[str, Any], at: int) -> None:
+    def _finish_run(self, final: Final, at: int) -> None:
         for span in self._calls.values():
             span.end(end_time=at)
         self._calls.clear()
         self._end_phase(at)
         if self._run is None:
             return
-        status = str(data.get("status", ""))
-        self._run.set_attribute("dcbrain.status", status)
-        self._run.set_attribute("dcbrain.reason", str(data.get("reason", "")))
-        usage = data.get("usage") or {}
+        self._run.set_attribute("dcbrain.status", final.status)
+        self._run.set_attribute("dcbrain.reason", final.reason or "")
+        usage = final.usage or {}
         self._run.set_attribute("gen_ai.usage.input_tokens", int(usage.get("prompt_tokens", 0)))
         self._run.set_attribute(
             "gen_ai.usage.output_tokens", int(usage.get("completion_tokens", 0))
         )
-        if status != "succeeded":
-            self._run.set_status(Status(StatusCode.ERROR, str(data.get("reason", ""))))
+        if final.status != "succeeded":
+            self._run.set_status(Status(StatusCode.ERROR, final.reason or ""))
         self._run.end(end_time=at)
         self._run = None
 
 
 class PlanCallEvents:
-    """The tf_plan :class:`~dcbrain.tfplan.CallObserver` of a run: chain/tool calls as events.
+    """The :class:`~dcbrain.chain.PlanCallObserver` of a run: chain/tool calls as events.
 
     Calls still open when the run stops are closed by :meth:`close_open`; a late end of
     such a call (a tool thread that finished after the run) is not reported again.
     """
 
-    def __init__(self, recorder: RunRecorder, chain_names: Iterable[str]) -> None:
+    def __init__(self, recorder: RunRecorder) -> None:
         self._recorder = recorder
-        self._chains = frozenset(chain_names)
-        self._open: dict[int, tuple[str, CallRecord]] = {}
+        self._open: dict[int, tuple[PlanCallStarted, CallRecord]] = {}
         self._counter = itertools.count(1)
         self._lock = threading.Lock()
         self.reused = 0
 
-    def on_call_start(self, record: CallRecord) -> None:
-        reused = bool(record.extra.get("reused"))
+    def on_call_start(self, call: PlanCall) -> None:
+        record = call.record
         with self._lock:
             call_id = f"call-{next(self._counter)}"
-            self._open[id(record)] = (call_id, record)
-            self.reused += reused
-        self._recorder.emit(CallStarted(
+            self.reused += call.reused
+        started = PlanCallStarted(
             call_id=call_id,
-            kind=self._kind(record),
+            kind=call.kind,
             name=record.name,
             args=clip_arguments(record.kwargs),
-            reused=reused,
+            reused=call.reused,
             line=record.line,
             col=record.col,
             branch=record.branch,
-            path=str(record.extra.get("path", "")),
-        ))
+            path=call.path,
+        )
+        with self._lock:
+            self._open[id(record)] = (started, record)
+        self._recorder.emit(started)
 
-    def on_call_end(self, record: CallRecord) -> None:
+    def on_call_end(self, call: PlanCall) -> None:
+        record = call.record
         with self._lock:
             entry = self._open.pop(id(record), None)
-        if entry is not None:
-            self._finish(entry[0], record, "error" if record.error else "ok")
+        if entry is None:
+            return
+        started = entry[0]
+        if record.error:
+            self._recorder.emit(started.closed("error", record.error, record.duration_s))
+            return
+        self._recorder.emit(PlanCallFinished(
+            call_id=started.call_id,
+            kind=started.kind,
+            name=started.name,
+            status="ok",
+            reused=started.reused,
+            line=started.line,
+            col=started.col,
+            branch=started.branch,
+            path=started.path,
+            duration_s=record.duration_s,
+            result=clip(record.result),
+        ))
 
-    def on_call_abandoned(self, record: CallRecord) -> None:
+    def on_call_abandoned(self, call: PlanCall) -> None:
+        """The run stopped waiting for the open call ``call`` (its end follows)."""
+        record = call.record
         with self._lock:
             entry = self._open.get(id(record))
         if entry is not None:
+            started = entry[0]
             self._recorder.emit(CallAbandoned(
-                call_id=entry[0],
-                kind=self._kind(record),
-                name=record.name,
-                line=record.line,
-                col=record.col,
-                branch=record.branch,
-                path=str(record.extra.get("path", "")),
+                call_id=started.call_id,
+                kind=started.kind,
+                name=started.name,
+                line=started.line,
+                col=started.col,
+                branch=started.branch,
+                path=started.path,
                 running_s=record.duration_s,
             ))
-    def on_call_retry(self, record: CallRecord, *, attempt: int, attempts: int, error: str,
+
+    def on_call_retry(self, call: PlanCall, *, attempt: int, attempts: int, error: str,
                       delay_s: float) -> None:
         """Try ``attempt`` of an open call failed and is retried after ``delay_s``."""
         with self._lock:
-            entry = self._open.get(id(record))
+            entry = self._open.get(id(call.record))
         if entry is None:
             return
+        started = entry[0]
         self._recorder.emit(CallRetry(
-            call_id=entry[0],
-            kind=self._kind(record),
-            name=record.name,
+            call_id=started.call_id,
+            kind=started.kind,
+            name=started.name,
             attempt=attempt,
             attempts=attempts,
             error=error if len(error) <= DEFAULT_CLIP else error[:DEFAULT_CLIP] + "…",
             delay_s=round(delay_s, 3),
-            line=record.line,
-            branch=record.branch,
-            path=str(record.extra.get("path", "")),
+            line=started.line,
+            branch=started.branch,
+            path=started.path,
         ))
 
-    def close_open(self, status: str) -> None:
+    def close_open(self, status: CallStatus) -> None:
         """End every call still open with ``status`` (``aborted`` or ``error``)."""
         with self._lock:
             still_open = list(self._open.values())
             self._open.clear()
-        for call_id, record in still_open:
-            self._finish(call_id, record, status, error=f"the run stopped ({status})")
-
-    def _finish(
-        self, call_id: str, record: CallRecord, status: str, error: str | None = None
-    ) -> None:
-        failed = status != "ok"
-        self._recorder.emit(CallFinished(
-            call_id=call_id,
-            kind=self._kind(record),
-            name=record.name,
-            status=status,  # type: ignore[arg-type]
-            reused=bool(record.extra.get("reused")),
-            line=record.line,
-            branch=record.branch,
-            path=str(record.extra.get("path", "")),
-            duration_s=record.duration_s,
-            error=record.error or error if failed else None,
-            result=None if failed else clip(record.result),
-        ))
-
-    def _kind(self, record: CallRecord) -> str:
-        name = record.name
-        given = record.extra.get("kind")
-        if isinstance(given, str) and given:
-            return given
-        if name == "__construct_chain":
-            return "construct_chain"
-        return "chain" if name in self._chains else "tool"
+        for started, record in still_open:
+            elapsed = max(time.time() - record.started_at, 0.0)
+            self._recorder.emit(started.closed(status, f"the run stopped ({status})", elapsed))

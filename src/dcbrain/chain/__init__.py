@@ -1,5 +1,7 @@
 """Chains: prompts, Chain, ChainResult, SeqChains/ParallelChains/DCChains, plans over chains."""
 
+from dcbrain.chain._announce import PlanCall, PlanCallObserver
+from dcbrain.chain._plan_result import ChainConsoleResult
 from dcbrain.chain.chain import Chain
 from dcbrain.chain.construct import construct_chain
 from dcbrain.chain.containers import Chains, ParallelChains, SeqChains
@@ -35,6 +37,7 @@ __all__ = [
     "AdditionalInfoPrompt",
     "BasePrompt",
     "Chain",
+    "ChainConsoleResult",
     "ChainContext",
     "ChainOutput",
     "ChainResult",
@@ -45,6 +48,8 @@ __all__ = [
     "KnowledgePrompt",
     "MemoPrompt",
     "ParallelChains",
+    "PlanCall",
+    "PlanCallObserver",
     "PromptContext",
     "SeqChains",
     "TFChainInterpreter",

@@ -3,8 +3,34 @@
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
+from typing import Protocol
 
-from dcbrain.tfplan import CallObserver, CallRecord
+from dcbrain.events import PlanCallKind
+from dcbrain.tfplan import CallRecord
+
+
+@dataclass(frozen=True)
+class PlanCall:
+    """A plan's chain, tool or ``__construct_chain`` call, as the chain layer announces it.
+
+    ``record`` is the interpreter's record of the call (its result and error once it
+    ended); ``reused``: the run journal answers it with a recorded result; ``path``: its
+    ``parallel`` branch path (``""`` at the top level).
+    """
+
+    record: CallRecord
+    kind: PlanCallKind
+    reused: bool = False
+    path: str = ""
+
+
+class PlanCallObserver(Protocol):
+    """Hears of every call of a :class:`~dcbrain.chain.TFChainInterpreter`'s plans."""
+
+    def on_call_start(self, call: PlanCall) -> None: ...
+
+    def on_call_end(self, call: PlanCall) -> None: ...
 
 
 class CallAnnouncer:
@@ -12,32 +38,32 @@ class CallAnnouncer:
 
     The interpreter reports a call just before invoking it, in the same thread. Holding
     the report until the callable runs puts the new-input safe point before the
-    announcement, and lets the call carry its kind in ``record.extra["kind"]``: a chain
-    built by ``__construct_chain`` is a chain, whatever the plan named it. A call refused
-    at the safe point is never announced, so its end is not reported either.
+    announcement, and lets the call carry its kind: a chain built by
+    ``__construct_chain`` is a chain, whatever the plan named it. A call refused at the
+    safe point is never announced, so its end is not reported either.
     """
 
-    def __init__(self, observer: CallObserver) -> None:
+    def __init__(self, observer: PlanCallObserver) -> None:
         self._observer = observer
         self._reported = threading.local()
+        self._announced: dict[int, PlanCall] = {}
+        self._lock = threading.Lock()
 
     def on_call_start(self, record: CallRecord) -> None:
         self._reported.record = record
 
-    def announce(self, kind: str, *, reused: bool = False, path: str = "") -> CallRecord | None:
-        """Announce the call this thread is entering as a call of ``kind``; its record.
-
-        ``reused``: the run journal answers it with a recorded result; ``path``: its
-        ``parallel`` branch path.
-        """
+    def announce(
+        self, kind: PlanCallKind, *, reused: bool = False, path: str = ""
+    ) -> CallRecord | None:
+        """Announce the call this thread is entering as a call of ``kind``; its record."""
         record: CallRecord | None = getattr(self._reported, "record", None)
         if record is None:
             return None
         self._reported.record = None
-        record.extra["kind"] = kind
-        record.extra["reused"] = reused
-        record.extra["path"] = path
-        self._observer.on_call_start(record)
+        call = PlanCall(record, kind, reused, path)
+        with self._lock:
+            self._announced[id(record)] = call
+        self._observer.on_call_start(call)
         return record
 
     def retried(self, record: CallRecord, attempt: int, attempts: int, error: BaseException,
@@ -45,17 +71,23 @@ class CallAnnouncer:
         """Tell an observer that listens (``on_call_retry``) that try ``attempt`` of the
         call ``record`` failed with ``error`` and is retried after ``delay_s``."""
         listener = getattr(self._observer, "on_call_retry", None)
-        if listener is not None:
-            listener(record, attempt=attempt, attempts=attempts,
+        with self._lock:
+            call = self._announced.get(id(record))
+        if listener is not None and call is not None:
+            listener(call, attempt=attempt, attempts=attempts,
                      error=f"{type(error).__name__}: {error}", delay_s=delay_s)
 
     def on_call_abandoned(self, record: CallRecord) -> None:
         report = getattr(self._observer, "on_call_abandoned", None)
-        if "kind" in record.extra and report is not None:
-            report(record)
+        with self._lock:
+            call = self._announced.get(id(record))
+        if call is not None and report is not None:
+            report(call)
 
     def on_call_end(self, record: CallRecord) -> None:
         if getattr(self._reported, "record", None) is record:
             self._reported.record = None
-        if "kind" in record.extra:
-            self._observer.on_call_end(record)
+        with self._lock:
+            call = self._announced.pop(id(record), None)
+        if call is not None:
+            self._observer.on_call_end(call)

@@ -1,18 +1,37 @@
-"""What a plan run of a :class:`~dcbrain.chain.TFChainInterpreter` gives its caller: its
-value as chain output, and a ChainResult of its sub-chains and call trace (also when it
-failed: :func:`partial_chain_result`)."""
+"""What a plan run of a :class:`~dcbrain.chain.TFChainInterpreter` gives its caller: the
+interpreter's result with a ChainResult of its value, sub-chains and call trace (also when
+it failed: :func:`partial_chain_result`)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, fields
 from typing import Any
 
 from dcbrain._jsonsafe import plain, safe_repr
 from dcbrain.chain.result import ChainOutput, ChainResult
-from dcbrain.tfplan import CallRecord, TFInterpreterError
+from dcbrain.tfplan import CallRecord, ConsoleResult, TFInterpreterError
 from dcbrain.usage import Usage
 
 _PREVIEW_CHARS = 200
+
+
+@dataclass(kw_only=True)
+class ChainConsoleResult(ConsoleResult):
+    """A plan run's result with what its chains did: ``chain_result`` (the plan's value as
+    chain output, its sub-chains' messages and logs, the usage of every LLM call) and
+    ``reused_calls``, how many of its calls the run journal answered."""
+
+    chain_result: ChainResult
+    reused_calls: int = 0
+
+    @classmethod
+    def of(cls, console: ConsoleResult, chain_result: ChainResult,
+           reused_calls: int) -> ChainConsoleResult:
+        """``console`` with ``chain_result``; its usage is the chain result's."""
+        values = {item.name: getattr(console, item.name) for item in fields(ConsoleResult)}
+        values["usage"] = chain_result.usage.copy()
+        return cls(**values, chain_result=chain_result, reused_calls=reused_calls)
 
 
 def plan_chain_result(
@@ -35,15 +54,15 @@ def partial_chain_result(error: BaseException) -> ChainResult | None:
     """What a failed :meth:`TFChainInterpreter.evaluate` did before failing (usage, trace)."""
     if not isinstance(error, TFInterpreterError):
         return None
-    result = error.partial_result.chain_result
-    return result if isinstance(result, ChainResult) else None
+    partial = error.partial_result
+    return partial.chain_result if isinstance(partial, ChainConsoleResult) else None
 
 
-def attach_partial(error: BaseException, result: ChainResult) -> None:
+def attach_partial(error: BaseException, result: ChainResult, reused_calls: int) -> None:
     """Hang ``result`` on a plan error that carries none yet."""
     if isinstance(error, TFInterpreterError) and partial_chain_result(error) is None:
-        error.partial_result.chain_result = result
-        error.partial_result.usage = result.usage.copy()
+        error.partial_result = ChainConsoleResult.of(error.partial_result, result,
+                                                     reused_calls)
 
 
 def as_chain_output(value: Any, stdout: str) -> ChainOutput:

@@ -14,6 +14,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
+from dcbrain.chain._announce import PlanCallObserver
 from dcbrain.chain._usage import UsageCollector
 from dcbrain.chain.chain import Chain
 from dcbrain.chain.containers import Chains
@@ -31,7 +32,7 @@ from dcbrain.exceptions import TFChainError, TFOrchestrationError
 from dcbrain.llm.base import ChatLLM
 from dcbrain.llm.observe import observe_llm_calls
 from dcbrain.messages import TextMessage, as_message
-from dcbrain.tfplan import CallObserver, Limits, TFInterpreterError, extract_plan
+from dcbrain.tfplan import Limits, TFInterpreterError, extract_plan
 from dcbrain.tools import Tool, ToolLike, as_tool
 
 OrchestrateChain = Callable[
@@ -66,7 +67,7 @@ class DCChains(Chains):
         description: str | None = None,
         abilities_purpose: str | None = DEFAULT_ABILITIES_PURPOSE,
         limits: Limits | None = None,
-        observer: CallObserver | None = None,
+        observer: PlanCallObserver | None = None,
         neural: Any | None = None,
         conversation_id: str | None = None,
     ) -> None:

@@ -25,9 +25,14 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from dcbrain.chain._announce import CallAnnouncer
+from dcbrain.chain._announce import CallAnnouncer, PlanCallObserver
 from dcbrain.chain._journaling import PASSTHROUGH, PlanJournal, replayed
-from dcbrain.chain._plan_result import attach_partial, partial_chain_result, plan_chain_result
+from dcbrain.chain._plan_result import (
+    ChainConsoleResult,
+    attach_partial,
+    partial_chain_result,
+    plan_chain_result,
+)
 from dcbrain.chain._retrying import JournaledTries
 from dcbrain.chain._usage import UsageCollector
 from dcbrain.chain.chain import Chain
@@ -43,6 +48,7 @@ from dcbrain.chain.intermediate import (
 from dcbrain.chain.plan_names import check_plan_names
 from dcbrain.chain.result import ChainOutput, ChainResult
 from dcbrain.chain.runnable import TEXT_KWARGS, input_text, to_json
+from dcbrain.events import PlanCallKind
 from dcbrain.exceptions import TFChainError
 from dcbrain.journal import CallJournal, JournalEntry, JournalKey, OccurrenceCounter, canonical_args
 from dcbrain.llm.base import ChatLLM
@@ -50,7 +56,6 @@ from dcbrain.llm.observe import llm_observer
 from dcbrain.messages import CHAINS_INTERMEDIATE_RESULTS, TextMessage
 from dcbrain.tfplan import (
     CallableSpec,
-    CallObserver,
     CallRecord,
     ConsoleResult,
     Interpreter,
@@ -94,6 +99,7 @@ class _Scope:
         self.added: dict[str, Any] = {}
         self.charged = 0  # bytes of ``added``, paid for from ``budget``
         self.results: list[ChainResult] = []
+        self.reused = 0  # calls the journal answered (counted in the run's scope)
         self._lock = threading.Lock()
 
     def chain_info(self) -> dict[str, Any]:
@@ -117,6 +123,13 @@ class _Scope:
     def record(self, result: ChainResult) -> None:
         with self._lock:
             self.results.append(result)
+
+    def count_reused(self) -> None:
+        root = self
+        while root.parent is not None:
+            root = root.parent
+        with root._lock:
+            root.reused += 1
 
     def write(self, added: Mapping[str, Any], cache: Any = None, grown: int = 0) -> None:
         """Keep the intermediate results a call ``added``: ``cache`` is the whole cache the
@@ -289,9 +302,9 @@ class TFChainInterpreter:
     with ``neural`` when one is given. With ``neural`` and ``conversation_id``, new user
     input is checked before every chain call and raises :class:`TFUserNewInputError`
     out of the plan; that error and :class:`TFTokenBudgetExceeded` pass through untouched.
-    ``observer`` hears of a call after that check, its kind in ``record.extra["kind"]``.
+    ``observer`` hears of a call after that check, as a :class:`PlanCall` of its kind.
     With a ``journal`` every call is recorded under plan attempt ``attempt`` and a call the
-    journal holds returns its recorded result (``record.extra["reused"]``); ``run_id``
+    journal holds returns its recorded result (``PlanCall.reused``); ``run_id``
     goes into each call's idempotency key (:func:`~dcbrain.journal.current_call`).
     ``isolation`` is where plans run: ``"process"`` (sandbox worker processes, the
     default) or ``"inprocess"`` (trusted plans).
@@ -307,7 +320,7 @@ class TFChainInterpreter:
         default_llm: ChatLLM | None = None,
         conversation: list[TextMessage] | None = None,
         knowledge: list[Any] | None = None,
-        observer: CallObserver | None = None,
+        observer: PlanCallObserver | None = None,
         neural: Any | None = None,
         conversation_id: str | None = None,
         journal: CallJournal | None = None,
@@ -386,7 +399,7 @@ class TFChainInterpreter:
         ]
 
     # -- running -----------------------------------------------------------------------
-    def evaluate(self, plan: str, *, check: bool = True) -> ConsoleResult:
+    def evaluate(self, plan: str, *, check: bool = True) -> ChainConsoleResult:
         """Check (unless ``check=False``) and run ``plan`` in this thread.
 
         Raises a :class:`~dcbrain.tfplan.TFInterpreterError` when the plan fails;
@@ -399,11 +412,11 @@ class TFChainInterpreter:
                 console = self._interpreter.run(plan, host_budget=scope.budget)
             except Exception as exc:
                 attach_partial(exc, self._chain_result(scope, getattr(exc, "trace", []), None,
-                                                        ""))
+                                                        ""), scope.reused)
                 raise
         return self._finish(console, scope)
 
-    async def aevaluate(self, plan: str, *, check: bool = True) -> ConsoleResult:
+    async def aevaluate(self, plan: str, *, check: bool = True) -> ChainConsoleResult:
         """:meth:`evaluate` for async code: async chains run on the current event loop, and
         a long plan is checked and compiled in a worker thread, so the loop keeps serving."""
         await off_the_loop(plan, self._prepare, plan, check)
@@ -413,7 +426,7 @@ class TFChainInterpreter:
                 console = await self._interpreter.arun(plan, host_budget=scope.budget)
             except Exception as exc:
                 attach_partial(exc, self._chain_result(scope, getattr(exc, "trace", []), None,
-                                                        ""))
+                                                        ""), scope.reused)
                 raise
         return self._finish(console, scope)
 
@@ -559,9 +572,12 @@ class TFChainInterpreter:
                                "of this plan: choose another name")
 
     def _announce(
-        self, kind: str, key: JournalKey | None = None, entry: JournalEntry | None = None
+        self, kind: PlanCallKind, key: JournalKey | None = None,
+        entry: JournalEntry | None = None,
     ) -> CallRecord | None:
         """Announce the call this thread is entering; its trace record, if observed."""
+        if entry is not None:
+            self._scope().count_reused()
         if self._announcer is None:
             return None
         return self._announcer.announce(
@@ -585,11 +601,9 @@ class TFChainInterpreter:
             del parameters["required"]
         return dataclasses.replace(spec, parameters=parameters)
 
-    def _finish(self, console: ConsoleResult, scope: _Scope) -> ConsoleResult:
-        console.chain_result = self._chain_result(scope, console.trace, console.value,
-                                                  console.stdout)
-        console.usage = console.chain_result.usage.copy()
-        return console
+    def _finish(self, console: ConsoleResult, scope: _Scope) -> ChainConsoleResult:
+        chain_result = self._chain_result(scope, console.trace, console.value, console.stdout)
+        return ChainConsoleResult.of(console, chain_result, scope.reused)
 
     def _chain_result(
         self, scope: _Scope, trace: Sequence[CallRecord], value: Any, stdout: str
@@ -598,4 +612,4 @@ class TFChainInterpreter:
                                  stdout)
 
 
-__all__ = ["INPUT_KWARGS", "TFChainInterpreter", "partial_chain_result"]
+__all__ = ["INPUT_KWARGS", "ChainConsoleResult", "TFChainInterpreter", "partial_chain_result"]

@@ -22,6 +22,8 @@ from rich.text import Text
 from dcbrain._jsonsafe import safe_repr
 from dcbrain._text import terminal_text
 from dcbrain.events import (
+    AgentRunStarted,
+    BrainRunStarted,
     Budget,
     CallAbandoned,
     CallFinished,
@@ -30,11 +32,16 @@ from dcbrain.events import (
     ErrorEvent,
     Event,
     EventData,
+    LLMCallFinished,
+    LLMCallStarted,
+    PlanCallFinished,
+    PlanCallStarted,
     PlanCreated,
     PlanFinished,
     PlanRevised,
-    RunStarted,
     StateChanged,
+    StepCallFinished,
+    StepCallStarted,
     Validation,
 )
 
@@ -89,9 +96,11 @@ class ProgressView:
 
     def _render(self, payload: EventData) -> Any:
         match payload:
-            case RunStarted():
-                self.max_tokens = payload.max_tokens or 0
-                return Text.assemble(("question ", "bold"), terminal_text(payload.question or ""))
+            case BrainRunStarted():
+                self.max_tokens = payload.max_tokens
+                return Text.assemble(("question ", "bold"), terminal_text(payload.question))
+            case AgentRunStarted():
+                return Text.assemble(("goal ", "bold"), terminal_text(payload.goal))
             case StateChanged():
                 self.state = terminal_text(payload.dest or self.state)
                 style = {"succeeded": "bold green", "failed": "bold red", "aborted": "bold red"}
@@ -148,24 +157,26 @@ class ProgressView:
         return Group(diff_panel, plan_panel)
 
     def _call_started(self, payload: CallStarted) -> Any:
-        if payload.kind == "llm":
-            model = terminal_text(payload.model or payload.name or "")
+        if isinstance(payload, LLMCallStarted):
+            model = terminal_text(payload.model or payload.name)
             if model and model not in self.models:
                 self.models.append(model)
             if not self.show_llm_calls:
                 return None
-            return Text(f"  … LLM {model} ({payload.phase or 'call'}, "
+            return Text(f"  … LLM {model} ({payload.phase}, "
                         f"{payload.prompt_tokens} prompt tokens)", style="dim")
-        if payload.reused:
+        if not isinstance(payload, PlanCallStarted | StepCallStarted):
+            return None
+        if isinstance(payload, PlanCallStarted) and payload.reused:
             return None  # shown once, when it finishes
         args = ", ".join(f"{_short(key, 60)}={_short(value, 60)}"
-                         for key, value in (payload.args or {}).items())
+                         for key, value in payload.args.items())
         return Text(f"  → {payload.kind} {_short(payload.name)}({args})", style="blue")
 
     def _call_finished(self, payload: CallFinished) -> Any:
         kind, name = payload.kind, _short(payload.name)
-        seconds = payload.duration_s or 0.0
-        if kind == "llm":
+        seconds = payload.duration_s
+        if isinstance(payload, LLMCallFinished):
             if not self.show_llm_calls:
                 return None
             return Text(f"  ✓ LLM {_short(payload.model or name)}: "
@@ -175,7 +186,9 @@ class ProgressView:
         if payload.status == "error":
             return Text(f"  ✗ {kind} {name} failed after {seconds:.2f}s: "
                         f"{_short(payload.error)}", style="red")
-        if payload.reused:
+        if not isinstance(payload, PlanCallFinished | StepCallFinished):
+            return None
+        if isinstance(payload, PlanCallFinished) and payload.reused:
             return Text(f"  ↺ {kind} {name} reused from an earlier attempt → "
                         f"{_short(payload.result)}", style="cyan")
         return Text(f"  ✓ {kind} {name} {seconds:.2f}s → {_short(payload.result)}",

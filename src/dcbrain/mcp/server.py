@@ -16,7 +16,19 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, Field
 
 from dcbrain._jsonsafe import dumps, plain
-from dcbrain.events import Event
+from dcbrain.events import (
+    BrainRunStarted,
+    ErrorEvent,
+    Event,
+    Final,
+    PlanCallFinished,
+    PlanCallStarted,
+    PlanCreated,
+    PlanFinished,
+    PlanRevised,
+    StateChanged,
+    Validation,
+)
 from dcbrain.exceptions import TFBrainError, TFError
 
 if TYPE_CHECKING:
@@ -122,40 +134,38 @@ class _ProgressForwarder:
 
 def describe_event(event: Event) -> str | None:
     """One progress message for a brain event; ``None`` for events not worth one."""
-    data = event.data
-    kind = str(event.type)
-    if kind == "run_started":
-        return f"question: {_short(data.get('question'))}"
-    if kind == "state_changed":
-        return f"state: {data.get('dest')}"
-    if kind == "plan_created":
-        return f"plan:\n{data.get('plan', '')}"
-    if kind == "plan_revised":
-        reason = f" because {_short(data.get('reason'))}" if data.get("reason") else ""
-        return f"plan revised (revision {data.get('revision', '?')}){reason}:\n" \
-               f"{data.get('plan', '')}"
-    if kind in ("call_started", "call_finished") and data.get("kind", "tool") != "llm":
-        name = data.get("name") or data.get("tool_name")
-        if kind == "call_started":
-            kwargs = data.get("kwargs") or data.get("args") or {}
-            args = ", ".join(f"{key}={_short(value, 60)}" for key, value in kwargs.items()) \
-                if isinstance(kwargs, dict) else ""
-            return f"call {name}({args})"
-        if data.get("error"):
-            return f"{name} failed: {_short(data.get('error'))}"
-        return f"{name} → {_short(data.get('result'))}"
-    if kind == "plan_finished":
-        if data.get("ok"):
-            return f"plan result: {_short(data.get('result'))}"
-        return f"plan failed: {_short(data.get('error'))}"
-    if kind == "validation":
-        if data.get("is_solved"):
-            return "validator: solved"
-        return f"validator: not solved — {_short(data.get('suggestion'))}"
-    if kind == "error":
-        return f"error: {_short(data.get('error'))}"
-    if kind == "final":
-        return f"finished: {data.get('status')} ({data.get('reason')})"
+    match event.payload:
+        case BrainRunStarted(question=question):
+            return f"question: {_short(question)}"
+        case StateChanged(dest=dest):
+            return f"state: {dest}"
+        case PlanCreated(plan=plan):
+            return f"plan:\n{plan or ''}"
+        case PlanRevised(revision=revision, reason=reason, plan=plan):
+            because = f" because {_short(reason)}" if reason else ""
+            return f"plan revised (revision {revision}){because}:\n{plan or ''}"
+        case PlanCallStarted(reused=True):
+            return None  # it runs nothing: told once, when it returns the recorded result
+        case PlanCallStarted(name=name, args=args):
+            shown = ", ".join(f"{key}={_short(value, 60)}" for key, value in args.items())
+            return f"call {name}({shown})"
+        case PlanCallFinished(name=name, status="aborted"):
+            return f"{name} stopped: the run ended first"
+        case PlanCallFinished(name=name, status="error", error=error):
+            return f"{name} failed: {_short(error)}"
+        case PlanCallFinished(name=name, reused=True, result=result):
+            return f"{name} reused from an earlier plan → {_short(result)}"
+        case PlanCallFinished(name=name, result=result):
+            return f"{name} → {_short(result)}"
+        case PlanFinished(ok=ok, result=result, error=error):
+            return f"plan result: {_short(result)}" if ok else f"plan failed: {_short(error)}"
+        case Validation(is_solved=is_solved, suggestion=suggestion):
+            return "validator: solved" if is_solved else \
+                f"validator: not solved — {_short(suggestion)}"
+        case ErrorEvent(error=error):
+            return f"error: {_short(error)}"
+        case Final(status=status, reason=reason):
+            return f"finished: {status} ({reason})"
     return None
 
 

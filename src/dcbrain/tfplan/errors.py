@@ -95,12 +95,16 @@ class TFInterpreterError(TFError):
 
     @property
     def partial_result(self) -> ConsoleResult:
-        """What the plan did before it failed: its output and calls (no value). The chain
-        layer adds the usage and ``chain_result`` of the chains it called, as on success."""
+        """What the plan did before it failed: its output and calls (no value). The layer
+        that supplied the callables may replace it with its own, richer result."""
         if self._partial is None:
             self._partial = ConsoleResult(value=None, stdout=self.stdout, trace=list(self.trace),
                                           abandoned_calls=self.abandoned_calls)
         return self._partial
+
+    @partial_result.setter
+    def partial_result(self, result: ConsoleResult) -> None:
+        self._partial = result
 
     @property
     def location(self) -> str:

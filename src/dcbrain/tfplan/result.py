@@ -22,7 +22,6 @@ class CallRecord:
     started_at: float = 0.0
     duration_s: float = 0.0
     branch: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -36,7 +35,6 @@ class CallRecord:
             "started_at": self.started_at,
             "duration_s": self.duration_s,
             "branch": self.branch,
-            **self.extra,
         }
 
 
@@ -45,10 +43,10 @@ class ConsoleResult:
     """The result of running a plan.
 
     ``value`` is the value of a top-level ``return``, else of the last top-level
-    expression statement (``None`` if there is none). ``chain_result`` and ``usage`` are
-    filled by the chain layer when the plan calls chains. ``abandoned_calls`` counts the
-    sync calls the run stopped waiting for at its time limit (or cancellation): they may
-    still be running, and their returns are ignored.
+    expression statement (``None`` if there is none). ``usage`` is filled by the layer
+    whose callables spend tokens (the chain layer's result adds what its chains did).
+    ``abandoned_calls`` counts the sync calls the run stopped waiting for at its time
+    limit (or cancellation): they may still be running, and their returns are ignored.
     """
 
     value: Any = None
@@ -57,7 +55,6 @@ class ConsoleResult:
     operations: int = 0
     duration_s: float = 0.0
     usage: Usage = field(default_factory=Usage)
-    chain_result: Any = None
     returned: bool = False
     abandoned_calls: int = 0
 
