@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable
 from datetime import UTC, date, datetime, time, timedelta, timezone
 from decimal import Decimal
-from typing import Any
+from typing import Any, cast
 
 from dcbrain.tfplan.errors import SizeLimitExceeded
 from dcbrain.tfplan.guards import Guards, Namespace, TypeProxy
@@ -234,9 +234,8 @@ def build_builtins(guards: Guards) -> dict[str, Any]:
         if value.__class__ not in _DECIMAL_SOURCES:
             raise TypeError(f"conversion from {type(value).__name__} to Decimal is not "
                             "supported")
-        source: Decimal | float | str = value
         try:
-            return checked_decimal(Decimal(source), "Decimal()")
+            return checked_decimal(Decimal(cast(str, value)), "Decimal()")
         except ScalarError as exc:
             raise SizeLimitExceeded(str(exc)) from None
 
