@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import date, datetime, time, timedelta, timezone
+from datetime import UTC, date, datetime, time, timedelta, timezone
 from decimal import Decimal
 from typing import Any
 
@@ -39,7 +39,7 @@ SCALARS = (st.none() | st.booleans() | st.integers() | st.integers(min_value=2**
            | st.decimals(allow_nan=False, places=2, min_value=-1000, max_value=1000)
            | st.sampled_from([Decimal("1.0"), Decimal("1.00"), Decimal("-0"), Decimal("NaN")])
            | st.dates() | st.datetimes() | st.times() | st.timedeltas()
-           | st.datetimes(timezones=st.sampled_from([timezone.utc,
+           | st.datetimes(timezones=st.sampled_from([UTC,
                                                      timezone(timedelta(hours=-5))])))
 KEYS = SCALARS.filter(lambda v: not isinstance(v, float) or not math.isnan(v)) | st.tuples(
     st.integers(), st.text(max_size=3))

@@ -106,7 +106,7 @@ def _methods(brief: bool = False) -> list[tuple[str, str]]:
 
 def _imports() -> str:
     modules = " and ".join(f"`import {name}`" for name in sorted(IMPORTABLE_MODULES))
-    return (f"only {modules} (both are always available anyway) and `from math import "
+    return (f"only {modules} (all are always available anyway) and `from math import "
             "sqrt`-style imports of their members")
 
 
