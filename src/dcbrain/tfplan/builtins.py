@@ -272,11 +272,15 @@ def build_builtins(guards: Guards) -> dict[str, Any]:
         iter=plan_iter, hex=sized(hex), oct=sized(oct), bin=sized(bin),
         json=Namespace("json", {"dumps": strings.json_dumps, "loads": json_loads}),
         math=Namespace("math", math_members),
-        datetime=Namespace("datetime", {real.__name__: proxy(real, real) for real in (
-            date, datetime, time, timedelta, timezone)}),
-        decimal=Namespace("decimal", {"Decimal": proxy(Decimal, plan_decimal)}),
+        # made on first use: most plans never touch them
+        datetime=Namespace("datetime", LazyMembers(
+            _DATETIME_TYPES, lambda name: proxy(_DATETIME_TYPES[name], _DATETIME_TYPES[name]))),
+        decimal=Namespace("decimal", LazyMembers(
+            ("Decimal",), lambda name: proxy(Decimal, plan_decimal))),
     )
     return names
 
 
 _DECIMAL_SOURCES = frozenset({str, int, bool, float, Decimal})
+_DATETIME_TYPES: dict[str, type] = {real.__name__: real for real in (
+    date, datetime, time, timedelta, timezone)}
