@@ -214,3 +214,27 @@ def test_the_summary_tells_the_planner_these_are_values() -> None:
     assert "Decimal + str is a TypeError" in summary
     assert "datetime: date datetime time timedelta timezone" in summary
     assert isinstance(time(1), time)  # the module's own type names are plain imports here
+
+
+def test_the_checker_describes_annotated_plain_functions_with_string_formats() -> None:
+    def book(amount: Decimal, on: date, at: datetime, start: time, span: timedelta) -> None:
+        """Book something."""
+
+    spec = Interpreter(callables={"book": book}, isolation="inprocess").specs["book"]
+    properties = spec.describe()["parameters"]["properties"]
+    assert properties == {
+        "amount": {"type": "string", "format": "decimal"},
+        "on": {"type": "string", "format": "date"},
+        "at": {"type": "string", "format": "date-time"},
+        "start": {"type": "string", "format": "time"},
+        "span": {"type": "string", "format": "duration"},
+    }
+
+
+@ISOLATIONS
+def test_a_decimal_too_long_for_the_size_limit_is_refused_at_the_boundary(isolation: str) -> None:
+    with pytest.raises(SizeLimitExceeded) as caught:
+        Interpreter(callables={"digits": lambda: [Decimal("1" * 2000)]},
+                    isolation=isolation,  # type: ignore[arg-type]
+                    limits=Limits(max_size=1000)).run("digits()")
+    assert "larger than 1000" in caught.value.message

@@ -42,6 +42,9 @@ _JSON_TYPES: dict[Any, str] = {str: "string", int: "integer", float: "number", b
 #: Plan value types a JSON schema writes as strings of a format (``format: date-time``).
 _STRING_FORMATS: dict[Any, str] = {Decimal: "decimal", date: "date", datetime: "date-time",
                                    time: "time", timedelta: "duration"}
+# the same annotations written as text (``from __future__ import annotations``)
+_STRING_FORMATS.update({name: string_format for kind, string_format in list(
+    _STRING_FORMATS.items()) for name in (kind.__name__, f"{kind.__module__}.{kind.__name__}")})
 
 
 @dataclass(frozen=True)
