@@ -68,7 +68,7 @@ def _plain_other(value: Any, _depth: int) -> Any:
         return value if decimal_ok(value) else hex(value)
     if isinstance(value, float):
         return value if math.isfinite(value) else repr(value)
-    if isinstance(value, _PLAN_SCALARS):
+    if isinstance(value, PLAN_SCALARS):
         return edge_text(value)
     if _depth > MAX_DEPTH:
         return "…"
@@ -102,12 +102,13 @@ def edge_arguments(arguments: dict[str, Any]) -> dict[str, Any]:
             return {key: convert(item, depth + 1) for key, item in value.items()}
         if (kind is list or kind is tuple) and depth <= MAX_DEPTH:
             return kind(convert(item, depth + 1) for item in value)
-        return edge_text(value) if isinstance(value, _PLAN_SCALARS) else value
+        return edge_text(value) if isinstance(value, PLAN_SCALARS) else value
 
     return {key: convert(item, 0) for key, item in arguments.items()}
 
 
-_PLAN_SCALARS = (Decimal, date, time, timedelta)  # a datetime is a date
+#: Plan values JSON has no type for (a datetime is a date).
+PLAN_SCALARS = (Decimal, date, time, timedelta)
 
 
 def dumps(value: Any, *, indent: int | None = None, sort_keys: bool = False,

@@ -20,15 +20,13 @@ import threading
 import typing
 import weakref
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from datetime import date, time, timedelta
-from decimal import Decimal
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import ConfigDict, TypeAdapter, ValidationError, validate_call
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import PydanticSerializationError, core_schema, to_jsonable_python
 
-from dcbrain._jsonsafe import edge_arguments
+from dcbrain._jsonsafe import PLAN_SCALARS, edge_arguments
 from dcbrain._sync import run_sync
 from dcbrain.exceptions import TFSchemaError, TFToolError
 
@@ -149,12 +147,11 @@ def check_json_like(value: Any, where: str, _depth: int = 0) -> Any:
             if not isinstance(key, str):
                 raise TFToolError(f"{where}: dict keys must be str, got {type(key).__name__}")
         return {key: check_json_like(item, where, _depth + 1) for key, item in value.items()}
-    if isinstance(value, _PLAN_SCALARS):
+    if isinstance(value, PLAN_SCALARS):
         return value
     raise TFToolError(f"{where}: {type(value).__name__} is not JSON-like data")
 
 
-_PLAN_SCALARS = (Decimal, date, time, timedelta)  # datetime is a date
 _JSON_SCALARS = frozenset({bool, int, float, str})
 _UNKNOWN_TYPE = re.compile(r"unknown type: <class '([^']+)'>")
 #: Dumps any value pydantic knows in Python mode: models and dataclasses become dicts,
@@ -184,7 +181,7 @@ def _dumped(value: Any, where: str, depth: int) -> Any:
     plan value types, which are kept."""
     if depth > 100:
         raise TFToolError(f"{where}: nested deeper than 100 levels")
-    if value is None or type(value) in _JSON_SCALARS or isinstance(value, _PLAN_SCALARS):
+    if value is None or type(value) in _JSON_SCALARS or isinstance(value, PLAN_SCALARS):
         return value  # exactly: a str or int enum is dumped as JSON mode does, to its value
     if type(value) in (list, tuple, set, frozenset):
         return [_dumped(item, where, depth + 1) for item in value]
