@@ -18,7 +18,15 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, HttpUrl, PositiveFloat, PositiveInt
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    HttpUrl,
+    NonNegativeFloat,
+    PositiveFloat,
+    PositiveInt,
+)
 from pydantic import ValidationError as PydanticValidationError
 
 from dcbrain.exceptions import ConfigError as ConfigError
@@ -29,6 +37,7 @@ from dcbrain.mcp.limits import (
     DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_MAX_TOOLS,
 )
+from dcbrain.retries import Backoff
 
 if TYPE_CHECKING:
     from dcbrain.brain import DCBrain
@@ -74,6 +83,15 @@ class RolesConfig(_Section):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
+class BackoffConfig(_Section):
+    """The wait between tries (:class:`~dcbrain.retries.Backoff`)."""
+
+    initial_s: float = Field(default=0.5, ge=0)
+    max_s: float = Field(default=10.0, ge=0)
+    multiplier: float = Field(default=2.0, ge=1)
+    jitter: bool = True
+
+
 class ChainConfig(_Section):
     """A chain the planner may call by its key."""
 
@@ -84,6 +102,8 @@ class ChainConfig(_Section):
     llm: str | None = None
     temperature: float | None = None
     max_tokens: PositiveInt | None = None
+    retries: int = Field(default=0, ge=0)
+    backoff: BackoffConfig | NonNegativeFloat | None = None
 
 
 class MCPServerConfig(_Section):
@@ -100,6 +120,8 @@ class MCPServerConfig(_Section):
     max_tools: PositiveInt = DEFAULT_MAX_TOOLS
     max_list_pages: PositiveInt = DEFAULT_MAX_LIST_PAGES
     max_list_bytes: PositiveInt = DEFAULT_MAX_LIST_BYTES
+    retries: int = Field(default=2, ge=0)
+    backoff: BackoffConfig | NonNegativeFloat | None = None
 
 
 class MemoryConfig(_Section):
@@ -112,6 +134,7 @@ class BrainConfig(_Section):
     max_iterations: PositiveInt = 10
     max_tokens: PositiveInt = 128_000
     timeout: float = Field(default=1200.0, ge=0)
+    validate_direct_answers: bool = False
 
 
 class Config(_Section):
@@ -369,6 +392,7 @@ def connect_mcp_servers(config: Config) -> list[MCPTools]:
             startup_timeout=spec.startup_timeout, call_timeout=spec.call_timeout,
             max_message_bytes=spec.max_message_bytes, max_tools=spec.max_tools,
             max_list_pages=spec.max_list_pages, max_list_bytes=spec.max_list_bytes,
+            retries=spec.retries, backoff=_backoff(spec.backoff),
         )
         try:
             server.connect()
@@ -381,10 +405,20 @@ def connect_mcp_servers(config: Config) -> list[MCPTools]:
 
 
 def load_tools(config: Config) -> dict[str, Callable[..., Any]]:
-    """Every tool of the config's tool files, by name (a later file wins on a clash)."""
+    """Every tool of the config's tool files, by name; two files defining one name are
+    refused, naming both."""
     tools: dict[str, Callable[..., Any]] = {}
+    defined_in: dict[str, str] = {}
+    problems: list[str] = []
     for tool_file in config.tools:
-        tools.update(load_tool_file(config.resolve(tool_file)))
+        for name, func in load_tool_file(config.resolve(tool_file)).items():
+            if name in defined_in:
+                problems.append(f"tools: {name!r} is defined in {defined_in[name]} and in "
+                                f"{tool_file}; rename one of them")
+            defined_in.setdefault(name, tool_file)
+            tools.setdefault(name, func)
+    if problems:
+        raise ConfigError(config.source, problems)
     return tools
 
 
@@ -451,9 +485,17 @@ def build_chains(config: Config, llms: dict[str, ChatLLM], default: ChatLLM) -> 
             output_json_schema=spec.output_schema,
             temperature=spec.temperature,
             max_tokens=spec.max_tokens,
+            retries=spec.retries,
+            backoff=_backoff(spec.backoff),
         )
         for name, spec in config.chains.items()
     }
+
+
+def _backoff(spec: BackoffConfig | float | None) -> Backoff | float | None:
+    if isinstance(spec, BackoffConfig):
+        return Backoff(**spec.model_dump())
+    return spec
 
 
 def build_brain(config: Config, *, trace_path: str | Path | None = None,
@@ -463,6 +505,7 @@ def build_brain(config: Config, *, trace_path: str | Path | None = None,
     ``memory`` replaces the config's SQLite file (workers share a PostgreSQL memory).
     """
     from dcbrain.brain import DCBrain
+    from dcbrain.brain.local_planner import LocalPlanner
     from dcbrain.llm.local import LocalLLM
     from dcbrain.memory import SQLiteMemory
     from dcbrain.tools import Tool
@@ -484,12 +527,13 @@ def build_brain(config: Config, *, trace_path: str | Path | None = None,
         default = llms[str(config.role("default"))]
         plan = llms[str(config.role("plan"))]
         validate = llms[str(config.role("validate"))]
+    planner = None
     if isinstance(plan, LocalLLM):
         # A small local model plans only with a grammar and close few-shot examples; as a
         # validator (and in chains) it decodes with the request's JSON schema as grammar,
         # which the plain LocalLLM does by itself.
-        plan = plan.planner({name: item.func if isinstance(item, Tool) else item
-                             for name, item in tools.items()})
+        planner = LocalPlanner(plan, {name: item.func if isinstance(item, Tool) else item
+                                      for name, item in tools.items()})
     if memory is None and config.memory.path:
         memory = SQLiteMemory(str(config.resolve(config.memory.path)))
     return DCBrain(
@@ -502,5 +546,7 @@ def build_brain(config: Config, *, trace_path: str | Path | None = None,
         max_iterations=config.brain.max_iterations,
         max_tokens=config.brain.max_tokens,
         timeout=config.brain.timeout,
+        validate_direct_answers=config.brain.validate_direct_answers,
         trace_path=str(trace_path) if trace_path is not None else None,
+        planner=planner,
     )

@@ -42,6 +42,27 @@ class TFToolError(TFError):
     """A tool was called with wrong arguments or returned something that is not data."""
 
 
+class TransientError(TFError):
+    """A failure that may pass if the same call is made again (``SMTP 451 try again``, a
+    dropped connection).
+
+    A tool raises it to declare a failure retryable: a tool with ``retries`` tries again,
+    and a replan may run the same plan again (see ``docs/brain.md``). ``transient`` is
+    what the plan layer reads off the error.
+    """
+
+    transient = True
+
+
+class RetriesExhausted(TransientError):
+    """A call failed with a transient error on each of its ``attempts``; ``__cause__`` is
+    the last error."""
+
+    def __init__(self, message: str, *, attempts: int) -> None:
+        super().__init__(message)
+        self.attempts = attempts
+
+
 class TFSchemaError(TFError):
     """A JSON Schema was refused, or could not finish validating a value.
 
@@ -56,7 +77,10 @@ class TFSchemaError(TFError):
 
 
 class TFRecordedCallError(TFError):
-    """A call the run journal holds as failed, answered again with its recorded error."""
+    """A call the run journal holds as failed, answered again with its recorded error;
+    ``transient`` as the recorded error was."""
+
+    transient: bool = False
 
 
 class TFLLMInterrupt(TFError):
@@ -79,6 +103,11 @@ class TFTokenBudgetExceeded(TFLLMInterrupt):
 
 class TFLLMError(TFLLMInterrupt):
     """The provider failed after its retries (HTTP error, timeout, malformed body)."""
+
+
+class TFLLMUnavailable(TFLLMError, TransientError):
+    """The provider stayed unavailable through its retries (429, 5xx, a timeout, a failed
+    connection): a later try may pass."""
 
 
 class LocalModelUnavailable(TFLLMError):
@@ -119,6 +148,11 @@ class TFReferenceError(TFPlanError):
 
 class TFMCPError(TFToolError):
     """An MCP server could not be started or reached (its name and the cause are said)."""
+
+
+class TFMCPTransportError(TFMCPError, TransientError):
+    """The connection to an MCP server failed during a call (lost, refused, timed out): the
+    same call may pass on a new try."""
 
 
 class TFFatalStepError(TFError):
@@ -239,6 +273,7 @@ __all__ = [
     "OperationLimitExceeded",
     "OutputLimitExceeded",
     "PlanCancelled",
+    "RetriesExhausted",
     "SizeLimitExceeded",
     "StoreWriteError",
     "TFBrainBusyError",
@@ -251,8 +286,10 @@ __all__ = [
     "TFInterpreterError",
     "TFLLMError",
     "TFLLMInterrupt",
+    "TFLLMUnavailable",
     "TFLimitError",
     "TFMCPError",
+    "TFMCPTransportError",
     "TFMemoryError",
     "TFNeuralError",
     "TFNeuralTimeoutError",
@@ -269,4 +306,5 @@ __all__ = [
     "TFUserNewInputError",
     "TimeLimitExceeded",
     "TooManyRuns",
+    "TransientError",
 ]

@@ -1,8 +1,9 @@
 """Python functions as tools: name, description, argument schema, validated calls.
 
-Any function (sync or async) with type hints becomes a :class:`Tool`. Its arguments
-are validated with pydantic before the call. Its result becomes plain JSON data at the
-boundary (:func:`to_json_data`): pydantic models, dataclasses, TypedDicts, enums,
+Any function (sync or async) with type hints becomes a :class:`Tool`; its docstring
+gives the description and, in an ``Args:`` (or NumPy/Sphinx) section, each parameter's.
+Its arguments are validated with pydantic before the call. Its result becomes plain JSON
+data at the boundary (:func:`to_json_data`): pydantic models, dataclasses, TypedDicts, enums,
 ``UUID`` and the like are dumped as pydantic dumps them in JSON mode, except that
 ``Decimal``, ``date``, ``datetime``, ``time`` and ``timedelta`` stay themselves (they are
 plan values); anything else is an error. A :class:`SchemaTool` is a tool described by a JSON
@@ -26,9 +27,11 @@ from pydantic import ConfigDict, TypeAdapter, ValidationError, validate_call
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import PydanticSerializationError, core_schema, to_jsonable_python
 
+from dcbrain._docstrings import docstring_parts
 from dcbrain._jsonsafe import PLAN_SCALARS, edge_arguments
 from dcbrain._sync import run_sync
 from dcbrain.exceptions import TFSchemaError, TFToolError
+from dcbrain.retries import Backoff, RetryPolicy
 
 
 class Tool:
@@ -36,8 +39,16 @@ class Tool:
 
     ``reuse=False`` opts the tool out of the run journal's reuse: every call in a new
     plan runs it again (a finished call is still never re-run when a run is replayed).
+
+    ``retries`` more tries follow a call that failed with one of ``retry_on`` (default:
+    ``ConnectionError``, ``TimeoutError`` and :class:`~dcbrain.exceptions.TransientError`),
+    after ``backoff`` (a :class:`~dcbrain.retries.Backoff`, or a fixed number of seconds;
+    default exponential from 0.5 s to 10 s with jitter). Plans run the tries
+    (:class:`~dcbrain.chain.TFChainInterpreter`): ``call``/``acall`` make one.
     """
 
+    #: How failed calls are tried again; ``None``: they are not.
+    retry: RetryPolicy | None = None
     #: Where the tool comes from, said in errors that name it (``"MCP server 'notes'"``);
     #: empty for a Python function, which its qualified name identifies.
     origin: str = ""
@@ -49,20 +60,49 @@ class Tool:
         name: str | None = None,
         description: str | None = None,
         reuse: bool = True,
+        retries: int = 0,
+        retry_on: Iterable[type[BaseException]] | None = None,
+        backoff: Backoff | float | None = None,
     ) -> None:
         self.func = func
+        self.retry = RetryPolicy.of(retries, retry_on, backoff)
         #: Whether a replan may get this tool's recorded result instead of a new call
         #: (the run's call journal); ``False`` for reads that must be fresh.
         self.reuse = reuse
         self.name = name or func.__name__
-        self.description = description or inspect.cleandoc(func.__doc__ or "").split("\n\n")[0]
         self.is_async = inspect.iscoroutinefunction(func)
-        self.signature, self._validated, parameters, returns = _derived(func)
+        self.signature, self._validated, parameters, returns, summary = _derived(func)
+        self.description = description or summary
         self.parameters_schema: dict[str, Any] = copy.deepcopy(parameters)
         self.returns_schema: dict[str, Any] | None = copy.deepcopy(returns)
 
     def __repr__(self) -> str:
         return f"Tool({self.name!r})"
+
+    def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
+        """The tool as a plain callable (``Interpreter(tools=[...])``): a sync tool's
+        checked result, or for an async one an awaitable of it."""
+        arguments = self.keyword_arguments(args, kwargs)
+        return self.acall(**arguments) if self.is_async else self.call(**arguments)
+
+    def keyword_arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        """The keyword arguments of a call passing ``args`` by position, as its parameters
+        name them; a positional-only parameter cannot be passed from a plan."""
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise TFToolError(f"tool {self.name!r}: {exc}") from None
+        arguments: dict[str, Any] = {}
+        for name, value in bound.arguments.items():
+            kind = self.signature.parameters[name].kind
+            if kind is inspect.Parameter.VAR_KEYWORD:
+                arguments.update(value)
+            elif kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.VAR_POSITIONAL):
+                raise TFToolError(f"tool {self.name!r}: parameter {name!r} cannot be passed "
+                                  "from a plan (positional-only)")
+            else:
+                arguments[name] = value
+        return arguments
 
     def validate_arguments(self, kwargs: Mapping[str, Any]) -> None:
         """Raise :class:`TFToolError` naming the tool and argument when ``kwargs`` is wrong."""
@@ -207,7 +247,8 @@ class PlanJsonSchema(GenerateJsonSchema):
         return {"type": "string", "format": "decimal"}
 
 
-_Derived = tuple[inspect.Signature, Callable[..., Any], dict[str, Any], dict[str, Any] | None]
+_Derived = tuple[inspect.Signature, Callable[..., Any], dict[str, Any], dict[str, Any] | None,
+                 str]
 #: What a tool derives from its function (pydantic validators and schemas take milliseconds
 #: to build), per function: a worker builds a brain, and its tools, for every run.
 _DERIVED: weakref.WeakKeyDictionary[Callable[..., Any], _Derived] = weakref.WeakKeyDictionary()
@@ -224,13 +265,18 @@ def _derived(func: Callable[..., Any]) -> _Derived:
         return found
     signature = inspect.signature(func)
     validated = validate_call(config=ConfigDict(arbitrary_types_allowed=False))(func)
-    derived = (signature, validated, _arguments_schema(signature, func), _returns_schema(func))
+    documented = docstring_parts(func.__doc__)
+    arguments = _arguments_schema(signature, func, documented.parameters)
+    derived = (signature, validated, arguments, _returns_schema(func), documented.summary)
     with contextlib.suppress(TypeError), _DERIVED_LOCK:
         _DERIVED[func] = derived
     return derived
 
 
-def _arguments_schema(signature: inspect.Signature, func: Callable[..., Any]) -> dict[str, Any]:
+def _arguments_schema(signature: inspect.Signature, func: Callable[..., Any],
+                      documented: Mapping[str, str]) -> dict[str, Any]:
+    """The JSON Schema of ``func``'s keyword arguments; a parameter ``documented`` in the
+    docstring gets that description unless its annotation gives one."""
     hints = _type_hints(func)
     properties: dict[str, Any] = {}
     required: list[str] = []
@@ -259,6 +305,8 @@ def _arguments_schema(signature: inspect.Signature, func: Callable[..., Any]) ->
                 pass
         else:
             required.append(name)
+        if name in documented and "description" not in schema:
+            schema["description"] = documented[name]
         properties[name] = schema
     schema_out: dict[str, Any] = {"type": "object", "properties": properties}
     if required:
@@ -284,7 +332,8 @@ def _returns_schema(func: Callable[..., Any]) -> dict[str, Any] | None:
 
 def _type_hints(func: Callable[..., Any]) -> dict[str, Any]:
     try:
-        return typing.get_type_hints(func)
+        # with Annotated kept, a Field's description and constraints reach the schema
+        return typing.get_type_hints(func, include_extras=True)
     except Exception:
         return {}
 
@@ -297,8 +346,8 @@ class SchemaTool(Tool):
     ``parameters_schema`` before the call; the result becomes plain
     JSON data. With ``closed=True`` a schema that does not say otherwise rejects
     unknown arguments (``"additionalProperties": false``), so the static checker reports
-    them too. ``reuse`` as for :class:`Tool`. The schema is compiled by
-    :func:`dcbrain.schemas.compile_schema`; a refused one raises
+    them too. ``reuse`` and ``retries``/``retry_on``/``backoff`` as for :class:`Tool`.
+    The schema is compiled by :func:`dcbrain.schemas.compile_schema`; a refused one raises
     :class:`~dcbrain.exceptions.TFSchemaError` naming ``schema_origin`` (default: the tool's
     ``parameters_schema``).
     """
@@ -315,6 +364,9 @@ class SchemaTool(Tool):
         check_values: bool = True,
         reuse: bool = True,
         schema_origin: str | None = None,
+        retries: int = 0,
+        retry_on: Iterable[type[BaseException]] | None = None,
+        backoff: Backoff | float | None = None,
     ) -> None:
         from dcbrain.schemas import compile_schema
 
@@ -324,6 +376,7 @@ class SchemaTool(Tool):
         if closed:
             schema.setdefault("additionalProperties", False)
         self.func = call
+        self.retry = RetryPolicy.of(retries, retry_on, backoff)
         self.name = name
         self.description = description
         self.reuse = reuse

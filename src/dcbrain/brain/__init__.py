@@ -5,6 +5,7 @@ from dcbrain.brain.budget import TokenBudget
 from dcbrain.brain.context import BrainContext, BrainIntermediateResult, BrainResult
 from dcbrain.brain.dc_brain import DCBrain
 from dcbrain.brain.plan_diff import PlanCall, ScriptDiff
+from dcbrain.brain.planner import Planner, PlanReply, TemplatePlanner
 from dcbrain.brain.planning import PlanningContext
 from dcbrain.brain.run import BrainRun
 from dcbrain.brain.templates import DEFAULT_PLANNING_TEMPLATE, DEFAULT_VALIDATE_TEMPLATE
@@ -22,8 +23,11 @@ __all__ = [
     "JSONLTrace",
     "OTelSpans",
     "PlanCall",
+    "PlanReply",
+    "Planner",
     "PlanningContext",
     "RunRecorder",
     "ScriptDiff",
+    "TemplatePlanner",
     "TokenBudget",
 ]

@@ -14,13 +14,14 @@ import json
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, ForwardRef
+from typing import Any
 
 import json_repair
 from pydantic import TypeAdapter
 from pydantic import ValidationError as PydanticValidationError
 
 from dcbrain._jsonsafe import dumps
+from dcbrain._typed import output_adapter, validation_errors
 from dcbrain.chain.intermediate import merge_intermediate_results
 from dcbrain.chain.prompts import (
     AdditionalInfoPrompt,
@@ -35,6 +36,7 @@ from dcbrain.chain.runnable import MessageLike, Runnable
 from dcbrain.exceptions import TFChainError, TFError, TFSchemaError, TFToolError
 from dcbrain.llm.base import ChatLLM, LLMReply, ToolCall
 from dcbrain.messages import TextMessage, as_message
+from dcbrain.retries import Backoff, RetryPolicy
 from dcbrain.schemas import CompiledSchema, compile_schema, describe_schema_error
 from dcbrain.tools import Tool, ToolLike, ToolProvider, as_tool
 
@@ -56,6 +58,9 @@ class Chain(Runnable):
     describes the keyword arguments a plan passes; by default every template variable is
     a required string. ``tools`` may be called by the model (OpenAI tool calls). ``reuse=False``
     opts the chain out of the run journal's reuse (every plan calls it afresh).
+    ``retries``/``retry_on``/``backoff`` try a plan's failed call of the chain again, as for
+    a :class:`~dcbrain.tools.Tool` (the provider's own retries of one LLM request are the
+    LLM's, e.g. ``OpenAILLM(max_retries=...)``).
     """
 
     def __init__(
@@ -77,6 +82,9 @@ class Chain(Runnable):
         max_tokens: int | None = None,
         temperature: float | None = None,
         reuse: bool = True,
+        retries: int = 0,
+        retry_on: Iterable[type[BaseException]] | None = None,
+        backoff: Backoff | float | None = None,
     ) -> None:
         if not isinstance(name, str) or not name:
             raise TFChainError(f"a chain needs a non-empty name, got {name!r}")
@@ -90,6 +98,7 @@ class Chain(Runnable):
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.reuse = reuse
+        self.retry = RetryPolicy.of(retries, retry_on, backoff)
         self.prompts: list[BasePrompt] = []
         self.system_prompt: BasePrompt | None = None
         with self._named_errors():
@@ -191,6 +200,7 @@ class Chain(Runnable):
         for extra in self._checked_tools(tools or []):
             available.setdefault(extra.name, extra)
         result = ChainResult(origin=message)
+        result.logs.extend(f"chain {self.name!r}: {note}" for note in context.notes)
         reply = await self._complete(messages, available, result)
         if self._validator is None:
             content: ChainOutput = reply.content
@@ -350,33 +360,17 @@ class Chain(Runnable):
         try:
             typed = self._output_adapter.validate_python(raw)
         except PydanticValidationError as exc:
-            return {}, "; ".join(
-                (f"{'/'.join(str(part) for part in error['loc'])}: {error['msg']}"
-                 if error["loc"] else error["msg"])
-                for error in exc.errors()[:5]
-            )
+            return {}, validation_errors(exc)
         result.output = typed
         plain = self._output_adapter.dump_python(typed, mode="json")
         return ({WRAPPED_RESULT_KEY: plain} if self._wrapped else plain), None
 
     def _typed_schema(self, output_type: Any) -> tuple[TypeAdapter[Any], dict[str, Any]]:
         """The adapter of ``output_type`` and its JSON Schema (a top-level ``$ref`` inlined)."""
-        if isinstance(output_type, str | ForwardRef):
-            # pydantic would evaluate it as Python: a type is an object, never text
-            raise TFChainError(f"chain {self.name!r}: output_type must be a type, not the "
-                               f"string {str(output_type)[:80]!r}")
         try:
-            adapter: TypeAdapter[Any] = TypeAdapter(output_type)
-            schema = adapter.json_schema()
-        except Exception as exc:
-            raise TFChainError(f"chain {self.name!r}: output_type {output_type!r} has no JSON "
-                               f"Schema: {exc}") from None
-        reference = schema.get("$ref")
-        definitions = schema.get("$defs", {})
-        if isinstance(reference, str) and reference.startswith("#/$defs/") and len(schema) == 2:
-            target = definitions[reference.removeprefix("#/$defs/")]
-            schema = {**target, "$defs": definitions}
-        return adapter, schema
+            return output_adapter(output_type)
+        except TypeError as exc:
+            raise TFChainError(f"chain {self.name!r}: {exc}") from None
 
     def _on_succeeded(self, message: TextMessage, content: ChainOutput) -> None:
         """Merge the output into ``__chains_intermediate_results`` (seed 001's table)."""

@@ -67,6 +67,8 @@ def brain_factory_from_config(
             max_tokens=template.max_tokens,
             timeout=template.timeout,
             limits=template.limits,
+            planner=template.planner,
+            output_type=template.output_type,
         )
 
     return store, factory
