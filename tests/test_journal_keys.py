@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import math
+from datetime import UTC, date, datetime, time, timedelta, timezone
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -24,13 +26,21 @@ def typed(value: Any) -> Any:
         return (kind.__name__, frozenset(typed(item) for item in value))
     if kind is dict:
         return ("dict", frozenset((typed(key), typed(item)) for key, item in value.items()))
+    if kind in (Decimal, date, datetime, time, timedelta):
+        # a Decimal by its digits (1.0 and 1.00 differ), a datetime by its offset too
+        return (kind.__name__, str(value))
     return (kind.__name__, value)
 
 
 SCALARS = (st.none() | st.booleans() | st.integers() | st.integers(min_value=2**3000)
            | st.floats() | st.text(st.characters(exclude_categories=()), max_size=8)
            | st.sampled_from(["nan", "inf", "1", "1.0", "True", "None", "$tuple", "$dict"])
-           | st.binary(max_size=4))
+           | st.binary(max_size=4)
+           | st.decimals(allow_nan=False, places=2, min_value=-1000, max_value=1000)
+           | st.sampled_from([Decimal("1.0"), Decimal("1.00"), Decimal("-0"), Decimal("NaN")])
+           | st.dates() | st.datetimes() | st.times() | st.timedeltas()
+           | st.datetimes(timezones=st.sampled_from([UTC,
+                                                     timezone(timedelta(hours=-5))])))
 KEYS = SCALARS.filter(lambda v: not isinstance(v, float) or not math.isnan(v)) | st.tuples(
     st.integers(), st.text(max_size=3))
 VALUES = st.recursive(

@@ -11,9 +11,12 @@ value plain JSON data with :func:`plain`:
 - an int with more digits than Python writes in decimal (``sys.get_int_max_str_digits()``,
   4300 by default) becomes its hexadecimal string, ``"0x…"`` (``int(text, 16)`` reads it
   back); decimal would take time quadratic in its length;
+- a ``Decimal``, ``date``, ``datetime``, ``time`` or ``timedelta`` (plan values) becomes
+  the string pydantic writes for it (``"129.99"``, ISO 8601: ``"2026-01-02T03:04:05"``,
+  ``"P1DT2H"``);
 - tuples become lists, sets sorted lists, pydantic models and objects with ``to_dict()``
-  their data, anything else (a ``Path``, a ``datetime``, a non-string dict key) its
-  ``str()``; data nested deeper than 100 levels ends in ``"…"``.
+  their data, anything else (a ``Path``, a non-string dict key) its ``str()``; data
+  nested deeper than 100 levels ends in ``"…"``.
 """
 
 from __future__ import annotations
@@ -22,7 +25,11 @@ import json
 import math
 import sys
 from collections.abc import Mapping
+from datetime import date, time, timedelta
+from decimal import Decimal
 from typing import Any
+
+from pydantic_core import to_jsonable_python
 
 from dcbrain._text import encodable
 
@@ -61,6 +68,8 @@ def _plain_other(value: Any, _depth: int) -> Any:
         return value if decimal_ok(value) else hex(value)
     if isinstance(value, float):
         return value if math.isfinite(value) else repr(value)
+    if isinstance(value, PLAN_SCALARS):
+        return edge_text(value)
     if _depth > MAX_DEPTH:
         return "…"
     if isinstance(value, Mapping):
@@ -77,6 +86,29 @@ def _plain_other(value: Any, _depth: int) -> Any:
         if callable(to_dict):
             return plain(_attempt(to_dict, value), _depth + 1)
     return _text(value)
+
+
+def edge_text(value: Decimal | date | time | timedelta) -> str:
+    """The JSON text of a plan value that JSON has no type for: what pydantic writes."""
+    return str(to_jsonable_python(value))
+
+
+def edge_arguments(arguments: dict[str, Any]) -> dict[str, Any]:
+    """``arguments`` with every plan value JSON has no type for (:func:`edge_text`) made
+    its text, for a callee that takes JSON (an MCP server); other values unchanged."""
+    def convert(value: Any, depth: int) -> Any:
+        kind = type(value)
+        if kind is dict and depth <= MAX_DEPTH:
+            return {key: convert(item, depth + 1) for key, item in value.items()}
+        if (kind is list or kind is tuple) and depth <= MAX_DEPTH:
+            return kind(convert(item, depth + 1) for item in value)
+        return edge_text(value) if isinstance(value, PLAN_SCALARS) else value
+
+    return {key: convert(item, 0) for key, item in arguments.items()}
+
+
+#: Plan values JSON has no type for (a datetime is a date).
+PLAN_SCALARS = (Decimal, date, time, timedelta)
 
 
 def dumps(value: Any, *, indent: int | None = None, sort_keys: bool = False,

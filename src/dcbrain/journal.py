@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dcbrain.events import to_json_value
+from dcbrain.tfplan.scalars import JOURNAL_TAGS, from_journal_text, journal_text
 
 #: Canonical texts longer than this are replaced by their SHA-256 digest, so a key (a
 #: primary key in durable stores) stays short whatever the arguments.
@@ -56,8 +57,10 @@ def canonical_args(arguments: Any) -> str:
     ``nan`` equals ``nan``). Nothing is truncated: a text over :data:`MAX_ARGS_CHARS`
     characters becomes ``sha256:<hex digest of the text>`` (distinct as long as SHA-256
     has no collision; no text of another form starts with ``s``). Plan values are ``None``,
-    bool, int, float, str, bytes, list, tuple, dict, set and frozenset; any other object
-    is known by its type and ``repr``.
+    bool, int, float, str, bytes, list, tuple, dict, set, frozenset, Decimal, date,
+    datetime, time and timedelta (a Decimal by its digits: ``1.0`` and ``1.00`` differ;
+    a datetime by its ISO text, offset included); any other object is known by its type
+    and ``repr``.
 
     The text is JSON and, for the common case, plain JSON: a dict of string keys is an
     object with sorted keys, a list an array, a finite float its ``repr``. Everything
@@ -149,6 +152,9 @@ def _scalar(value: Any) -> str:
         return _string(value)
     if kind is bytes:
         return _tagged("bytes", json.dumps(value.hex()))
+    tag = JOURNAL_TAGS.get(kind)
+    if tag is not None:
+        return f'{{"{tag}":{json.dumps(journal_text(value))}}}'
     return _tagged("object", f"[{_string(f'{kind.__module__}.{kind.__qualname__}')},"
                              f"{_string(repr(value))}]")
 
@@ -235,11 +241,11 @@ class JournalEntry:
             "key": self.key.to_dict(),
             "kind": self.kind,
             "ok": self.ok,
-            "result": to_json_value(self.result),
+            "result": to_json_value(journal_value(self.result)),
             "error": self.error,
             "duration_s": self.duration_s,
             "tokens": self.tokens,
-            "intermediate": to_json_value(self.intermediate),
+            "intermediate": to_json_value(journal_value(self.intermediate)),
         }
         if self.transient:
             data["transient"] = True
@@ -251,13 +257,64 @@ class JournalEntry:
             key=JournalKey.from_dict(data["key"]),
             kind=str(data["kind"]),
             ok=bool(data["ok"]),
-            result=data.get("result"),
+            result=from_journal_value(data.get("result")),
             error=data.get("error"),
             duration_s=float(data.get("duration_s") or 0.0),
             tokens=int(data.get("tokens") or 0),
-            intermediate=data.get("intermediate"),
+            intermediate=from_journal_value(data.get("intermediate")),
             transient=data.get("transient") is True,
         )
+
+
+_TAG_TYPES = {tag: kind for kind, tag in JOURNAL_TAGS.items()}
+#: The tag of a dict written as it is: one whose only key is a tag of :data:`JOURNAL_TAGS`
+#: (or this one) would otherwise read back as a value.
+_PLAIN_DICT_TAG = "$plain"
+
+
+def journal_value(value: Any, _depth: int = 0) -> Any:
+    """``value`` with every Decimal, date, datetime, time and timedelta written as a
+    one-key tagged dict (``{"$decimal": "129.99"}``), so that JSON holds it and
+    :func:`from_journal_value` reads back the same types (a resumed run sees what the
+    first one saw)."""
+    kind = type(value)
+    tag = JOURNAL_TAGS.get(kind)
+    if tag is not None:
+        return {tag: journal_text(value)}
+    if _depth > _MAX_VALUE_DEPTH:
+        return value
+    if kind is dict:
+        encoded = {key: journal_value(item, _depth + 1) for key, item in value.items()}
+        if len(value) == 1 and next(iter(value)) in _TAGS_READ:
+            return {_PLAIN_DICT_TAG: encoded}
+        return encoded
+    if kind is list or kind is tuple:
+        return [journal_value(item, _depth + 1) for item in value]
+    return value
+
+
+def from_journal_value(data: Any, _depth: int = 0) -> Any:
+    """The value :func:`journal_value` wrote (after a JSON round trip)."""
+    kind = type(data)
+    if kind is list and _depth <= _MAX_VALUE_DEPTH:
+        return [from_journal_value(item, _depth + 1) for item in data]
+    if kind is not dict or _depth > _MAX_VALUE_DEPTH:
+        return data
+    if len(data) == 1:
+        key, item = next(iter(data.items()))
+        if key in _TAG_TYPES and type(item) is str:
+            try:
+                return from_journal_text(key, item)
+            except ValueError:
+                return data
+        if key == _PLAIN_DICT_TAG and type(item) is dict:
+            return {name: from_journal_value(child, _depth + 1) for name, child in item.items()}
+    return {key: from_journal_value(item, _depth + 1) for key, item in data.items()}
+
+
+_TAGS_READ = frozenset({*_TAG_TYPES, _PLAIN_DICT_TAG})
+#: Deeper than this the JSON of an entry is cut anyway (``_jsonsafe.MAX_DEPTH``).
+_MAX_VALUE_DEPTH = 100
 
 
 class CallJournal:

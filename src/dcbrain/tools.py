@@ -2,10 +2,11 @@
 
 Any function (sync or async) with type hints becomes a :class:`Tool`; its docstring
 gives the description and, in an ``Args:`` (or NumPy/Sphinx) section, each parameter's.
-Its arguments are validated with pydantic before the call. Its result becomes plain JSON data at the
-boundary (:func:`to_json_data`): pydantic models, dataclasses, TypedDicts, enums,
-``datetime``/``Decimal``/``UUID`` and the like are dumped as pydantic dumps them in JSON
-mode; anything else is an error. A :class:`SchemaTool` is a tool described by a JSON
+Its arguments are validated with pydantic before the call. Its result becomes plain JSON
+data at the boundary (:func:`to_json_data`): pydantic models, dataclasses, TypedDicts, enums,
+``UUID`` and the like are dumped as pydantic dumps them in JSON mode, except that
+``Decimal``, ``date``, ``datetime``, ``time`` and ``timedelta`` stay themselves (they are
+plan values); anything else is an error. A :class:`SchemaTool` is a tool described by a JSON
 Schema instead of a signature (MCP tools, chains used as tools).
 """
 
@@ -26,9 +27,11 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import ConfigDict, TypeAdapter, ValidationError, validate_call
-from pydantic_core import PydanticSerializationError, to_jsonable_python
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from pydantic_core import PydanticSerializationError, core_schema, to_jsonable_python
 
 from dcbrain._docstrings import docstring_parts
+from dcbrain._jsonsafe import PLAN_SCALARS, edge_arguments
 from dcbrain._sync import run_sync
 from dcbrain.exceptions import TFSchemaError, TFToolError, TFToolTimeout
 from dcbrain.retries import Backoff, RetryPolicy
@@ -240,7 +243,11 @@ def tool(func: Callable[..., Any]) -> Tool:
 
 
 def check_json_like(value: Any, where: str, _depth: int = 0) -> Any:
-    """Return ``value`` if it is JSON-like data (tuples become lists), else raise."""
+    """Return ``value`` if it is JSON-like data (tuples become lists), else raise.
+
+    Decimal, date, datetime, time and timedelta count as JSON-like: they stay themselves
+    as plan values and become their ISO text only where data leaves the process.
+    """
     if _depth > 100:
         raise TFToolError(f"{where}: nested deeper than 100 levels")
     if value is None or isinstance(value, bool | int | float | str):
@@ -252,27 +259,48 @@ def check_json_like(value: Any, where: str, _depth: int = 0) -> Any:
             if not isinstance(key, str):
                 raise TFToolError(f"{where}: dict keys must be str, got {type(key).__name__}")
         return {key: check_json_like(item, where, _depth + 1) for key, item in value.items()}
+    if isinstance(value, PLAN_SCALARS):
+        return value
     raise TFToolError(f"{where}: {type(value).__name__} is not JSON-like data")
 
 
+_JSON_SCALARS = frozenset({bool, int, float, str})
 _UNKNOWN_TYPE = re.compile(r"unknown type: <class '([^']+)'>")
+#: Dumps any value pydantic knows in Python mode: models and dataclasses become dicts,
+#: Decimals and datetimes stay themselves.
+_ANY: TypeAdapter[Any] = TypeAdapter(Any)
 
 
 def to_json_data(value: Any, where: str) -> Any:
-    """``value`` as plain JSON data (models, dataclasses, enums, dates... dumped), else raise."""
+    """``value`` as plain data (models, dataclasses, enums, UUIDs... dumped; Decimals,
+    dates, datetimes, times and timedeltas kept), else raise."""
     try:
         return check_json_like(value, where)
     except TFToolError:
         pass
     try:
-        plain = to_jsonable_python(value)
+        return _dumped(_ANY.dump_python(value, mode="python"), where, 0)
     except PydanticSerializationError as exc:
         match = _UNKNOWN_TYPE.search(str(exc))
         name = match.group(1).rsplit(".", 1)[-1] if match else type(value).__name__
         raise TFToolError(f"{where}: {name} is not JSON-like data") from None
     except (ValueError, RecursionError) as exc:
         raise TFToolError(f"{where}: cannot be converted to JSON data: {exc}") from None
-    return check_json_like(plain, where)
+
+
+def _dumped(value: Any, where: str, depth: int) -> Any:
+    """Plain data of pydantic's Python-mode dump: what JSON mode would write, except the
+    plan value types, which are kept."""
+    if depth > 100:
+        raise TFToolError(f"{where}: nested deeper than 100 levels")
+    if value is None or type(value) in _JSON_SCALARS or isinstance(value, PLAN_SCALARS):
+        return value  # exactly: a str or int enum is dumped as JSON mode does, to its value
+    if type(value) in (list, tuple, set, frozenset):
+        return [_dumped(item, where, depth + 1) for item in value]
+    if type(value) is dict:
+        return {key if type(key) is str else str(to_jsonable_python(key)):
+                _dumped(item, where, depth + 1) for key, item in value.items()}
+    return check_json_like(to_jsonable_python(value), where, depth)
 
 
 def _describe(exc: ValidationError) -> str:
@@ -281,6 +309,14 @@ def _describe(exc: ValidationError) -> str:
         location = ".".join(str(part) for part in error["loc"]) or "arguments"
         parts.append(f"argument {location!r}: {error['msg']}")
     return "; ".join(parts)
+
+
+class PlanJsonSchema(GenerateJsonSchema):
+    """JSON schemas as the planner should read them: a Decimal is a string of format
+    ``decimal`` (a plan holds it as a Decimal; pydantic also accepts a number for it)."""
+
+    def decimal_schema(self, schema: core_schema.DecimalSchema) -> JsonSchemaValue:
+        return {"type": "string", "format": "decimal"}
 
 
 _Derived = tuple[inspect.Signature, Callable[..., Any], dict[str, Any], dict[str, Any] | None,
@@ -335,7 +371,8 @@ def _arguments_schema(signature: inspect.Signature, func: Callable[..., Any],
             ) from exc
         adapters.append((name, "validation", adapter))
     # one generation for all parameters, so models they share live once under "$defs"
-    schemas, definitions = TypeAdapter.json_schemas(adapters, ref_template="#/$defs/{model}")
+    schemas, definitions = TypeAdapter.json_schemas(adapters, ref_template="#/$defs/{model}",
+                                                    schema_generator=PlanJsonSchema)
     for name, param in signature.parameters.items():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             continue
@@ -371,7 +408,8 @@ def _returns_schema(func: Callable[..., Any]) -> dict[str, Any] | None:
     if annotation is inspect.Signature.empty:
         return None
     try:
-        return TypeAdapter(annotation).json_schema(mode="serialization")
+        return TypeAdapter(annotation).json_schema(mode="serialization",
+                                                   schema_generator=PlanJsonSchema)
     except Exception:
         return None
 
@@ -456,6 +494,7 @@ class SchemaTool(Tool):
 
     async def acall(self, /, **kwargs: Any) -> Any:
         self.validate_arguments(kwargs)
+        kwargs = edge_arguments(kwargs)  # the callee takes JSON: a Decimal goes as its text
         if self.check_values:
             self.validate_values(kwargs)
         if self.timeout_s is None:

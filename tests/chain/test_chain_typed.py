@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field, field_validator
 from typing_extensions import TypedDict
 
 from dcbrain import Chain, ScriptedLLM, TFChainInterpreter, ToolCall
+from dcbrain._jsonsafe import dumps
 from dcbrain.exceptions import TFChainError, TFToolError
 from dcbrain.tools import SchemaTool, Tool
 
@@ -125,7 +126,8 @@ def test_a_keyword_run_without_input_uses_the_arguments_as_text() -> None:
     assert [call[-1]["content"] for call in llm.calls] == ['{"topic": "x", "n": 2}', "plain"]
 
 
-def test_tools_return_models_dataclasses_enums_dates_and_decimals_as_plain_data() -> None:
+def test_tools_return_models_dataclasses_enums_as_plain_data_keeping_dates_and_decimals(
+) -> None:
     def invoice(order: Order) -> Invoice:
         """Invoice an order."""
         return Invoice(total=decimal.Decimal("12.50") * order["count"],
@@ -136,13 +138,16 @@ def test_tools_return_models_dataclasses_enums_dates_and_decimals_as_plain_data(
 
     tool = Tool(invoice)
     plain = tool.call(order={"sku": "a", "count": 2})
-    assert plain == {"total": "25.00", "due": "2026-01-31", "colour": "red",
-                     "at": {"x": 1, "y": 2}}
-    assert json.loads(json.dumps(plain)) == plain
+    assert plain == {"total": decimal.Decimal("25.00"), "due": datetime.date(2026, 1, 31),
+                     "colour": "red", "at": {"x": 1, "y": 2}}
+    assert json.loads(dumps(plain)) == {"total": "25.00", "due": "2026-01-31", "colour": "red",
+                                        "at": {"x": 1, "y": 2}}  # text only at the edge
     assert Tool(points).call() == [{"x": 1, "y": 2}]
     assert tool.returns_schema is not None
     assert tool.returns_schema["properties"]["due"] == {"format": "date", "title": "Due",
                                                         "type": "string"}
+    assert tool.returns_schema["properties"]["total"] == {"format": "decimal",
+                                                          "title": "Total", "type": "string"}
 
 
 def test_tool_argument_schemas_keep_model_definitions_at_the_root() -> None:
@@ -176,7 +181,7 @@ async def test_a_chain_calls_a_tool_that_returns_a_model() -> None:
 
     llm = ScriptedLLM([ToolCall("c1", "invoice", {}), "done"])
     result = await Chain(name="c", llm=llm, tools=[invoice]).arun("go")
-    assert result.tool_returns[0]["result"]["total"] == "1.5"
+    assert result.tool_returns[0]["result"]["total"] == decimal.Decimal("1.5")
     assert json.loads(llm.calls[1][-1]["content"])["due"] == "2026-01-01"
 
 

@@ -56,7 +56,7 @@ def test_check_reports_syntax_problems(tmp_path: Path, run_cli: RunCLI) -> None:
     done = run_cli("plan", "check", "imp.tf")
     assert done.returncode == 1
     assert done.stdout.splitlines() == ["imp.tf:2:1: error: import of 'os' is not allowed "
-                                        "in tf_plan (only 'json', 'math')"]
+                                        "in tf_plan (only 'datetime', 'decimal', 'json', 'math')"]
 
 
 def test_check_with_tools_knows_their_signatures(tmp_path: Path, run_cli: RunCLI) -> None:

@@ -29,7 +29,7 @@ from dcbrain.brain.trace import RunRecorder
 from dcbrain.chain import AdditionalInfoPrompt
 from dcbrain.events import PlanCreated, PlanFinished, PlanRevised
 from dcbrain.exceptions import TFChainError
-from dcbrain.journal import CallJournal, JournalEntry, JournalKey
+from dcbrain.journal import CallJournal, JournalEntry, JournalKey, from_journal_value
 from dcbrain.messages import TextMessage
 from dcbrain.retries import is_transient
 from dcbrain.tfplan import extract_plan
@@ -163,12 +163,12 @@ def describe_calls(calls: Sequence[str]) -> str:
 def call_text(entry: JournalEntry) -> str:
     """``name(arg=value, ...) -> result`` with the result cut to a few hundred characters."""
     try:
-        arguments = json.loads(entry.key.args)
+        arguments = from_journal_value(json.loads(entry.key.args))
     except ValueError:
         arguments = {}
     args = ", ".join(f"{key}={dumps(value)}"
                      for key, value in arguments.items()) if isinstance(arguments, dict) else ""
-    result = entry.result if isinstance(entry.result, str) else dumps(entry.to_dict()["result"])
+    result = entry.result if isinstance(entry.result, str) else dumps(entry.result)
     if len(result) > JOURNAL_RESULT_CHARS:
         result = result[:JOURNAL_RESULT_CHARS] + "…"
     name = entry.key.name.split("#", 1)[0]

@@ -11,12 +11,16 @@ import functools
 import json
 import math
 from collections.abc import Callable
-from typing import Any
+from datetime import UTC, date, datetime, time, timedelta, timezone
+from decimal import Decimal
+from typing import Any, cast
 
+from dcbrain.tfplan.errors import SizeLimitExceeded
 from dcbrain.tfplan.guards import Guards, Namespace, TypeProxy
 from dcbrain.tfplan.guards.access import LazyMembers
 from dcbrain.tfplan.hashing import plan_hash as stable_hash
-from dcbrain.tfplan.methods import ALLOWED, MATH_CONSTANTS, MATH_FUNCTIONS
+from dcbrain.tfplan.methods import ALLOWED, MATH_CONSTANTS, MATH_FUNCTIONS, TYPE_MEMBERS
+from dcbrain.tfplan.scalars import ScalarError, checked_decimal
 
 #: Exception types a plan may raise (``raise ValueError("...")``) and test with isinstance.
 EXCEPTIONS: dict[str, type[BaseException]] = {
@@ -43,7 +47,7 @@ BUILTIN_FUNCTIONS: tuple[str, ...] = (
     "min", "max", "sum", "abs", "round", "divmod", "sorted", "any", "all", "str", "int",
     "float", "bool", "list", "dict", "set", "frozenset", "tuple", "isinstance", "repr",
     "hash", "chr", "ord", "hex", "oct", "bin", "pow", "format", "callable", "parallel",
-    "json", "math",
+    "json", "math", "datetime", "decimal",
 )
 
 
@@ -196,6 +200,8 @@ def build_builtins(guards: Guards) -> dict[str, Any]:
         factorial=combinatoric("factorial"), comb=combinatoric("comb"),
         perm=combinatoric("perm"), prod=math_prod, fsum=math_fsum, pow=math.pow,
         lcm=arithmetic.lcm, gcd=arithmetic.gcd, isqrt=arithmetic.isqrt,
+        floor=arithmetic.integral(math.floor), ceil=arithmetic.integral(math.ceil),
+        trunc=arithmetic.integral(math.trunc),
     )
 
     attr = guards.access.attr
@@ -213,11 +219,25 @@ def build_builtins(guards: Guards) -> dict[str, Any]:
         return call
 
     def proxy(real: type, constructor: Callable[..., Any]) -> TypeProxy:
-        members = LazyMembers(ALLOWED[real], functools.partial(unbound, real))
+        members = LazyMembers(ALLOWED.get(real, ()), functools.partial(unbound, real))
         if real is dict:
             members["fromkeys"] = lambda keys, value=None: check_result(
                 dict.fromkeys(hashed_items(keys), value))
+        for name in TYPE_MEMBERS.get(real, ()):
+            if name != "fromkeys":  # the value types' own constructors: bounded by their input
+                members[name] = getattr(real, name)
+        if real is timezone:
+            members["utc"] = UTC
         return TypeProxy(real, constructor, members)
+
+    def plan_decimal(value: Any = "0", /) -> Decimal:
+        if value.__class__ not in _DECIMAL_SOURCES:
+            raise TypeError(f"conversion from {type(value).__name__} to Decimal is not "
+                            "supported")
+        try:
+            return checked_decimal(Decimal(cast(str, value)), "Decimal()")
+        except ScalarError as exc:
+            raise SizeLimitExceeded(str(exc)) from None
 
     guarded_print = strings.plan_print
     guarded_repr = strings.plan_repr
@@ -252,5 +272,15 @@ def build_builtins(guards: Guards) -> dict[str, Any]:
         iter=plan_iter, hex=sized(hex), oct=sized(oct), bin=sized(bin),
         json=Namespace("json", {"dumps": strings.json_dumps, "loads": json_loads}),
         math=Namespace("math", math_members),
+        # made on first use: most plans never touch them
+        datetime=Namespace("datetime", LazyMembers(
+            _DATETIME_TYPES, lambda name: proxy(_DATETIME_TYPES[name], _DATETIME_TYPES[name]))),
+        decimal=Namespace("decimal", LazyMembers(
+            ("Decimal",), lambda name: proxy(Decimal, plan_decimal))),
     )
     return names
+
+
+_DECIMAL_SOURCES = frozenset({str, int, bool, float, Decimal})
+_DATETIME_TYPES: dict[str, type] = {real.__name__: real for real in (
+    date, datetime, time, timedelta, timezone)}

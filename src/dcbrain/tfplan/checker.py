@@ -16,6 +16,8 @@ import difflib
 import inspect
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import date, datetime, time, timedelta
+from decimal import Decimal
 from typing import Any
 
 from dcbrain.tfplan._argument_types import literal_mismatch
@@ -39,6 +41,12 @@ _MAX_LISTED = 30
 
 _JSON_TYPES: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean",
                                list: "array", dict: "object", type(None): "null"}
+#: Plan value types a JSON schema writes as strings of a format (``format: date-time``).
+_STRING_FORMATS: dict[Any, str] = {Decimal: "decimal", date: "date", datetime: "date-time",
+                                   time: "time", timedelta: "duration"}
+# the same annotations written as text (``from __future__ import annotations``)
+_STRING_FORMATS.update({name: string_format for kind, string_format in list(
+    _STRING_FORMATS.items()) for name in (kind.__name__, f"{kind.__module__}.{kind.__name__}")})
 
 
 @dataclass(frozen=True)
@@ -291,7 +299,10 @@ def _signature(func: Callable[..., Any]) -> inspect.Signature | None:
 
 def _annotation_schema(annotation: Any) -> dict[str, Any]:
     json_type = _JSON_TYPES.get(annotation)
-    return {"type": json_type} if json_type else {}
+    if json_type:
+        return {"type": json_type}
+    string_format = _STRING_FORMATS.get(annotation)
+    return {"type": "string", "format": string_format} if string_format else {}
 
 
 def _first_paragraph(doc: str | None) -> str:

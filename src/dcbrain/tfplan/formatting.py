@@ -17,7 +17,8 @@ from dcbrain.tfplan.errors import FormatLimitError as FormatLimitError
 
 _FORMATTER = string.Formatter()
 _SPEC = re.compile(
-    r"^(?:.?[<>=^])?[-+ ]?z?#?0?(?P<width>\d*)[,_]?(?:\.(?P<precision>\d+))?[a-zA-Z%]?$", re.S
+    r"^(?:.?[<>=^])?[-+ ]?z?#?0?(?P<width>\d*)[,_]?(?:\.(?P<precision>\d+))?"
+    r"(?P<type>[a-zA-Z%]?)$", re.S
 )
 _FIELD = re.compile(r"^(?P<head>[^.\[]*)(?P<rest>(?:\[[^\]]*\])*)(?P<tail>.*)$", re.S)
 _PERCENT_SPEC = re.compile(
@@ -43,6 +44,16 @@ def check_spec(spec: str, max_size: int) -> None:
             raise FormatLimitError(
                 f"format {group} {int(value)} exceeds the size limit {max_size}"
             )
+
+
+def spec_parts(spec: str) -> tuple[str, int, int] | None:
+    """The type, width and precision of a standard format ``spec``, or ``None`` if it is
+    not one."""
+    match = _SPEC.match(spec)
+    if match is None:
+        return None
+    return (match.group("type"), int(match.group("width") or 0),
+            int(match.group("precision") or 0))
 
 
 def percent_size(

@@ -3,7 +3,8 @@
 Python salts the hashes of str and bytes with a per-process seed, and hashes ``None``
 and NaN by address, so ``hash(name)`` passed to a tool would be another number after a
 restart (and a durable replay would diverge). A plan's ``hash`` is Python's for numbers
-and ranges; str and bytes hash by a digest of their content; tuples and frozensets
+and ranges (and Decimals); str and bytes, dates, datetimes, times and timedeltas hash by
+a digest of their content (an aware datetime by its instant, as it compares); tuples and frozensets
 combine their items' hashes with CPython's formulas (tuples exactly as CPython does, so
 a tuple of numbers hashes as in Python). Equal values still hash equal (``1``, ``1.0``
 and ``True`` alike). Other objects have no stable hash and are refused.
@@ -14,9 +15,12 @@ from __future__ import annotations
 import hashlib
 import sys
 from collections.abc import Callable
+from datetime import date, datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 from dcbrain.tfplan.guards.budget import ALLOC_DIVISOR
+from dcbrain.tfplan.scalars import TEMPORAL_TYPES
 
 _WIDTH = sys.hash_info.width
 _MASK = (1 << _WIDTH) - 1
@@ -73,11 +77,29 @@ def _scalar_hash(value: Any, charge: Callable[[int], None]) -> int:
         return _signed((real + sys.hash_info.imag * imag) & _MASK)
     if value is None:
         return _NONE_HASH
+    if kind is Decimal:
+        return 0 if value.is_nan() else hash(value)
+    if kind in TEMPORAL_TYPES or kind is timedelta:
+        return _digest(_instant_text(value).encode(), kind.__name__.encode())
     name = getattr(value, "plan_type_name", kind.__name__)
     if kind in _UNHASHABLE:
         raise TypeError(f"unhashable type: '{name}'")
     raise TypeError(f"a {name} has no stable hash: hash() takes str, bytes, numbers, None "
                     "and tuples or frozensets of them")
+
+
+def _instant_text(value: Any) -> str:
+    """Text equal for equal values: an aware datetime or time at UTC (equal instants
+    compare equal whatever their offsets)."""
+    if type(value) is timedelta:
+        return f"{value.days},{value.seconds},{value.microseconds}"
+    offset = value.utcoffset() if type(value) is not date else None
+    if offset is not None:
+        if type(value) is datetime:
+            return "Z" + str((value.replace(tzinfo=None) - offset).isoformat())
+        moment = datetime.combine(date(2000, 1, 1), value.replace(tzinfo=None)) - offset
+        return "Z" + str(moment.time().isoformat())
+    return str(value.isoformat())
 
 
 def _digest(data: bytes, person: bytes) -> int:

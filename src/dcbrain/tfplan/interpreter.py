@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import decimal
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -52,10 +53,11 @@ from dcbrain.tfplan.host_budget import HostBudget
 from dcbrain.tfplan.limits import Limits
 from dcbrain.tfplan.messages import public_message
 from dcbrain.tfplan.origins import describe_callable
-from dcbrain.tfplan.parser import Plan, parse
+from dcbrain.tfplan.parser import IMPORTABLE_MODULES, Plan, parse
 from dcbrain.tfplan.result import ConsoleResult
 from dcbrain.tfplan.rewrite import MAIN_FUNCTION, PLAN_FILENAME, compile_plan
 from dcbrain.tfplan.sandbox.relay import cancel_in_sandbox, run_in_sandbox
+from dcbrain.tfplan.scalars import PLAN_DECIMAL_CONTEXT, decimal_error
 from dcbrain.tfplan.state import CallObserver, ParallelHooks, RunState, Watchdog
 from dcbrain.tfplan.supervise import Supervision, abandon_calls, start_driver
 from dcbrain.tfplan.values import bounded_message, sized_plan_value
@@ -330,7 +332,7 @@ class Interpreter:
         namespace.update(guards.namespace())
         namespace["__tf_parallel"] = dispatcher.parallel
         namespace["__tf_thunk"] = Thunk
-        namespace["__tf_modules"] = {"math": builtins["math"], "json": builtins["json"]}
+        namespace["__tf_modules"] = {name: builtins[name] for name in IMPORTABLE_MODULES}
         return namespace, guards
 
     def _execute(self, plan: Plan, code: CodeType, state: RunState) -> ConsoleResult:
@@ -358,8 +360,10 @@ class Interpreter:
         state.add_plan_thread()
         try:
             watchdog.start()
-            exec(code, namespace)
-            returned, value = namespace[MAIN_FUNCTION]()
+            # the plan's decimal context, whatever the host's: one operation stays small
+            with decimal.localcontext(PLAN_DECIMAL_CONTEXT):
+                exec(code, namespace)
+                returned, value = namespace[MAIN_FUNCTION]()
             return ConsoleResult(
                 value=_plain(value, state),
                 stdout=state.stdout,
@@ -393,6 +397,9 @@ class Interpreter:
             error = CallDepthLimitExceeded("plan recursed too deeply")
         elif isinstance(exc, MemoryError):
             error = SizeLimitExceeded("plan ran out of memory")
+        elif isinstance(exc, decimal.DecimalException):
+            kind, message = decimal_error(exc)
+            error = TFRuntimeError(message, kind=kind)
         elif isinstance(exc, UnboundLocalError) and in_main:  # a top-level fast local
             name = str(exc).split("'")[1] if "'" in str(exc) else "?"
             error = TFRuntimeError(f"name {name!r} is not defined", kind="NameError")

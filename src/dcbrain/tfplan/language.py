@@ -47,8 +47,10 @@ _RULES = (
     "decorator", "bytes literal", "`...`", "attribute assignment",
     "names starting with `__` (except {special})", "attributes starting with `_`",
 )
-_VALUES = ("None, bool, int, float, str, list, tuple, dict, set, frozenset, plan functions "
-           "and lambdas, and the chains and tools listed below (they can only be called)")
+_VALUES = ("None, bool, int, float, str, list, tuple, dict, set, frozenset, Decimal, date, "
+           "datetime, time, timedelta (as Python computes with them: Decimal + str is a "
+           "TypeError; date - date is a timedelta), plan functions and lambdas, and the "
+           "chains and tools listed below (they can only be called)")
 
 _PART = GeneratedPart("dcbrain.tfplan.language")
 
@@ -104,7 +106,7 @@ def _methods(brief: bool = False) -> list[tuple[str, str]]:
 
 def _imports() -> str:
     modules = " and ".join(f"`import {name}`" for name in sorted(IMPORTABLE_MODULES))
-    return (f"only {modules} (both are always available anyway) and `from math import "
+    return (f"only {modules} (all are always available anyway) and `from math import "
             "sqrt`-style imports of their members")
 
 

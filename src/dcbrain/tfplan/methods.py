@@ -9,6 +9,9 @@ listed does not exist for a plan, whatever Python offers.
 
 from __future__ import annotations
 
+from datetime import date, datetime, time, timedelta
+from decimal import Decimal
+
 _STR_FREE = {
     "startswith", "endswith", "isalnum", "isalpha", "isascii", "isdecimal", "isdigit",
     "isidentifier", "islower", "isnumeric", "isprintable", "isspace", "istitle", "isupper",
@@ -38,6 +41,19 @@ _FROZENSET_CHARGED = {
 }
 _INT_FREE = {"bit_length", "bit_count", "as_integer_ratio", "conjugate"}
 _FLOAT_FREE = {"is_integer", "as_integer_ratio", "conjugate", "hex"}
+# Decimal: predicates only (as_tuple, quantize and the context methods stay out: they
+# expose the digits' tuple type or take a context)
+_DECIMAL_FREE = {"is_finite", "is_infinite", "is_nan", "is_signed", "is_zero"}
+# fields, and methods that build a value of bounded size from them (no now()/today(), no
+# timestamp() or astimezone(): they read the host's clock or zone)
+_DATE_FREE = {"year", "month", "day", "weekday", "isoweekday", "isoformat", "toordinal",
+              "replace"}
+_TIME_FREE = {"hour", "minute", "second", "microsecond", "isoformat", "replace",
+              "utcoffset"}
+_DATETIME_FREE = _DATE_FREE | _TIME_FREE | {"date", "time"}
+_TIMEDELTA_FREE = {"days", "seconds", "microseconds", "total_seconds"}
+#: Methods of dates, datetimes and times that render a format (checked before running).
+TEMPORAL_FORMATTING = {"strftime"}
 
 #: type -> methods that cost one call.
 FREE: dict[type, frozenset[str]] = {
@@ -50,6 +66,11 @@ FREE: dict[type, frozenset[str]] = {
     int: frozenset(_INT_FREE),
     bool: frozenset(_INT_FREE),
     float: frozenset(_FLOAT_FREE),
+    Decimal: frozenset(_DECIMAL_FREE),
+    date: frozenset(_DATE_FREE),
+    datetime: frozenset(_DATETIME_FREE),
+    time: frozenset(_TIME_FREE),
+    timedelta: frozenset(_TIMEDELTA_FREE),
 }
 
 #: type -> methods charged for the size of their object (and of their arguments).
@@ -63,13 +84,23 @@ CHARGED: dict[type, frozenset[str]] = {
     int: frozenset(),
     bool: frozenset(),
     float: frozenset(),
+    Decimal: frozenset(),
+    date: frozenset(TEMPORAL_FORMATTING),
+    datetime: frozenset(TEMPORAL_FORMATTING),
+    time: frozenset(TEMPORAL_FORMATTING),
+    timedelta: frozenset(),
 }
 
 #: type -> every method a plan may call.
 ALLOWED: dict[type, frozenset[str]] = {kind: FREE[kind] | CHARGED[kind] for kind in FREE}
 
 #: type -> members reached through the type itself rather than a value (``dict.fromkeys``).
-TYPE_MEMBERS: dict[type, frozenset[str]] = {dict: frozenset({"fromkeys"})}
+TYPE_MEMBERS: dict[type, frozenset[str]] = {
+    dict: frozenset({"fromkeys"}),
+    date: frozenset({"fromisoformat"}),
+    datetime: frozenset({"fromisoformat", "combine"}),
+    time: frozenset({"fromisoformat"}),
+}
 
 #: Every method name that exists for some type (used by the static checker).
 ALL_METHOD_NAMES: frozenset[str] = frozenset().union(*ALLOWED.values(), *TYPE_MEMBERS.values())
@@ -85,8 +116,12 @@ MATH_CONSTANTS = ("pi", "e", "tau", "inf", "nan")
 #: ``math`` functions that run under the budget (bounded arguments, charged loops).
 MATH_GUARDED = ("factorial", "comb", "perm", "prod", "fsum", "pow", "lcm", "gcd", "isqrt")
 
-#: Members of the helper modules ``math`` and ``json`` (reached as ``math.sqrt``).
+#: Members of the helper modules (reached as ``math.sqrt``); ``datetime`` and ``decimal``
+#: hold the value types' constructors, and no clock (``now()``, ``today()``): a plan's
+#: result depends on its calls alone, so a replay sees the same values.
 MODULE_MEMBERS: dict[str, frozenset[str]] = {
     "math": frozenset((*MATH_FUNCTIONS, *MATH_CONSTANTS, *MATH_GUARDED)),
     "json": frozenset({"dumps", "loads"}),
+    "datetime": frozenset({"date", "datetime", "time", "timedelta", "timezone"}),
+    "decimal": frozenset({"Decimal"}),
 }

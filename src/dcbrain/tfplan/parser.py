@@ -20,7 +20,7 @@ from dcbrain.tfplan.methods import MODULE_MEMBERS
 #: Special functions a plan may call although their names start with ``__``.
 SPECIAL_NAMES = frozenset({"__construct_chain"})
 #: Modules a plan may import (their names are always bound; importing rebinds them).
-IMPORTABLE_MODULES = frozenset({"math", "json"})
+IMPORTABLE_MODULES = frozenset({"math", "json", "datetime", "decimal"})
 
 #: Source size a plan may have; an LLM plan is a few hundred lines at most.
 MAX_SOURCE_CHARS = 200_000
@@ -54,8 +54,8 @@ ALLOWED_NODES: dict[type[ast.AST], str] = {
     ast.Delete: "del statement",
     ast.Assert: "assert statement",
     ast.Raise: "raise statement",
-    ast.Import: "import of math or json",
-    ast.ImportFrom: "from-import of math or json",
+    ast.Import: "import of math, json, datetime or decimal",
+    ast.ImportFrom: "from-import of math, json, datetime or decimal",
     ast.Global: "global statement",
     ast.Nonlocal: "nonlocal statement",
     # expressions
@@ -262,7 +262,7 @@ def _check_declaration(node: ast.Global | ast.Nonlocal, in_function: bool) -> st
 
 
 def _check_import(node: ast.Import | ast.ImportFrom) -> str | None:
-    """Only ``math`` and ``json`` can be imported; both are always bound already."""
+    """Only the helper modules can be imported; all are always bound already."""
     allowed = ", ".join(f"'{module}'" for module in sorted(IMPORTABLE_MODULES))
     if isinstance(node, ast.Import):
         for alias in node.names:

@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from decimal import Decimal
 from sys import getsizeof
 from typing import Any
 
 from dcbrain.tfplan.errors import NotPlainData as NotPlainData
+from dcbrain.tfplan.scalars import (
+    SCALAR_TYPES,
+    ScalarError,
+    decimal_digits,
+    plan_scalar,
+    rendered_scalar_size,
+)
 
 #: Nesting depth of data crossing the plan/host boundary.
 MAX_DATA_DEPTH = 200
@@ -50,7 +58,7 @@ def sized_plan_value(value: Any, *, max_items: int, where: str) -> tuple[Any, in
         if kind is dict:
             result = {}
             for key, child in item.items():
-                if type(key) not in (str, int, float, bool, type(None), tuple):
+                if type(key) not in _KEY_TYPES:
                     raise NotPlainData(f"{where}: dict key of type {type(key).__name__}")
                 result[copy(key, depth + 1)] = copy(child, depth + 1)
             return result
@@ -58,13 +66,27 @@ def sized_plan_value(value: Any, *, max_items: int, where: str) -> tuple[Any, in
             return tuple(copy(child, depth + 1) for child in item)
         if kind is set or kind is frozenset:
             return kind(copy(child, depth + 1) for child in item)
-        raise NotPlainData(f"{where}: {kind.__name__} is not plain data "
-                           "(use None, bool, int, float, str, list, tuple, dict, set)")
+        try:
+            scalar = plan_scalar(item, where)
+        except ScalarError as exc:
+            raise OverflowError(str(exc)) from None
+        if scalar is not None:
+            if scalar.__class__ is Decimal:
+                budget -= decimal_digits(scalar)  # its digits are its size, as a str's
+                if budget < 0:
+                    raise OverflowError(
+                        f"{where}: value larger than {max_items} elements/characters")
+            return scalar
+        raise NotPlainData(f"{where}: {kind.__name__} is not plain data (use None, bool, "
+                           "int, float, str, list, tuple, dict, set, Decimal, date, "
+                           "datetime, time, timedelta)")
 
     copied = copy(value, 0)
     # every unit of the budget not spent on characters is one part that is not a string
     return copied, text_bytes + (max_items - budget - text_chars) * PART_BYTES
 
+
+_KEY_TYPES = frozenset({str, int, float, bool, type(None), tuple, *SCALAR_TYPES})
 
 #: Estimated bytes of a part of a value that is not a string: an int or float object
 #: and its slot in the container holding it, or a container's share of its own header.
@@ -238,6 +260,8 @@ def _rendered_leaf(value: Any) -> int:
         return 26
     if kind is bool or value is None:
         return 5
+    if kind in SCALAR_TYPES:
+        return rendered_scalar_size(value)
     return 64
 
 

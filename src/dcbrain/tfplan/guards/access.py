@@ -13,7 +13,7 @@ from typing import Any
 
 from dcbrain.tfplan.guards.budget import Budget
 from dcbrain.tfplan.guards.strings import Strings
-from dcbrain.tfplan.methods import CHARGED, FREE, STR_GROWING
+from dcbrain.tfplan.methods import CHARGED, FREE, STR_GROWING, TEMPORAL_FORMATTING
 from dcbrain.tfplan.rewrite import KEYED_METHODS as _KEYED
 from dcbrain.tfplan.values import MAX_MESSAGE_CHARS, rendered_size_exceeds
 
@@ -139,6 +139,8 @@ class Access:
     def _charged_method(self, obj: Any, kind: type, name: str) -> Any:
         if kind is str and name in STR_GROWING:
             return functools.partial(self.strings.methods[name], obj)
+        if name in TEMPORAL_FORMATTING:
+            return functools.partial(self.strings.strftime, obj)
         budget = self.budget
         budget.charge(1 + len(obj))
         method = getattr(obj, name)

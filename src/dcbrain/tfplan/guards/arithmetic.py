@@ -13,11 +13,13 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Any
 
 from dcbrain.tfplan.errors import SizeLimitExceeded
 from dcbrain.tfplan.guards.budget import ALLOC_DIVISOR, Budget
 from dcbrain.tfplan.guards.strings import Strings
+from dcbrain.tfplan.scalars import MAX_INTEGER_DIGITS, integer_digits
 
 _INTS = (int, bool)
 _SEQUENCES = (str, list, tuple)
@@ -178,7 +180,10 @@ class Arithmetic:
         return divmod(a, b)  # type: ignore[no-any-return]
 
     def round(self, number: Any, ndigits: Any = None) -> Any:
-        """``round()``: an int rounded to ``-n`` digits is divided by ``10**n``."""
+        """``round()``: an int rounded to ``-n`` digits is divided by ``10**n``; a Decimal
+        rounded to an int has all the digits up to its exponent."""
+        if ndigits is None and number.__class__ is Decimal:
+            self.decimal_to_int(number, "round()")
         if type(number) is int and type(ndigits) is int and ndigits < 0:
             if -ndigits > number.bit_length() * 3 // 10 + 2:
                 return 0  # past the digits it has; Python would compute 10**-ndigits first
@@ -232,9 +237,31 @@ class Arithmetic:
         words = max((_words(n) for n in numbers if n.__class__ in _INTS), default=1)
         self.budget.charge(1 + len(numbers) * (1 + words * words // _WORD_PRODUCTS_PER_OP))
 
+    def decimal_to_int(self, number: Decimal, what: str) -> None:
+        """Refuse an int conversion of ``number`` past :data:`MAX_INTEGER_DIGITS` before
+        it is built, and pay for it (quadratic in its digits)."""
+        digits = integer_digits(number)
+        if digits > MAX_INTEGER_DIGITS:
+            raise SizeLimitExceeded(f"{what} of a Decimal of {digits} integer digits exceeds "
+                                    f"the limit of {MAX_INTEGER_DIGITS} digits")
+        self.budget.charge(1 + digits * digits // 4096)
+
+    def integral(self, func: Callable[[Any], int]) -> Callable[[Any], int]:
+        """``math.floor``, ``ceil`` and ``trunc``: of a Decimal, an int sized first."""
+        def bounded(number: Any, /) -> int:
+            if number.__class__ is Decimal:
+                self.decimal_to_int(number, f"math.{func.__name__}()")
+            return func(number)
+
+        bounded.__name__ = bounded.__qualname__ = func.__name__
+        return bounded
+
     def to_int(self, value: Any = 0, /, base: Any = None) -> int:
-        """``int()``: text in a power-of-two base converts without CPython's digit limit."""
+        """``int()``: text in a power-of-two base converts without CPython's digit limit;
+        a Decimal is sized before its digits are converted."""
         if base is None:
+            if value.__class__ is Decimal:
+                self.decimal_to_int(value, "int()")
             return int(value)
         if value.__class__ is str and base.__class__ in _INTS:
             bits_per_digit = (base - 1).bit_length() if base >= 2 else 4

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from datetime import timedelta
+from decimal import Decimal
 from typing import Any
 
 from dcbrain.tfplan.errors import OutputLimitExceeded, SizeLimitExceeded
@@ -17,8 +19,16 @@ from dcbrain.tfplan.formatting import (
     check_spec,
     percent_size,
     safe_format,
+    spec_parts,
 )
 from dcbrain.tfplan.guards.budget import ALLOC_DIVISOR, Budget
+from dcbrain.tfplan.scalars import (
+    MAX_INTEGER_DIGITS,
+    SCALAR_TYPES,
+    decimal_format_size,
+    integer_digits,
+    strftime_size,
+)
 from dcbrain.tfplan.state import RunState
 from dcbrain.tfplan.values import nesting_depth, rendered_size, rendered_size_exceeds
 
@@ -58,9 +68,37 @@ class Strings:
         """``format(value, spec)``, sized first."""
         self._spec(spec)
         self._fits(value, "rendered value")
+        if spec and value.__class__ in SCALAR_TYPES:
+            self._scalar_spec(value, spec)
         text = format(value, spec)
         self.budget.charge(1 + len(text) // ALLOC_DIVISOR)
         return text
+
+    def _scalar_spec(self, value: Any, spec: str) -> None:
+        """Size ``format(value, spec)`` of a Decimal (fixed-point writes every digit up to
+        its exponent) or of a date, datetime or time (a strftime format)."""
+        kind = value.__class__
+        if kind is Decimal:
+            parts = spec_parts(spec)
+            if parts is None:
+                raise ValueError(f"invalid format spec {spec[:40]!r} for Decimal")
+            size = decimal_format_size(value, *parts)
+        elif kind is timedelta:
+            raise TypeError("unsupported format string passed to timedelta.__format__")
+        else:
+            size = strftime_size(spec)
+        if size > self.max_size:
+            raise self.budget.too_large("formatted str", size)
+
+    def strftime(self, value: Any, spec: Any) -> str:
+        """``value.strftime(spec)`` of a date, datetime or time, sized first."""
+        if spec.__class__ is not str:
+            raise TypeError(f"strftime() argument 1 must be str, not {type(spec).__name__}")
+        size = strftime_size(spec)
+        if size > self.max_size:
+            raise self.budget.too_large("formatted str", size)
+        self.budget.charge(1 + size // ALLOC_DIVISOR)
+        return value.strftime(spec)  # type: ignore[no-any-return]
 
     def formatted_value(self, value: Any, conversion: int, spec: str) -> Any:
         """One field of an f-string; plain scalars are left for CPython to format."""
@@ -123,6 +161,13 @@ class Strings:
             raise SizeLimitExceeded(str(exc)) from None
         if size > self.max_size:
             raise self.budget.too_large("formatted str", size)
+        for value in (values.values() if values.__class__ is dict else
+                      values if values.__class__ is tuple else (values,)):
+            if value.__class__ is Decimal and integer_digits(value) > MAX_INTEGER_DIGITS:
+                # %d and %x convert it to an int first
+                raise SizeLimitExceeded(f"%-format of a Decimal of {integer_digits(value)} "
+                                        f"integer digits exceeds the limit of "
+                                        f"{MAX_INTEGER_DIGITS} digits")
         return self.budget.check_result(template % values)  # type: ignore[no-any-return]
 
     # -- str methods that grow -------------------------------------------------------

@@ -1,12 +1,15 @@
 """Messages between the host and a sandbox process: length-prefixed pickles on a socket.
 
 The host reads what a sandbox process writes with an unpickler that refuses every
-global, so a message can only hold plain built-in data (no code runs while it is read);
+global but the plan value types (Decimal, date, datetime, time, timedelta, a fixed
+zone), so a message can only hold plan data (no code runs while it is read);
 the host still checks every value that reaches a chain, a tool or the caller.
 """
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import io
 import pickle
 import select
@@ -33,13 +36,30 @@ _HEADER = struct.Struct("!I")
 MAX_MESSAGE_BYTES = 2**28
 
 
+#: The only classes a message may name: the plan values that are not built-in types.
+#: Each is made from its own text or bytes, checked by its constructor (no code of the
+#: sender's choosing runs); the host checks the values again, as it does every value.
+PLAN_VALUE_CLASSES: dict[tuple[str, str], type] = {
+    ("decimal", "Decimal"): decimal.Decimal,
+    ("datetime", "date"): datetime.date,
+    ("datetime", "datetime"): datetime.datetime,
+    ("datetime", "time"): datetime.time,
+    ("datetime", "timedelta"): datetime.timedelta,
+    ("datetime", "timezone"): datetime.timezone,
+}
+
+
 class _PlainUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
-        raise pickle.UnpicklingError(f"global {module}.{name} is not allowed")
+        found = PLAN_VALUE_CLASSES.get((module, name))
+        if found is None:
+            raise pickle.UnpicklingError(f"global {module}.{name} is not allowed")
+        return found
 
 
 def plain_loads(data: bytes) -> Any:
-    """Unpickle ``data`` holding only built-in values (no class is ever looked up)."""
+    """Unpickle ``data`` holding only built-in values and plan values
+    (:data:`PLAN_VALUE_CLASSES`); no other class is ever looked up."""
     return _PlainUnpickler(io.BytesIO(data)).load()
 
 
