@@ -12,6 +12,7 @@ servers and results store: the envelope's fields and the payload's, all JSON val
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -22,6 +23,8 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict
 
 from dcbrain._jsonsafe import plain
+
+logger = logging.getLogger("dcbrain.events")
 
 
 class EventType(StrEnum):
@@ -162,6 +165,7 @@ class Final(EventData):
     reused_calls: int | None = None
     steps_executed: int | None = None
     replans: int | None = None
+    superseded_by: str | None = None
 
 
 class ErrorEvent(EventData):
@@ -454,8 +458,9 @@ class EventLog:
             for subscriber in list(self._subscribers):
                 try:
                     subscriber(event)
-                except Exception:
-                    continue
+                except Exception:  # an observer's bug must not end the run
+                    logger.warning("an event subscriber failed on %s event %d of run %s",
+                                   event.type, event.seq, self.run_id, exc_info=True)
         return event
 
     def seal(self) -> None:

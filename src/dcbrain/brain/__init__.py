@@ -4,6 +4,7 @@ from dcbrain.brain.base import BaseBrain
 from dcbrain.brain.budget import TokenBudget
 from dcbrain.brain.context import BrainContext, BrainIntermediateResult, BrainResult
 from dcbrain.brain.dc_brain import DCBrain
+from dcbrain.brain.deps import RunDeps
 from dcbrain.brain.plan_diff import PlanCall, ScriptDiff
 from dcbrain.brain.planning import PlanningContext
 from dcbrain.brain.run import BrainRun
@@ -23,6 +24,7 @@ __all__ = [
     "OTelSpans",
     "PlanCall",
     "PlanningContext",
+    "RunDeps",
     "RunRecorder",
     "ScriptDiff",
     "TokenBudget",

@@ -21,17 +21,17 @@ flight), from any task or thread. The work of each phase lives in its own module
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from transitions import EventData
 
-from dcbrain.brain.base import EventCallback, answer_text
+from dcbrain.brain.base import answer_text, storable
 from dcbrain.brain.budget import TokenBudget
 from dcbrain.brain.context import BrainContext, BrainIntermediateResult, BrainReason, BrainResult
 from dcbrain.brain.control import AbortRequested, BrainMachine, RunControl
+from dcbrain.brain.deps import Clock, RunDeps
 from dcbrain.brain.planning import PlanningContext, ask_planner, remember_failed_plan
 from dcbrain.brain.running import run_plan
 from dcbrain.brain.trace import PlanCallEvents, RunRecorder
@@ -46,16 +46,16 @@ from dcbrain.messages import TextMessage, as_message
 if TYPE_CHECKING:
     from dcbrain.brain.dc_brain import DCBrain
 
-Clock = Callable[[], float]
+__all__ = ["BrainRun", "Clock"]
 
 
 class BrainRun:
     """One question answered by a :class:`~dcbrain.brain.DCBrain`: its machine and its state.
 
     Made by :meth:`DCBrain.start_run`; :meth:`execute` runs it once. ``run_id`` is the
-    caller's or a new one; every event and the result carry it. ``journal`` holds the
-    run's finished calls (pass a persisted one to replay a run); ``clock`` gives the
-    monotonic seconds the wall-time budget is decided on (default ``time.monotonic``).
+    caller's or a new one; every event and the result carry it. ``deps`` are what this
+    run uses beside the brain's configuration (memory, failed-attempt store, journal,
+    clock, input mailbox, subscribers): see :class:`~dcbrain.brain.deps.RunDeps`.
     """
 
     states: ClassVar[list[str]] = ["init", "planning", "running", "succeeded", "failed", "aborted"]
@@ -96,17 +96,20 @@ class BrainRun:
         conversation_id: str = "default",
         *,
         run_id: str | None = None,
-        on_event: EventCallback | None = None,
-        journal: CallJournal | None = None,
-        clock: Clock | None = None,
+        deps: RunDeps | None = None,
     ) -> None:
+        deps = deps if deps is not None else RunDeps()
         self.brain = brain
+        self.deps = deps
         self.message = as_message(question)
         self.conversation_id = conversation_id
         self.run_id = run_id or uuid.uuid4().hex
-        self.clock: Clock = clock or time.monotonic
-        self.journal = journal if journal is not None else CallJournal()
-        subscribers = [*brain._subscribers, *([on_event] if on_event else [])]
+        self.clock: Clock = deps.clock
+        self.journal = deps.journal if deps.journal is not None else CallJournal()
+        self.memory = deps.memory if deps.memory is not None else brain.memory
+        self.mailbox = deps.mailbox if deps.mailbox is not None else brain.neural
+        self.attempts = brain.failed_attempts(deps.run_store)
+        subscribers = [*brain._subscribers, *deps.subscribers]
         self.recorder = RunRecorder(self.run_id, subscribers, trace_path=brain.trace_path)
         self.budget = TokenBudget(
             brain.max_tokens,
@@ -151,11 +154,10 @@ class BrainRun:
     # -- the run -----------------------------------------------------------------------
 
     async def execute(self) -> BrainResult:
-        """Answer the question; returns a :class:`BrainResult` on every stop but two.
+        """Answer the question; returns a :class:`BrainResult` on every stop, a timeout too.
 
-        A timeout raises :class:`~dcbrain.exceptions.TFBrainError` whose ``result`` is the
-        partial result (reason ``timeout``); new user input raises
-        :class:`~dcbrain.exceptions.TFUserNewInputError` untouched.
+        New user input raises :class:`~dcbrain.exceptions.TFUserNewInputError` untouched.
+        (:meth:`DCBrain.async_run` is what raises a timeout, as the product promises.)
         """
         if self.executed:
             raise TFBrainError(f"run {self.run_id} was already executed")
@@ -173,7 +175,7 @@ class BrainRun:
             timeout=brain.timeout,
         ))
         try:
-            await brain.acommit_message(self.conversation_id, self.message)
+            await self._commit(self.message)
             with observe_llm_calls(self.budget):
                 await self._drive()
         except BaseException as exc:
@@ -192,11 +194,6 @@ class BrainRun:
         recorder.emit(Final(**final))
         recorder.close()
         result.events = recorder.as_dicts()
-        if result.reason == "timeout":
-            raise TFBrainError(
-                f"DCBrain timed out after {brain.timeout:g} s and {ir.iterations} plannings",
-                result=result,
-            )
         return result
 
     async def _drive(self) -> None:
@@ -282,15 +279,17 @@ class BrainRun:
         brain, context = self.brain, self.context
         if not self.executed:
             return
-        if brain.neural is not None:
-            brain.neural.raise_if_new_input(context.conversation_id)
-        if context.recall is None and brain.memory is not None:
-            recall = await brain.arecall(context.conversation_id, context.current_input.content)
+        if self.mailbox is not None:
+            self.mailbox.raise_if_new_input(context.conversation_id)
+        if context.recall is None and self.memory is not None:
+            recall = await self.memory.arecall(context.conversation_id,
+                                               context.current_input.content,
+                                               brain.memory_chunk_size)
             if recall is not None:
                 self.planning.take_recall(context, recall)
         self.planning.update(
             self.ir,
-            contextual_plan_info=brain.contextual_plan_info(context.conversation_id),
+            contextual_plan_info=self.attempts.of(context.conversation_id),
             iterations_left=max(brain.max_iterations - self.ir.iterations, 0),
             tokens_left=self.budget.remaining,
             journal=self.journal,
@@ -330,7 +329,7 @@ class BrainRun:
         await ask_planner(ir, brain.plan_llm, prompts, self.planning, self.control,
                           self.recorder, callables, self.journal)
         if ir.interpreter_err is not None:  # no usable plan: nothing to run
-            brain._contextual_plan_info.record(ir)
+            self.attempts.record(ir)
 
     # -- machine callbacks: running ----------------------------------------------------
 
@@ -357,7 +356,7 @@ class BrainRun:
             conversation=context.conversation,
             knowledge=context.knowledge,
             observer=observer,
-            neural=brain.neural,
+            neural=self.mailbox,
             conversation_id=context.conversation_id,
             journal=self.journal,
             attempt=self.ir.iterations,
@@ -375,16 +374,16 @@ class BrainRun:
             return True
         if ir.interpreter_err is not None or ir.current_result is None:
             remember_failed_plan(ir)
-            brain._contextual_plan_info.record(ir)
+            self.attempts.record(ir)
             return False
-        if brain.neural is not None:
-            brain.neural.raise_if_new_input(ir.context.conversation_id)
+        if self.mailbox is not None:
+            self.mailbox.raise_if_new_input(ir.context.conversation_id)
         assert brain.validate_llm is not None
         solved = await validate(ir, brain.validate_llm, brain.validate_prompt, self.control,
                                 self.recorder, self.journal)
         if not solved:
             remember_failed_plan(ir)
-            brain._contextual_plan_info.record(ir)
+            self.attempts.record(ir)
         return solved
 
     # -- machine callbacks: terminal states --------------------------------------------
@@ -392,19 +391,17 @@ class BrainRun:
     async def on_enter_succeeded(self, event: EventData) -> None:
         ir = self.ir
         ir.status = "succeeded"
-        self.brain._contextual_plan_info.clear(ir.context.conversation_id)
-        await self.brain.acommit_message(
-            ir.context.conversation_id, ir.answer_message(answer_text(ir.final_result))
-        )
+        self.attempts.clear(ir.context.conversation_id)
+        await self._commit(ir.answer_message(answer_text(ir.final_result)))
 
     async def on_enter_failed(self, event: EventData) -> None:
         ir = self.ir
         ir.status = "failed"
         ir.reason = event.kwargs.get("reason", ir.reason or "error")
-        self.brain._contextual_plan_info.record(ir)
+        self.attempts.record(ir)
         detail = ir.error or ir.suggestion or ir.last_error or ""
         answer = ir.answer_message(f"(no answer: {ir.reason}) {detail}".strip())
-        await self.brain.acommit_message(ir.context.conversation_id, answer)
+        await self._commit(answer)
 
     async def on_enter_aborted(self, event: EventData) -> None:
         ir = self.ir
@@ -412,9 +409,14 @@ class BrainRun:
             return
         ir.status = "aborted"
         ir.reason = event.kwargs.get("reason", "aborted")
-        self.brain._contextual_plan_info.record(ir)
+        self.attempts.record(ir)
 
     # -- helpers -----------------------------------------------------------------------
+
+    async def _commit(self, message: TextMessage) -> None:
+        """Keep ``message`` in the run's conversation (nothing happens without memory)."""
+        if self.memory is not None:
+            await self.memory.acommit_message(self.conversation_id, storable(message))
 
     def _budget_stop(self, budget: str, used: float, limit: float) -> None:
         self.recorder.emit(Budget(budget=budget, used=used, limit=limit, exhausted=True))
