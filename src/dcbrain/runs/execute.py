@@ -183,4 +183,6 @@ async def execute_run(brain: RunnableBrain, request: RunRequest, deps: RunDeps,
     reason: str = result.reason
     if request.superseded_by is not None and result.status == "aborted":
         reason = "superseded"
+        if deps.mailbox is not None:  # aborted before it read the input meant to stop it
+            deps.mailbox.take_user_input(request.conversation_id)
     return RunOutcome(request.run_id, result.status, reason, result=result, error=result.error)
