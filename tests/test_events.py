@@ -53,7 +53,8 @@ def test_the_docs_list_every_field_of_every_event(name: str) -> None:
 def test_every_event_has_a_json_schema() -> None:
     schemas = event_json_schemas()
     assert set(schemas) == set(EVENT_CLASSES)
-    assert schemas["call_finished"]["properties"]["status"]["enum"] == ["ok", "error", "aborted"]
+    assert schemas["call_finished"]["properties"]["status"]["enum"] == [
+        "ok", "error", "aborted", "interrupted"]
 
 
 def test_values_stay_json_values_and_large_ones_are_marked_truncated() -> None:

@@ -29,6 +29,7 @@ logger = logging.getLogger("dcbrain.events")
 
 class EventType(StrEnum):
     RUN_STARTED = "run_started"
+    RUN_RESUMED = "run_resumed"
     STATE_CHANGED = "state_changed"
     PLAN_CREATED = "plan_created"
     PLAN_REVISED = "plan_revised"
@@ -133,6 +134,17 @@ class RunStarted(EventData):
     timeout: float | None = None
     max_steps: int | None = None
     max_replans: int | None = None
+
+
+class RunResumed(EventData):
+    """A durable run executes again after the process running it stopped: ``execution``
+    counts from 1 (the first resume is execution 2); the events before this one are the
+    earlier executions'. Calls they left open were closed ``interrupted`` just before."""
+
+    type: ClassVar[str] = EventType.RUN_RESUMED
+    execution: int
+    reason: str
+    earlier_duration_s: float = 0.0
 
 
 class StateChanged(EventData):
@@ -291,7 +303,7 @@ class Validation(EventData):
 # -- calls and steps -------------------------------------------------------------------
 
 CallKind = Literal["chain", "tool", "construct_chain", "llm"]
-CallStatus = Literal["ok", "error", "aborted"]
+CallStatus = Literal["ok", "error", "aborted", "interrupted"]
 
 
 class CallStarted(EventData):
@@ -323,7 +335,8 @@ class CallStarted(EventData):
 
 
 class CallFinished(EventData):
-    """A call ended: ``status`` ``ok``, ``error`` or ``aborted`` (the run stopped first)."""
+    """A call ended: ``status`` ``ok``, ``error`` or ``aborted`` (the run stopped first), or
+    ``interrupted`` (the process executing it stopped; a resumed run runs it again)."""
 
     type: ClassVar[str] = EventType.CALL_FINISHED
     call_id: str
@@ -381,7 +394,7 @@ class StepFinished(EventData):
 EVENT_CLASSES: dict[str, type[EventData]] = {
     cls.type: cls
     for cls in (
-        RunStarted, StateChanged, PlanCreated, PlanRevised, PlanFinished, CallStarted,
+        RunStarted, RunResumed, StateChanged, PlanCreated, PlanRevised, PlanFinished, CallStarted,
         CallFinished, StepStarted, StepFinished, Validation, Budget, ErrorEvent, Final,
     )
 }
@@ -432,8 +445,9 @@ class EventLog:
     went out) later events are dropped, so nothing follows ``final``.
     """
 
-    def __init__(self, run_id: str | None = None) -> None:
+    def __init__(self, run_id: str | None = None, first_seq: int = 0) -> None:
         self.run_id = run_id
+        self.first_seq = first_seq  # a resumed run's log goes on after the earlier ones
         self.events: list[Event] = []
         self.sealed = False
         self._subscribers: list[Subscriber] = []
@@ -453,7 +467,8 @@ class EventLog:
         with self._lock:
             if self.sealed:
                 return None
-            event = Event(payload=payload, seq=len(self.events), run_id=self.run_id)
+            event = Event(payload=payload, seq=self.first_seq + len(self.events),
+                          run_id=self.run_id)
             self.events.append(event)
             for subscriber in list(self._subscribers):
                 try:

@@ -13,7 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from dcbrain.events import Event
+from dcbrain.events import CallFinished, Event
+from dcbrain.usage import Usage
 
 if TYPE_CHECKING:
     from dcbrain.journal import CallJournal
@@ -46,6 +47,24 @@ class AttemptStore(Protocol):
 
 
 @dataclass(frozen=True)
+class Resumption:
+    """A run executing again after the process running it stopped.
+
+    Its event log goes on at ``first_seq`` after the earlier executions' events; it
+    first closes their open calls (``interrupted``) and says it resumed (execution
+    ``execution``, why: ``reason``); its result counts the earlier executions' ``usage``
+    and wall time (``duration_s``) too.
+    """
+
+    execution: int
+    reason: str
+    first_seq: int
+    usage: Usage = field(default_factory=Usage)
+    duration_s: float = 0.0
+    interrupted: tuple[CallFinished, ...] = ()
+
+
+@dataclass(frozen=True)
 class RunDeps:
     """The per-run dependencies of a brain run; ``None`` means the brain's default.
 
@@ -54,7 +73,8 @@ class RunDeps:
     the brain's memory when it is also a run store, else this process only); ``journal``
     the run's finished calls (a persisted one replays a run); ``clock`` the monotonic
     seconds of its wall-time budget; ``mailbox`` the :class:`~dcbrain.neural.Neural` new
-    user input is posted to (default: the brain's); ``subscribers`` see every event.
+    user input is posted to (default: the brain's); ``subscribers`` see every event;
+    ``resumed`` says what earlier executions of a resumed run did.
     """
 
     memory: RunMemory | None = None
@@ -63,6 +83,7 @@ class RunDeps:
     clock: Clock = field(default=time.monotonic)
     mailbox: Neural | None = None
     subscribers: Sequence[EventCallback] = ()
+    resumed: Resumption | None = None
 
     def with_subscriber(self, subscriber: EventCallback | None) -> RunDeps:
         """These dependencies with one more event subscriber (none when ``None``)."""

@@ -21,6 +21,7 @@ flight), from any task or thread. The work of each phase lives in its own module
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -37,7 +38,15 @@ from dcbrain.brain.running import run_plan
 from dcbrain.brain.trace import PlanCallEvents, RunRecorder
 from dcbrain.brain.validation import validate
 from dcbrain.chain import TFChainInterpreter
-from dcbrain.events import Budget, ErrorEvent, Final, RunStarted, StateChanged, clip
+from dcbrain.events import (
+    Budget,
+    ErrorEvent,
+    Final,
+    RunResumed,
+    RunStarted,
+    StateChanged,
+    clip,
+)
 from dcbrain.exceptions import TFBrainError, TFError, TFUserNewInputError
 from dcbrain.journal import CallJournal
 from dcbrain.llm.observe import llm_observer, observe_llm_calls
@@ -110,7 +119,9 @@ class BrainRun:
         self.mailbox = deps.mailbox if deps.mailbox is not None else brain.neural
         self.attempts = brain.failed_attempts(deps.run_store)
         subscribers = [*brain._subscribers, *deps.subscribers]
-        self.recorder = RunRecorder(self.run_id, subscribers, trace_path=brain.trace_path)
+        self.resumed = deps.resumed
+        self.recorder = RunRecorder(self.run_id, subscribers, trace_path=brain.trace_path,
+                                    first_seq=deps.resumed.first_seq if deps.resumed else 0)
         self.budget = TokenBudget(
             brain.max_tokens,
             emit=self.recorder.emit,
@@ -165,6 +176,13 @@ class BrainRun:
         brain, recorder, ir = self.brain, self.recorder, self.ir
         self.control.start(asyncio.get_running_loop())
         self.started = self.clock()
+        wall_started = time.time()
+        if self.resumed is not None:  # the story so far was the earlier executions'
+            for closed in self.resumed.interrupted:
+                recorder.emit(closed)
+            recorder.emit(RunResumed(execution=self.resumed.execution,
+                                     reason=self.resumed.reason,
+                                     earlier_duration_s=round(self.resumed.duration_s, 3)))
         recorder.emit(RunStarted(
             question=self.message.content,
             conversation_id=self.conversation_id,
@@ -186,7 +204,11 @@ class BrainRun:
         finally:
             self.control.finish()
         self._close_open_calls("aborted" if ir.status == "aborted" else "error")
-        result = BrainResult.from_intermediate(ir, self.budget.usage.copy(), self.elapsed)
+        usage, duration_s = self.budget.usage.copy(), self.elapsed
+        if self.resumed is not None:  # a run's cost and time are those of every execution
+            usage = usage + self.resumed.usage
+            duration_s = self.resumed.duration_s + (time.time() - wall_started)
+        result = BrainResult.from_intermediate(ir, usage, duration_s)
         result.validated_by = ir.validated_by
         result.reused_calls = self.plan_calls.reused
         final = result.to_dict(include_events=False)

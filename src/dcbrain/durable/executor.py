@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from dcbrain._text import encodable
 from dcbrain.brain import RunDeps
+from dcbrain.brain.deps import Resumption
 from dcbrain.durable.journal import RecordedMemory, RunJournal
 from dcbrain.durable.loop import RunLoop
 from dcbrain.durable.sink import EventSink
@@ -39,6 +40,7 @@ from dcbrain.runs import (
     end_unstarted,
     execute_run,
 )
+from dcbrain.runs.resume import resumption
 
 logger = logging.getLogger("dcbrain.durable")
 
@@ -63,6 +65,7 @@ class LiveRun:
     mailbox: Neural  # a run's own: supersede signals reach this run only
     sink: EventSink
     journal: RunJournal
+    resumed: Resumption | None = None
 
 
 class RunExecutor:
@@ -126,9 +129,11 @@ class RunExecutor:
             status = record.status if record is not None else "unknown"
             return {"run_id": run_id, "status": status, "executed": False}
         sink = EventSink(self.store, run_id, self.writer)
+        resumed = await asyncio.to_thread(self._resumption, claimed)
         request = RunRequest(run_id, conversation_id, question,
-                             superseded_by=claimed.data.get("superseded_by"))
-        live = LiveRun(request, Neural(), sink, journal)
+                             superseded_by=claimed.data.get("superseded_by"),
+                             next_seq=resumed.first_seq if resumed else 0)
+        live = LiveRun(request, Neural(), sink, journal, resumed)
         self.live[run_id] = live
         # Asked to stop while no worker ran it (this is a recovery): it stops at once.
         record = await asyncio.to_thread(self.store.get_run, run_id)
@@ -159,13 +164,26 @@ class RunExecutor:
         return await self._close(live, outcome)
 
     def _claim(self, run_id: str) -> tuple[RunRecord | None, RunJournal | None]:
-        """Mark the run as running here (if it may run) and load its journal."""
+        """Mark the run as running here (if it may run), count this execution and load
+        its journal."""
+        before = self.store.get_run(run_id)
+        if before is None:
+            return None, None
+        earlier = int(before.data.get("executions") or (1 if before.status == RUNNING else 0))
         claimed = self.store.update_run(
-            run_id, RUNNING, {"executor_id": self.executor_id, "started_at": time.time()},
+            run_id, RUNNING, {"executor_id": self.executor_id, "started_at": time.time(),
+                              "executions": earlier + 1},
             only_from=(QUEUED, RUNNING))
         if claimed is None:
             return None, None
         return claimed, RunJournal(self.store, run_id, writer=self.writer)
+
+    def _resumption(self, run: RunRecord) -> Resumption | None:
+        """What the earlier executions of ``run`` did, when this is not its first."""
+        execution = int(run.data.get("executions") or 1)
+        if execution <= 1:
+            return None
+        return resumption(self.store.events(run.run_id), execution)
 
     async def _contained(self, live: LiveRun) -> RunOutcome:
         """The run on the run loop, where anything it raises is an ``Exception``.
@@ -179,7 +197,7 @@ class RunExecutor:
             deps = RunDeps(
                 memory=None if memory is None else RecordedMemory(memory, live.journal),
                 run_store=self.store, journal=live.journal.calls, clock=live.journal.clock,
-                mailbox=live.mailbox)
+                mailbox=live.mailbox, resumed=live.resumed)
             return await execute_run(brain, live.request, deps, live.sink)
         except asyncio.CancelledError:
             raise
