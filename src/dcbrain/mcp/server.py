@@ -19,7 +19,20 @@ from pydantic import BaseModel, Field
 
 from dcbrain._jsonsafe import dumps, plain
 from dcbrain.brain.deps import RunDeps
-from dcbrain.events import Event
+from dcbrain.events import (
+    CallFinished,
+    CallStarted,
+    ErrorEvent,
+    Event,
+    Final,
+    PlanCreated,
+    PlanFinished,
+    PlanRevised,
+    RunResumed,
+    RunStarted,
+    StateChanged,
+    Validation,
+)
 from dcbrain.runs import RunRequest, execute_run
 
 if TYPE_CHECKING:
@@ -119,40 +132,39 @@ class _ProgressForwarder:
 
 def describe_event(event: Event) -> str | None:
     """One progress message for a brain event; ``None`` for events not worth one."""
-    data = event.data
-    kind = str(event.type)
-    if kind == "run_started":
-        return f"question: {_short(data.get('question'))}"
-    if kind == "state_changed":
-        return f"state: {data.get('dest')}"
-    if kind == "plan_created":
-        return f"plan:\n{data.get('plan', '')}"
-    if kind == "plan_revised":
-        reason = f" because {_short(data.get('reason'))}" if data.get("reason") else ""
-        return f"plan revised (revision {data.get('revision', '?')}){reason}:\n" \
-               f"{data.get('plan', '')}"
-    if kind in ("call_started", "call_finished") and data.get("kind", "tool") != "llm":
-        name = data.get("name") or data.get("tool_name")
-        if kind == "call_started":
-            kwargs = data.get("kwargs") or data.get("args") or {}
-            args = ", ".join(f"{key}={_short(value, 60)}" for key, value in kwargs.items()) \
-                if isinstance(kwargs, dict) else ""
-            return f"call {name}({args})"
-        if data.get("error"):
-            return f"{name} failed: {_short(data.get('error'))}"
-        return f"{name} → {_short(data.get('result'))}"
-    if kind == "plan_finished":
-        if data.get("ok"):
-            return f"plan result: {_short(data.get('result'))}"
-        return f"plan failed: {_short(data.get('error'))}"
-    if kind == "validation":
-        if data.get("is_solved"):
-            return "validator: solved"
-        return f"validator: not solved — {_short(data.get('suggestion'))}"
-    if kind == "error":
-        return f"error: {_short(data.get('error'))}"
-    if kind == "final":
-        return f"finished: {data.get('status')} ({data.get('reason')})"
+    payload = event.payload
+    match payload:
+        case RunStarted():
+            return f"question: {_short(payload.question or payload.goal)}"
+        case RunResumed():
+            return f"resumed (execution {payload.execution}): {payload.reason}"
+        case StateChanged():
+            return f"state: {payload.dest}"
+        case PlanCreated():
+            return f"plan:\n{payload.plan or ''}"
+        case PlanRevised():
+            reason = f" because {_short(payload.reason)}" if payload.reason else ""
+            return f"plan revised (revision {payload.revision}){reason}:\n{payload.plan or ''}"
+        case CallStarted() if payload.kind != "llm":
+            args = ", ".join(f"{key}={_short(value, 60)}"
+                             for key, value in (payload.args or {}).items())
+            return f"call {payload.name}({args})"
+        case CallFinished() if payload.kind != "llm":
+            if payload.error:
+                return f"{payload.name} failed: {_short(payload.error)}"
+            return f"{payload.name} → {_short(payload.result)}"
+        case PlanFinished():
+            if payload.ok:
+                return f"plan result: {_short(payload.result)}"
+            return f"plan failed: {_short(payload.error)}"
+        case Validation():
+            if payload.is_solved:
+                return "validator: solved"
+            return f"validator: not solved — {_short(payload.suggestion)}"
+        case ErrorEvent():
+            return f"error: {_short(payload.error)}"
+        case Final():
+            return f"finished: {payload.status} ({payload.reason})"
     return None
 
 

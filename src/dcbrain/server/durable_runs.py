@@ -123,7 +123,7 @@ class DurableRuns:
                                       {"reason": "superseded", "superseded_by": by},
                                       only_from=(QUEUED,))
         if ended is not None:  # it never started: end it here
-            self._final(old, "aborted", "superseded", superseded_by=by)
+            self._final(old, "aborted", "aborted", superseded_by=by)  # said as superseded
             self.engine.cancel(old.run_id)
             return
         # Running (or just claimed by a worker): recorded first, so a recovered run sees it.

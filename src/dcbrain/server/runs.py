@@ -153,9 +153,14 @@ class RunManager:
             if run.task is not None and not run.task.done():
                 run.task.cancel()
         for run in runs:
-            if run.task is not None:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await run.task
+            if run.task is None:
+                continue
+            try:
+                await run.task
+            except asyncio.CancelledError:
+                pass  # how a stopped run ends; it recorded itself as interrupted
+            except Exception:
+                logger.exception("run %s did not stop cleanly", run.run_id)
 
     # -- queries -----------------------------------------------------------------------
 
