@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dcbrain.journal import MAX_ARGS_CHARS, canonical_args
+from dcbrain.journal import MAX_ARGS_CHARS, JournalKey, canonical_args
 
 
 def typed(value: Any) -> Any:
@@ -101,3 +101,13 @@ def test_arguments_that_contain_themselves_are_refused() -> None:
     loop.append(loop)
     with pytest.raises(ValueError, match="contain themselves"):
         canonical_args({"value": loop})
+
+
+def test_a_failed_try_has_a_key_of_its_own_and_the_call_keeps_its_own() -> None:
+    call = JournalKey(2, "1.0", "refund", '{"order_id":"A1"}', 0)
+    tries = [call.failed(number) for number in (1, 2)]
+    assert call.text == '2|1.0|refund|{"order_id":"A1"}|0'  # as before retries existed
+    assert [key.text for key in tries] == [call.text + "|try=1", call.text + "|try=2"]
+    assert all(JournalKey.from_dict(key.to_dict()) == key for key in [call, *tries])
+    assert "failed_try" not in call.to_dict()  # stored keys of calls are unchanged
+    assert {key.call for key in tries} == {call.call}  # the same call, never reused: failed

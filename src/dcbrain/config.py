@@ -18,7 +18,15 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, HttpUrl, PositiveFloat, PositiveInt
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    HttpUrl,
+    NonNegativeFloat,
+    PositiveFloat,
+    PositiveInt,
+)
 from pydantic import ValidationError as PydanticValidationError
 
 from dcbrain.exceptions import ConfigError as ConfigError
@@ -29,6 +37,7 @@ from dcbrain.mcp.limits import (
     DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_MAX_TOOLS,
 )
+from dcbrain.retries import Backoff
 
 if TYPE_CHECKING:
     from dcbrain.brain import DCBrain
@@ -74,6 +83,15 @@ class RolesConfig(_Section):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
+class BackoffConfig(_Section):
+    """The wait between tries (:class:`~dcbrain.retries.Backoff`)."""
+
+    initial_s: float = Field(default=0.5, ge=0)
+    max_s: float = Field(default=10.0, ge=0)
+    multiplier: float = Field(default=2.0, ge=1)
+    jitter: bool = True
+
+
 class ChainConfig(_Section):
     """A chain the planner may call by its key."""
 
@@ -84,6 +102,8 @@ class ChainConfig(_Section):
     llm: str | None = None
     temperature: float | None = None
     max_tokens: PositiveInt | None = None
+    retries: int = Field(default=0, ge=0)
+    backoff: BackoffConfig | NonNegativeFloat | None = None
 
 
 class MCPServerConfig(_Section):
@@ -100,6 +120,8 @@ class MCPServerConfig(_Section):
     max_tools: PositiveInt = DEFAULT_MAX_TOOLS
     max_list_pages: PositiveInt = DEFAULT_MAX_LIST_PAGES
     max_list_bytes: PositiveInt = DEFAULT_MAX_LIST_BYTES
+    retries: int = Field(default=2, ge=0)
+    backoff: BackoffConfig | NonNegativeFloat | None = None
 
 
 class MemoryConfig(_Section):
@@ -369,6 +391,7 @@ def connect_mcp_servers(config: Config) -> list[MCPTools]:
             startup_timeout=spec.startup_timeout, call_timeout=spec.call_timeout,
             max_message_bytes=spec.max_message_bytes, max_tools=spec.max_tools,
             max_list_pages=spec.max_list_pages, max_list_bytes=spec.max_list_bytes,
+            retries=spec.retries, backoff=_backoff(spec.backoff),
         )
         try:
             server.connect()
@@ -451,9 +474,17 @@ def build_chains(config: Config, llms: dict[str, ChatLLM], default: ChatLLM) -> 
             output_json_schema=spec.output_schema,
             temperature=spec.temperature,
             max_tokens=spec.max_tokens,
+            retries=spec.retries,
+            backoff=_backoff(spec.backoff),
         )
         for name, spec in config.chains.items()
     }
+
+
+def _backoff(spec: BackoffConfig | float | None) -> Backoff | float | None:
+    if isinstance(spec, BackoffConfig):
+        return Backoff(**spec.model_dump())
+    return spec
 
 
 def build_brain(config: Config, *, trace_path: str | Path | None = None,

@@ -36,6 +36,7 @@ class EventType(StrEnum):
     PLAN_FINISHED = "plan_finished"
     CALL_STARTED = "call_started"
     CALL_FINISHED = "call_finished"
+    CALL_RETRY = "call_retry"
     STEP_STARTED = "step_started"
     STEP_FINISHED = "step_finished"
     VALIDATION = "validation"
@@ -361,6 +362,24 @@ class CallFinished(EventData):
     index: int | None = None
 
 
+class CallRetry(EventData):
+    """A try of a chain or tool call failed with an error worth another (its
+    ``retry_on``): try ``attempt`` of ``attempts`` failed with ``error``, and the next
+    starts after ``delay_s`` seconds. The call's ``call_finished`` follows its last try."""
+
+    type: ClassVar[str] = EventType.CALL_RETRY
+    call_id: str
+    kind: str
+    name: str
+    attempt: int
+    attempts: int
+    error: str
+    delay_s: float
+    line: int | None = None
+    branch: int | None = None
+    path: str | None = None
+
+
 class StepStarted(EventData):
     """An agent step began executing."""
 
@@ -394,8 +413,9 @@ class StepFinished(EventData):
 EVENT_CLASSES: dict[str, type[EventData]] = {
     cls.type: cls
     for cls in (
-        RunStarted, RunResumed, StateChanged, PlanCreated, PlanRevised, PlanFinished, CallStarted,
-        CallFinished, StepStarted, StepFinished, Validation, Budget, ErrorEvent, Final,
+        RunStarted, RunResumed, StateChanged, PlanCreated, PlanRevised, PlanFinished,
+        CallStarted, CallFinished, CallRetry, StepStarted, StepFinished, Validation, Budget,
+        ErrorEvent, Final,
     )
 }
 

@@ -26,6 +26,27 @@ class TFToolError(TFError):
     """A tool was called with wrong arguments or returned something that is not data."""
 
 
+class TransientError(TFError):
+    """A failure that may pass if the same call is made again (``SMTP 451 try again``, a
+    dropped connection).
+
+    A tool raises it to declare a failure retryable: a tool with ``retries`` tries again,
+    and a replan may run the same plan again (see ``docs/brain.md``). ``transient`` is
+    what the plan layer reads off the error.
+    """
+
+    transient = True
+
+
+class RetriesExhausted(TransientError):
+    """A call failed with a transient error on each of its ``attempts``; ``__cause__`` is
+    the last error."""
+
+    def __init__(self, message: str, *, attempts: int) -> None:
+        super().__init__(message)
+        self.attempts = attempts
+
+
 class TFSchemaError(TFError):
     """A JSON Schema was refused, or could not finish validating a value.
 
@@ -40,7 +61,10 @@ class TFSchemaError(TFError):
 
 
 class TFRecordedCallError(TFError):
-    """A call the run journal holds as failed, answered again with its recorded error."""
+    """A call the run journal holds as failed, answered again with its recorded error;
+    ``transient`` as the recorded error was."""
+
+    transient: bool = False
 
 
 class TFLLMInterrupt(TFError):
@@ -63,6 +87,11 @@ class TFTokenBudgetExceeded(TFLLMInterrupt):
 
 class TFLLMError(TFLLMInterrupt):
     """The provider failed after its retries (HTTP error, timeout, malformed body)."""
+
+
+class TFLLMUnavailable(TFLLMError, TransientError):
+    """The provider stayed unavailable through its retries (429, 5xx, a timeout, a failed
+    connection): a later try may pass."""
 
 
 class LocalModelUnavailable(TFLLMError):
@@ -103,6 +132,11 @@ class TFReferenceError(TFPlanError):
 
 class TFMCPError(TFToolError):
     """An MCP server could not be started or reached (its name and the cause are said)."""
+
+
+class TFMCPTransportError(TFMCPError, TransientError):
+    """The connection to an MCP server failed during a call (lost, refused, timed out): the
+    same call may pass on a new try."""
 
 
 class TFFatalStepError(TFError):
@@ -220,6 +254,7 @@ __all__ = [
     "ConfigError",
     "DurableRunError",
     "LocalModelUnavailable",
+    "RetriesExhausted",
     "StoreWriteError",
     "TFBrainBusyError",
     "TFBrainError",
@@ -228,7 +263,9 @@ __all__ = [
     "TFFatalStepError",
     "TFLLMError",
     "TFLLMInterrupt",
+    "TFLLMUnavailable",
     "TFMCPError",
+    "TFMCPTransportError",
     "TFMemoryError",
     "TFNeuralError",
     "TFNeuralTimeoutError",
@@ -242,4 +279,5 @@ __all__ = [
     "TFToolError",
     "TFUserNewInputError",
     "TooManyRuns",
+    "TransientError",
 ]

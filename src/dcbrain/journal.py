@@ -13,7 +13,10 @@ Within one run:
   attempt returns the recorded result (:meth:`CallJournal.reusable`), unless the callable
   opted out (``reuse=False``): a replan never repeats finished work.
 
-Failed calls are recorded too (for the trajectory) but never reused. Subclass
+Failed calls are recorded too (for the trajectory) but never reused. A call with retries
+records each failed try it retried under its key with ``failed_try`` 1, 2, …
+(:meth:`CallJournal.failed_tries`), so a replayed call goes on with the try after the
+last recorded one instead of repeating finished tries. Subclass
 :class:`CallJournal` to persist entries: override :meth:`CallJournal.record` and pass the
 stored entries to the constructor.
 """
@@ -21,6 +24,7 @@ stored entries to the constructor.
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import hashlib
 import json
 import math
@@ -173,11 +177,19 @@ class JournalKey:
     name: str
     args: str
     occurrence: int
+    #: 0 for the call itself; n for the n-th try of the call that failed and was retried.
+    failed_try: int = 0
 
     @property
     def text(self) -> str:
-        """A stable one-line form, e.g. ``2|1.0|refund|{"order_id":"A1"}|0``."""
-        return f"{self.attempt}|{self.path}|{self.name}|{self.args}|{self.occurrence}"
+        """A stable one-line form, e.g. ``2|1.0|refund|{"order_id":"A1"}|0`` (a failed try
+        adds ``|try=<n>``)."""
+        text = f"{self.attempt}|{self.path}|{self.name}|{self.args}|{self.occurrence}"
+        return f"{text}|try={self.failed_try}" if self.failed_try else text
+
+    def failed(self, number: int) -> JournalKey:
+        """The key of this call's ``number``-th failed try."""
+        return dataclasses.replace(self, failed_try=number)
 
     @property
     def call(self) -> tuple[str, str, int]:
@@ -185,13 +197,17 @@ class JournalKey:
         return self.name, self.args, self.occurrence
 
     def to_dict(self) -> dict[str, Any]:
-        return {"attempt": self.attempt, "path": self.path, "name": self.name,
-                "args": self.args, "occurrence": self.occurrence}
+        data: dict[str, Any] = {"attempt": self.attempt, "path": self.path,
+                                "name": self.name, "args": self.args,
+                                "occurrence": self.occurrence}
+        if self.failed_try:
+            data["failed_try"] = self.failed_try
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> JournalKey:
         return cls(int(data["attempt"]), str(data["path"]), str(data["name"]),
-                   str(data["args"]), int(data["occurrence"]))
+                   str(data["args"]), int(data["occurrence"]), int(data.get("failed_try", 0)))
 
 
 @dataclass
@@ -199,7 +215,8 @@ class JournalEntry:
     """A finished call: its result (plain data) or its error, duration and tokens.
 
     ``intermediate`` holds what a chain call added to ``__chains_intermediate_results``,
-    so serving the entry again leaves the same intermediate results behind.
+    so serving the entry again leaves the same intermediate results behind; ``transient``
+    whether the error said a new try may pass.
     """
 
     key: JournalKey
@@ -210,10 +227,11 @@ class JournalEntry:
     duration_s: float = 0.0
     tokens: int = 0
     intermediate: dict[str, Any] | None = None
+    transient: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """The entry as JSON data (results as JSON values: tuples become lists)."""
-        return {
+        data = {
             "key": self.key.to_dict(),
             "kind": self.kind,
             "ok": self.ok,
@@ -223,6 +241,9 @@ class JournalEntry:
             "tokens": self.tokens,
             "intermediate": to_json_value(self.intermediate),
         }
+        if self.transient:
+            data["transient"] = True
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> JournalEntry:
@@ -235,6 +256,7 @@ class JournalEntry:
             duration_s=float(data.get("duration_s") or 0.0),
             tokens=int(data.get("tokens") or 0),
             intermediate=data.get("intermediate"),
+            transient=data.get("transient") is True,
         )
 
 
@@ -266,6 +288,14 @@ class CallJournal:
             return None
         same_path = [entry for entry in candidates if entry.key.path == key.path]
         return (same_path or candidates)[0]
+
+    def failed_tries(self, key: JournalKey) -> list[JournalEntry]:
+        """The recorded failed tries of the call ``key``, in order (see the module docs)."""
+        tries: list[JournalEntry] = []
+        with self._lock:
+            while (entry := self._exact.get(key.failed(len(tries) + 1))) is not None:
+                tries.append(entry)
+        return tries
 
     def record(self, entry: JournalEntry) -> None:
         """Add a finished call (the first entry for a key wins)."""

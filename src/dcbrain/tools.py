@@ -26,6 +26,7 @@ from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from dcbrain._sync import run_sync
 from dcbrain.exceptions import TFSchemaError, TFToolError
+from dcbrain.retries import Backoff, RetryPolicy
 
 
 class Tool:
@@ -33,8 +34,16 @@ class Tool:
 
     ``reuse=False`` opts the tool out of the run journal's reuse: every call in a new
     plan runs it again (a finished call is still never re-run when a run is replayed).
+
+    ``retries`` more tries follow a call that failed with one of ``retry_on`` (default:
+    ``ConnectionError``, ``TimeoutError`` and :class:`~dcbrain.exceptions.TransientError`),
+    after ``backoff`` (a :class:`~dcbrain.retries.Backoff`, or a fixed number of seconds;
+    default exponential from 0.5 s to 10 s with jitter). Plans run the tries
+    (:class:`~dcbrain.chain.TFChainInterpreter`): ``call``/``acall`` make one.
     """
 
+    #: How failed calls are tried again; ``None``: they are not.
+    retry: RetryPolicy | None = None
     #: Where the tool comes from, said in errors that name it (``"MCP server 'notes'"``);
     #: empty for a Python function, which its qualified name identifies.
     origin: str = ""
@@ -46,8 +55,12 @@ class Tool:
         name: str | None = None,
         description: str | None = None,
         reuse: bool = True,
+        retries: int = 0,
+        retry_on: Iterable[type[BaseException]] | None = None,
+        backoff: Backoff | float | None = None,
     ) -> None:
         self.func = func
+        self.retry = RetryPolicy.of(retries, retry_on, backoff)
         #: Whether a replan may get this tool's recorded result instead of a new call
         #: (the run's call journal); ``False`` for reads that must be fresh.
         self.reuse = reuse
@@ -259,8 +272,8 @@ class SchemaTool(Tool):
     ``parameters_schema`` before the call; the result becomes plain
     JSON data. With ``closed=True`` a schema that does not say otherwise rejects
     unknown arguments (``"additionalProperties": false``), so the static checker reports
-    them too. ``reuse`` as for :class:`Tool`. The schema is compiled by
-    :func:`dcbrain.schemas.compile_schema`; a refused one raises
+    them too. ``reuse`` and ``retries``/``retry_on``/``backoff`` as for :class:`Tool`.
+    The schema is compiled by :func:`dcbrain.schemas.compile_schema`; a refused one raises
     :class:`~dcbrain.exceptions.TFSchemaError` naming ``schema_origin`` (default: the tool's
     ``parameters_schema``).
     """
@@ -277,6 +290,9 @@ class SchemaTool(Tool):
         check_values: bool = True,
         reuse: bool = True,
         schema_origin: str | None = None,
+        retries: int = 0,
+        retry_on: Iterable[type[BaseException]] | None = None,
+        backoff: Backoff | float | None = None,
     ) -> None:
         from dcbrain.schemas import compile_schema
 
@@ -286,6 +302,7 @@ class SchemaTool(Tool):
         if closed:
             schema.setdefault("additionalProperties", False)
         self.func = call
+        self.retry = RetryPolicy.of(retries, retry_on, backoff)
         self.name = name
         self.description = description
         self.reuse = reuse

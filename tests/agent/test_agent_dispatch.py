@@ -178,3 +178,29 @@ def test_gather_is_a_reserved_tool_name() -> None:
 def test_budgets_must_make_sense(log: CallLog, options: dict[str, int]) -> None:
     with pytest.raises(ValueError):
         PlanExecuteAgent(fixed(), log.tools(), **options)  # type: ignore[arg-type]
+
+
+def test_a_tool_with_retries_is_tried_again_in_steps_and_gather_calls() -> None:
+    failures = {"ping": [ConnectionError("reset")], "aping": [TimeoutError("slow")] * 2}
+
+    def ping(host: str) -> str:
+        """Ping a host."""
+        if failures["ping"]:
+            raise failures["ping"].pop()
+        return f"pong {host}"
+
+    async def aping(host: str) -> str:
+        """Ping a host, asynchronously."""
+        if failures["aping"]:
+            raise failures["aping"].pop()
+        return f"apong {host}"
+
+    tools = [Tool(ping, retries=1, backoff=0), Tool(aping, retries=2, backoff=0)]
+    gather = Step(2, "gather", {"calls": [{"tool_name": "aping", "args": {"host": "b"}}]})
+    session = PlanExecuteAgent(fixed(Step(1, "ping", {"host": "a"}), gather), tools).run("g")
+    assert session.status == "completed"
+    assert [step.result for step in session.history] == ["pong a", ["apong b"]]
+    retries = [(e["call_id"], e["name"], e["attempt"]) for e in session.events
+               if e["type"] == "call_retry"]
+    assert retries == [("step-0.1", "ping", 1), ("step-0.2.0", "aping", 1),
+                       ("step-0.2.0", "aping", 2)]

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from dcbrain.config import ConfigError, load_config, load_tools
+from dcbrain import ScriptedLLM
+from dcbrain.config import ConfigError, build_chains, config_from_dict, load_config, load_tools
+from dcbrain.retries import Backoff
 from support.cli_runner import RunCLI
 from support.mcp_servers import SCHEMA_SERVER
 
@@ -236,3 +238,13 @@ def test_a_local_llm_plans_with_the_grammar_and_examples_and_validates_by_schema
     assert validator.grammar is None and not isinstance(validator, LocalPlanner)
     assert validator.model_path == planner.model_path
     assert brain.default_llm.model == "m"
+
+
+def test_the_config_sets_a_chains_retries_and_backoff(tmp_path: Path) -> None:
+    config = config_from_dict({"chains": {
+        "summarize": {"retries": 2, "backoff": 0.5}, "translate": {}}},
+        base_dir=tmp_path, source="dcbrain.toml")
+    chains = build_chains(config, {}, ScriptedLLM([]))
+    policy = chains["summarize"].retry
+    assert policy is not None and (policy.retries, policy.backoff) == (2, Backoff.fixed(0.5))
+    assert chains["translate"].retry is None

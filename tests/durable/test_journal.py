@@ -14,6 +14,7 @@ from dcbrain.brain import BrainResult, DCBrain, RunDeps
 from dcbrain.durable import DurableStore
 from dcbrain.durable.journal import JournalDivergence, RecordedMemory, RunJournal
 from dcbrain.journal import JournalEntry, JournalKey
+from dcbrain.tools import Tool
 from support.brain_scripts import plan, verdict
 from support.durable_brains import CountingTools
 from support.durable_harness import Backend
@@ -165,3 +166,37 @@ def test_memory_commits_happen_once_and_recall_answers_as_recorded(
     recalls = [r for r in backend.store.journal("m1") if r.get("type") == "recall"]
     assert len(recalls) == 1
     memory.close()
+
+
+class _Crash(BaseException):
+    """The worker's process dying mid-call: nothing after it runs or is recorded."""
+
+
+def test_a_replay_of_a_call_cut_off_between_tries_makes_only_the_tries_left(
+    backend: Backend,
+) -> None:
+    tries: list[str] = []
+
+    def brain(*outcomes: BaseException | None) -> DCBrain:
+        left = list(outcomes)
+
+        def notify(user: str) -> str:
+            """Notify a user."""
+            tries.append(user)
+            outcome = left.pop(0) if left else None
+            if outcome is not None:
+                raise outcome
+            return f"notified {user}"
+
+        return DCBrain(default_llm=ScriptedLLM([plan('return notify(user="ann")')]),
+                       default_validate_llm=ScriptedLLM([verdict(True)]),
+                       tools=[Tool(notify, retries=3, backoff=0)])
+
+    with pytest.raises(_Crash):
+        _execute(brain(ConnectionError("reset"), _Crash()), backend.store, "t1")
+    rows = [row["entry"]["key"] for row in backend.store.journal("t1") if row["type"] == "call"]
+    assert [(key["name"], key.get("failed_try", 0)) for key in rows] == [
+        ("__planner__", 0), ("notify", 1)]
+    replay = _execute(brain(), backend.store, "t1")
+    assert (replay.status, replay.final_result) == ("succeeded", "notified ann")
+    assert len(tries) == 3  # the failed try, the cut-off one, then one more

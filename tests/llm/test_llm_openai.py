@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 
 from dcbrain import OpenAILLM, ToolCall
-from dcbrain.exceptions import TFLLMError
+from dcbrain.exceptions import TFLLMError, TFLLMUnavailable
 from dcbrain.llm import cl100k_base_length, count_message_tokens
+from dcbrain.retries import is_transient
 from support.fake_openai import FakeOpenAIServer
 
 MESSAGES = [{"role": "user", "content": "Summarize the report"}]
@@ -155,9 +156,21 @@ async def test_server_errors_are_retried_then_reported_with_status_and_body(
 
 async def test_client_errors_are_not_retried(fake_openai: FakeOpenAIServer) -> None:
     fake_openai.fail(401, "invalid api key")
-    with pytest.raises(TFLLMError, match=r"HTTP 401.*invalid api key"):
+    with pytest.raises(TFLLMError, match=r"HTTP 401.*invalid api key") as caught:
         await make_llm(fake_openai, max_retries=3).achat(MESSAGES)
     assert len(fake_openai.requests) == 1
+    assert not is_transient(caught.value)  # nothing a new try would change
+
+
+@pytest.mark.parametrize("status", [429, 503])
+async def test_a_provider_unavailable_through_the_sdks_retries_is_a_transient_error(
+    fake_openai: FakeOpenAIServer, status: int,
+) -> None:
+    for _ in range(2):
+        fake_openai.fail(status, "try again later", retry_after=0.01)
+    with pytest.raises(TFLLMUnavailable, match=rf"HTTP {status}.*try again later") as caught:
+        await make_llm(fake_openai, max_retries=1).achat(MESSAGES)
+    assert len(fake_openai.requests) == 2 and is_transient(caught.value)
 
 
 async def test_a_slow_server_times_out(fake_openai: FakeOpenAIServer) -> None:

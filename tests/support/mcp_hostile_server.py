@@ -7,6 +7,10 @@
     --pages N|endless   tools/list answers N pages (or pages forever), each with
                         --per-page made-up tools and a next cursor
     --gzip              HTTP answers are gzip-encoded (whatever the client asked for)
+    --drop N            over HTTP, the first N tools/call requests get no answer: the
+                        connection is closed under them
+    --exit-once PATH    over stdio, the first tools/call of the first server started with
+                        this PATH exits the process unanswered (PATH marks that it did)
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import json
 import sys
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 CHUNK = "x" * (1 << 20)
@@ -30,11 +35,14 @@ def options() -> argparse.Namespace:
     parser.add_argument("--pages")
     parser.add_argument("--per-page", type=int, default=0)
     parser.add_argument("--gzip", action="store_true")
+    parser.add_argument("--drop", type=int, default=0)
+    parser.add_argument("--exit-once")
     return parser.parse_args()
 
 
 OPTIONS = options()
 NAMES = [name for name in OPTIONS.tools.split(",") if name]
+DROPPED = [0]  # tools/call requests dropped so far
 
 
 def tool(name: str) -> dict[str, Any]:
@@ -85,8 +93,21 @@ def answer(message: dict[str, Any]) -> Iterator[str]:
     yield head + ", " + json.dumps({"result": result})[1:]
 
 
+def exits_now(line: str) -> bool:
+    """Whether this stdio server dies on ``line`` (see ``--exit-once``)."""
+    if OPTIONS.exit_once is None or '"tools/call"' not in line:
+        return False
+    marker = Path(OPTIONS.exit_once)
+    if marker.exists():
+        return False
+    marker.write_text("exited")
+    return True
+
+
 def serve_stdio() -> None:
     for line in sys.stdin:
+        if exits_now(line):
+            sys.exit(1)
         wrote = False
         for piece in answer(json.loads(line)) if line.strip() else ():
             sys.stdout.write(piece)
@@ -100,6 +121,10 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("content-length", 0)))
         message = json.loads(body)
+        if message.get("method") == "tools/call" and DROPPED[0] < OPTIONS.drop:
+            DROPPED[0] += 1
+            self.close_connection = True  # no status line: the client sees the drop
+            return
         if next(answer(message), None) is None:
             self.send_response(202)
             self.send_header("content-length", "0")

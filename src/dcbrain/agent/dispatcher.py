@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from dcbrain.agent.step import GATHER, Step
-from dcbrain.events import CallFinished, CallStarted, EventLog, clip, clip_arguments
+from dcbrain.events import CallFinished, CallRetry, CallStarted, EventLog, clip, clip_arguments
 from dcbrain.exceptions import TFFatalStepError, TFToolError
+from dcbrain.retries import acall_with_retries, call_with_retries
 from dcbrain.tools import Tool, ToolLike, ToolProvider
 
 FailurePolicy = Literal["abort", "skip", "replan"]
@@ -76,17 +77,27 @@ class Dispatcher:
         """Execute ``step`` and classify the outcome; never raises for a tool's failure."""
         if step.is_gather:
             return await self._gather(step, events)
-        return await self._call(step.tool_name, step.args, f"step {step.id} ({step.tool_name})")
+        return await self._call(step.tool_name, step.args, f"step {step.id} ({step.tool_name})",
+                                _RetryEvents(events, f"step-{step.revision}.{step.id}",
+                                             step.tool_name))
 
-    async def _call(self, name: str, args: dict[str, Any], where: str) -> StepOutcome:
+    async def _call(self, name: str, args: dict[str, Any], where: str,
+                    retries: _RetryEvents) -> StepOutcome:
         tool = self.tools.get(name)
         if tool is None:
             return StepOutcome("replannable", error=f"{where}: unknown tool {name!r}")
+        policy = tool.retry
         try:
-            if tool.is_async:
-                result = await tool.acall(**args)
+            if policy is None:
+                result = await (tool.acall(**args) if tool.is_async
+                                else asyncio.to_thread(tool.call, **args))
+            elif tool.is_async:
+                result = await acall_with_retries(policy, lambda: tool.acall(**args), retries,
+                                                  never=(TFFatalStepError,))
             else:
-                result = await asyncio.to_thread(tool.call, **args)
+                result = await asyncio.to_thread(call_with_retries, policy,
+                                                 lambda: tool.call(**args), retries,
+                                                 never=(TFFatalStepError,))
         except TFFatalStepError as exc:
             return StepOutcome("fatal", error=f"{where} failed fatally: {exc}")
         except TFToolError as exc:
@@ -112,7 +123,8 @@ class Dispatcher:
                         args=clip_arguments(args),
                     ))
                 where = f"step {step.id} gather call {index} ({name})"
-                outcome = await self._call(name, args, where)
+                outcome = await self._call(name, args, where, _RetryEvents(
+                    events, f"step-{step.revision}.{step.id}.{index}", name))
                 if events is not None:
                     events.emit(CallFinished(
                         call_id=f"step-{step.revision}.{step.id}.{index}",
@@ -137,6 +149,27 @@ class Dispatcher:
         if errors:
             return StepOutcome("replannable", result=results, error="; ".join(errors))
         return StepOutcome("success", result=results)
+
+
+class _RetryEvents:
+    """Announces the retried tries of one call of a step (the agent keeps no journal)."""
+
+    def __init__(self, events: EventLog | None, call_id: str, name: str) -> None:
+        self.events = events
+        self.call_id = call_id
+        self.name = name
+
+    def retrying(self, attempt: int, attempts: int, error: Exception, delay_s: float,
+                 started: float) -> None:
+        if self.events is not None:
+            self.events.emit(CallRetry(
+                call_id=self.call_id, kind="tool", name=self.name, attempt=attempt,
+                attempts=attempts, error=f"{type(error).__name__}: {error}",
+                delay_s=round(delay_s, 3)))
+
+    async def aretrying(self, attempt: int, attempts: int, error: Exception, delay_s: float,
+                        started: float) -> None:
+        self.retrying(attempt, attempts, error, delay_s, started)
 
 
 def tool_registry(tools: Mapping[str, ToolLike] | Sequence[ToolLike]) -> dict[str, Tool]:

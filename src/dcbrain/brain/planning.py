@@ -7,7 +7,8 @@ planning set on a chain carries over to the next. A new plan is recorded on the 
 intermediate result and announced as ``plan_created`` (the run's first) or
 ``plan_revised`` (with the diff against the previous plan). A plan identical to one that
 already failed in this run is not run again: the planner is told once, a second repeat
-ends the run (reason ``repeated_plan``).
+ends the run (reason ``repeated_plan``) — unless the failure was transient (see
+:func:`remember_failed_plan`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from dcbrain.exceptions import TFChainError
 from dcbrain.journal import CallJournal, JournalEntry, JournalKey
 from dcbrain.llm.base import ChatLLM
 from dcbrain.messages import TextMessage
+from dcbrain.retries import is_transient
 from dcbrain.tfplan import extract_plan
 from dcbrain.tfplan.interpreter import off_the_loop
 
@@ -224,8 +226,13 @@ def normalized_plan(plan: str) -> str:
 
 
 def remember_failed_plan(ir: BrainIntermediateResult) -> None:
-    """Note the current plan as failed (so running it again can be refused)."""
-    if ir.current_plan is not None:
+    """Note the current plan as failed (so running it again can be refused).
+
+    A plan ended by a transient failure (a call's error that said a new try may pass, or
+    a call whose retries ran out on such errors) is not noted: the same plan may be run
+    again, and the journal answers its calls that finished.
+    """
+    if ir.current_plan is not None and not is_transient(ir.interpreter_err):
         ir.failed_plans.setdefault(normalized_plan(ir.current_plan), ir.iterations)
 
 

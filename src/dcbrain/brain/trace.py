@@ -19,7 +19,9 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from dcbrain._jsonsafe import dumps
 from dcbrain.events import (
+    DEFAULT_CLIP,
     CallFinished,
+    CallRetry,
     CallStarted,
     Event,
     EventData,
@@ -288,6 +290,26 @@ class PlanCallEvents:
             entry = self._open.pop(id(record), None)
         if entry is not None:
             self._finish(entry[0], record, "error" if record.error else "ok")
+
+    def on_call_retry(self, record: CallRecord, *, attempt: int, attempts: int, error: str,
+                      delay_s: float) -> None:
+        """Try ``attempt`` of an open call failed and is retried after ``delay_s``."""
+        with self._lock:
+            entry = self._open.get(id(record))
+        if entry is None:
+            return
+        self._recorder.emit(CallRetry(
+            call_id=entry[0],
+            kind=self._kind(record),
+            name=record.name,
+            attempt=attempt,
+            attempts=attempts,
+            error=error if len(error) <= DEFAULT_CLIP else error[:DEFAULT_CLIP] + "…",
+            delay_s=round(delay_s, 3),
+            line=record.line,
+            branch=record.branch,
+            path=str(record.extra.get("path", "")),
+        ))
 
     def close_open(self, status: str) -> None:
         """End every call still open with ``status`` (``aborted`` or ``error``)."""

@@ -24,20 +24,30 @@ class CallAnnouncer:
     def on_call_start(self, record: CallRecord) -> None:
         self._reported.record = record
 
-    def announce(self, kind: str, *, reused: bool = False, path: str = "") -> None:
-        """Announce the call this thread is entering as a call of ``kind``.
+    def announce(self, kind: str, *, reused: bool = False, path: str = "") -> CallRecord | None:
+        """Announce the call this thread is entering as a call of ``kind``; its record.
 
         ``reused``: the run journal answers it with a recorded result; ``path``: its
         ``parallel`` branch path.
         """
         record: CallRecord | None = getattr(self._reported, "record", None)
         if record is None:
-            return
+            return None
         self._reported.record = None
         record.extra["kind"] = kind
         record.extra["reused"] = reused
         record.extra["path"] = path
         self._observer.on_call_start(record)
+        return record
+
+    def retried(self, record: CallRecord, attempt: int, attempts: int, error: BaseException,
+                delay_s: float) -> None:
+        """Tell an observer that listens (``on_call_retry``) that try ``attempt`` of the
+        call ``record`` failed with ``error`` and is retried after ``delay_s``."""
+        listener = getattr(self._observer, "on_call_retry", None)
+        if listener is not None:
+            listener(record, attempt=attempt, attempts=attempts,
+                     error=f"{type(error).__name__}: {error}", delay_s=delay_s)
 
     def on_call_end(self, record: CallRecord) -> None:
         if getattr(self._reported, "record", None) is record:

@@ -18,6 +18,7 @@ from dcbrain.journal import (
     calling,
     canonical_args,
 )
+from dcbrain.retries import is_transient
 
 #: Errors that end a plan as they are instead of becoming a plan error (no replan helps);
 #: they are not recorded either: the call did not finish.
@@ -60,6 +61,12 @@ class PlanJournal:
             entry = self.journal.reusable(key)
         return key, entry
 
+    def failed_tries(self, key: JournalKey | None) -> list[JournalEntry]:
+        """The recorded failed tries of the call ``key`` (a replayed call with retries)."""
+        if key is None or self.journal is None:
+            return []
+        return self.journal.failed_tries(key)
+
     def record(self, key: JournalKey | None, kind: str, started: float,
                **outcome: Unpack[Outcome]) -> None:
         """Record a finished call (``started`` from ``time.perf_counter()``)."""
@@ -88,6 +95,7 @@ class PlanJournal:
             duration_s=time.perf_counter() - started,
             tokens=outcome.get("tokens", 0),
             intermediate=outcome.get("intermediate") or None,
+            transient=is_transient(error),
         )
 
     def call(self, key: JournalKey | None, kind: str, work: Callable[[], T]) -> T:
@@ -127,7 +135,9 @@ class PlanJournal:
 def replayed(entry: JournalEntry) -> Any:
     """The recorded outcome of a journaled call: its result, or its error raised again."""
     if not entry.ok:
-        raise TFRecordedCallError(entry.error or "the call failed")
+        error = TFRecordedCallError(entry.error or "the call failed")
+        error.transient = entry.transient  # a replayed run decides on it as the first did
+        raise error
     return plain_copy(entry.result)
 
 

@@ -35,6 +35,7 @@ from dcbrain.chain.runnable import MessageLike, Runnable
 from dcbrain.exceptions import TFChainError, TFError, TFSchemaError, TFToolError
 from dcbrain.llm.base import ChatLLM, LLMReply, ToolCall
 from dcbrain.messages import TextMessage, as_message
+from dcbrain.retries import Backoff, RetryPolicy
 from dcbrain.schemas import CompiledSchema, compile_schema, describe_schema_error
 from dcbrain.tools import Tool, ToolLike, ToolProvider, as_tool
 
@@ -56,6 +57,9 @@ class Chain(Runnable):
     describes the keyword arguments a plan passes; by default every template variable is
     a required string. ``tools`` may be called by the model (OpenAI tool calls). ``reuse=False``
     opts the chain out of the run journal's reuse (every plan calls it afresh).
+    ``retries``/``retry_on``/``backoff`` try a plan's failed call of the chain again, as for
+    a :class:`~dcbrain.tools.Tool` (the provider's own retries of one LLM request are the
+    LLM's, e.g. ``OpenAILLM(max_retries=...)``).
     """
 
     def __init__(
@@ -77,6 +81,9 @@ class Chain(Runnable):
         max_tokens: int | None = None,
         temperature: float | None = None,
         reuse: bool = True,
+        retries: int = 0,
+        retry_on: Iterable[type[BaseException]] | None = None,
+        backoff: Backoff | float | None = None,
     ) -> None:
         if not isinstance(name, str) or not name:
             raise TFChainError(f"a chain needs a non-empty name, got {name!r}")
@@ -90,6 +97,7 @@ class Chain(Runnable):
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.reuse = reuse
+        self.retry = RetryPolicy.of(retries, retry_on, backoff)
         self.prompts: list[BasePrompt] = []
         self.system_prompt: BasePrompt | None = None
         with self._named_errors():

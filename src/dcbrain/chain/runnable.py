@@ -11,6 +11,7 @@ from dcbrain._sync import run_sync
 from dcbrain.chain.prompts import Knowledge
 from dcbrain.chain.result import ChainResult
 from dcbrain.messages import TextMessage, as_message
+from dcbrain.retries import RetryPolicy
 from dcbrain.tools import SchemaTool, Tool, ToolLike
 
 MessageLike = TextMessage | dict[str, Any]
@@ -27,6 +28,8 @@ class Runnable(ABC):
     #: Whether a replan may get a recorded result of this chain instead of running it
     #: again (the run's call journal).
     reuse: bool = True
+    #: How a plan tries a failed call of this chain again (``None``: it does not).
+    retry: RetryPolicy | None = None
 
     @property
     @abstractmethod
@@ -58,7 +61,7 @@ class Runnable(ABC):
         async def call(**kwargs: Any) -> Any:
             return (await self.arun(**kwargs)).content
 
-        return SchemaTool(
+        tool = SchemaTool(
             call,
             name=name or self.name,
             description=self.description if description is None else description,
@@ -66,6 +69,8 @@ class Runnable(ABC):
             returns_schema=self.output_schema,
             check_values=False,
         )
+        tool.retry = self.retry
+        return tool
 
     def run(
         self,

@@ -29,6 +29,7 @@ from typing import Any
 from dcbrain.chain._announce import CallAnnouncer
 from dcbrain.chain._journaling import PASSTHROUGH, PlanJournal, replayed
 from dcbrain.chain._plan_result import attach_partial, partial_chain_result, plan_chain_result
+from dcbrain.chain._retrying import JournaledTries
 from dcbrain.chain._usage import UsageCollector
 from dcbrain.chain.chain import Chain
 from dcbrain.chain.construct import CONSTRUCT_CHAIN_SPEC, built_by_plan, construct_plan_chain
@@ -258,14 +259,23 @@ class _ToolCallable:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         owner = self.owner
         arguments = self._keyword_arguments(args, kwargs)
-        key, entry = owner._journaled(self.name, arguments, reuse=self.tool.reuse)
-        owner._announce("tool", key, entry)
+        tool = self.tool
+        key, entry = owner._journaled(self.name, arguments, reuse=tool.reuse)
+        record = owner._announce("tool", key, entry)
         if entry is not None:
             return replayed(entry)
         journal = owner._journal
-        if self.tool.is_async:
-            return owner._in_scope(journal.acall(key, "tool", self.tool.acall(**arguments)))
-        return journal.call(key, "tool", lambda: self.tool.call(**arguments))
+        policy = tool.retry
+        if policy is None:
+            if tool.is_async:
+                return owner._in_scope(journal.acall(key, "tool", tool.acall(**arguments)))
+            return journal.call(key, "tool", lambda: tool.call(**arguments))
+        tries = JournaledTries(journal, key, "tool", owner._announcer, record)
+        if tool.is_async:
+            return owner._in_scope(journal.acall(
+                key, "tool", tries.acall(policy, lambda: tool.acall(**arguments))))
+        return journal.call(key, "tool",
+                            lambda: tries.call(policy, lambda: tool.call(**arguments)))
 
     def _keyword_arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
         try:
@@ -471,28 +481,37 @@ class TFChainInterpreter:
             self.neural.raise_if_new_input(self.conversation_id)
         chain = callable_.chain
         key, entry = self._journaled(callable_.journal_name, kwargs, reuse=chain.reuse)
-        self._announce("chain", key, entry)
+        record = self._announce("chain", key, entry)
         scope = self._scope()
         if entry is not None:
             if entry.ok and entry.intermediate:
                 scope.write(entry.intermediate)
             return replayed(entry)
         message = self.construct_chain_run_input(kwargs, additional_info=scope.chain_info())
-        return self._run_chain(chain, message, scope, key)
+        return self._run_chain(chain, message, scope, key, record)
 
     async def _run_chain(
         self, chain: Chain | Chains, message: TextMessage, scope: _Scope,
-        key: JournalKey | None = None,
+        key: JournalKey | None = None, record: CallRecord | None = None,
     ) -> ChainOutput:
-        """Phase two: run the chain, then sync back only the intermediate results."""
+        """Phase two: run the chain (its tries), then sync back only the intermediate
+        results (a failed try's stay: no rollback)."""
         token = llm_observer.set(scope.collector)
         started = time.perf_counter()
         before = dict(message.additional_kwargs)
         result: ChainResult | None = None
         added: dict[str, Any] = {}
+
+        def run() -> Awaitable[ChainResult]:
+            return chain.async_run(message, self.conversation, self.knowledge)
+
         try:
             with self._journal.context(key):
-                result = await chain.async_run(message, self.conversation, self.knowledge)
+                if chain.retry is None:
+                    result = await run()
+                else:
+                    tries = JournaledTries(self._journal, key, "chain", self._announcer, record)
+                    result = await tries.acall(chain.retry, run)
         except Exception as exc:
             await self._journal.arecord(key, "chain", started, error=exc)
             raise
@@ -559,11 +578,12 @@ class TFChainInterpreter:
 
     def _announce(
         self, kind: str, key: JournalKey | None = None, entry: JournalEntry | None = None
-    ) -> None:
-        if self._announcer is not None:
-            self._announcer.announce(
-                kind, reused=entry is not None, path=key.path if key is not None else ""
-            )
+    ) -> CallRecord | None:
+        """Announce the call this thread is entering; its trace record, if observed."""
+        if self._announcer is None:
+            return None
+        return self._announcer.announce(
+            kind, reused=entry is not None, path=key.path if key is not None else "")
 
     def _journaled(
         self, name: str, arguments: Mapping[str, Any], *, reuse: bool

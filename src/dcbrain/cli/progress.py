@@ -24,6 +24,7 @@ from dcbrain._text import terminal_text
 from dcbrain.events import (
     Budget,
     CallFinished,
+    CallRetry,
     CallStarted,
     ErrorEvent,
     Event,
@@ -103,6 +104,10 @@ class ProgressView:
                 return self._call_started(payload)
             case CallFinished():
                 return self._call_finished(payload)
+            case CallRetry():
+                return Text(f"  ↻ {payload.kind} {_short(payload.name)} try {payload.attempt} "
+                            f"of {payload.attempts} failed: {_short(payload.error)}; again "
+                            f"in {payload.delay_s:.1f}s", style="yellow")
             case PlanFinished():
                 if payload.ok:
                     return Text(f"  plan result: {_short(payload.result)}", style="green")

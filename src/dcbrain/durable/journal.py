@@ -85,7 +85,8 @@ class StoredJournal(CallJournal):
         self._replay_lock = threading.Lock()
         self._expected: dict[tuple[int, str], list[JournalKey]] = defaultdict(list)
         for entry in entries:
-            self._expected[(entry.key.attempt, entry.key.path)].append(entry.key)
+            if not entry.key.failed_try:  # read through failed_tries(), never looked up
+                self._expected[(entry.key.attempt, entry.key.path)].append(entry.key)
         self._used: set[JournalKey] = set()
 
     def lookup(self, key: JournalKey) -> JournalEntry | None:

@@ -2,7 +2,9 @@
 
 Retries with exponential backoff on 408/409/429/5xx and connection errors, honouring
 ``Retry-After``, are the ``openai`` SDK's own; this module configures them
-(``max_retries``, ``timeout``) and turns what is left into :class:`TFLLMError`.
+(``max_retries``, default 2, and ``timeout``) and turns what is left into
+:class:`TFLLMError` — :class:`TFLLMUnavailable`, a transient error, when the SDK's
+retries ran out on one of those.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any, Literal
 import json_repair
 import openai
 
-from dcbrain.exceptions import TFLLMError
+from dcbrain.exceptions import TFLLMError, TFLLMUnavailable
 from dcbrain.llm.base import DEFAULT_MAX_OUTPUT_TOKENS, ChatLLM, LLMReply, ToolCall
 from dcbrain.llm.tokens import cl100k_base_length, count_message_tokens
 from dcbrain.usage import Usage
@@ -136,17 +138,18 @@ class OpenAILLM(ChatLLM):
         try:
             response = await self._client().chat.completions.create(**params)
         except openai.APIStatusError as exc:
-            raise TFLLMError(
+            error = TFLLMUnavailable if _retried_status(exc.status_code) else TFLLMError
+            raise error(
                 f"{self._where()}: HTTP {exc.status_code}: {_snippet(exc.response.text)}"
             ) from exc
         except openai.APITimeoutError as exc:
-            raise TFLLMError(
+            raise TFLLMUnavailable(
                 f"{self._where()}: no response within {self.timeout}s "
                 f"(tried {self.max_retries + 1} times)"
             ) from exc
         except openai.APIConnectionError as exc:
             cause = exc.__cause__ or exc
-            raise TFLLMError(f"{self._where()}: connection failed: {cause}") from exc
+            raise TFLLMUnavailable(f"{self._where()}: connection failed: {cause}") from exc
         except (openai.OpenAIError, ValueError) as exc:
             raise TFLLMError(f"{self._where()}: malformed response: {exc}") from exc
         return self._reply(response, messages)
@@ -219,6 +222,11 @@ class OpenAILLM(ChatLLM):
 
     def _where(self) -> str:
         return f"OpenAILLM({self.model!r}) at {self.base_url or 'api.openai.com'}"
+
+
+def _retried_status(status: int) -> bool:
+    """The statuses the SDK retries (``max_retries``): the provider may answer later."""
+    return status in (408, 409, 429) or status >= 500
 
 
 def _schema_name(json_schema: dict[str, Any]) -> str:

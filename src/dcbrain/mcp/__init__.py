@@ -13,11 +13,12 @@ from typing import TYPE_CHECKING
 from dcbrain._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from dcbrain.mcp.client import MCPTools, TFMCPError
+    from dcbrain.mcp.client import MCPTools, TFMCPError, TFMCPTransportError
 
-__all__ = ["MCPTools", "TFMCPError"]
+__all__ = ["MCPTools", "TFMCPError", "TFMCPTransportError"]
 
 __getattr__, __dir__ = lazy_exports(__name__, {
     "MCPTools": "dcbrain.mcp.client",
     "TFMCPError": "dcbrain.mcp.client",
+    "TFMCPTransportError": "dcbrain.mcp.client",
 })

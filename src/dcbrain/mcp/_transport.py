@@ -21,7 +21,7 @@ import subprocess
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import anyio
 import httpx2
@@ -30,6 +30,7 @@ from anyio.abc import Process
 from mcp.client.stdio import get_default_environment
 from mcp.client.streamable_http import streamable_http_client
 from mcp.os.posix.utilities import terminate_posix_process_tree
+from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
 from dcbrain.mcp.limits import size_text
@@ -46,6 +47,22 @@ _OPENING_BYTES = 256
 #: A refused line answers the request whose id opens it (``{"jsonrpc": "2.0", "id": 7, …``).
 _OPENING_ID = re.compile(
     rb'\A\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
+
+
+def connection_failure(error: BaseException) -> Literal["lost", "timeout"] | None:
+    """How a call failed if the connection did, not the server's answer: ``"lost"`` (the
+    session ended: closed, cut, refused) or ``"timeout"``; a new try may pass."""
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    if isinstance(error, MCPError):
+        return {types.CONNECTION_CLOSED: "lost", types.REQUEST_TIMEOUT: "timeout"}.get(
+            error.error.code)  # type: ignore[return-value]
+    if isinstance(error, TimeoutError | httpx2.TimeoutException):
+        return "timeout"
+    if isinstance(error, ConnectionError | httpx2.TransportError | anyio.ClosedResourceError
+                  | anyio.BrokenResourceError | anyio.EndOfStream):
+        return "lost"
+    return None
 
 
 def too_large(limit: int) -> str:

@@ -14,7 +14,7 @@ import asyncio
 import atexit
 import shlex
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import AsyncExitStack
@@ -22,7 +22,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, overload
 
-from dcbrain.exceptions import TFMCPError, TFSchemaError, TFToolError
+from dcbrain.exceptions import TFMCPError, TFMCPTransportError, TFSchemaError, TFToolError
 from dcbrain.mcp._convert import identifier, plain_result, wrapped_output
 from dcbrain.mcp.limits import (
     DEFAULT_MAX_LIST_BYTES,
@@ -31,6 +31,7 @@ from dcbrain.mcp.limits import (
     DEFAULT_MAX_TOOLS,
     size_text,
 )
+from dcbrain.retries import Backoff, RetryPolicy
 from dcbrain.schemas import CompiledSchema, compile_schema, describe_schema_error
 from dcbrain.tools import SchemaTool, Tool
 
@@ -53,6 +54,14 @@ class MCPTools(Sequence[Tool]):
     :meth:`connect`, ``with``/``async with``) and stopped by :meth:`close` (or at exit).
     Start-up fails after ``startup_timeout`` seconds; each call after ``call_timeout``.
 
+    A call whose connection fails (lost, cut, refused, timed out) raises
+    :class:`~dcbrain.exceptions.TFMCPTransportError`, a transient error: by default it is
+    tried ``retries=2`` more times (``retry_on`` and ``backoff`` as for
+    :class:`~dcbrain.tools.Tool`), and a session the failure took down is started again
+    before the next call. A server's own error (``isError``) is not retried. Set
+    ``retries=0`` for a server whose calls must not be repeated: a call cut off after the
+    server acted on it is made again.
+
     The server is untrusted. A message of more than ``max_message_bytes`` is refused
     before it is parsed and fails the call it answers; the tool list may take at most
     ``max_list_pages`` pages, ``max_tools`` tools and ``max_list_bytes`` bytes.
@@ -73,6 +82,9 @@ class MCPTools(Sequence[Tool]):
         max_tools: int = DEFAULT_MAX_TOOLS,
         max_list_pages: int = DEFAULT_MAX_LIST_PAGES,
         max_list_bytes: int = DEFAULT_MAX_LIST_BYTES,
+        retries: int = 2,
+        retry_on: Iterable[type[BaseException]] | None = None,
+        backoff: Backoff | float | None = None,
     ) -> None:
         if (command is None) == (url is None):
             raise ValueError("MCPTools needs exactly one of command=[...] (stdio) or url=...")
@@ -96,12 +108,14 @@ class MCPTools(Sequence[Tool]):
         self.max_tools = max_tools
         self.max_list_pages = max_list_pages
         self.max_list_bytes = max_list_bytes
+        self.retry = RetryPolicy.of(retries, retry_on, backoff)
         self._tools: list[Tool] | None = None
         self._result_schemas: dict[str, CompiledSchema] = {}
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._client: Client | None = None
+        self._lost: Client | None = None  # a session a call saw end
         self._stop: asyncio.Event | None = None
         self._finished: Future[None] | None = None
         self._stderr: StderrTail | None = None
@@ -138,20 +152,7 @@ class MCPTools(Sequence[Tool]):
         with self._lock:
             if self._tools is not None:
                 return self
-            loop = self._start_loop()
-            self._stop = asyncio.Event()
-            ready: Future[list[MCPToolInfo]] = Future()
-            self._finished = asyncio.run_coroutine_threadsafe(self._serve(ready), loop)
-            try:
-                listing = ready.result(timeout=self.startup_timeout)
-            except FutureTimeout:
-                message = self._failure(f"no answer within {self.startup_timeout:g} s")
-                self._shutdown()
-                raise TFMCPError(message) from None
-            except BaseException as exc:
-                message = self._failure(_describe(exc))
-                self._shutdown()
-                raise TFMCPError(message) from None
+            listing = self._open_session(TFMCPError)
             try:
                 self._tools = self._plan_tools(listing)
             except TFMCPError as exc:
@@ -190,6 +191,37 @@ class MCPTools(Sequence[Tool]):
         await self.aclose()
 
     # -- internals -----------------------------------------------------------------------
+    def _open_session(self, failure: type[TFMCPError]) -> list[MCPToolInfo]:
+        """Start a session (and its loop) and list the server's tools; ``failure`` when it
+        does not start."""
+        loop = self._start_loop()
+        self._stop = asyncio.Event()
+        ready: Future[list[MCPToolInfo]] = Future()
+        self._finished = asyncio.run_coroutine_threadsafe(self._serve(ready), loop)
+        try:
+            return ready.result(timeout=self.startup_timeout)
+        except FutureTimeout:
+            message = self._failure(f"no answer within {self.startup_timeout:g} s")
+            self._shutdown()
+            raise failure(message) from None
+        except BaseException as exc:
+            message = self._failure(_describe(exc))
+            self._shutdown()
+            raise failure(message) from None
+
+    def _reopen(self) -> None:
+        """A new session in place of one the connection took down (the server's process
+        exited, an HTTP request was cut): the tools stay as they were listed."""
+        with self._lock:
+            if self._tools is None or not self._session_lost():
+                return  # closed on purpose, or another call reopened it
+            self._shutdown()
+            self._open_session(TFMCPTransportError)
+            self._use_compiled_output_schemas()
+
+    def _session_lost(self) -> bool:
+        return self._client is None or self._client is self._lost
+
     def _start_loop(self) -> asyncio.AbstractEventLoop:
         loop = asyncio.new_event_loop()
         thread = threading.Thread(target=loop.run_forever, name=f"dcbrain-mcp-{self.name}",
@@ -306,6 +338,7 @@ class MCPTools(Sequence[Tool]):
         except TFSchemaError as exc:
             raise TFMCPError(str(exc)) from None
         tool.origin = f"MCP server {self.name!r}"
+        tool.retry = self.retry
         # readers of plain functions (the embedded planner's prompt) see the real arguments
         call.__signature__ = tool.signature  # type: ignore[attr-defined]
         call.__doc__ = tool.description
@@ -336,6 +369,8 @@ class MCPTools(Sequence[Tool]):
 
     async def _call(self, tool: str, arguments: dict[str, Any], *, wrapped: bool) -> Any:
         """Run ``tools/call`` on the session's loop, from whichever loop calls."""
+        if self._tools is not None and self._session_lost():
+            await asyncio.to_thread(self._reopen)
         loop, client = self._loop, self._client
         if loop is None or client is None:
             raise TFMCPError(f"MCP server {self.name!r} is closed")
@@ -348,8 +383,14 @@ class MCPTools(Sequence[Tool]):
             future.cancel()
             raise
         except Exception as exc:
-            raise TFMCPError(f"MCP server {self.name!r}: tool {tool!r} failed: "
-                             f"{_describe(exc)}") from None
+            from dcbrain.mcp._transport import connection_failure
+
+            failure = connection_failure(exc)
+            if failure == "lost":
+                self._lost = client  # ending: the next call starts a new session
+            error = TFMCPError if failure is None else TFMCPTransportError
+            raise error(f"MCP server {self.name!r}: tool {tool!r} failed: "
+                        f"{_describe(exc)}") from None
         if result.is_error:
             raise TFToolError(f"MCP tool {tool!r} of server {self.name!r}: "
                               f"{_error_text(result)}")
@@ -390,4 +431,4 @@ def _error_text(result: Any) -> str:
     return " ".join(text for text in texts if text).strip() or "the tool reported an error"
 
 
-__all__ = ["MCPTools", "TFMCPError"]
+__all__ = ["MCPTools", "TFMCPError", "TFMCPTransportError"]

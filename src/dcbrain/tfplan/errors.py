@@ -150,7 +150,13 @@ class TFRuntimeError(TFInterpreterError):
 
 
 class TFCallError(TFRuntimeError):
-    """A chain or tool called by the plan failed; ``__cause__`` is the original error."""
+    """A chain or tool called by the plan failed; ``__cause__`` is the original error.
+
+    ``transient``: the original error said a new try of the call may pass (its own
+    ``transient`` attribute is true), so running the plan again is not pointless.
+    """
+
+    transient: bool = False
 
 
 class TFLimitError(TFInterpreterError):

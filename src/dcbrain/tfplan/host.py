@@ -214,7 +214,9 @@ class Dispatcher:
             raise TFCallError(f"{name}() failed: {exc.headline()}", kind=exc.kind) from exc
         except Exception as exc:
             record.error = f"{type(exc).__name__}: {exc}"
-            raise TFCallError(f"{name}() failed: {exc}", kind=type(exc).__name__) from exc
+            error = TFCallError(f"{name}() failed: {exc}", kind=type(exc).__name__)
+            error.transient = getattr(exc, "transient", False) is True
+            raise error from exc
         else:
             try:
                 state.host_budget.charge(size, f"{name}() result")
