@@ -22,11 +22,23 @@ from support.durable_processes import (
 from support.fake_openai import FakeOpenAIServer
 
 
+def _wait_until_stored(base_url: str, run_id: str, call: str) -> None:
+    """Read the run's stream (stored events only) up to the start of ``call``."""
+    url = f"{base_url}/v1/runs/{run_id}/events"
+    with httpx.stream("GET", url, timeout=30) as response:
+        for line in response.iter_lines():
+            if line.startswith("data: "):
+                event = json.loads(line[len("data: "):])
+                if event.get("type") == "call_started" and event.get("name") == call:
+                    return
+    raise AssertionError(f"the run ended before {call} started")
+
+
 def test_serve_killed_during_a_slow_tool_resumes_the_run_on_restart(
     tmp_path: Path, fake_openai: FakeOpenAIServer
 ) -> None:
     answer_every_run(fake_openai)
-    config = write_config(tmp_path, fake_openai, delay_s=1.0)
+    config = write_config(tmp_path, fake_openai, delay_s=3.0)
     port = free_port()
     base_url = f"http://127.0.0.1:{port}"
     args = ["serve", "--config", str(config), "--port", str(port)]
@@ -37,6 +49,7 @@ def test_serve_killed_during_a_slow_tool_resumes_the_run_on_restart(
         sent = httpx.post(f"{base_url}/v1/conversations/c1/messages", json={"content": "go"})
         run_id = sent.json()["run_id"]
         wait_until(lambda: count(tmp_path, "step_two", "started") == 1, what="step_two running")
+        _wait_until_stored(base_url, run_id, "step_two")  # what a crash cannot take back
         first.send_signal(signal.SIGKILL)
         first.wait()
     finally:
