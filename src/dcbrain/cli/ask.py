@@ -17,9 +17,7 @@ import typer
 
 from dcbrain._jsonsafe import dumps
 from dcbrain._text import terminal_text
-from dcbrain.brain.deps import RunDeps
 from dcbrain.cli._output import ExitCode, fail_usage, print_json, write_text
-from dcbrain.runs import RunRequest, execute_run
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -61,8 +59,10 @@ def ask(
 
     from rich.console import Console
 
+    from dcbrain.brain.deps import RunDeps
     from dcbrain.cli.progress import ProgressView
     from dcbrain.config import ConfigError, build_brain
+    from dcbrain.runs import RunRequest, execute_run
 
     if not question.strip():
         fail_usage("the question is empty: dcbrain ask \"your question\"")
