@@ -3,7 +3,7 @@
 Ten tasks use a calculator and two lookups defined here; ten use the product catalogue
 of ``examples/plans/tools.py`` (``list_products``, ``get_product``, ``convert``).
 
-Two measures, both on the real planner (``LocalLLM().planner(tools)``, grammar-constrained):
+Two measures, both on the real planner (``LocalPlanner(LocalLLM(), tools)``, grammar-constrained):
 
 - **one plan**: the planner writes one plan for the bare question; the tf_plan
   interpreter checks and runs it. Plan-parse rate: plans that parse and pass the static
@@ -34,6 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from dcbrain import DCBrain, FunctionLLM
+from dcbrain.brain.local_planner import LocalPlanner
+from dcbrain.brain.planning import PlanningContext
 from dcbrain.config import load_tool_file
 from dcbrain.llm.local import LocalLLM, local_model_available
 from dcbrain.tfplan import Interpreter, TFInterpreterError, extract_plan
@@ -119,11 +121,12 @@ class Outcome:
     repeated: bool = False  # the revision was the failed plan again
 
 
-def one_plan(task: Task, planner: LocalLLM) -> Outcome:
+def one_plan(task: Task, planner: LocalPlanner) -> Outcome:
     """The planner's first plan for the bare question, checked and run."""
     started = time.perf_counter()
     interpreter = Interpreter(task.tools)
-    reply = planner.chat([{"role": "user", "content": task.question}])
+    context = PlanningContext(question=task.question, max_iterations=1, max_tokens=128_000)
+    reply = asyncio.run(planner.plan(context))
     plan = extract_plan(reply.content)
     parsed = plan is not None and not interpreter.check(plan)
     if plan is None:
@@ -155,10 +158,10 @@ def oracle_validator(expected: str) -> FunctionLLM:
     return FunctionLLM(judge, model="oracle-validator")
 
 
-def in_brain(task: Task, planner: LocalLLM) -> Outcome:
+def in_brain(task: Task, planner: LocalPlanner) -> Outcome:
     """A real brain run: at most two plannings, an oracle validator."""
     started = time.perf_counter()
-    brain = DCBrain(default_llm=planner, default_plan_llm=planner,
+    brain = DCBrain(default_llm=planner.base, planner=planner,
                     default_validate_llm=oracle_validator(task.expected),
                     tools=list(task.tools.values()), max_iterations=2, timeout=600)
     result = asyncio.run(brain.async_run(task.question, "bench"))
@@ -175,7 +178,7 @@ def in_brain(task: Task, planner: LocalLLM) -> Outcome:
 
 def measure(threads: int | None, kind: str) -> list[Outcome]:
     base = LocalLLM(threads=threads)
-    planners = {id(tools): base.planner(tools) for tools in (TOOLS, SHOP_TOOLS)}
+    planners = {id(tools): LocalPlanner(base, tools) for tools in (TOOLS, SHOP_TOOLS)}
     measure_one = one_plan if kind == "one" else in_brain
     return [measure_one(task, planners[id(task.tools)]) for task in TASKS]
 

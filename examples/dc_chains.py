@@ -11,14 +11,8 @@ from __future__ import annotations
 
 import json
 
-from dcbrain import (
-    AdditionalInfoPrompt,
-    Chain,
-    ChainsIntermediatePrompt,
-    DCChains,
-    ScriptedLLM,
-    TextMessage,
-)
+from dcbrain import Chain, DCChains, ScriptedLLM, TextMessage
+from dcbrain.chain import AdditionalInfoPrompt, ChainsIntermediatePrompt
 from dcbrain.messages import CHAINS_INTERMEDIATE_RESULTS
 
 REVIEWS = [

@@ -9,14 +9,8 @@ from __future__ import annotations
 
 import json
 
-from dcbrain import (
-    AdditionalInfoPrompt,
-    Chain,
-    ChainsIntermediatePrompt,
-    ScriptedLLM,
-    SeqChains,
-    TextMessage,
-)
+from dcbrain import Chain, ScriptedLLM, SeqChains, TextMessage
+from dcbrain.chain import AdditionalInfoPrompt, ChainsIntermediatePrompt
 from dcbrain.messages import CHAINS_INTERMEDIATE_RESULTS
 
 REPORT = "Q3 revenue rose 12% to 4.2M; churn fell from 3.1% to 2.4%; two new markets opened."

@@ -134,6 +134,7 @@ class BrainConfig(_Section):
     max_iterations: PositiveInt = 10
     max_tokens: PositiveInt = 128_000
     timeout: float = Field(default=1200.0, ge=0)
+    validate_direct_answers: bool = False
 
 
 class Config(_Section):
@@ -404,10 +405,20 @@ def connect_mcp_servers(config: Config) -> list[MCPTools]:
 
 
 def load_tools(config: Config) -> dict[str, Callable[..., Any]]:
-    """Every tool of the config's tool files, by name (a later file wins on a clash)."""
+    """Every tool of the config's tool files, by name; two files defining one name are
+    refused, naming both."""
     tools: dict[str, Callable[..., Any]] = {}
+    defined_in: dict[str, str] = {}
+    problems: list[str] = []
     for tool_file in config.tools:
-        tools.update(load_tool_file(config.resolve(tool_file)))
+        for name, func in load_tool_file(config.resolve(tool_file)).items():
+            if name in defined_in:
+                problems.append(f"tools: {name!r} is defined in {defined_in[name]} and in "
+                                f"{tool_file}; rename one of them")
+            defined_in.setdefault(name, tool_file)
+            tools.setdefault(name, func)
+    if problems:
+        raise ConfigError(config.source, problems)
     return tools
 
 
@@ -494,6 +505,7 @@ def build_brain(config: Config, *, trace_path: str | Path | None = None,
     ``memory`` replaces the config's SQLite file (workers share a PostgreSQL memory).
     """
     from dcbrain.brain import DCBrain
+    from dcbrain.brain.local_planner import LocalPlanner
     from dcbrain.llm.local import LocalLLM
     from dcbrain.memory import SQLiteMemory
     from dcbrain.tools import Tool
@@ -515,12 +527,13 @@ def build_brain(config: Config, *, trace_path: str | Path | None = None,
         default = llms[str(config.role("default"))]
         plan = llms[str(config.role("plan"))]
         validate = llms[str(config.role("validate"))]
+    planner = None
     if isinstance(plan, LocalLLM):
         # A small local model plans only with a grammar and close few-shot examples; as a
         # validator (and in chains) it decodes with the request's JSON schema as grammar,
         # which the plain LocalLLM does by itself.
-        plan = plan.planner({name: item.func if isinstance(item, Tool) else item
-                             for name, item in tools.items()})
+        planner = LocalPlanner(plan, {name: item.func if isinstance(item, Tool) else item
+                                      for name, item in tools.items()})
     if memory is None and config.memory.path:
         memory = SQLiteMemory(str(config.resolve(config.memory.path)))
     return DCBrain(
@@ -533,5 +546,7 @@ def build_brain(config: Config, *, trace_path: str | Path | None = None,
         max_iterations=config.brain.max_iterations,
         max_tokens=config.brain.max_tokens,
         timeout=config.brain.timeout,
+        validate_direct_answers=config.brain.validate_direct_answers,
         trace_path=str(trace_path) if trace_path is not None else None,
+        planner=planner,
     )

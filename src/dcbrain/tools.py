@@ -1,7 +1,8 @@
 """Python functions as tools: name, description, argument schema, validated calls.
 
-Any function (sync or async) with type hints becomes a :class:`Tool`. Its arguments
-are validated with pydantic before the call. Its result becomes plain JSON data at the
+Any function (sync or async) with type hints becomes a :class:`Tool`; its docstring
+gives the description and, in an ``Args:`` (or NumPy/Sphinx) section, each parameter's.
+Its arguments are validated with pydantic before the call. Its result becomes plain JSON data at the
 boundary (:func:`to_json_data`): pydantic models, dataclasses, TypedDicts, enums,
 ``datetime``/``Decimal``/``UUID`` and the like are dumped as pydantic dumps them in JSON
 mode; anything else is an error. A :class:`SchemaTool` is a tool described by a JSON
@@ -24,6 +25,7 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import ConfigDict, TypeAdapter, ValidationError, validate_call
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
+from dcbrain._docstrings import docstring_parts
 from dcbrain._sync import run_sync
 from dcbrain.exceptions import TFSchemaError, TFToolError
 from dcbrain.retries import Backoff, RetryPolicy
@@ -65,14 +67,39 @@ class Tool:
         #: (the run's call journal); ``False`` for reads that must be fresh.
         self.reuse = reuse
         self.name = name or func.__name__
-        self.description = description or inspect.cleandoc(func.__doc__ or "").split("\n\n")[0]
         self.is_async = inspect.iscoroutinefunction(func)
-        self.signature, self._validated, parameters, returns = _derived(func)
+        self.signature, self._validated, parameters, returns, summary = _derived(func)
+        self.description = description or summary
         self.parameters_schema: dict[str, Any] = copy.deepcopy(parameters)
         self.returns_schema: dict[str, Any] | None = copy.deepcopy(returns)
 
     def __repr__(self) -> str:
         return f"Tool({self.name!r})"
+
+    def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
+        """The tool as a plain callable (``Interpreter(tools=[...])``): a sync tool's
+        checked result, or for an async one an awaitable of it."""
+        arguments = self.keyword_arguments(args, kwargs)
+        return self.acall(**arguments) if self.is_async else self.call(**arguments)
+
+    def keyword_arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        """The keyword arguments of a call passing ``args`` by position, as its parameters
+        name them; a positional-only parameter cannot be passed from a plan."""
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise TFToolError(f"tool {self.name!r}: {exc}") from None
+        arguments: dict[str, Any] = {}
+        for name, value in bound.arguments.items():
+            kind = self.signature.parameters[name].kind
+            if kind is inspect.Parameter.VAR_KEYWORD:
+                arguments.update(value)
+            elif kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.VAR_POSITIONAL):
+                raise TFToolError(f"tool {self.name!r}: parameter {name!r} cannot be passed "
+                                  "from a plan (positional-only)")
+            else:
+                arguments[name] = value
+        return arguments
 
     def validate_arguments(self, kwargs: Mapping[str, Any]) -> None:
         """Raise :class:`TFToolError` naming the tool and argument when ``kwargs`` is wrong."""
@@ -184,7 +211,8 @@ def _describe(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-_Derived = tuple[inspect.Signature, Callable[..., Any], dict[str, Any], dict[str, Any] | None]
+_Derived = tuple[inspect.Signature, Callable[..., Any], dict[str, Any], dict[str, Any] | None,
+                 str]
 #: What a tool derives from its function (pydantic validators and schemas take milliseconds
 #: to build), per function: a worker builds a brain, and its tools, for every run.
 _DERIVED: weakref.WeakKeyDictionary[Callable[..., Any], _Derived] = weakref.WeakKeyDictionary()
@@ -201,13 +229,18 @@ def _derived(func: Callable[..., Any]) -> _Derived:
         return found
     signature = inspect.signature(func)
     validated = validate_call(config=ConfigDict(arbitrary_types_allowed=False))(func)
-    derived = (signature, validated, _arguments_schema(signature, func), _returns_schema(func))
+    documented = docstring_parts(func.__doc__)
+    arguments = _arguments_schema(signature, func, documented.parameters)
+    derived = (signature, validated, arguments, _returns_schema(func), documented.summary)
     with contextlib.suppress(TypeError), _DERIVED_LOCK:
         _DERIVED[func] = derived
     return derived
 
 
-def _arguments_schema(signature: inspect.Signature, func: Callable[..., Any]) -> dict[str, Any]:
+def _arguments_schema(signature: inspect.Signature, func: Callable[..., Any],
+                      documented: Mapping[str, str]) -> dict[str, Any]:
+    """The JSON Schema of ``func``'s keyword arguments; a parameter ``documented`` in the
+    docstring gets that description unless its annotation gives one."""
     hints = _type_hints(func)
     properties: dict[str, Any] = {}
     required: list[str] = []
@@ -235,6 +268,8 @@ def _arguments_schema(signature: inspect.Signature, func: Callable[..., Any]) ->
                 pass
         else:
             required.append(name)
+        if name in documented and "description" not in schema:
+            schema["description"] = documented[name]
         properties[name] = schema
     schema_out: dict[str, Any] = {"type": "object", "properties": properties}
     if required:
@@ -259,7 +294,8 @@ def _returns_schema(func: Callable[..., Any]) -> dict[str, Any] | None:
 
 def _type_hints(func: Callable[..., Any]) -> dict[str, Any]:
     try:
-        return typing.get_type_hints(func)
+        # with Annotated kept, a Field's description and constraints reach the schema
+        return typing.get_type_hints(func, include_extras=True)
     except Exception:
         return {}
 

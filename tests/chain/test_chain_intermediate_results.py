@@ -7,16 +7,8 @@ from typing import Any
 
 import pytest
 
-from dcbrain import (
-    AdditionalInfoPrompt,
-    Chain,
-    ChainsIntermediatePrompt,
-    FunctionLLM,
-    ScriptedLLM,
-    SeqChains,
-    TextMessage,
-)
-from dcbrain.chain import read_intermediate_results
+from dcbrain import Chain, FunctionLLM, ScriptedLLM, SeqChains, TextMessage
+from dcbrain.chain import AdditionalInfoPrompt, ChainsIntermediatePrompt, read_intermediate_results
 from dcbrain.exceptions import TFChainError
 from dcbrain.messages import CHAINS_INTERMEDIATE_RESULTS
 

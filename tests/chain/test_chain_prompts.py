@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import logging
 
 import pytest
 
+from dcbrain import Chain, ScriptedLLM, TFChainInterpreter
 from dcbrain.chain import (
     AdditionalInfoPrompt,
     ChainsIntermediatePrompt,
@@ -17,6 +19,7 @@ from dcbrain.chain import (
 )
 from dcbrain.exceptions import TFChainError, TFPromptVariableError
 from dcbrain.messages import CHAINS_INTERMEDIATE_RESULTS, TextMessage
+from dcbrain.tfplan import TFInterpreterError
 
 
 def context(content: str = "the question", **kwargs: object) -> PromptContext:
@@ -286,3 +289,40 @@ def test_json_example_prompt_shows_schema_and_example() -> None:
     assert message["role"] == "system"
     assert '"summary": {\n' in message["content"]
     assert '{"summary": "..."}' in message["content"]
+
+
+def metrics_chain(llm: ScriptedLLM, **options: object) -> Chain:
+    return Chain(name="metrics", llm=llm, prompt=[
+        AdditionalInfoPrompt("Extract the key metrics."),
+        ChainsIntermediatePrompt("Earlier summary: {{ chains_intermediate_result.summary }}",
+                                 **options),  # type: ignore[arg-type]
+    ])
+
+
+def test_a_chain_whose_earlier_chain_has_not_run_says_what_it_left_out(
+        caplog: pytest.LogCaptureFixture) -> None:
+    summarize = Chain(name="summarize", llm=ScriptedLLM([{"summary": "sales grew"}]),
+                      prompt="Summarize {{ text }}",
+                      output_json_schema={"type": "object",
+                                          "properties": {"summary": {"type": "string"}}})
+    llm = ScriptedLLM(["revenue", "revenue"])
+    interpreter = TFChainInterpreter({"summarize": summarize, "metrics": metrics_chain(llm)})
+    with caplog.at_level(logging.WARNING, logger="dcbrain.chain.prompts"):
+        early = interpreter.evaluate("return metrics()")
+    assert [message["content"] for message in llm.calls[0]] == ["Extract the key metrics."]
+    [note] = [line for line in early.chain_result.logs if "left out" in line]
+    assert note.startswith("chain 'metrics': prompt ChainsIntermediatePrompt('Earlier summary")
+    assert note.endswith("left out: intermediate result 'summary' is missing "
+                         "(the cache holds: nothing)")
+    assert "intermediate result 'summary' is missing" in caplog.text
+    interpreter.evaluate("summarize(text='q3')\nreturn metrics()")
+    assert "Earlier summary: sales grew" in llm.calls[1][-1]["content"]
+
+
+def test_a_required_intermediate_result_that_is_missing_fails_the_chain() -> None:
+    interpreter = TFChainInterpreter({"metrics": metrics_chain(ScriptedLLM(["x"]),
+                                                               required=True)})
+    with pytest.raises(TFInterpreterError,
+                       match=r"intermediate result 'summary' is missing \(the cache holds: "
+                             r"nothing\); the chain that writes it has not run"):
+        interpreter.evaluate("return metrics()")

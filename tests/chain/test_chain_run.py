@@ -8,17 +8,8 @@ from typing import Any
 
 import pytest
 
-from dcbrain import (
-    AdditionalInfoPrompt,
-    Chain,
-    ChainResult,
-    FunctionLLM,
-    KnowledgePrompt,
-    LLMReply,
-    MemoPrompt,
-    ScriptedLLM,
-    TextMessage,
-)
+from dcbrain import Chain, ChainResult, FunctionLLM, LLMReply, ScriptedLLM, TextMessage
+from dcbrain.chain import AdditionalInfoPrompt, KnowledgePrompt, MemoPrompt
 from dcbrain.exceptions import TFChainError, TFLLMError, TFPromptVariableError
 from dcbrain.llm import cl100k_base_length
 

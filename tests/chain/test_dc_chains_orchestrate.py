@@ -6,15 +6,13 @@ from typing import Any
 
 import pytest
 
-from dcbrain import (
-    Chain,
+from dcbrain import Chain, DCChains, ScriptedLLM, TextMessage
+from dcbrain.chain import (
+    TFPLAN_LANGUAGE_SUMMARY,
     ChainContext,
     ChainsIntermediatePrompt,
-    DCChains,
-    ScriptedLLM,
-    TextMessage,
+    read_intermediate_results,
 )
-from dcbrain.chain import TFPLAN_LANGUAGE_SUMMARY, read_intermediate_results
 from dcbrain.exceptions import TFChainError
 from support.known_usage import reply, tokens
 

@@ -6,14 +6,8 @@ from typing import Any
 
 import pytest
 
-from dcbrain import (
-    Chain,
-    ChainContext,
-    ChainResult,
-    DCChains,
-    ScriptedLLM,
-    TextMessage,
-)
+from dcbrain import Chain, ChainResult, DCChains, ScriptedLLM, TextMessage
+from dcbrain.chain import ChainContext
 from dcbrain.exceptions import TFOrchestrationError
 from support.known_usage import reply, tokens
 

@@ -14,9 +14,7 @@ from typing import Any
 import pytest
 
 from dcbrain import (
-    AdditionalInfoPrompt,
     Chain,
-    ChainsIntermediatePrompt,
     FunctionLLM,
     LLMReply,
     ParallelChains,
@@ -24,7 +22,7 @@ from dcbrain import (
     SeqChains,
     TFChainInterpreter,
 )
-from dcbrain.chain import read_intermediate_results
+from dcbrain.chain import AdditionalInfoPrompt, ChainsIntermediatePrompt, read_intermediate_results
 from dcbrain.chain.prompts import BasePrompt, PromptContext
 from dcbrain.messages import CHAINS_INTERMEDIATE_RESULTS
 from dcbrain.tfplan import Limits, SizeLimitExceeded, TFRuntimeError

@@ -215,9 +215,9 @@ def test_config_check_warns_about_an_unset_api_key_variable_and_ask_fails(
 def test_a_local_llm_plans_with_the_grammar_and_examples_and_validates_by_schema(
     tmp_path: Path,
 ) -> None:
+    from dcbrain.brain.local_planner import LocalPlanner
     from dcbrain.config import build_brain
     from dcbrain.llm.local import LocalLLM
-    from dcbrain.llm.local_planner import LocalPlanner
 
     (tmp_path / "tools.py").write_text(
         'def lookup(city: str) -> str:\n    """The country of a city."""\n    return "PT"\n')
@@ -229,15 +229,35 @@ def test_a_local_llm_plans_with_the_grammar_and_examples_and_validates_by_schema
         '[llm.remote]\nmodel = "m"\napi_key = "none"\n'
         '[roles]\ndefault = "remote"\nplan = "small"\nvalidate = "small"\n[memory]\npath = ""\n')
     brain = build_brain(load_config(path))
-    planner, validator = brain.default_plan_llm, brain.default_validate_llm
-    assert isinstance(planner, LocalLLM) and isinstance(validator, LocalLLM)
-    assert planner.grammar is not None and '"lookup(" "city=" expr' in planner.grammar
-    assert isinstance(planner, LocalPlanner)
-    assert any("lookup(city=" in example["content"] for example in planner.examples)
+    planner, validator = brain.planner, brain.default_validate_llm
+    assert isinstance(planner, LocalPlanner) and isinstance(validator, LocalLLM)
+    sampler = planner.samplers[0]
+    assert sampler.grammar is not None and '"lookup(" "city=" expr' in sampler.grammar
+    assert any("lookup(city=" in example["content"] for example in sampler.examples)
     # The validator gets the verdict's JSON schema as its grammar: no plan grammar on it.
-    assert validator.grammar is None and not isinstance(validator, LocalPlanner)
-    assert validator.model_path == planner.model_path
+    assert validator.grammar is None
+    assert validator.model_path == sampler.model_path
     assert brain.default_llm.model == "m"
+
+
+def test_two_tool_files_defining_one_name_are_refused_naming_both(
+        tmp_path: Path, run_cli: RunCLI) -> None:
+    (tmp_path / "orders.py").write_text("def lookup(order_id: str) -> str:\n    return 'o'\n")
+    (tmp_path / "crm.py").write_text("def lookup(name: str) -> str:\n    return 'c'\n")
+    (tmp_path / "dcbrain.toml").write_text(
+        'tools = ["orders.py", "crm.py"]\n[llm.main]\nmodel = "m"\napi_key = "none"\n'
+        'base_url = "http://127.0.0.1:9/v1"\n')
+    with pytest.raises(ConfigError) as caught:
+        load_tools(load_config(tmp_path / "dcbrain.toml"))
+    assert caught.value.problems == [
+        "tools: 'lookup' is defined in orders.py and in crm.py; rename one of them"]
+    done = run_cli("config", "check")
+    assert done.returncode == 2
+    assert "'lookup' is defined in orders.py and in crm.py" in done.stderr
+    (tmp_path / "p.tf").write_text("lookup(order_id='A-1')\n")
+    plan = run_cli("plan", "run", "p.tf", "--tools", "orders.py", "--tools", "crm.py")
+    assert plan.returncode == 2
+    assert "crm.py: function 'lookup' is also defined in orders.py" in plan.stderr
 
 
 def test_the_config_sets_a_chains_retries_and_backoff(tmp_path: Path) -> None:

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from dcbrain import DCBrain, ScriptedLLM, TFChainInterpreter
+from dcbrain import Chain, DCBrain, ScriptedLLM, TFChainInterpreter
+from dcbrain.chain import DCChains
 from dcbrain.config import ConfigError, build_brain, load_config
 from dcbrain.exceptions import TFChainError
 from dcbrain.mcp import MCPTools, TFMCPError
-from dcbrain.tfplan import TFInterpreterError
+from dcbrain.tfplan import Interpreter, TFInterpreterError
 from support.mcp_servers import hostile_command, hostile_http_server
 
 MiB = 1 << 20
@@ -117,9 +118,13 @@ def test_the_library_refuses_two_tools_of_one_name_whatever_their_order(
             TFChainInterpreter({}, tools=tools)
         message = str(caught.value)
         assert "MCP server 'notes' tool 'get_note'" in message
-        assert "tool 'get_note' (function get_note)" in message
+        assert "tool 'get_note' (function get_note in tests/mcp/test_mcp_hostile.py:" in message
         with pytest.raises(TFChainError, match="MCP server 'notes' tool 'get_note'"):
             DCBrain(default_llm=ScriptedLLM([]), tools=tools)
+        with pytest.raises(TFChainError, match="MCP server 'notes' tool 'get_note'"):
+            DCChains({"answer": Chain(name="answer", llm=ScriptedLLM([]))}, tools=tools)
+        with pytest.raises(ValueError, match="MCP server 'notes' tool 'get_note'"):
+            Interpreter(tools=tools)
 
 
 def test_the_library_refuses_a_tool_named_like_a_builtin(notes: MCPTools) -> None:

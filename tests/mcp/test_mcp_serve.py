@@ -183,3 +183,28 @@ async def test_an_answer_with_odd_values_is_sent_as_json() -> None:
     assert answer["answer"] == {"big": hex(10**5000), "floats": ["nan", "inf"], "\ufffd": "key"}
     assert any(m.startswith("plan result: ") and "0x" in m for m in messages), messages
     assert messages[-1] == "finished: succeeded (validated)"
+
+
+async def ask_over_stdio(tmp_path: Path, server: FakeOpenAIServer, *options: str) -> str:
+    """Ask one question of ``dcbrain mcp OPTIONS`` over stdio; what it wrote on stderr."""
+    config = write_config(tmp_path, server)
+    script_a_solved_run(server)
+    parameters = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "dcbrain.cli", "mcp", "--config", str(config), *options],
+        env=child_env(), cwd=str(tmp_path))
+    errors = tmp_path / "stderr.txt"
+    with errors.open("w", encoding="utf-8") as errlog:
+        async with Client(stdio_client(parameters, errlog=errlog)) as client:
+            result = await client.call_tool("ask", {"question": "What is 40 + 2?"})
+    assert not result.is_error, result.content
+    return errors.read_text(encoding="utf-8")
+
+
+async def test_ask_over_stdio_logs_only_warnings_unless_asked(
+    tmp_path: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    quiet = await ask_over_stdio(tmp_path, fake_openai)
+    assert quiet == ""
+    verbose = await ask_over_stdio(tmp_path, fake_openai, "--log-level", "info")
+    assert "INFO" in verbose and "Finished processing state" in verbose

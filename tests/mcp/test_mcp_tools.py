@@ -14,7 +14,7 @@ from dcbrain import Chain, ScriptedLLM, TFChainInterpreter, ToolCall
 from dcbrain.agent import PlanExecuteAgent, Step
 from dcbrain.config import ConfigError, build_brain, load_config
 from dcbrain.mcp import MCPTools, TFMCPError
-from dcbrain.tfplan import TFCheckError, TFInterpreterError
+from dcbrain.tfplan import Interpreter, TFCheckError, TFInterpreterError
 from support.mcp_servers import CALC_SERVER, calc_http_server, free_port
 
 
@@ -181,3 +181,15 @@ def test_closing_twice_is_harmless_and_reconnecting_works() -> None:
     tools.close()
     assert len(tools) == 6  # connects again
     tools.close()
+
+
+def test_the_plan_interpreter_calls_mcp_tools_directly(calc: MCPTools) -> None:
+    interpreter = Interpreter(tools=calc)
+    plan = "s = add(a=2, b=3)\nreturn [s['total'], shout_text(text='hi')]"
+    assert interpreter.run(plan, check=True).value == [5, "HI"]
+    assert asyncio.run(interpreter.arun(plan, check=True)).value == [5, "HI"]
+    in_process = Interpreter(tools=calc, isolation="inprocess")
+    assert in_process.run("return greet(name='ada')").value == "hello ada"
+    with pytest.raises(TFInterpreterError, match=r"argument 'a': 'x' is not of type 'integer'"):
+        interpreter.run("return add(a='x')")
+

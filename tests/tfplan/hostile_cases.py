@@ -72,6 +72,23 @@ def _chain(wrapper: str) -> str:
     return f"it = range(1)\nfor i in range(20000):\n    it = {wrapper}\nlist(it)"
 
 
+_BYTES = ",".join(map(str, range(256)))
+#: CPython folds each display into one constant and rebuilds it at every step: ~3 GB
+#: unless the display itself is charged.
+DISPLAY_CASES: list[HostileCase] = [
+    HostileCase("constant_set_display_in_a_comprehension",
+                f"[{{{_BYTES}}} for i in range(200000)]", OPERATIONS),
+    HostileCase("constant_list_display_in_a_comprehension",
+                f"[[{_BYTES}] for i in range(200000)]", OPERATIONS),
+    HostileCase("constant_dict_display_in_a_loop",
+                "maps = []\nfor i in range(20000):\n    maps.append({"
+                + ",".join(f"{n}: {n}" for n in range(256)) + "})", OPERATIONS),
+    HostileCase("nested_small_displays_in_a_comprehension",
+                "[[[i, i, i], [i, i, i], [i, i, i]] for i in range(200000)]", OPERATIONS),
+    HostileCase("constant_display_past_max_size", f"s = {{{_BYTES}}}", SIZE,
+                {"max_size": 100}),
+]
+
 HOSTILE_CASES: list[HostileCase] = [
     # --- dict views of deep or shared values: depth and DAG checks see through them ----
     HostileCase("set_of_values_view_of_deep_tuple", DEEP_TUPLE + "set({0: t}.values())",
@@ -176,6 +193,8 @@ HOSTILE_CASES: list[HostileCase] = [
     HostileCase("filter_chain", _chain("filter(None, it)"), LIMIT),
     HostileCase("zip_chain", _chain("zip(it)"), LIMIT),
     HostileCase("enumerate_chain", _chain("enumerate(it)"), LIMIT),
+    # --- displays of constants, built anew by every step of a loop ----------------------
+    *DISPLAY_CASES,
     # --- growth past max_size one element at a time -------------------------------------
     HostileCase("list_append_in_a_loop", "xs = []\nwhile True:\n    xs.append(1)", SIZE,
                 {"max_operations": 10**6}),

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import time
+from datetime import datetime
 from typing import Any, ClassVar
 
+from pydantic import BaseModel
+
 from dcbrain.tfplan import CallableSpec, Interpreter, check
+from dcbrain.tools import Tool
 
 
 def search(query: str, limit: int = 5) -> list[str]:
@@ -126,3 +130,52 @@ def test_an_unknown_function_lists_the_first_registered_names_only() -> None:
     tools = [CallableSpec(f"tool_{i:04d}") for i in range(1000)]
     (problem,) = check("nothing()", tools)
     assert problem.message.endswith("tool_0029, ... (970 more))")
+
+
+class OrderLine(BaseModel):
+    sku: str
+    quantity: int
+
+
+def lookup_order(order_id: str, amount: float = 0.0, count: int = 1, express: bool = False,
+                 note: str | None = None, tags: list[str] | None = None,
+                 line: OrderLine | None = None, when: datetime | None = None) -> str:
+    """Look an order up."""
+    return order_id
+
+
+def literal_problems(source: str) -> list[str]:
+    specs = Interpreter(tools=[Tool(lookup_order)]).specs
+    return [f"{p.line}:{p.col}: {p.message}" for p in check(source, specs)]
+
+
+def test_a_literal_of_a_type_the_tool_refuses_is_reported_at_the_argument() -> None:
+    assert literal_problems("x = 1\nlookup_order(order_id=1001)") == [
+        "2:23: tool 'lookup_order' argument 'order_id' must be str, not int"]
+    assert literal_problems('lookup_order("A-1", count="many", tags="a", note=[1])') == [
+        "1:40: tool 'lookup_order' argument 'tags' must be list or None, not str",
+        "1:50: tool 'lookup_order' argument 'note' must be str or None, not list"]
+    assert literal_problems("lookup_order(None)") == [
+        "1:14: tool 'lookup_order' argument 'order_id' must be str, not None"]
+
+
+def test_literals_the_call_would_accept_are_not_reported() -> None:
+    accepted = [
+        'lookup_order(order_id="A-1001", amount=3, count=2.0, express=1, note=None)',
+        'lookup_order(order_id=f"A-{1}", amount=-2.5, count=True, tags=["a"])',
+        'lookup_order("A-1", count="3", amount="1.5", express="yes", when=1700000000)',
+        'lookup_order(order_id="A-1", line={"sku": "x", "quantity": 1}, tags=("a",))',
+        'order_id = 1001\nlookup_order(order_id=order_id)',  # not a literal: the run decides
+        'lookup_order(*[1001])',
+    ]
+    for source in accepted:
+        problems = [p for p in literal_problems(source) if "must be" in p]
+        assert problems == [], source
+
+
+def test_chains_and_plain_functions_are_not_judged_by_their_schema() -> None:
+    def plain(order_id: str) -> str:  # called as it is: nothing validates the argument
+        return str(order_id)
+
+    specs = Interpreter({"plain": plain, "summarize": FakeChain()}).specs
+    assert check("plain(order_id=1001)\nsummarize(text=3)", specs) == []

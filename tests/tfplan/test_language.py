@@ -5,9 +5,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from dcbrain.brain.local_planner import plan_grammar
 from dcbrain.brain.templates import DEFAULT_PLANNING_TEMPLATE
 from dcbrain.chain.orchestrate import TFPLAN_LANGUAGE_SUMMARY
-from dcbrain.llm.local_planner import plan_grammar
 from dcbrain.tfplan import Limits
 from dcbrain.tfplan.builtins import BUILTIN_FUNCTIONS, EXCEPTIONS, build_builtins
 from dcbrain.tfplan.guards import Guards

@@ -257,3 +257,23 @@ def test_iter_pays_for_every_item(source: str) -> None:
 def test_check_reports_what_pythons_compiler_refuses(source: str, message: str, line: int) -> None:
     problems = Interpreter().check(source)
     assert [(p.line, p.message) for p in problems] == [(line, message)]
+
+
+def test_two_callables_of_one_name_are_refused_naming_both_definitions() -> None:
+    def lookup(order_id: str) -> str:
+        return "orders"
+
+    def crm_lookup(name: str) -> str:
+        return "crm"
+
+    crm_lookup.__name__ = "lookup"
+    first_line = lookup.__code__.co_firstlineno
+    for callables, tools in (({"lookup": lookup}, [crm_lookup]), ({}, [lookup, crm_lookup])):
+        with pytest.raises(ValueError) as caught:
+            Interpreter(callables, tools=tools)
+        assert str(caught.value) == (
+            "two callables are named 'lookup': tool 'lookup' (function "
+            "test_two_callables_of_one_name_are_refused_naming_both_definitions.<locals>.lookup"
+            f" in tests/tfplan/test_names.py:{first_line}) and tool 'lookup' (function "
+            "test_two_callables_of_one_name_are_refused_naming_both_definitions.<locals>."
+            f"crm_lookup in tests/tfplan/test_names.py:{first_line + 3}); rename one of them")

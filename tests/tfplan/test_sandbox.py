@@ -19,6 +19,7 @@ import time
 from typing import Any
 
 import pytest
+from hostile_cases import DISPLAY_CASES, LIMITS, HostileCase
 
 from dcbrain.tfplan import (
     CallRecord,
@@ -413,3 +414,13 @@ def test_a_big_answer_waits_for_a_busy_worker_while_the_relay_polls() -> None:
         host.close()
         worker.close()
     assert failures == []
+
+
+@pytest.mark.parametrize("case", [pytest.param(case, id=case.id) for case in DISPLAY_CASES])
+def test_displays_of_constants_are_charged_in_the_sandbox(host_guard: Any,
+                                                          case: HostileCase) -> None:
+    interpreter = Interpreter(limits=Limits(**{**LIMITS, **case.limits}))
+    with pytest.raises(case.expected) as caught:
+        interpreter.run(case.plan)
+    host_guard.assert_host_untouched()
+    assert caught.value.line > 0, f"no position: {caught.value}"

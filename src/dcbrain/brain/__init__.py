@@ -6,6 +6,7 @@ from dcbrain.brain.context import BrainContext, BrainIntermediateResult, BrainRe
 from dcbrain.brain.dc_brain import DCBrain
 from dcbrain.brain.deps import RunDeps
 from dcbrain.brain.plan_diff import PlanCall, ScriptDiff
+from dcbrain.brain.planner import Planner, PlanReply, TemplatePlanner
 from dcbrain.brain.planning import PlanningContext
 from dcbrain.brain.run import BrainRun
 from dcbrain.brain.templates import DEFAULT_PLANNING_TEMPLATE, DEFAULT_VALIDATE_TEMPLATE
@@ -23,9 +24,12 @@ __all__ = [
     "JSONLTrace",
     "OTelSpans",
     "PlanCall",
+    "PlanReply",
+    "Planner",
     "PlanningContext",
     "RunDeps",
     "RunRecorder",
     "ScriptDiff",
+    "TemplatePlanner",
     "TokenBudget",
 ]

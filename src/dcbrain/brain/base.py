@@ -100,9 +100,11 @@ class BaseBrain(ABC):
         *,
         on_event: EventCallback | None = None,
         run_id: str | None = None,
+        output_type: Any = None,
     ) -> BrainResult:
         """Answer ``question`` in ``conversation_id``; ``on_event`` sees this run's events,
-        ``run_id`` names the run (default: a new id)."""
+        ``run_id`` names the run (default: a new id), ``output_type`` is the type of the
+        result's ``output`` (default: the brain's)."""
 
     def run(
         self,
@@ -110,9 +112,11 @@ class BaseBrain(ABC):
         conversation_id: str = "default",
         *,
         run_id: str | None = None,
+        output_type: Any = None,
     ) -> BrainResult:
         """Blocking :meth:`async_run`; usable with or without a running event loop."""
-        return run_sync(lambda: self.async_run(question, conversation_id, run_id=run_id))
+        return run_sync(lambda: self.async_run(question, conversation_id, run_id=run_id,
+                                               output_type=output_type))
 
     async def astream(
         self,
@@ -120,6 +124,7 @@ class BaseBrain(ABC):
         conversation_id: str = "default",
         *,
         run_id: str | None = None,
+        output_type: Any = None,
     ) -> AsyncIterator[Event]:
         """Run ``question`` and yield its :class:`~dcbrain.events.Event` objects live.
 
@@ -135,7 +140,8 @@ class BaseBrain(ABC):
             loop.call_soon_threadsafe(queue.put_nowait, event)
 
         task = asyncio.ensure_future(
-            self.async_run(question, conversation_id, on_event=deliver, run_id=run_id)
+            self.async_run(question, conversation_id, on_event=deliver, run_id=run_id,
+                           output_type=output_type)
         )
         task.add_done_callback(lambda _: loop.call_soon_threadsafe(queue.put_nowait, None))
         try:

@@ -96,6 +96,8 @@ class BrainIntermediateResult:
     validated_by: dict[str, Any] | None = None
     failed_plans: dict[str, int] = field(default_factory=dict)
     repeats: int = 0
+    output: Any = None
+    reply: TextMessage | None = None
 
     def start_attempt(self) -> None:
         """Archive the current plan and its result, if any, and clear them for the next."""
@@ -109,13 +111,15 @@ class BrainIntermediateResult:
         self.attempt_recorded = False
 
     def answer_message(self, text: str) -> TextMessage:
-        """``text`` as the assistant's message of this run, with how the run ended."""
-        return TextMessage(
+        """``text`` as the assistant's message of this run, with how the run ended; it is
+        kept as the run's ``reply``."""
+        self.reply = TextMessage(
             content=text,
             role="assistant",
             additional_kwargs={"run_id": self.context.run_id, "status": self.status,
                                "reason": self.reason},
         )
+        return self.reply
 
     def attempt_record(self) -> dict[str, Any]:
         """The current plan, its result and what went wrong, as the planner will see it."""
@@ -207,7 +211,11 @@ class BrainResult:
 
     ``status`` is ``succeeded``, ``failed`` or ``aborted``; ``reason`` says why
     (``validated``, ``direct_answer``, ``max_iterations``, ``max_tokens``, ``timeout``,
-    ``aborted``, ``error``). ``plans`` holds every tf_plan script in order,
+    ``aborted``, ``repeated_plan``, ``error``). ``output`` is the answer as the caller's
+    ``output_type`` (an instance of it; without one, the same value as ``final_result``;
+    ``None`` unless the run succeeded). ``messages`` are the run's messages: the question
+    and the answer the brain committed to the conversation (none for an aborted run).
+    ``plans`` holds every tf_plan script in order,
     ``last_result`` the value of the last plan that ran, ``suggestions`` every validator
     suggestion, ``usage`` the tokens of every LLM call (chains inside plans included),
     ``events`` the whole event stream as dicts.
@@ -229,6 +237,8 @@ class BrainResult:
     duration_s: float = 0.0
     validated_by: dict[str, Any] | None = None
     reused_calls: int = 0
+    output: Any = None
+    messages: list[TextMessage] = field(default_factory=list)
 
     @classmethod
     def from_intermediate(
@@ -251,6 +261,8 @@ class BrainResult:
             error=ir.error,
             last_error=ir.last_error,
             duration_s=duration_s,
+            output=ir.output if status == "succeeded" else None,
+            messages=[ir.context.current_input, *([ir.reply] if ir.reply is not None else [])],
         )
 
     @property

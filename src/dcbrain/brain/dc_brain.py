@@ -17,6 +17,8 @@ from typing import Any, ClassVar
 from dcbrain.brain.base import BaseBrain, EventCallback
 from dcbrain.brain.context import BrainResult, ContextualPlanInfo
 from dcbrain.brain.deps import AttemptStore, RunDeps
+from dcbrain.brain.output import OutputType
+from dcbrain.brain.planner import Planner, TemplatePlanner
 from dcbrain.brain.planning import as_prompt
 from dcbrain.brain.run import BrainRun
 from dcbrain.brain.templates import (
@@ -57,7 +59,12 @@ class DCBrain(BaseBrain):
     holding the partial result unless ``raise_on_timeout=False``, which returns it like
     every other budget stop). ``limits`` are the sandbox limits of each plan; ``isolation``
     says where plans run (``"process"``: sandbox worker processes, the default;
-    ``"inprocess"``: trusted plans, faster).
+    ``"inprocess"``: trusted plans, faster). A reply with no plan is the answer as it is;
+    with ``validate_direct_answers`` the validator judges it too, and a rejected one is
+    planned again. ``planner`` writes the plans (default: the planning template sent to
+    the plan LLM; see :mod:`dcbrain.brain.planner`). ``output_type`` (a pydantic model or
+    any type pydantic validates) is the type of ``BrainResult.output``: an answer that does
+    not fit is sent back to the planner.
 
     One instance runs any number of questions at once, each as its own
     :class:`~dcbrain.brain.run.BrainRun`; only two runs of the same conversation (or with
@@ -88,6 +95,9 @@ class DCBrain(BaseBrain):
         trace_path: str | Path | None = None,
         neural: Any = None,
         raise_on_timeout: bool = True,
+        validate_direct_answers: bool = False,
+        planner: Planner | None = None,
+        output_type: Any = None,
     ) -> None:
         super().__init__(memory=memory, memory_chunk_size=memory_chunk_size, trace_path=trace_path)
         if max_iterations < 1:
@@ -100,10 +110,9 @@ class DCBrain(BaseBrain):
         self.default_llm = default_llm
         self.default_plan_llm = default_plan_llm
         self.default_validate_llm = default_validate_llm
-        if self.plan_llm is None or self.validate_llm is None:
-            raise ValueError(
-                "DCBrain needs default_llm (or both default_plan_llm and default_validate_llm)"
-            )
+        if (self.plan_llm is None and planner is None) or self.validate_llm is None:
+            raise ValueError("DCBrain needs default_llm (or both default_validate_llm and "
+                             "default_plan_llm or a planner)")
         self.tools: list[Tool] = [as_tool(tool) for tool in tools]
         check_plan_names(self.spec_chains, self.tools)
         self.planning_prompt = as_prompt(planning_prompt, DEFAULT_PLANNING_TEMPLATE, "system")
@@ -112,7 +121,11 @@ class DCBrain(BaseBrain):
         self._memo_prompt = MemoPrompt()
         self._knowledge_prompt = KnowledgePrompt()
         self._question_prompt = AdditionalInfoPrompt(QUESTION_TEMPLATE)
+        self.planner: Planner = planner or self._template_planner()
+        self.output_type = output_type
+        self._output_type = OutputType(output_type) if output_type is not None else None
         self.max_iterations = max_iterations
+        self.validate_direct_answers = validate_direct_answers
         self.max_tokens = max_tokens
         self.timeout = timeout
         self.limits = limits
@@ -138,6 +151,11 @@ class DCBrain(BaseBrain):
     def validate_llm(self) -> ChatLLM | None:
         """The LLM that judges results: ``default_validate_llm``, else ``default_llm``."""
         return self.default_validate_llm or self.default_llm
+
+    def _template_planner(self) -> TemplatePlanner:
+        assert self.plan_llm is not None
+        return TemplatePlanner(self.plan_llm, [self.planning_prompt, self._memo_prompt,
+                                               self._knowledge_prompt, self._question_prompt])
 
     def warm_up(self) -> None:
         """Load now what a first run would load lazily, so that it is as quick as the next.
@@ -183,6 +201,7 @@ class DCBrain(BaseBrain):
         *,
         run_id: str | None = None,
         deps: RunDeps | None = None,
+        output_type: Any = None,
     ) -> AsyncIterator[BrainRun]:
         """A new run of ``question``, registered with this brain while the block runs::
 
@@ -193,7 +212,8 @@ class DCBrain(BaseBrain):
         starts. ``deps`` are the run's own dependencies (:class:`RunDeps`). Unlike
         :meth:`async_run`, :meth:`BrainRun.execute` returns a timeout's result.
         """
-        run = BrainRun(self, question, conversation_id, run_id=run_id, deps=deps)
+        run = BrainRun(self, question, conversation_id, run_id=run_id, deps=deps,
+                       output_type=output_type)
         with self._runs_lock:
             for other in self._runs.values():
                 if other.run_id == run.run_id or other.conversation_id == conversation_id:
@@ -217,18 +237,21 @@ class DCBrain(BaseBrain):
         on_event: EventCallback | None = None,
         run_id: str | None = None,
         deps: RunDeps | None = None,
+        output_type: Any = None,
     ) -> BrainResult:
         """Answer ``question``; returns a :class:`BrainResult` on every stop but two.
 
         ``run_id`` names the run (default: a new id); ``on_event`` sees this run's events;
         ``deps`` are its own dependencies (:class:`RunDeps`: memory, failed-attempt store,
-        journal, clock, input mailbox, subscribers). A timeout raises
-        :class:`~dcbrain.exceptions.TFBrainError` whose ``result`` is the partial result
-        (reason ``timeout``) unless the brain has ``raise_on_timeout=False``; new user
-        input raises :class:`~dcbrain.exceptions.TFUserNewInputError` untouched.
+        journal, clock, input mailbox, subscribers); ``output_type`` replaces the brain's
+        for this run. A timeout raises :class:`~dcbrain.exceptions.TFBrainError` whose
+        ``result`` is the partial result (reason ``timeout``) unless the brain has
+        ``raise_on_timeout=False``; new user input raises
+        :class:`~dcbrain.exceptions.TFUserNewInputError` untouched.
         """
         deps = (deps if deps is not None else RunDeps()).with_subscriber(on_event)
-        async with self.start_run(question, conversation_id, run_id=run_id, deps=deps) as run:
+        async with self.start_run(question, conversation_id, run_id=run_id, deps=deps,
+                                  output_type=output_type) as run:
             result = await run.execute()
         if result.reason == "timeout" and self.raise_on_timeout:
             raise TFBrainError(

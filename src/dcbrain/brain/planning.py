@@ -1,9 +1,9 @@
-"""Planning: what the planner is told, the chain that asks it, and the plans it writes.
+"""Planning: what the planner is told, how it is asked, and the plans it writes.
 
 What the planner (and only the planner) sees is a typed :class:`PlanningContext`: the
-capability descriptions, budgets, memory recall, earlier failed attempts and the calls
-this run already made. The plan chain is built fresh for every planning, so nothing one
-planning set on a chain carries over to the next. A new plan is recorded on the run's
+capability descriptions, budgets, memory recall, earlier failed attempts, the calls
+this run already made and the shape the answer must have; a
+:class:`~dcbrain.brain.planner.Planner` turns it into a reply. A new plan is recorded on the run's
 intermediate result and announced as ``plan_created`` (the run's first) or
 ``plan_revised`` (with the diff against the previous plan). A plan identical to one that
 already failed in this run is not run again: the planner is told once, a second repeat
@@ -24,12 +24,12 @@ from dcbrain.brain.base import answer_text
 from dcbrain.brain.context import BrainContext, BrainIntermediateResult
 from dcbrain.brain.control import RunControl
 from dcbrain.brain.plan_diff import ScriptDiff, plan_calls
+from dcbrain.brain.planner import Planner
 from dcbrain.brain.trace import RunRecorder
-from dcbrain.chain import AdditionalInfoPrompt, BasePrompt, Chain
+from dcbrain.chain import AdditionalInfoPrompt
 from dcbrain.events import PlanCreated, PlanFinished, PlanRevised
 from dcbrain.exceptions import TFChainError
 from dcbrain.journal import CallJournal, JournalEntry, JournalKey
-from dcbrain.llm.base import ChatLLM
 from dcbrain.messages import TextMessage
 from dcbrain.retries import is_transient
 from dcbrain.tfplan import extract_plan
@@ -57,9 +57,14 @@ def as_prompt(
 
 @dataclass
 class PlanningContext:
-    """Everything the planning template renders (its variable names are the field names).
+    """Everything a planner is told; the planning template renders its fields by name.
 
-    ``extra`` carries the question's own ``additional_kwargs`` for custom templates.
+    ``contextual_plan_info`` lists earlier failed attempts (``plan``, ``result``,
+    ``error``, ``suggestion``), ``succeeded_calls`` the run's successful calls
+    (``journal_calls`` is the same list as the template shows it), ``output_schema`` the
+    JSON Schema the answer must match (empty: any answer). ``conversation`` and
+    ``knowledge`` are the recalled memory, rendered by their own prompts; ``extra``
+    carries the question's own ``additional_kwargs`` for custom templates.
     """
 
     question: str
@@ -74,16 +79,23 @@ class PlanningContext:
     memory_documents: str = ""
     memory_keyword_hits: str = ""
     journal_calls: str = ""
+    succeeded_calls: list[str] = field(default_factory=list)
+    output_schema: str = ""
+    conversation: list[TextMessage] = field(default_factory=list)
+    knowledge: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def for_run(cls, brain: DCBrain, context: BrainContext) -> PlanningContext:
+    def for_run(
+        cls, brain: DCBrain, context: BrainContext, output_schema: str = ""
+    ) -> PlanningContext:
         return cls(
             question=context.current_input.content,
             max_iterations=brain.max_iterations,
             max_tokens=brain.max_tokens,
             iterations_left=brain.max_iterations,
             tokens_left=brain.max_tokens,
+            output_schema=output_schema,
             extra=dict(context.current_input.additional_kwargs),
         )
 
@@ -97,6 +109,8 @@ class PlanningContext:
         context.recall = recall
         context.conversation = list(recall.conversation)
         context.knowledge = [item.text for item in recall.knowledge]
+        self.conversation = context.conversation
+        self.knowledge = context.knowledge
         self.memory_documents = recall.documents_text()
         self.memory_keyword_hits = recall.keyword_text()
 
@@ -114,11 +128,12 @@ class PlanningContext:
         self.contextual_plan_info = contextual_plan_info
         self.iterations_left = iterations_left
         self.tokens_left = tokens_left
-        self.journal_calls = describe_journal(journal)
+        self.succeeded_calls = successful_calls(journal)
+        self.journal_calls = describe_calls(self.succeeded_calls)
 
     def template_vars(self) -> dict[str, Any]:
         values = {item.name: getattr(self, item.name) for item in fields(self)
-                  if item.name not in ("extra", "question")}
+                  if item.name not in _NOT_TEMPLATE_VARS}
         return {**self.extra, **values}
 
     def message(self) -> TextMessage:
@@ -126,13 +141,19 @@ class PlanningContext:
         return TextMessage(content=self.question, additional_kwargs=self.template_vars())
 
 
-def describe_journal(journal: CallJournal) -> str:
-    """The run's successful chain and tool calls, one line each, for the planner."""
-    lines = []
-    for entry in journal.successful():
-        if entry.kind not in ("chain", "tool"):
-            continue
-        lines.append(f"- {call_text(entry)}")
+#: Fields rendered by their own prompts (or not at all), not by the planning template.
+_NOT_TEMPLATE_VARS = frozenset({"extra", "question", "conversation", "knowledge"})
+
+
+def successful_calls(journal: CallJournal) -> list[str]:
+    """The run's successful chain and tool calls, as :func:`call_text`, oldest first."""
+    return [call_text(entry) for entry in journal.successful()
+            if entry.kind in ("chain", "tool")]
+
+
+def describe_calls(calls: Sequence[str]) -> str:
+    """The calls one line each, the last :data:`JOURNAL_CALLS_SHOWN` of them, for the planner."""
+    lines = [f"- {call}" for call in calls]
     if len(lines) > JOURNAL_CALLS_SHOWN:
         skipped = len(lines) - JOURNAL_CALLS_SHOWN
         lines = [*lines[-JOURNAL_CALLS_SHOWN:], f"({skipped} earlier calls not shown)"]
@@ -161,40 +182,26 @@ def json_lines(items: list[dict[str, Any]]) -> str:
     return "\n".join(dumps(item) for item in items)
 
 
-def plan_chain(llm: ChatLLM, prompts: Sequence[BasePrompt]) -> Chain:
-    """A fresh plan chain on ``llm``: prompts cleared, then ``prompts`` in order."""
-    chain = Chain(name="dcbrain_planner", llm=llm, prompt=None, description="writes tf_plan")
-    chain.clear_prompts()
-    chain.set_prompts(list(prompts))
-    chain.catch_intermediate_chain_result = False
-    return chain
-
-
 async def ask_planner(
     ir: BrainIntermediateResult,
-    llm: ChatLLM,
-    prompts: Sequence[BasePrompt],
+    planner: Planner,
     planning: PlanningContext,
     control: RunControl,
     recorder: RunRecorder,
     callables: Iterable[str],
     journal: CallJournal,
 ) -> None:
-    """One planning: a fresh plan chain asked about the question, its reply taken.
+    """One planning: the planner asked about the question, its reply taken.
 
     The reply is recorded in the run's journal; a replayed run gets the recorded reply.
     """
-    context = ir.context
     key = JournalKey(ir.iterations, "", "__planner__", "", 0)
     entry = journal.lookup(key)
     if entry is not None and entry.ok:
         content = entry.result
     else:
-        chain = plan_chain(llm, prompts)
         started = time.perf_counter()
-        reply = await control.interruptible(
-            "plan", chain.async_run(planning.message(), context.conversation, context.knowledge)
-        )
+        reply = await control.interruptible("plan", planner.plan(planning))
         content = reply.content
         await journal.arecord(JournalEntry(key, "llm", True, result=content,
                                            duration_s=time.perf_counter() - started,

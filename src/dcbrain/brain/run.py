@@ -33,6 +33,7 @@ from dcbrain.brain.budget import TokenBudget
 from dcbrain.brain.context import BrainContext, BrainIntermediateResult, BrainReason, BrainResult
 from dcbrain.brain.control import AbortRequested, BrainMachine, RunControl
 from dcbrain.brain.deps import Clock, RunDeps
+from dcbrain.brain.output import OutputType, accept_output
 from dcbrain.brain.planning import PlanningContext, ask_planner, remember_failed_plan
 from dcbrain.brain.running import run_plan
 from dcbrain.brain.trace import PlanCallEvents, RunRecorder
@@ -106,6 +107,7 @@ class BrainRun:
         *,
         run_id: str | None = None,
         deps: RunDeps | None = None,
+        output_type: Any = None,
     ) -> None:
         deps = deps if deps is not None else RunDeps()
         self.brain = brain
@@ -132,7 +134,10 @@ class BrainRun:
             self.message, conversation_id, self.run_id, list(brain.tools)
         )
         self.ir = BrainIntermediateResult(self.context)
-        self.planning = PlanningContext.for_run(brain, self.context)
+        self.output_type = OutputType(output_type) if output_type is not None \
+            else brain._output_type
+        self.planning = PlanningContext.for_run(
+            brain, self.context, self.output_type.schema if self.output_type else "")
         # one observer for every plan of the run, so call ids stay unique in the run
         self.plan_calls = PlanCallEvents(self.recorder, brain.spec_chains)
         self.control = RunControl()
@@ -230,8 +235,9 @@ class BrainRun:
                     return
                 self.control.check()
                 if ir.direct_answer:
-                    await self._fire("succeed")
-                    return
+                    if await self._fire("succeed"):
+                        return
+                    continue  # rejected by the validator or not of the output type
                 if ir.current_plan is None:  # an unusable reply or a repeated plan
                     if ir.reason == "repeated_plan":
                         await self._stop("repeated_plan")
@@ -344,12 +350,9 @@ class BrainRun:
             raise budget.exhausted
         ir.iterations += 1
         budget.iterations_used = ir.iterations
-        assert brain.plan_llm is not None
-        prompts = [brain.planning_prompt, brain._memo_prompt, brain._knowledge_prompt,
-                   brain._question_prompt]
         callables = [*brain.spec_chains, *(tool.name for tool in brain.tools)]
-        await ask_planner(ir, brain.plan_llm, prompts, self.planning, self.control,
-                          self.recorder, callables, self.journal)
+        await ask_planner(ir, brain.planner, self.planning, self.control, self.recorder,
+                          callables, self.journal)
         if ir.interpreter_err is not None:  # no usable plan: nothing to run
             self.attempts.record(ir)
 
@@ -389,12 +392,14 @@ class BrainRun:
     # -- machine callbacks: validation -------------------------------------------------
 
     async def condition_succeed(self, event: EventData) -> bool:
-        """A direct answer, or a plan result the validator accepts."""
+        """A direct answer (judged too with ``validate_direct_answers``), or a plan result
+        the validator accepts, that fits the output type."""
         ir, brain = self.ir, self.brain
-        if ir.direct_answer:
+        if ir.direct_answer and not brain.validate_direct_answers:
             ir.reason = "direct_answer"
-            return True
-        if ir.interpreter_err is not None or ir.current_result is None:
+            return self._accept_output()
+        if not ir.direct_answer and (ir.interpreter_err is not None
+                                     or ir.current_result is None):
             remember_failed_plan(ir)
             self.attempts.record(ir)
             return False
@@ -404,9 +409,23 @@ class BrainRun:
         solved = await validate(ir, brain.validate_llm, brain.validate_prompt, self.control,
                                 self.recorder, self.journal)
         if not solved:
-            remember_failed_plan(ir)
-            self.attempts.record(ir)
-        return solved
+            if ir.direct_answer:  # rejected: plan again
+                ir.direct_answer, ir.final_result = False, None
+            else:
+                remember_failed_plan(ir)
+                self.attempts.record(ir)
+            return False
+        return self._accept_output()
+
+    def _accept_output(self) -> bool:
+        """Whether the accepted answer fits the output type; a misfit is a failed attempt."""
+        ir = self.ir
+        if accept_output(ir, self.output_type):
+            return True
+        self.recorder.emit(ErrorEvent(source="output_type", error=ir.last_error or ""))
+        remember_failed_plan(ir)
+        self.attempts.record(ir)
+        return False
 
     # -- machine callbacks: terminal states --------------------------------------------
 

@@ -5,8 +5,9 @@ The planning template renders the fields of
 capability descriptions), ``iterations_left``, ``max_iterations``, ``tokens_left``,
 ``max_tokens``, ``contextual_plan_info`` (earlier failed attempts: ``plan``, ``result``,
 ``error``, ``suggestion``), ``previous_suggestion``, ``memory_documents``,
-``memory_keyword_hits`` and ``journal_calls`` (the run's successful calls with their
-results). The question itself is sent after it,
+``memory_keyword_hits``, ``journal_calls`` (the run's successful calls with their
+results; ``succeeded_calls`` is the same as a list) and ``output_schema`` (the JSON
+Schema of the run's output type, empty without one). The question itself is sent after it,
 with the conversation (``MemoPrompt``) and knowledge (``KnowledgePrompt``) in between.
 
 The validation template reads ``input`` (the question), ``plan``, ``plan_result`` and
@@ -42,7 +43,12 @@ not depend on each other, and end with `return value` (a dict for several values
 ## Budget
 Planning attempts left, this one included: {{ iterations_left }} of {{ max_iterations }}.
 Tokens left: {{ tokens_left }} of {{ max_tokens }}. Keep plans short and direct.
-{% if contextual_plan_info %}
+{% if output_schema %}
+## The answer's shape
+The answer (the value the plan returns, or a direct answer written as JSON) must match
+this JSON Schema:
+{{ output_schema }}
+{% endif %}{% if contextual_plan_info %}
 ## Earlier attempts that did not solve the question
 {% for attempt in contextual_plan_info %}
 ### Attempt {{ loop.index }}

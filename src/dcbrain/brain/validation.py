@@ -1,6 +1,8 @@
 """Validation: the validator's verdict on a plan's result, and the answer it accepts.
 
-The verdict is structured output (``VERDICT_SCHEMA``). A verdict that is not valid JSON
+A direct answer (the planner replied with text, no plan) is judged only when the brain
+says ``validate_direct_answers``: the validator then sees that no plan ran. The verdict
+is structured output (``VERDICT_SCHEMA``). A verdict that is not valid JSON
 of that shape, even after the chain's repair and one retry, counts as *not solved* with
 the parse error as the suggestion: a confused validator costs an iteration, never the run.
 """
@@ -21,6 +23,10 @@ from dcbrain.exceptions import TFChainError
 from dcbrain.journal import CallJournal, JournalEntry, JournalKey
 from dcbrain.llm.base import ChatLLM
 from dcbrain.messages import TextMessage
+
+#: What the validator is shown as the plan of a direct answer: nothing ran, no tool acted.
+NO_PLAN = ("# no plan: the assistant answered directly, without running a plan or calling "
+           "any chain or tool")
 
 
 @dataclass(frozen=True)
@@ -64,8 +70,9 @@ async def validate(
                              suggestion=verdict.suggestion, parse_error=verdict.parse_error,
                              validated_by=validated_by))
     if verdict.is_solved:
-        ir.final_result = answer_of(ir)
-        ir.reason = "validated"
+        if not ir.direct_answer:
+            ir.final_result = answer_of(ir)
+        ir.reason = "direct_answer" if ir.direct_answer else "validated"
         ir.validated_by = validated_by
         return True
     ir.suggestion = verdict.suggestion
@@ -76,8 +83,8 @@ async def validate(
 async def ask_validator(
     ir: BrainIntermediateResult, llm: ChatLLM, prompt: AdditionalInfoPrompt, control: RunControl
 ) -> Verdict:
-    """The validator's verdict on the current plan and its result."""
-    assert ir.current_result is not None
+    """The validator's verdict on the current plan and its result, or on the direct
+    answer the planner gave instead of a plan."""
     chain = Chain(
         name="dcbrain_validator",
         llm=llm,
@@ -85,15 +92,15 @@ async def ask_validator(
         output_json_schema=VERDICT_SCHEMA,
         catch_intermediate_chain_result=False,
     )
-    result = ir.current_result
-    message = TextMessage(
-        content=ir.context.current_input.content,
-        additional_kwargs={
-            "plan": ir.current_plan or "",
-            "plan_result": describe_value(result.value),
-            "plan_output": result.stdout[-4000:],
-        },
-    )
+    if ir.direct_answer:
+        judged = {"plan": NO_PLAN, "plan_result": describe_value(ir.final_result),
+                  "plan_output": ""}
+    else:
+        result = ir.current_result
+        assert result is not None
+        judged = {"plan": ir.current_plan or "", "plan_result": describe_value(result.value),
+                  "plan_output": result.stdout[-4000:]}
+    message = TextMessage(content=ir.context.current_input.content, additional_kwargs=judged)
     try:
         verdict = await control.interruptible("validate", chain.async_run(message))
     except TFChainError as exc:

@@ -14,13 +14,14 @@ import json
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, ForwardRef
+from typing import Any
 
 import json_repair
 from pydantic import TypeAdapter
 from pydantic import ValidationError as PydanticValidationError
 
 from dcbrain._jsonsafe import dumps
+from dcbrain._typed import output_adapter, validation_errors
 from dcbrain.chain.intermediate import merge_intermediate_results
 from dcbrain.chain.prompts import (
     AdditionalInfoPrompt,
@@ -199,6 +200,7 @@ class Chain(Runnable):
         for extra in self._checked_tools(tools or []):
             available.setdefault(extra.name, extra)
         result = ChainResult(origin=message)
+        result.logs.extend(f"chain {self.name!r}: {note}" for note in context.notes)
         reply = await self._complete(messages, available, result)
         if self._validator is None:
             content: ChainOutput = reply.content
@@ -358,33 +360,17 @@ class Chain(Runnable):
         try:
             typed = self._output_adapter.validate_python(raw)
         except PydanticValidationError as exc:
-            return {}, "; ".join(
-                (f"{'/'.join(str(part) for part in error['loc'])}: {error['msg']}"
-                 if error["loc"] else error["msg"])
-                for error in exc.errors()[:5]
-            )
+            return {}, validation_errors(exc)
         result.output = typed
         plain = self._output_adapter.dump_python(typed, mode="json")
         return ({WRAPPED_RESULT_KEY: plain} if self._wrapped else plain), None
 
     def _typed_schema(self, output_type: Any) -> tuple[TypeAdapter[Any], dict[str, Any]]:
         """The adapter of ``output_type`` and its JSON Schema (a top-level ``$ref`` inlined)."""
-        if isinstance(output_type, str | ForwardRef):
-            # pydantic would evaluate it as Python: a type is an object, never text
-            raise TFChainError(f"chain {self.name!r}: output_type must be a type, not the "
-                               f"string {str(output_type)[:80]!r}")
         try:
-            adapter: TypeAdapter[Any] = TypeAdapter(output_type)
-            schema = adapter.json_schema()
-        except Exception as exc:
-            raise TFChainError(f"chain {self.name!r}: output_type {output_type!r} has no JSON "
-                               f"Schema: {exc}") from None
-        reference = schema.get("$ref")
-        definitions = schema.get("$defs", {})
-        if isinstance(reference, str) and reference.startswith("#/$defs/") and len(schema) == 2:
-            target = definitions[reference.removeprefix("#/$defs/")]
-            schema = {**target, "$defs": definitions}
-        return adapter, schema
+            return output_adapter(output_type)
+        except TypeError as exc:
+            raise TFChainError(f"chain {self.name!r}: {exc}") from None
 
     def _on_succeeded(self, message: TextMessage, content: ChainOutput) -> None:
         """Merge the output into ``__chains_intermediate_results`` (seed 001's table)."""

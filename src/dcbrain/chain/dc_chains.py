@@ -22,6 +22,7 @@ from dcbrain.chain.orchestrate import (
     ChainContext,
     default_orchestrate_chain,
 )
+from dcbrain.chain.plan_names import check_plan_names
 from dcbrain.chain.prompts import Knowledge, normalize_knowledge
 from dcbrain.chain.result import ChainResult
 from dcbrain.chain.runnable import MessageLike
@@ -78,6 +79,7 @@ class DCChains(Chains):
         self.orchestrate_chain: OrchestrateChain = orchestrate_chain or default_orchestrate_chain
         self.llm = llm
         self.tools: list[Tool] = [as_tool(item) for item in tools]
+        check_plan_names(self.chains_map, self.tools)  # refused now, not at the first run
         self.max_plan_times = max_plan_times
         self.abilities_purpose = abilities_purpose
         self.limits = limits

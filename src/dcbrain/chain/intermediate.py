@@ -8,6 +8,7 @@ successful chain merges its output into it (appending, never replacing the whole
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -71,3 +72,20 @@ def join_intermediate_results(
         joined.update(changed_entries(old, added))
     if joined:
         merge_intermediate_results(additional_kwargs, joined)
+
+
+#: A field of the cache a template reads: ``chains_intermediate_result.summary`` or
+#: ``chains_intermediate_result["summary"]`` (Jinja2 and f-string alike).
+_FIELD_READ = re.compile(
+    r"chains_intermediate_result\s*(?:\.\s*(\w+)|\[\s*['\"]?(\w+)['\"]?\s*\])")
+
+
+def missing_intermediate_results(template: str, results: Mapping[str, Any]) -> str:
+    """What a template reading the cache lacks, said for a person: ``'summary' is missing
+    (the cache holds: facts)``, of the fields ``template`` reads."""
+    names = dict.fromkeys(match.group(1) or match.group(2)
+                          for match in _FIELD_READ.finditer(template))
+    missing = [name for name in names if name not in results] or list(names)
+    held = ", ".join(sorted(results)) or "nothing"
+    fields = ", ".join(map(repr, missing)) or "a field"
+    return f"{fields} {'is' if len(missing) < 2 else 'are'} missing (the cache holds: {held})"

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 
 from dcbrain.exceptions import TFChainError
 from dcbrain.tfplan.checker import BUILTIN_NAMES
+from dcbrain.tfplan.origins import describe_callable
 from dcbrain.tools import Tool
 
 
@@ -40,8 +41,6 @@ def check_plan_names(chains: Iterable[str], tools: Iterable[Tool]) -> None:
 
 
 def describe_tool(tool: Tool) -> str:
-    """``MCP server 'notes' tool 'get_note'``, or ``tool 'get_note' (function get_note)``."""
-    if tool.origin:
-        return f"{tool.origin} tool {tool.name!r}"
-    function = getattr(tool.func, "__qualname__", type(tool.func).__name__)
-    return f"tool {tool.name!r} (function {function})"
+    """``MCP server 'notes' tool 'get_note'``, or ``tool 'get_note' (function get_note in
+    tools.py:3)``."""
+    return describe_callable(tool.name, tool)

@@ -10,6 +10,7 @@ lists render as JSON.
 from __future__ import annotations
 
 import json
+import logging
 import re
 import string
 from abc import ABC, abstractmethod
@@ -23,11 +24,12 @@ import jinja2.meta
 from jinja2.sandbox import SandboxedEnvironment
 
 from dcbrain._jsonsafe import dumps
-from dcbrain.chain.intermediate import read_intermediate_results
+from dcbrain.chain.intermediate import missing_intermediate_results, read_intermediate_results
 from dcbrain.exceptions import TFChainError, TFPromptVariableError
 from dcbrain.messages import TextMessage
 
 TemplateFormat = Literal["jinja2", "f-string"]
+_logger = logging.getLogger(__name__)
 
 Knowledge = str | Sequence[Any] | None
 
@@ -39,6 +41,8 @@ class PromptContext:
     current_input: TextMessage
     conversation: list[TextMessage] = field(default_factory=list)
     knowledge: list[str] = field(default_factory=list)
+    #: what prompts left out, and why: the chain puts it in its result's logs
+    notes: list[str] = field(default_factory=list)
 
     def template_variables(self) -> dict[str, Any]:
         """``input``/``current_input`` (the content) overlaid by ``additional_kwargs``."""
@@ -146,7 +150,9 @@ class ChainsIntermediatePrompt(TemplatePrompt):
     The decoded dict is the template variable ``chains_intermediate_result``
     (``{{ chains_intermediate_result.summary }}`` or
     ``{chains_intermediate_result.summary}``). When a field the template needs is missing
-    the whole prompt renders to nothing instead of failing the chain.
+    (the chain that writes it has not run), the whole prompt renders to nothing instead of
+    failing the chain, and says so: a warning is logged and the chain's result logs name
+    the missing field. With ``required=True`` the chain fails instead, naming it.
     """
 
     VARIABLE = "chains_intermediate_result"
@@ -158,8 +164,10 @@ class ChainsIntermediatePrompt(TemplatePrompt):
         *,
         template_format: TemplateFormat = "jinja2",
         role: str = "user",
+        required: bool = False,
     ) -> None:
         super().__init__(template, template_format=template_format, role=role)
+        self.required = required
         unknown = self.variables - self._PROVIDED
         if unknown:
             raise TFChainError(
@@ -179,6 +187,14 @@ class ChainsIntermediatePrompt(TemplatePrompt):
         try:
             return super().to_messages(context)
         except TFPromptVariableError:
+            missing = missing_intermediate_results(self.template,
+                                                   context.chains_intermediate_results())
+            if self.required:
+                raise TFPromptVariableError(f"prompt {self!r}: intermediate result {missing}; "
+                                            "the chain that writes it has not run") from None
+            note = f"prompt {self!r} left out: intermediate result {missing}"
+            _logger.warning(note)
+            context.notes.append(note)
             return []
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextvars
 import dataclasses
 import hashlib
-import inspect
 import sys
 import threading
 import time
@@ -44,7 +43,7 @@ from dcbrain.chain.intermediate import (
 from dcbrain.chain.plan_names import check_plan_names
 from dcbrain.chain.result import ChainOutput, ChainResult
 from dcbrain.chain.runnable import TEXT_KWARGS, input_text, to_json
-from dcbrain.exceptions import TFChainError, TFToolError
+from dcbrain.exceptions import TFChainError
 from dcbrain.journal import CallJournal, JournalEntry, JournalKey, OccurrenceCounter, canonical_args
 from dcbrain.llm.base import ChatLLM
 from dcbrain.llm.observe import llm_observer
@@ -258,7 +257,7 @@ class _ToolCallable:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         owner = self.owner
-        arguments = self._keyword_arguments(args, kwargs)
+        arguments = self.tool.keyword_arguments(args, kwargs)
         tool = self.tool
         key, entry = owner._journaled(self.name, arguments, reuse=tool.reuse)
         record = owner._announce("tool", key, entry)
@@ -276,23 +275,6 @@ class _ToolCallable:
                 key, "tool", tries.acall(policy, lambda: tool.acall(**arguments))))
         return journal.call(key, "tool",
                             lambda: tries.call(policy, lambda: tool.call(**arguments)))
-
-    def _keyword_arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
-        try:
-            bound = self.signature.bind(*args, **kwargs)
-        except TypeError as exc:
-            raise TFToolError(f"tool {self.name!r}: {exc}") from None
-        arguments: dict[str, Any] = {}
-        for name, value in bound.arguments.items():
-            kind = self.signature.parameters[name].kind
-            if kind is inspect.Parameter.VAR_KEYWORD:
-                arguments.update(value)
-            elif kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.VAR_POSITIONAL):
-                raise TFToolError(f"tool {self.name!r}: parameter {name!r} cannot be passed "
-                                  "from a plan (positional-only)")
-            else:
-                arguments[name] = value
-        return arguments
 
     def __repr__(self) -> str:
         return f"<tool {self.name}>"

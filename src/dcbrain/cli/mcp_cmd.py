@@ -3,22 +3,37 @@
 Over stdio by default (an MCP client starts ``dcbrain mcp`` itself), or over streamable
 HTTP on 127.0.0.1 with ``--http``. The brain is the one ``dcbrain ask`` would build from
 the same config. Exit codes: 0 when the client closes the session, 2 for a config or
-usage error (before anything is served), 130 on Ctrl-C.
+usage error (before anything is served), 130 on Ctrl-C. Only warnings and errors are logged
+on stderr unless ``--verbose`` or ``--log-level`` asks for more.
 """
 
 from __future__ import annotations
 
 import socket
 import sys
+from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 
 from dcbrain.config import DEFAULT_CONFIG_FILE
 
+if TYPE_CHECKING:
+    from dcbrain.mcp.server import LogLevel as ServerLogLevel
+
 HTTP_HOST = "127.0.0.1"
 DEFAULT_MCP_PORT = 8766
+
+
+class LogLevel(StrEnum):
+    """What ``dcbrain mcp`` logs on stderr: warnings only by default, since a client
+    that starts it usually shows (or stores) its stderr; INFO logs every request."""
+
+    DEBUG = "DEBUG"
+    INFO = "INFO"
+    WARNING = "WARNING"
+    ERROR = "ERROR"
 
 
 def mcp(
@@ -36,6 +51,15 @@ def mcp(
         typer.Option("--trace", help="Append every event of every run to this JSONL file.",
                      show_default=False),
     ] = None,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Log every request on stderr (--log-level "
+                           "INFO).")
+    ] = False,
+    log_level: Annotated[
+        LogLevel | None,
+        typer.Option("--log-level", help="What is logged on stderr [default: WARNING].",
+                     case_sensitive=False, show_default=False),
+    ] = None,
 ) -> None:
     """Serve the brain as an MCP server: one `ask` tool with progress notifications."""
     from dcbrain.config import ConfigError, build_brain, find_config
@@ -52,7 +76,8 @@ def mcp(
             raise typer.Exit(2)
     from dcbrain.mcp.server import create_server
 
-    server = create_server(brain)
+    chosen = log_level.value if log_level is not None else "INFO" if verbose else "WARNING"
+    server = create_server(brain, log_level=cast("ServerLogLevel", chosen))
     try:
         if http:
             sys.stderr.write(f"dcbrain MCP server on http://{HTTP_HOST}:{port}/mcp\n")

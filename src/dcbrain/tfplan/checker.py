@@ -3,7 +3,8 @@
 Reports, all at once and with positions: names bound nowhere the reading scope can see
 (names resolve scope by scope, see ``scopes.py``), calls to
 unknown functions, keyword arguments a chain/tool does not take, missing required ones,
-positional arguments to keyword-only callables, and methods that no value type has.
+positional arguments to keyword-only callables, literal arguments of a type a tool's
+schema refuses, and methods that no value type has.
 A bad plan then costs a replan, not an execution.
 """
 
@@ -17,6 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from dcbrain.tfplan._argument_types import literal_mismatch
 from dcbrain.tfplan.builtins import BUILTIN_FUNCTIONS, EXCEPTIONS
 from dcbrain.tfplan.errors import Problem, TFSyntaxError, first_problems
 from dcbrain.tfplan.methods import ALL_METHOD_NAMES, MODULE_MEMBERS
@@ -45,7 +47,10 @@ class CallableSpec:
 
     ``parameters`` is a JSON schema of the keyword arguments (``properties``,
     ``required``, ``additionalProperties``); ``positional`` lists the parameters that
-    may also be passed by position, in order (empty: keywords only).
+    may also be passed by position, in order (empty: keywords only). ``validates`` says
+    that every call is validated against ``parameters`` (a tool's is; a chain formats
+    what it gets into its prompt, and a plain function takes what it is given), so a
+    literal of a type the schema refuses is an error before the run.
     """
 
     name: str
@@ -55,6 +60,7 @@ class CallableSpec:
     positional: tuple[str, ...] = ()
     accepts_var_positional: bool = False
     kind: str = "tool"
+    validates: bool = False
 
     @classmethod
     def from_callable(cls, name: str, func: Callable[..., Any]) -> CallableSpec:
@@ -66,8 +72,9 @@ class CallableSpec:
         returns = getattr(func, "returns_schema", None)
         kind = getattr(func, "callable_kind", "tool")
         signature = _signature(func)
+        validates = isinstance(schema, dict) and kind == "tool"
         if isinstance(schema, dict) and signature is None:
-            return cls(name, str(description), schema, returns, (), False, kind)
+            return cls(name, str(description), schema, returns, (), False, kind, validates)
         if signature is None:
             return cls(name, str(description), {"type": "object"}, returns, (), True, kind)
         positional: list[str] = []
@@ -94,7 +101,7 @@ class CallableSpec:
             parameters = {"type": "object", "properties": properties, "required": required,
                           "additionalProperties": var_keyword}
         return cls(name, str(description), parameters, returns, tuple(positional),
-                   var_positional, kind)
+                   var_positional, kind, validates)
 
     def describe(self) -> dict[str, Any]:
         """JSON-able description for planning prompts."""
@@ -213,6 +220,8 @@ class _Checker:
                 self._add(node, f"{label} takes at most {len(spec.positional)} positional "
                                 f"arguments, got {len(node.args)}")
         given = set(spec.positional[: len(node.args)])
+        if spec.validates and isinstance(properties, dict):
+            self._check_literals(label, node, spec.positional, properties)
         for keyword in node.keywords:
             if keyword.arg is None:
                 continue
@@ -227,6 +236,20 @@ class _Checker:
         for required in spec.parameters.get("required", []):
             if required not in given:
                 self._add(node, f"{label} is missing required argument {required!r}")
+
+    def _check_literals(self, label: str, node: ast.Call, positional: tuple[str, ...],
+                        properties: dict[str, Any]) -> None:
+        """Literal arguments of a validated call that its schema refuses whatever the
+        run does."""
+        passed = [(name, arg) for name, arg in zip(positional, node.args, strict=False)]
+        if any(isinstance(arg, ast.Starred) for arg in node.args):
+            passed = []
+        passed += [(keyword.arg, keyword.value) for keyword in node.keywords
+                   if keyword.arg is not None]
+        for name, value in passed:
+            mismatch = literal_mismatch(value, properties.get(name))
+            if mismatch is not None:
+                self._add(value, f"{label} argument {name!r} must be {mismatch}")
 
     def _add(self, node: ast.AST, message: str) -> None:
         line = getattr(node, "lineno", 1)

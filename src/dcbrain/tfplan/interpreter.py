@@ -42,6 +42,7 @@ from dcbrain.tfplan.host import Dispatcher, HostCallable, Thunk, background_loop
 from dcbrain.tfplan.host_budget import HostBudget
 from dcbrain.tfplan.limits import Limits
 from dcbrain.tfplan.messages import public_message
+from dcbrain.tfplan.origins import describe_callable
 from dcbrain.tfplan.parser import Plan, parse
 from dcbrain.tfplan.result import ConsoleResult
 from dcbrain.tfplan.rewrite import MAIN_FUNCTION, PLAN_FILENAME, compile_plan
@@ -126,8 +127,12 @@ class Interpreter:
         self.isolation: Isolation = isolation
         self.callables: dict[str, Callable[..., Any]] = dict(callables or {})
         for tool in tools:
-            name = getattr(tool, "name", None) or tool.__name__
-            self.callables[str(name)] = tool
+            name = str(getattr(tool, "name", None) or tool.__name__)
+            if name in self.callables:
+                raise ValueError(f"two callables are named {name!r}: "
+                                 f"{describe_callable(name, self.callables[name])} and "
+                                 f"{describe_callable(name, tool)}; rename one of them")
+            self.callables[name] = tool
         for name in self.callables:
             if not name.isidentifier() or name.startswith("_"):
                 raise ValueError(f"callable name {name!r} must be an identifier not starting "

@@ -20,6 +20,7 @@ import ast
 import warnings
 from types import CodeType
 
+from dcbrain.tfplan._displays import DisplayCharges
 from dcbrain.tfplan._inline import (
     FIELD,
     KEY,
@@ -154,8 +155,9 @@ def _key(node: ast.expr) -> ast.expr:
     return node if _is_scalarconstant(node) else guard_call("__tf_key", [node], node)
 
 
-class _Rewriter(ast.NodeTransformer):
+class _Rewriter(DisplayCharges):
     def __init__(self, provided: frozenset[str]) -> None:
+        super().__init__()
         self._provided = provided
         self._function_depth = 0
         self._temporaries = 0
@@ -406,23 +408,25 @@ class _Rewriter(ast.NodeTransformer):
         ]
         return node
 
-    def visit_Dict(self, node: ast.Dict) -> ast.Dict:
+    def visit_Dict(self, node: ast.Dict) -> ast.expr:
         self.generic_visit(node)
+        weight = self.display_weight(node.values, node.keys)
         node.keys = [None if key is None else self._key(key) for key in node.keys]
         node.values = [
             guard_call("__tf_star", [value], value) if key is None else value
             for key, value in zip(node.keys, node.values, strict=True)
         ]
-        return node
+        return self.charged_display(node, weight)
 
-    def visit_Set(self, node: ast.Set) -> ast.Set:
+    def visit_Set(self, node: ast.Set) -> ast.expr:
         self.generic_visit(node)
+        weight = self.display_weight(node.elts)
         for elt in node.elts:
             if isinstance(elt, ast.Starred):  # its items are hashed: __tf_star -> hashed
                 assert isinstance(elt.value, ast.Call) and isinstance(elt.value.func, ast.Name)
                 elt.value.func.id = "__tf_hashed_star"
         node.elts = [elt if isinstance(elt, ast.Starred) else self._key(elt) for elt in node.elts]
-        return node
+        return self.charged_display(node, weight)
 
     def visit_SetComp(self, node: ast.SetComp) -> ast.SetComp:
         self.generic_visit(node)

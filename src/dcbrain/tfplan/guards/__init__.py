@@ -50,6 +50,7 @@ class Guards:
             "__tf_key": budget.key,
             "__tf_in": budget.contained_in,
             "__tf_checked": budget.check_result,
+            "__tf_display": budget.check_display,
             "__tf_numbers": frozenset({int, float}),
             "__tf_int": int,
             "__tf_len": len,

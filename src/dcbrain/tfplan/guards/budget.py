@@ -108,6 +108,17 @@ class Budget:
                 self.charge(bits >> 5)
         return value
 
+    def check_display(self, value: Any, weight: int) -> Any:
+        """Charge for a display of ``weight`` elements (its nested small displays
+        included) as it is built, and enforce the size limit on it."""
+        size = len(value)
+        if size > self.max_size:
+            raise self.too_large(value.__class__.__name__, size)
+        self.ops += 1 + weight // ALLOC_DIVISOR
+        if self.ops > self.max_ops:
+            raise self.over_budget()
+        return value
+
     # -- iteration -------------------------------------------------------------------
     def counted(self, iterator: Iterator[Any]) -> Iterator[Any]:
         max_ops = self.max_ops

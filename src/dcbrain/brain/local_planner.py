@@ -1,28 +1,30 @@
 """Planning with the embedded tiny model: a short prompt, close examples, a grammar.
 
 A 135M-parameter model cannot follow the long planning template, so
-:class:`LocalPlanner` rebuilds each planning request: a short instruction listing the
+:class:`LocalPlanner` builds its own request from the typed
+:class:`~dcbrain.brain.planning.PlanningContext`: a short instruction listing the
 tools' signatures, few-shot examples (a revision after an error, arithmetic, one call
-of each tool), then the question. When the brain's prompt shows an earlier attempt
-that failed (the default template puts it in a ```tf_plan block followed by its error,
-result and the validator's suggestion), the question comes with that plan and what went
-wrong, and the revision is sampled instead of decoded greedily, so it is not a verbatim
-repeat. The grammar also admits a one-line direct answer for questions that need no
-computation (no example shows one: a tiny model would copy it for every question).
-A plan that fails the static check (a name never assigned, a keyword as a name) is
-sampled again with other seeds, up to three samples in all.
+of each tool), then the question. After a failed attempt the question comes with that
+plan, what went wrong and the calls already made, and the revision is sampled instead
+of decoded greedily, so it is not a verbatim repeat. The grammar also admits a one-line
+direct answer for questions that need no computation (no example shows one: a tiny
+model would copy it for every question). A plan that fails the static check (a name
+never assigned, a keyword as a name) or repeats the failed plan is sampled again with
+other seeds, up to three samples in all.
 """
 
 from __future__ import annotations
 
+import copy
 import inspect
 import json
-import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
+from dcbrain.brain.planner import PlanReply
+from dcbrain.brain.planning import PlanningContext
 from dcbrain.llm.base import LLMReply
-from dcbrain.llm.local import LocalLLM, plain_messages
+from dcbrain.llm.local import LocalLLM
 from dcbrain.tfplan.interpreter import Interpreter
 from dcbrain.tfplan.language import ARITHMETIC, language_summary, operator_symbols
 from dcbrain.tfplan.parser import extract_plan
@@ -31,67 +33,58 @@ from dcbrain.tfplan.parser import extract_plan
 REVISION_TEMPERATURE: Final = 0.7
 #: What the tiny model is told after a failed plan (its context window is small).
 MAX_FEEDBACK_CHARS: Final = 400
+#: Characters of the already-made calls told after a failed plan.
+MAX_JOURNAL_CHARS: Final = 300
 #: Samples (other seeds) while a plan fails the static check or repeats the failed plan.
 MAX_SAMPLES: Final = 3
+#: Characters of the question the tiny model is shown.
+MAX_QUESTION_CHARS: Final = 1000
 
-_QUESTION_MARKERS = ("Question:", "question:", "User question:", "## Question", "# Question")
-_PLAN_BLOCK = re.compile(r"```tf_plan\n(.*?)\n```", re.DOTALL)
-_FEEDBACK_END = re.compile(r"\n(?:#{2,3} |Write a new plan)")
 _RETRY = ("{question}\nThis plan did not answer it:\n```tf_plan\n{plan}\n```\n{feedback}\n"
           "Write a different plan.")
 
 
-class LocalPlanner(LocalLLM):
-    """The embedded model as a planner for ``tools``; shares the loaded model of ``base``."""
+class LocalPlanner:
+    """The embedded model as the :class:`~dcbrain.brain.planner.Planner` of a brain whose
+    plans call ``tools``; it shares the loaded model (and its one-at-a-time lock) of ``base``.
+
+    ``samplers`` are ``base`` with the plan grammar, the short prompt and the examples, one
+    per seed; each sample is an LLM call of its own (the run's budget sees every one).
+    """
 
     def __init__(self, base: LocalLLM, tools: Mapping[str, Callable[..., Any]]) -> None:
-        super().__init__(
-            base.model_path,
-            threads=base.threads,
-            context_size=base.context_size,
-            max_output_tokens=min(base.max_output_tokens, 256),
-            temperature=0.0,
-            seed=base.seed,
-            grammar=plan_grammar(tools),
-            system_prompt=plan_system_prompt(tools),
-            examples=plan_examples(tools),
-        )
         self.tools = dict(tools)
+        self.base = base
+        self.samplers = [
+            _variant(base, seed=base.seed + sample, temperature=0.0,
+                     max_output_tokens=min(base.max_output_tokens, 256),
+                     grammar=plan_grammar(self.tools),
+                     system_prompt=plan_system_prompt(self.tools),
+                     examples=plan_examples(self.tools))
+            for sample in range(MAX_SAMPLES)
+        ]
         self._checker = Interpreter(self.tools)
 
-    def _messages(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        head = [{"role": "system", "content": self.system_prompt or ""}]
-        return [*head, *self.examples, *planning_turns(plain_messages(messages))]
+    @property
+    def model(self) -> str:
+        return self.base.model
 
-    def _temperature(self, messages: list[dict[str, Any]]) -> float:
-        revising = "```tf_plan" in messages[-1]["content"]  # the failed plan is shown
-        return REVISION_TEMPERATURE if revising else self.temperature
-
-    async def _achat(
-        self,
-        messages: list[dict[str, Any]],
-        *,
-        json_schema: dict[str, Any] | None,
-        tools: list[dict[str, Any]] | None,
-        max_tokens: int | None,
-        temperature: float | None,
-    ) -> LLMReply:
+    async def plan(self, ctx: PlanningContext) -> PlanReply:
         """A plan that passes the static check and is not the failed plan again: other
         samples (other seeds) are drawn until one is, or the last one is returned."""
-        attempt = last_attempt(plain_messages(messages))
+        attempt = last_attempt(ctx)
+        messages = [{"role": "user", "content": planning_request(ctx)}]
         reply: LLMReply | None = None
-        for sample in range(MAX_SAMPLES):
-            answer = await self._complete_once(
-                messages, json_schema=json_schema, max_tokens=max_tokens,
-                temperature=temperature if sample == 0 else REVISION_TEMPERATURE,
-                seed=self.seed + sample)
-            if reply is not None:
-                answer.usage = reply.usage + answer.usage  # every sample was paid for
-            reply = answer
+        usage = None
+        for sample, sampler in enumerate(self.samplers):
+            revising = attempt is not None or sample > 0
+            reply = await sampler.achat(
+                messages, temperature=REVISION_TEMPERATURE if revising else sampler.temperature)
+            usage = reply.usage if usage is None else usage + reply.usage
             if self._acceptable(extract_plan(reply.content), attempt):
                 break
-        assert reply is not None
-        return reply
+        assert reply is not None and usage is not None
+        return PlanReply(reply.content, usage)
 
     def _acceptable(self, plan: str | None, attempt: tuple[str, str] | None) -> bool:
         if plan is None:
@@ -101,18 +94,24 @@ class LocalPlanner(LocalLLM):
         return not self._checker.check(plan)
 
 
-def planning_turns(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
-    """The question, and after a failed attempt also that plan and what went wrong.
+def _variant(base: LocalLLM, **changes: Any) -> LocalLLM:
+    """``base`` with ``changes``: the same model file, runtime and lock."""
+    variant = copy.copy(base)
+    for name, value in changes.items():
+        setattr(variant, name, value)
+    return variant
 
-    One user turn either way: a tiny model copies the reply that followed a similar
-    question, so a failed plan must never appear as a reply.
-    """
-    question = last_user_question(messages)
-    attempt = last_attempt(messages)
+
+def planning_request(ctx: PlanningContext) -> str:
+    """The one user turn: the question, and after a failed attempt that plan and what
+    went wrong. A tiny model copies the reply that followed a similar question, so a
+    failed plan must never appear as a reply."""
+    question = ctx.question.strip()[:MAX_QUESTION_CHARS]
+    attempt = last_attempt(ctx)
     if attempt is None:
-        return [{"role": "user", "content": question}]
+        return question
     plan, feedback = attempt
-    return [{"role": "user", "content": retry_request(question, plan, feedback)}]
+    return retry_request(question, plan, feedback)
 
 
 def retry_request(question: str, plan: str, feedback: str) -> str:
@@ -120,50 +119,27 @@ def retry_request(question: str, plan: str, feedback: str) -> str:
     return _RETRY.format(question=question, plan=plan, feedback=feedback).replace("\n\n", "\n")
 
 
-def last_user_question(messages: list[dict[str, Any]]) -> str:
-    """The user's question in a planning request: the last user message, cut after a
-    ``Question:`` marker when the message embeds a template."""
-    users = [m["content"] for m in messages if m["role"] == "user"]
-    text = users[-1] if users else ""
-    for marker in _QUESTION_MARKERS:
-        if marker in text:
-            text = text.rsplit(marker, 1)[1]
-            break
-    return text.strip()[:1000]
-
-
-def last_attempt(messages: list[dict[str, Any]]) -> tuple[str, str] | None:
-    """The last failed plan shown in the system prompt and the text that follows it
-    (its error, result and the validator's suggestion), shortened; ``None`` if none."""
-    system = "\n".join(m["content"] for m in messages if m["role"] == "system")
-    blocks = list(_PLAN_BLOCK.finditer(system))
-    if not blocks:
+def last_attempt(ctx: PlanningContext) -> tuple[str, str] | None:
+    """The last failed plan and what went wrong with it (its error, result, the
+    validator's suggestion and the calls already made), shortened; ``None`` if none."""
+    if not ctx.contextual_plan_info:
         return None
-    last = blocks[-1]
-    rest = system[last.end():]
-    end = _FEEDBACK_END.search(rest)
-    feedback_text = rest[: end.start()] if end else rest
-    lines = [line.strip() for line in feedback_text.splitlines()]
+    attempt = ctx.contextual_plan_info[-1]
+    parts = []
+    if attempt.get("error"):
+        parts.append(f"It failed with this error: {attempt['error']}")
+    if attempt.get("result"):
+        parts.append(f"Its result: {attempt['result']}")
+    if attempt.get("suggestion"):
+        parts.append(f"The validator's suggestion: {attempt['suggestion']}")
+    lines = (line.strip() for line in " ".join(parts).splitlines())
+    # an error's caret line points into a source line the model is not shown
     feedback = " ".join(line for line in lines if line and set(line) != {"^"})
     feedback = feedback[:MAX_FEEDBACK_CHARS]
-    done = journal_calls(system)
+    done = "; ".join(ctx.succeeded_calls)[:MAX_JOURNAL_CHARS]
     if done:
         feedback += f" Already done, free to repeat: {done}"
-    return last.group(1).strip(), feedback
-
-
-#: The planning template's list of the run's successful calls (the run journal).
-_JOURNAL_HEADER = "## Calls that already succeeded in this run"
-MAX_JOURNAL_CHARS = 300
-
-
-def journal_calls(system: str) -> str:
-    """The run's successful calls listed in the brain's prompt, short, on one line."""
-    if _JOURNAL_HEADER not in system:
-        return ""
-    section = system.split(_JOURNAL_HEADER, 1)[1].split("\n## ", 1)[0]
-    calls = [line[2:].strip() for line in section.splitlines() if line.startswith("- ")]
-    return "; ".join(calls)[:MAX_JOURNAL_CHARS]
+    return str(attempt.get("plan", "")).strip(), feedback
 
 
 def _schema_type(annotation: Any) -> str:
@@ -306,5 +282,5 @@ def _arguments(func: Callable[..., Any]) -> str:
     return " ".join(parts) if parts else '""'
 
 
-__all__ = ["LocalPlanner", "last_attempt", "last_user_question", "plan_examples",
-           "plan_grammar", "plan_system_prompt", "planning_turns", "retry_request"]
+__all__ = ["LocalPlanner", "last_attempt", "plan_examples", "plan_grammar",
+           "plan_system_prompt", "planning_request", "retry_request"]
