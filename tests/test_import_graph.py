@@ -19,7 +19,8 @@ SOURCE = Path(__file__).resolve().parents[1] / "src" / "dcbrain"
 #: Lowest first. A unit may import units of its own layer or below, never above.
 LAYERS: list[tuple[str, set[str]]] = [
     ("foundation", {"_jsonsafe", "_text", "_lazy", "_sync", "exceptions", "usage", "messages",
-                    "events", "journal", "schemas", "neural", "retries"}),
+                    "events", "journal", "schemas", "neural", "retries", "_typed",
+                    "_docstrings"}),
     ("language and tools", {"tfplan", "tools"}),
     ("models and stores", {"llm", "memory", "mcp"}),
     ("chains", {"chain"}),
