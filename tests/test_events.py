@@ -59,7 +59,7 @@ def test_every_event_has_a_json_schema() -> None:
     assert [ref["$ref"].rsplit("/", 1)[1] for ref in finished] == [
         "PlanCallFinished", "LLMCallFinished", "StepCallFinished"]
     plan_call = schemas["call_finished"]["$defs"]["PlanCallFinished"]
-    assert plan_call["properties"]["status"]["enum"] == ["ok", "error", "aborted"]
+    assert plan_call["properties"]["status"]["enum"] == ["ok", "error", "aborted", "interrupted"]
     assert plan_call["properties"]["kind"]["enum"] == ["chain", "tool", "construct_chain"]
 
 

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 import dcbrain.exceptions as exceptions
-from dcbrain.exceptions import TFError, TFInterpreterError, TFRuntimeError
+from dcbrain.exceptions import TFError
 from dcbrain.tfplan import Interpreter
+from dcbrain.tfplan.errors import TFInterpreterError, TFRuntimeError
 
 SOURCE = Path(__file__).parents[1] / "src" / "dcbrain"
 HOMES = {"dcbrain.exceptions", "dcbrain.tfplan.errors"}

@@ -405,39 +405,20 @@ def shared_memory(config: Config, db: str | None) -> Memory | None:
 def brain_factory_from_config(
     config: Config, memory: Memory | None = None
 ) -> tuple[RunStore, Callable[[], DCBrain]]:
-    """The store the server uses and a factory of one fresh brain per run.
+    """The store the server uses and the one brain every run executes on (as a factory).
 
-    LLMs, chains and tools are built once and shared; each run gets its own
-    :class:`~dcbrain.brain.DCBrain` (one instance runs one question at a time), all on
-    the one store. With the config's memory off, runs go to a run store of their own and
-    no conversation is kept. ``memory`` replaces the config's memory file.
+    The brain is configuration shared by all runs: built once, never copied or changed;
+    what differs per run travels in its :class:`~dcbrain.brain.RunDeps`. With the
+    config's memory off, runs go to a run store of their own and no conversation is
+    kept. ``memory`` replaces the config's memory file.
     """
-    from dcbrain.brain import DCBrain
     from dcbrain.memory import RunStore, SQLiteRunStore
 
-    template = build_brain(config, memory=memory)
-    memory = template.memory
-    store = memory if isinstance(memory, RunStore) else SQLiteRunStore(
+    brain = build_brain(config, memory=memory)
+    store = brain.memory if isinstance(brain.memory, RunStore) else SQLiteRunStore(
         config.resolve(FALLBACK_DB))
 
     def factory() -> DCBrain:
-        return DCBrain(
-            spec_chains=template.spec_chains,
-            default_llm=template.default_llm,
-            default_plan_llm=template.default_plan_llm,
-            default_validate_llm=template.default_validate_llm,
-            tools=template.tools,
-            planning_prompt=template.planning_prompt,
-            validate_prompt=template.validate_prompt,
-            memory=memory,
-            memory_chunk_size=template.memory_chunk_size,
-            max_iterations=template.max_iterations,
-            max_tokens=template.max_tokens,
-            timeout=template.timeout,
-            limits=template.limits,
-            validate_direct_answers=template.validate_direct_answers,
-            planner=template.planner,
-            output_type=template.output_type,
-        )
+        return brain
 
     return store, factory

@@ -13,6 +13,7 @@ A value too large for an event is replaced by
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from abc import abstractmethod
@@ -35,9 +36,12 @@ from dcbrain._plan_diff_data import DiffItem as DiffItem
 from dcbrain._plan_diff_data import PlanDiffData as PlanDiffData
 from dcbrain._plan_diff_data import RevisedItem as RevisedItem
 
+logger = logging.getLogger("dcbrain.events")
+
 
 class EventType(StrEnum):
     RUN_STARTED = "run_started"
+    RUN_RESUMED = "run_resumed"
     STATE_CHANGED = "state_changed"
     PLAN_CREATED = "plan_created"
     PLAN_REVISED = "plan_revised"
@@ -92,6 +96,17 @@ class AgentRunStarted(EventData):
     max_replans: int
 
 
+class RunResumed(EventData):
+    """A durable run executes again after the process running it stopped: ``execution``
+    counts from 1 (the first resume is execution 2); the events before this one are the
+    earlier executions'. Calls they left open were closed ``interrupted`` just before."""
+
+    type: ClassVar[str] = EventType.RUN_RESUMED
+    execution: int
+    reason: str
+    earlier_duration_s: float = 0.0
+
+
 class StateChanged(EventData):
     """The run's state machine moved from ``source`` to ``dest`` (by ``trigger``)."""
 
@@ -122,6 +137,7 @@ class Final(EventData):
     reused_calls: int | None = None
     steps_executed: int | None = None
     replans: int | None = None
+    superseded_by: str | None = None
 
 
 class ErrorEvent(EventData):
@@ -213,7 +229,7 @@ CallKind = Literal["chain", "tool", "construct_chain", "llm"]
 PlanCallKind = Literal["chain", "tool", "construct_chain"]
 #: Which part of a brain run an LLM call belongs to.
 LLMPhase = Literal["plan", "validate", "run"]
-CallStatus = Literal["ok", "error", "aborted"]
+CallStatus = Literal["ok", "error", "aborted", "interrupted"]
 
 
 class CallStarted(EventData):
@@ -291,7 +307,8 @@ class StepCallStarted(CallStarted):
 
 class CallFinished(EventData):
     """A call ended: what every ``call_finished`` carries. ``status`` is ``ok``,
-    ``error`` or ``aborted`` (the run stopped first); ``error`` says why it failed.
+    ``error``, ``aborted`` (the run stopped first) or ``interrupted`` (the process
+    executing it stopped; a resumed run runs it again); ``error`` says why it failed.
     A run emits one of its subclasses: :class:`PlanCallFinished`,
     :class:`LLMCallFinished`, :class:`StepCallFinished`."""
 
@@ -412,10 +429,10 @@ class StepFinished(EventData):
 #: Every event class a run emits, in the order ``docs/events.md`` lists them. A type
 #: that several producers emit has a class for each, told apart by their fields.
 EVENT_CLASSES: tuple[type[EventData], ...] = (
-    BrainRunStarted, AgentRunStarted, StateChanged, PlanCreated, PlanRevised, PlanFinished,
-    PlanCallStarted, LLMCallStarted, StepCallStarted, PlanCallFinished, LLMCallFinished,
-    StepCallFinished, CallAbandoned, CallRetry, StepStarted, StepFinished, Validation,
-    Budget, ErrorEvent, Final,
+    BrainRunStarted, AgentRunStarted, RunResumed, StateChanged, PlanCreated, PlanRevised,
+    PlanFinished, PlanCallStarted, LLMCallStarted, StepCallStarted, PlanCallFinished,
+    LLMCallFinished, StepCallFinished, CallAbandoned, CallRetry, StepStarted, StepFinished,
+    Validation, Budget, ErrorEvent, Final,
 )
 
 
@@ -501,8 +518,9 @@ class EventLog:
     went out) later events are dropped, so nothing follows ``final``.
     """
 
-    def __init__(self, run_id: str | None = None) -> None:
+    def __init__(self, run_id: str | None = None, first_seq: int = 0) -> None:
         self.run_id = run_id
+        self.first_seq = first_seq  # a resumed run's log goes on after the earlier ones
         self.events: list[Event] = []
         self.sealed = False
         self._subscribers: list[Subscriber] = []
@@ -522,13 +540,15 @@ class EventLog:
         with self._lock:
             if self.sealed:
                 return None
-            event = Event(payload=payload, seq=len(self.events), run_id=self.run_id)
+            event = Event(payload=payload, seq=self.first_seq + len(self.events),
+                          run_id=self.run_id)
             self.events.append(event)
             for subscriber in list(self._subscribers):
                 try:
                     subscriber(event)
-                except Exception:
-                    continue
+                except Exception:  # an observer's bug must not end the run
+                    logger.warning("an event subscriber failed on %s event %d of run %s",
+                                   event.type, event.seq, self.run_id, exc_info=True)
         return event
 
     def seal(self) -> None:

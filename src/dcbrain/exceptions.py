@@ -1,34 +1,17 @@
-"""Every exception dcbrain raises, in one place, in one tree rooted in :class:`TFError`.
+"""Every exception dcbrain raises above the plan language, in one tree rooted in :class:`TFError`.
 
-The tf_plan language's own errors are defined in ``dcbrain.tfplan.errors`` (the lowest
-layer, where the root lives too) and gathered here.
+This module is part of the foundation: it imports nothing of dcbrain, so every layer may
+raise its errors. The root lives here; the tf_plan language's own errors are defined in
+``dcbrain.tfplan.errors`` (under the same root) and are imported from there.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from dcbrain.tfplan.errors import (
-    CallDepthLimitExceeded,
-    CallLimitExceeded,
-    OperationLimitExceeded,
-    OutputLimitExceeded,
-    PlanCancelled,
-    SizeLimitExceeded,
-    TFCallError,
-    TFCheckError,
-    TFError,
-    TFInterpreterError,
-    TFLimitError,
-    TFRuntimeError,
-    TFSyntaxError,
-    TFToolTimeout,
-    TimeLimitExceeded,
-)
 
-if TYPE_CHECKING:
-    from dcbrain.brain.context import BrainResult
-    from dcbrain.chain.result import ChainResult
+class TFError(Exception):
+    """Base of every error dcbrain raises."""
 
 
 class TFChainError(TFError):
@@ -163,12 +146,14 @@ class TFFatalStepError(TFError):
 class TFBrainError(TFError):
     """The brain stopped abnormally (e.g. timeout); ``result`` holds the partial result."""
 
-    def __init__(self, message: str, *, result: BrainResult | None = None) -> None:
+    # ``result`` is a ``dcbrain.brain.BrainResult``; typed loosely so that this module
+    # stays below the brain.
+    def __init__(self, message: str, *, result: Any = None) -> None:
         super().__init__(message)
         self.result = result
 
     @property
-    def partial_result(self) -> BrainResult | None:
+    def partial_result(self) -> Any:
         """The run as far as it got (``result``, the name the product's API fixes)."""
         return self.result
 
@@ -191,7 +176,7 @@ class TFOrchestrationError(TFError, ValueError):
         failed_plans: list[str],
         failed_infos: list[str],
         usage: Any = None,
-        result: ChainResult | None = None,
+        result: Any = None,
     ) -> None:
         super().__init__(message)
         self.failed_plans = failed_plans
@@ -200,7 +185,7 @@ class TFOrchestrationError(TFError, ValueError):
         self.result = result
 
     @property
-    def partial_result(self) -> ChainResult | None:
+    def partial_result(self) -> Any:
         """The chain run as far as it got (``result``, the name the product's API fixes)."""
         return self.result
 
@@ -266,29 +251,19 @@ class JournalDivergence(BaseException):
 __all__ = [
     "AbortRequested",
     "ApiError",
-    "CallDepthLimitExceeded",
-    "CallLimitExceeded",
     "ConfigError",
     "DurableRunError",
     "LocalModelUnavailable",
-    "OperationLimitExceeded",
-    "OutputLimitExceeded",
-    "PlanCancelled",
     "RetriesExhausted",
-    "SizeLimitExceeded",
     "StoreWriteError",
     "TFBrainBusyError",
     "TFBrainError",
-    "TFCallError",
     "TFChainError",
-    "TFCheckError",
     "TFError",
     "TFFatalStepError",
-    "TFInterpreterError",
     "TFLLMError",
     "TFLLMInterrupt",
     "TFLLMUnavailable",
-    "TFLimitError",
     "TFMCPError",
     "TFMCPTransportError",
     "TFMemoryError",
@@ -298,15 +273,11 @@ __all__ = [
     "TFPlanError",
     "TFPromptVariableError",
     "TFReferenceError",
-    "TFRuntimeError",
     "TFSchemaError",
     "TFScriptExhaustedError",
-    "TFSyntaxError",
     "TFTokenBudgetExceeded",
     "TFToolError",
-    "TFToolTimeout",
     "TFUserNewInputError",
-    "TimeLimitExceeded",
     "TooManyRuns",
     "TransientError",
 ]

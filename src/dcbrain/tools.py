@@ -33,8 +33,9 @@ from pydantic_core import PydanticSerializationError, core_schema, to_jsonable_p
 from dcbrain._docstrings import docstring_parts
 from dcbrain._jsonsafe import PLAN_SCALARS, edge_arguments
 from dcbrain._sync import run_sync
-from dcbrain.exceptions import TFSchemaError, TFToolError, TFToolTimeout
+from dcbrain.exceptions import TFSchemaError, TFToolError
 from dcbrain.retries import Backoff, RetryPolicy
+from dcbrain.tfplan.errors import TFToolTimeout
 
 T = typing.TypeVar("T")
 

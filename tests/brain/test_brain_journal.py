@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from dcbrain import Chain, DCBrain, FunctionLLM, ScriptedLLM
+from dcbrain.brain import RunDeps
 from dcbrain.journal import CallJournal, JournalEntry, current_call
 from dcbrain.tools import Tool
 from support.brain_scripts import plan, verdict
@@ -209,7 +210,7 @@ def _journal_of(shop: Shop, run_id: str) -> list[JournalEntry]:
     brain, _ = refund_brain(shop, [plan(REFUND_THEN_KEYERROR), plan(REFUND_AGAIN)],
                             [verdict(True)])
     asyncio.run(brain.async_run("Refund order A1", conversation_id="c2", run_id=run_id,
-                                journal=journal))
+                                deps=RunDeps(journal=journal)))
     return journal.entries()
 
 
@@ -228,7 +229,8 @@ def test_replayed_entries_keep_their_attempts_and_replay_exactly() -> None:
     replay_shop = Shop()
     silent, _ = refund_brain(replay_shop, [], [])  # no LLM reply left: nothing may be asked
     result = asyncio.run(silent.async_run("Refund order A1", conversation_id="c3",
-                                          run_id="run-7", journal=CallJournal(stored)))
+                                          run_id="run-7",
+                                          deps=RunDeps(journal=CallJournal(stored))))
     assert result.final_result == {"refund": "R1-A1", "email": "A1@example.org"}
     assert replay_shop.refunds == []
 
@@ -278,7 +280,8 @@ def test_the_wall_time_budget_is_decided_on_the_run_clock() -> None:
                     default_validate_llm=ScriptedLLM([verdict(False, "again")] * 3),
                     tools=[slow_tool], timeout=60)
     with pytest.raises(Exception) as raised:
-        asyncio.run(brain.async_run("q", conversation_id="c1", clock=clock))
+        asyncio.run(brain.async_run("q", conversation_id="c1",
+                                   deps=RunDeps(clock=clock)))
     result = raised.value.result  # type: ignore[attr-defined]
     assert result.reason == "timeout" and result.iterations == 1
     assert result.duration_s == 3600

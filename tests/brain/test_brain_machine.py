@@ -19,7 +19,7 @@ def idle_brain() -> DCBrain:
 
 def idle_run() -> BrainRun:
     """A run that was made but not executed: its machine can be driven by hand."""
-    return idle_brain().start_run("q")
+    return BrainRun(idle_brain(), "q")
 
 
 def test_the_table_reads_like_the_seed_diagram() -> None:

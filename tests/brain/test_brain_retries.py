@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from dcbrain import Chain, DCBrain, FunctionLLM, ScriptedLLM
+from dcbrain.brain import RunDeps
 from dcbrain.exceptions import TFLLMUnavailable, TransientError
 from dcbrain.journal import CallJournal, JournalEntry
 from dcbrain.retries import Backoff
@@ -123,7 +124,7 @@ def test_a_replayed_run_goes_on_after_the_last_failed_try_it_recorded() -> None:
     brain, _ = mail_brain(Tool(first.send_mail, retries=3, backoff=0), [plan(SEND)], [])
     with pytest.raises(Crash):
         asyncio.run(brain.async_run("send the report", conversation_id="c1", run_id="run-9",
-                                    journal=journal))
+                                    deps=RunDeps(journal=journal)))
     recorded = [(e.kind, e.key.name, e.key.failed_try, e.ok) for e in journal.entries()]
     assert recorded == [("llm", "__planner__", 0, True), ("tool", "send_mail", 1, False),
                         ("tool", "send_mail", 2, False)]
@@ -132,7 +133,8 @@ def test_a_replayed_run_goes_on_after_the_last_failed_try_it_recorded() -> None:
     again = Mailer()
     replay, _ = mail_brain(Tool(again.send_mail, retries=3, backoff=0), [], [verdict(True)])
     result = asyncio.run(replay.async_run("send the report", conversation_id="c1",
-                                          run_id="run-9", journal=CallJournal(stored)))
+                                          run_id="run-9",
+                                          deps=RunDeps(journal=CallJournal(stored))))
     assert (result.status, result.final_result) == ("succeeded", "sent to ops@example.org")
     assert len(again.tries) == 1
 

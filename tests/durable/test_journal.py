@@ -10,10 +10,9 @@ from typing import Any
 import pytest
 
 from dcbrain import ScriptedLLM, SQLiteMemory
-from dcbrain.brain import BrainResult, DCBrain
+from dcbrain.brain import BrainResult, DCBrain, RunDeps
 from dcbrain.durable import DurableStore
 from dcbrain.durable.journal import JournalDivergence, RecordedMemory, RunJournal
-from dcbrain.exceptions import TFBrainError
 from dcbrain.journal import JournalEntry, JournalKey
 from dcbrain.tools import Tool
 from support.brain_scripts import plan, verdict
@@ -29,16 +28,17 @@ PARALLEL_PLAN = (
 
 def _execute(brain: DCBrain, store: DurableStore, run_id: str, question: str = "q"
              ) -> BrainResult:
+    """One execution of the run as a worker does it: the journal, clock and recorded
+    memory of the run are its own dependencies; a timeout's result is returned."""
     journal = RunJournal(store, run_id)
-    if brain.memory is not None:
-        brain.memory = RecordedMemory(brain.memory, journal)
-    run = brain.start_run(question, "c1", run_id=run_id, journal=journal.calls,
-                          clock=journal.clock)
-    try:
-        return asyncio.run(run.execute())
-    except TFBrainError as exc:  # a timeout: the result is on the error
-        assert isinstance(exc.result, BrainResult)
-        return exc.result
+    memory = None if brain.memory is None else RecordedMemory(brain.memory, journal)
+    deps = RunDeps(memory=memory, journal=journal.calls, clock=journal.clock)
+
+    async def execute() -> BrainResult:
+        async with brain.start_run(question, "c1", run_id=run_id, deps=deps) as run:
+            return await run.execute()
+
+    return asyncio.run(execute())
 
 
 def _record(store: DurableStore, run_id: str, entry: JournalEntry) -> None:

@@ -9,6 +9,10 @@ import pytest
 from dcbrain.composition import FALLBACK_DB, brain_factory_from_config
 from dcbrain.config import find_config
 from dcbrain.memory import Memory, SQLiteMemory, SQLiteRunStore
+from dcbrain.server import create_app
+from dcbrain.server.testing import serve_in_thread
+from support.fake_openai import FakeOpenAIServer
+from support.server_app import Api
 
 pytestmark = pytest.mark.usefixtures("api_key")
 
@@ -41,5 +45,32 @@ def test_with_memory_off_runs_go_to_a_run_store_of_their_own(tmp_path: Path) -> 
         assert isinstance(store, SQLiteRunStore) and not isinstance(store, Memory)
         assert Path(store.path) == tmp_path / FALLBACK_DB
         assert factory().memory is None
+    finally:
+        store.close()
+
+
+def test_every_run_executes_on_the_one_configured_brain(
+    tmp_path: Path, fake_openai: FakeOpenAIServer, api_key: None
+) -> None:
+    """No per-run copy: what is set on the brain (subscribers, trace file, isolation)
+    reaches the runs the server executes."""
+    config = tmp_path / "dcbrain.toml"
+    config.write_text(f'[llm.main]\nbase_url = "{fake_openai.base_url}"\nmodel = "m"\n'
+                      'api_key_env = "FAKE_API_KEY"\nmax_retries = 0\n'
+                      '[memory]\npath = "brain.db"\n')
+    fake_openai.reply("```tf_plan\nreturn 6 * 7\n```")
+    fake_openai.reply_json({"is_solved": True, "suggestion": ""})
+    store, factory = brain_factory_from_config(find_config(config))
+    brain = factory()
+    assert factory() is brain
+    seen: list[str] = []
+    brain.subscribe(lambda event: seen.append(str(event.type)))
+    try:
+        with serve_in_thread(create_app(factory, store)) as base_url:
+            api = Api(base_url)
+            run = api.wait_for(api.send("c1", "six times seven?"))
+            api.http.close()
+        assert (run["status"], run["result"]["final_result"]) == ("succeeded", 42)
+        assert seen[0] == "run_started" and seen[-1] == "final"
     finally:
         store.close()

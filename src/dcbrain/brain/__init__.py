@@ -4,6 +4,7 @@ from dcbrain.brain.base import BaseBrain
 from dcbrain.brain.budget import TokenBudget
 from dcbrain.brain.context import BrainContext, BrainIntermediateResult, BrainResult
 from dcbrain.brain.dc_brain import DCBrain
+from dcbrain.brain.deps import RunDeps
 from dcbrain.brain.plan_diff import PlanCall, ScriptDiff
 from dcbrain.brain.planner import Planner, PlanReply, TemplatePlanner
 from dcbrain.brain.planning import PlanningContext
@@ -26,6 +27,7 @@ __all__ = [
     "PlanReply",
     "Planner",
     "PlanningContext",
+    "RunDeps",
     "RunRecorder",
     "ScriptDiff",
     "TemplatePlanner",

@@ -78,11 +78,11 @@ class BaseBrain(ABC):
     async def acommit_message(self, conversation_id: str, message: TextMessage) -> None:
         """Store ``message`` in the conversation (nothing happens without memory)."""
         if self.memory is not None:
-            await self.memory.acommit_message(conversation_id, _storable(message))
+            await self.memory.acommit_message(conversation_id, storable(message))
 
     def commit_message(self, conversation_id: str, message: TextMessage) -> None:
         if self.memory is not None:
-            self.memory.commit_message(conversation_id, _storable(message))
+            self.memory.commit_message(conversation_id, storable(message))
 
     async def arecall(self, conversation_id: str, current_input: str) -> Recall | None:
         """What memory holds for planning ``current_input`` (``None`` without memory)."""
@@ -165,7 +165,7 @@ def answer_text(value: Any) -> str:
     return dumps(value)
 
 
-def _storable(message: TextMessage) -> TextMessage:
+def storable(message: TextMessage) -> TextMessage:
     """``message`` with text a store can encode (a plan's answer may hold any string)."""
     return replace(message, content=encodable(message.content),
                    additional_kwargs=encodable(message.additional_kwargs))

@@ -17,7 +17,8 @@ from dcbrain.messages import TextMessage
 from dcbrain.usage import Usage
 
 if TYPE_CHECKING:
-    from dcbrain.memory import Recall, RunStore
+    from dcbrain.brain.deps import AttemptStore
+    from dcbrain.memory import Recall
     from dcbrain.tfplan import ConsoleResult
     from dcbrain.tools import Tool
 
@@ -143,7 +144,7 @@ class ContextualPlanInfo:
     """
 
     def __init__(
-        self, size: int = CONTEXTUAL_PLAN_INFO_SIZE, store: RunStore | None = None
+        self, size: int = CONTEXTUAL_PLAN_INFO_SIZE, store: AttemptStore | None = None
     ) -> None:
         self.size = size
         self.store = store

@@ -8,17 +8,19 @@ journal), so one brain runs any number of questions at once.
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 from dcbrain.brain.base import BaseBrain, EventCallback
 from dcbrain.brain.context import BrainResult, ContextualPlanInfo
+from dcbrain.brain.deps import AttemptStore, RunDeps
 from dcbrain.brain.output import OutputType
 from dcbrain.brain.planner import Planner, TemplatePlanner
 from dcbrain.brain.planning import as_prompt
-from dcbrain.brain.run import BrainRun, Clock
+from dcbrain.brain.run import BrainRun
 from dcbrain.brain.templates import (
     DEFAULT_PLANNING_TEMPLATE,
     DEFAULT_VALIDATE_TEMPLATE,
@@ -32,8 +34,7 @@ from dcbrain.chain import (
     MemoPrompt,
     check_plan_names,
 )
-from dcbrain.exceptions import TFBrainBusyError
-from dcbrain.journal import CallJournal
+from dcbrain.exceptions import TFBrainBusyError, TFBrainError
 from dcbrain.llm.base import ChatLLM
 from dcbrain.llm.tokens import cl100k_base
 from dcbrain.memory.recall import DEFAULT_MEMORY_CHUNK_SIZE, MemoryChunkSize
@@ -54,7 +55,9 @@ class DCBrain(BaseBrain):
     templates (a str is a Jinja2 template). Budgets: ``max_iterations`` plannings,
     ``max_tokens`` for every LLM call of a run (checked before each call), ``timeout``
     seconds (checked before each new planning; a running plan is not interrupted;
-    ``0`` plans exactly once). ``limits`` are the sandbox limits of each plan; ``isolation``
+    ``0`` plans exactly once; a timeout raises :class:`~dcbrain.exceptions.TFBrainError`
+    holding the partial result unless ``raise_on_timeout=False``, which returns it like
+    every other budget stop). ``limits`` are the sandbox limits of each plan; ``isolation``
     says where plans run (``"process"``: sandbox worker processes, the default;
     ``"inprocess"``: trusted plans, faster). A reply with no plan is the answer as it is;
     with ``validate_direct_answers`` the validator judges it too, and a rejected one is
@@ -91,6 +94,7 @@ class DCBrain(BaseBrain):
         isolation: Isolation = "process",
         trace_path: str | Path | None = None,
         neural: Any = None,
+        raise_on_timeout: bool = True,
         validate_direct_answers: bool = False,
         planner: Planner | None = None,
         output_type: Any = None,
@@ -126,7 +130,9 @@ class DCBrain(BaseBrain):
         self.timeout = timeout
         self.limits = limits
         self.isolation: Isolation = isolation
-        # Kept in the memory's file when it is also a run store: other processes see them.
+        self.raise_on_timeout = raise_on_timeout
+        # Without a store given per run: kept in the memory's file when it is also a run
+        # store (other processes see them), else in this process.
         store = self.memory if isinstance(self.memory, RunStore) else None
         self._contextual_plan_info = ContextualPlanInfo(store=store)
         self._runs_lock = threading.Lock()
@@ -179,26 +185,35 @@ class DCBrain(BaseBrain):
         """The last failed attempts of a conversation, oldest first (at most 10)."""
         return self._contextual_plan_info.of(conversation_id)
 
+    def failed_attempts(self, store: AttemptStore | None) -> ContextualPlanInfo:
+        """Where a run keeps its conversation's failed attempts: ``store`` when given."""
+        if store is None:
+            return self._contextual_plan_info
+        return ContextualPlanInfo(store=store)
+
     # -- runs ----------------------------------------------------------------------------
 
-    def start_run(
+    @contextlib.asynccontextmanager
+    async def start_run(
         self,
         question: str | TextMessage,
         conversation_id: str = "default",
         *,
         run_id: str | None = None,
-        on_event: EventCallback | None = None,
-        journal: CallJournal | None = None,
-        clock: Clock | None = None,
+        deps: RunDeps | None = None,
         output_type: Any = None,
-    ) -> BrainRun:
-        """A new run of ``question``, registered with this brain; ``await run.execute()``.
+    ) -> AsyncIterator[BrainRun]:
+        """A new run of ``question``, registered with this brain while the block runs::
+
+            async with brain.start_run("question", "c1") as run:
+                result = await run.execute()   # run.abort() from anywhere meanwhile
 
         Useful where the caller needs the run (its id, :meth:`BrainRun.abort`) before it
-        starts. See :meth:`async_run` for the arguments.
+        starts. ``deps`` are the run's own dependencies (:class:`RunDeps`). Unlike
+        :meth:`async_run`, :meth:`BrainRun.execute` returns a timeout's result.
         """
-        run = BrainRun(self, question, conversation_id, run_id=run_id, on_event=on_event,
-                       journal=journal, clock=clock, output_type=output_type)
+        run = BrainRun(self, question, conversation_id, run_id=run_id, deps=deps,
+                       output_type=output_type)
         with self._runs_lock:
             for other in self._runs.values():
                 if other.run_id == run.run_id or other.conversation_id == conversation_id:
@@ -208,7 +223,11 @@ class DCBrain(BaseBrain):
                         "a time (other conversations may run concurrently)"
                     )
             self._runs[run.run_id] = run
-        return run
+        try:
+            yield run
+        finally:
+            with self._runs_lock:
+                self._runs.pop(run.run_id, None)
 
     async def async_run(
         self,
@@ -217,31 +236,29 @@ class DCBrain(BaseBrain):
         *,
         on_event: EventCallback | None = None,
         run_id: str | None = None,
-        journal: CallJournal | None = None,
-        clock: Clock | None = None,
+        deps: RunDeps | None = None,
         output_type: Any = None,
     ) -> BrainResult:
         """Answer ``question``; returns a :class:`BrainResult` on every stop but two.
 
         ``run_id`` names the run (default: a new id); ``on_event`` sees this run's events;
-        ``journal`` holds its finished calls (a persisted journal replays a run without
-        running a finished call again); ``clock`` the monotonic seconds its wall-time
-        budget is decided on; ``output_type`` replaces the brain's for this run. A timeout
-        raises :class:`~dcbrain.exceptions.TFBrainError` whose ``result`` is the partial
-        result (reason ``timeout``); new user input raises
+        ``deps`` are its own dependencies (:class:`RunDeps`: memory, failed-attempt store,
+        journal, clock, input mailbox, subscribers); ``output_type`` replaces the brain's
+        for this run. A timeout raises :class:`~dcbrain.exceptions.TFBrainError` whose
+        ``result`` is the partial result (reason ``timeout``) unless the brain has
+        ``raise_on_timeout=False``; new user input raises
         :class:`~dcbrain.exceptions.TFUserNewInputError` untouched.
         """
-        run = self.start_run(question, conversation_id, run_id=run_id, on_event=on_event,
-                             journal=journal, clock=clock, output_type=output_type)
-        return await self.execute(run)
-
-    async def execute(self, run: BrainRun) -> BrainResult:
-        """Execute a run made by :meth:`start_run` (once)."""
-        try:
-            return await run.execute()
-        finally:
-            with self._runs_lock:
-                self._runs.pop(run.run_id, None)
+        deps = (deps if deps is not None else RunDeps()).with_subscriber(on_event)
+        async with self.start_run(question, conversation_id, run_id=run_id, deps=deps,
+                                  output_type=output_type) as run:
+            result = await run.execute()
+        if result.reason == "timeout" and self.raise_on_timeout:
+            raise TFBrainError(
+                f"DCBrain timed out after {self.timeout:g} s and {result.iterations} plannings",
+                result=result,
+            )
+        return result
 
     @property
     def runs(self) -> list[BrainRun]:

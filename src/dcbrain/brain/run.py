@@ -28,10 +28,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from transitions import EventData
 
-from dcbrain.brain.base import EventCallback, answer_text
+from dcbrain.brain.base import answer_text, storable
 from dcbrain.brain.budget import TokenBudget
 from dcbrain.brain.context import BrainContext, BrainIntermediateResult, BrainReason, BrainResult
 from dcbrain.brain.control import AbortRequested, BrainMachine, RunControl
+from dcbrain.brain.deps import Clock, RunDeps
 from dcbrain.brain.output import OutputType, accept_output
 from dcbrain.brain.planning import PlanningContext, ask_planner, remember_failed_plan
 from dcbrain.brain.running import run_plan
@@ -44,6 +45,7 @@ from dcbrain.events import (
     CallStatus,
     ErrorEvent,
     Final,
+    RunResumed,
     StateChanged,
     clip,
 )
@@ -55,16 +57,16 @@ from dcbrain.messages import TextMessage, as_message
 if TYPE_CHECKING:
     from dcbrain.brain.dc_brain import DCBrain
 
-Clock = Callable[[], float]
+__all__ = ["BrainRun", "Clock"]
 
 
 class BrainRun:
     """One question answered by a :class:`~dcbrain.brain.DCBrain`: its machine and its state.
 
     Made by :meth:`DCBrain.start_run`; :meth:`execute` runs it once. ``run_id`` is the
-    caller's or a new one; every event and the result carry it. ``journal`` holds the
-    run's finished calls (pass a persisted one to replay a run); ``clock`` gives the
-    monotonic seconds the wall-time budget is decided on (default ``time.monotonic``).
+    caller's or a new one; every event and the result carry it. ``deps`` are what this
+    run uses beside the brain's configuration (memory, failed-attempt store, journal,
+    clock, input mailbox, subscribers): see :class:`~dcbrain.brain.deps.RunDeps`.
     """
 
     states: ClassVar[list[str]] = ["init", "planning", "running", "succeeded", "failed", "aborted"]
@@ -105,19 +107,24 @@ class BrainRun:
         conversation_id: str = "default",
         *,
         run_id: str | None = None,
-        on_event: EventCallback | None = None,
-        journal: CallJournal | None = None,
-        clock: Clock | None = None,
+        deps: RunDeps | None = None,
         output_type: Any = None,
     ) -> None:
+        deps = deps if deps is not None else RunDeps()
         self.brain = brain
+        self.deps = deps
         self.message = as_message(question)
         self.conversation_id = conversation_id
         self.run_id = run_id or uuid.uuid4().hex
-        self.clock: Clock = clock or time.monotonic
-        self.journal = journal if journal is not None else CallJournal()
-        subscribers = [*brain._subscribers, *([on_event] if on_event else [])]
-        self.recorder = RunRecorder(self.run_id, subscribers, trace_path=brain.trace_path)
+        self.clock: Clock = deps.clock
+        self.journal = deps.journal if deps.journal is not None else CallJournal()
+        self.memory = deps.memory if deps.memory is not None else brain.memory
+        self.mailbox = deps.mailbox if deps.mailbox is not None else brain.neural
+        self.attempts = brain.failed_attempts(deps.run_store)
+        subscribers = [*brain._subscribers, *deps.subscribers]
+        self.resumed = deps.resumed
+        self.recorder = RunRecorder(self.run_id, subscribers, trace_path=brain.trace_path,
+                                    first_seq=deps.resumed.first_seq if deps.resumed else 0)
         self.budget = TokenBudget(
             brain.max_tokens,
             emit=self.recorder.emit,
@@ -164,11 +171,10 @@ class BrainRun:
     # -- the run -----------------------------------------------------------------------
 
     async def execute(self) -> BrainResult:
-        """Answer the question; returns a :class:`BrainResult` on every stop but two.
+        """Answer the question; returns a :class:`BrainResult` on every stop, a timeout too.
 
-        A timeout raises :class:`~dcbrain.exceptions.TFBrainError` whose ``result`` is the
-        partial result (reason ``timeout``); new user input raises
-        :class:`~dcbrain.exceptions.TFUserNewInputError` untouched.
+        New user input raises :class:`~dcbrain.exceptions.TFUserNewInputError` untouched.
+        (:meth:`DCBrain.async_run` is what raises a timeout, as the product promises.)
         """
         if self.executed:
             raise TFBrainError(f"run {self.run_id} was already executed")
@@ -176,6 +182,13 @@ class BrainRun:
         brain, recorder, ir = self.brain, self.recorder, self.ir
         self.control.start(asyncio.get_running_loop())
         self.started = self.clock()
+        wall_started = time.time()
+        if self.resumed is not None:  # the story so far was the earlier executions'
+            for closed in self.resumed.interrupted:
+                recorder.emit(closed)
+            recorder.emit(RunResumed(execution=self.resumed.execution,
+                                     reason=self.resumed.reason,
+                                     earlier_duration_s=round(self.resumed.duration_s, 3)))
         recorder.emit(BrainRunStarted(
             question=self.message.content,
             conversation_id=self.conversation_id,
@@ -186,7 +199,7 @@ class BrainRun:
             timeout=brain.timeout,
         ))
         try:
-            await brain.acommit_message(self.conversation_id, self.message)
+            await self._commit(self.message)
             with observe_llm_calls(self.budget):
                 await self._drive()
         except BaseException as exc:
@@ -197,7 +210,11 @@ class BrainRun:
         finally:
             self.control.finish()
         self._close_open_calls("aborted" if ir.status == "aborted" else "error")
-        result = BrainResult.from_intermediate(ir, self.budget.usage.copy(), self.elapsed)
+        usage, duration_s = self.budget.usage.copy(), self.elapsed
+        if self.resumed is not None:  # a run's cost and time are those of every execution
+            usage = usage + self.resumed.usage
+            duration_s = self.resumed.duration_s + (time.time() - wall_started)
+        result = BrainResult.from_intermediate(ir, usage, duration_s)
         result.validated_by = ir.validated_by
         result.reused_calls = self.plan_calls.reused
         final = result.to_dict(include_events=False)
@@ -205,11 +222,6 @@ class BrainRun:
         recorder.emit(Final(**final))
         recorder.close()
         result.events = recorder.as_dicts()
-        if result.reason == "timeout":
-            raise TFBrainError(
-                f"DCBrain timed out after {brain.timeout:g} s and {ir.iterations} plannings",
-                result=result,
-            )
         return result
 
     async def _drive(self) -> None:
@@ -296,15 +308,17 @@ class BrainRun:
         brain, context = self.brain, self.context
         if not self.executed:
             return
-        if brain.neural is not None:
-            brain.neural.raise_if_new_input(context.conversation_id)
-        if context.recall is None and brain.memory is not None:
-            recall = await brain.arecall(context.conversation_id, context.current_input.content)
+        if self.mailbox is not None:
+            self.mailbox.raise_if_new_input(context.conversation_id)
+        if context.recall is None and self.memory is not None:
+            recall = await self.memory.arecall(context.conversation_id,
+                                               context.current_input.content,
+                                               brain.memory_chunk_size)
             if recall is not None:
                 self.planning.take_recall(context, recall)
         self.planning.update(
             self.ir,
-            contextual_plan_info=brain.contextual_plan_info(context.conversation_id),
+            contextual_plan_info=self.attempts.of(context.conversation_id),
             iterations_left=max(brain.max_iterations - self.ir.iterations, 0),
             tokens_left=self.budget.remaining,
             journal=self.journal,
@@ -341,7 +355,7 @@ class BrainRun:
         await ask_planner(ir, brain.planner, self.planning, self.control, self.recorder,
                           callables, self.journal)
         if ir.interpreter_err is not None:  # no usable plan: nothing to run
-            brain._contextual_plan_info.record(ir)
+            self.attempts.record(ir)
 
     # -- machine callbacks: running ----------------------------------------------------
 
@@ -368,7 +382,7 @@ class BrainRun:
             conversation=context.conversation,
             knowledge=context.knowledge,
             observer=observer,
-            neural=brain.neural,
+            neural=self.mailbox,
             conversation_id=context.conversation_id,
             journal=self.journal,
             attempt=self.ir.iterations,
@@ -388,10 +402,10 @@ class BrainRun:
         if not ir.direct_answer and (ir.interpreter_err is not None
                                      or ir.current_result is None):
             remember_failed_plan(ir)
-            brain._contextual_plan_info.record(ir)
+            self.attempts.record(ir)
             return False
-        if brain.neural is not None:
-            brain.neural.raise_if_new_input(ir.context.conversation_id)
+        if self.mailbox is not None:
+            self.mailbox.raise_if_new_input(ir.context.conversation_id)
         assert brain.validate_llm is not None
         solved = await validate(ir, brain.validate_llm, brain.validate_prompt, self.control,
                                 self.recorder, self.journal)
@@ -400,7 +414,7 @@ class BrainRun:
                 ir.direct_answer, ir.final_result = False, None
             else:
                 remember_failed_plan(ir)
-                brain._contextual_plan_info.record(ir)
+                self.attempts.record(ir)
             return False
         return self._accept_output()
 
@@ -411,7 +425,7 @@ class BrainRun:
             return True
         self.recorder.emit(ErrorEvent(source="output_type", error=ir.last_error or ""))
         remember_failed_plan(ir)
-        self.brain._contextual_plan_info.record(ir)
+        self.attempts.record(ir)
         return False
 
     # -- machine callbacks: terminal states --------------------------------------------
@@ -419,19 +433,17 @@ class BrainRun:
     async def on_enter_succeeded(self, event: EventData) -> None:
         ir = self.ir
         ir.status = "succeeded"
-        self.brain._contextual_plan_info.clear(ir.context.conversation_id)
-        await self.brain.acommit_message(
-            ir.context.conversation_id, ir.answer_message(answer_text(ir.final_result))
-        )
+        self.attempts.clear(ir.context.conversation_id)
+        await self._commit(ir.answer_message(answer_text(ir.final_result)))
 
     async def on_enter_failed(self, event: EventData) -> None:
         ir = self.ir
         ir.status = "failed"
         ir.reason = event.kwargs.get("reason", ir.reason or "error")
-        self.brain._contextual_plan_info.record(ir)
+        self.attempts.record(ir)
         detail = ir.error or ir.suggestion or ir.last_error or ""
         answer = ir.answer_message(f"(no answer: {ir.reason}) {detail}".strip())
-        await self.brain.acommit_message(ir.context.conversation_id, answer)
+        await self._commit(answer)
 
     async def on_enter_aborted(self, event: EventData) -> None:
         ir = self.ir
@@ -439,9 +451,14 @@ class BrainRun:
             return
         ir.status = "aborted"
         ir.reason = event.kwargs.get("reason", "aborted")
-        self.brain._contextual_plan_info.record(ir)
+        self.attempts.record(ir)
 
     # -- helpers -----------------------------------------------------------------------
+
+    async def _commit(self, message: TextMessage) -> None:
+        """Keep ``message`` in the run's conversation (nothing happens without memory)."""
+        if self.memory is not None:
+            await self.memory.acommit_message(self.conversation_id, storable(message))
 
     def _budget_stop(self, budget: str, used: float, limit: float) -> None:
         self.recorder.emit(Budget(budget=budget, used=used, limit=limit, exhausted=True))

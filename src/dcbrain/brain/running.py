@@ -14,12 +14,8 @@ from dcbrain.brain.control import RunControl
 from dcbrain.brain.trace import RunRecorder
 from dcbrain.chain import TFChainInterpreter
 from dcbrain.events import PlanFinished, clip
-from dcbrain.exceptions import (
-    TFChainError,
-    TFInterpreterError,
-    TFLLMInterrupt,
-    TFTokenBudgetExceeded,
-)
+from dcbrain.exceptions import TFChainError, TFLLMInterrupt, TFTokenBudgetExceeded
+from dcbrain.tfplan.errors import TFInterpreterError
 
 #: Errors of a plan run the brain recovers from by replanning.
 RECOVERABLE_ERRORS: tuple[type[Exception], ...] = (TFLLMInterrupt, TFInterpreterError, TFChainError)

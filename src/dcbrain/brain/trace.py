@@ -60,8 +60,9 @@ class RunRecorder:
         *,
         trace_path: str | Path | None = None,
         spans: bool = True,
+        first_seq: int = 0,
     ) -> None:
-        self.log = EventLog(run_id)
+        self.log = EventLog(run_id, first_seq)
         self._lock = threading.Lock()
         self._jsonl: JSONLTrace | None = JSONLTrace(trace_path) if trace_path else None
         self._spans = OTelSpans() if spans and tracing_configured() else None

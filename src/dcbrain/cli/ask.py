@@ -9,6 +9,7 @@ Exit codes: 0 succeeded, 1 failed, 2 usage/config error, 3 aborted or timed out,
 from __future__ import annotations
 
 import sys
+import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -51,9 +52,10 @@ def ask(
 
     from rich.console import Console
 
+    from dcbrain.brain.deps import RunDeps
     from dcbrain.cli.progress import ProgressView
     from dcbrain.composition import build_brain
-    from dcbrain.exceptions import TFBrainError, TFError
+    from dcbrain.runs import RunRequest, execute_run
 
     if not question.strip():
         fail_usage("the question is empty: dcbrain ask \"your question\"")
@@ -66,22 +68,16 @@ def ask(
     console = Console(highlight=False, soft_wrap=False)
     view = ProgressView(console)
     descriptions = _model_descriptions(brain)
-    try:
-        if as_json:
-            result = asyncio.run(brain.async_run(question, conversation))
-        else:
-            with view:
-                result = asyncio.run(brain.async_run(question, conversation,
-                                                     on_event=view.handle))
-    except TFBrainError as exc:
-        partial = getattr(exc, "result", None)
-        if partial is None:
-            write_text(f"error: {exc}\n", sys.stderr)
-            raise typer.Exit(ExitCode.FAILED) from None
-        result = partial
-    except TFError as exc:
-        write_text(f"error: {type(exc).__name__}: {exc}\n", sys.stderr)
-        raise typer.Exit(ExitCode.FAILED) from None
+    request = RunRequest(uuid.uuid4().hex, conversation, question)
+    if as_json:
+        outcome = asyncio.run(execute_run(brain, request, RunDeps(), lambda event: None))
+    else:
+        with view:
+            outcome = asyncio.run(execute_run(brain, request, RunDeps(), view.handle))
+    result = outcome.result
+    if result is None:  # the run ended without a result of the brain's (it failed around it)
+        write_text(f"error: {outcome.error or outcome.reason}\n", sys.stderr)
+        raise typer.Exit(ExitCode.FAILED)
     models = [descriptions.get(name, name) for name in result.usage.per_model]
     judge = result.validated_by
     if as_json:

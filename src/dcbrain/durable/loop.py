@@ -60,7 +60,9 @@ class RunLoop:
             return
         try:
             busy = self.in_flight(timeout_s)
-        except Exception:
+        except Exception:  # a loop that cannot answer is left running, as a busy one
+            logger.warning("the run loop did not say whether runs are in flight; it stays",
+                           exc_info=True)
             return
         if busy:
             logger.debug("%d run task(s) in flight: the run loop stays", busy)

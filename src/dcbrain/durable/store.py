@@ -108,6 +108,17 @@ class DurableStore(ABC):
         for run_id, records in events.items():
             self.append_events(run_id, records)
 
+    # -- key/values (a conversation's failed attempts, read by the next run) -----------
+
+    @abstractmethod
+    def put_value(self, key: str, value: Any) -> None: ...
+
+    @abstractmethod
+    def get_value(self, key: str, default: Any = None) -> Any: ...
+
+    @abstractmethod
+    def delete_value(self, key: str) -> bool: ...
+
     def close(self) -> None:  # noqa: B027 - optional
         """Release connections."""
 
@@ -138,6 +149,10 @@ CREATE TABLE IF NOT EXISTS dcbrain_journal (
     position bigserial,
     entry jsonb NOT NULL,
     PRIMARY KEY (run_id, key)
+);
+CREATE TABLE IF NOT EXISTS dcbrain_values (
+    key text PRIMARY KEY,
+    value jsonb NOT NULL
 );
 CREATE TABLE IF NOT EXISTS dcbrain_workers (
     executor_id text PRIMARY KEY,
@@ -296,6 +311,23 @@ class PostgresDurableStore(DurableStore):
             )
             return cursor.rowcount > 0
 
+    def put_value(self, key: str, value: Any) -> None:
+        with self._connection() as conn:
+            conn.execute("INSERT INTO dcbrain_values (key, value) VALUES (%s, %s) "
+                         "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                         (key, _dumps(value)))
+
+    def get_value(self, key: str, default: Any = None) -> Any:
+        with self._connection() as conn:
+            row = conn.execute("SELECT value FROM dcbrain_values WHERE key = %s",
+                               (key,)).fetchone()
+        return default if row is None else row[0]
+
+    def delete_value(self, key: str) -> bool:
+        with self._connection() as conn:
+            cursor = conn.execute("DELETE FROM dcbrain_values WHERE key = %s", (key,))
+            return cursor.rowcount > 0
+
     # -- workers (heartbeats for recovery of dead ones) ---------------------------------
 
     def heartbeat(self, executor_id: str) -> None:
@@ -355,6 +387,15 @@ class SQLiteDurableStore(DurableStore):
 
     def __repr__(self) -> str:
         return f"SQLiteDurableStore({self.runs!r}, {self.journal_path!r})"
+
+    def put_value(self, key: str, value: Any) -> None:
+        self.runs.put_value(key, value)
+
+    def get_value(self, key: str, default: Any = None) -> Any:
+        return self.runs.get_value(key, default)
+
+    def delete_value(self, key: str) -> bool:
+        return self.runs.delete_value(key)
 
     @contextmanager
     def _journal_db(self) -> Iterator[sqlite3.Connection]:

@@ -10,12 +10,15 @@ wait their turn.
 # no ``from __future__ import annotations``: the SDK reads the ``ask`` tool's annotations,
 # and ``Context`` is imported inside create_server (the SDK is imported only when serving)
 import asyncio
+import logging
+import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
 from dcbrain._jsonsafe import dumps, plain
+from dcbrain.brain.deps import RunDeps
 from dcbrain.events import (
     BrainRunStarted,
     ErrorEvent,
@@ -26,16 +29,18 @@ from dcbrain.events import (
     PlanCreated,
     PlanFinished,
     PlanRevised,
+    RunResumed,
     StateChanged,
     Validation,
 )
-from dcbrain.exceptions import TFBrainError, TFError
+from dcbrain.runs import RunRequest, execute_run
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
     from dcbrain.brain import DCBrain
 
+logger = logging.getLogger("dcbrain.mcp")
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 
 ASK_DESCRIPTION = (
@@ -74,18 +79,14 @@ def create_server(brain: "DCBrain", *, name: str = "dcbrain",
         progress = _ProgressForwarder(ctx.report_progress)
         async with turn:
             progress.start()
+            request = RunRequest(uuid.uuid4().hex, conversation_id, question)
             try:
-                result = await brain.async_run(question, conversation_id,
-                                               on_event=progress.on_event)
-            except TFBrainError as exc:  # a timeout carries the partial result
-                partial = getattr(exc, "result", None)
-                if partial is None:
-                    raise ToolError(str(exc)) from exc
-                result = partial
-            except TFError as exc:  # the client should see what went wrong
-                raise ToolError(f"{type(exc).__name__}: {exc}") from exc
+                outcome = await execute_run(brain, request, RunDeps(), progress.on_event)
             finally:
                 await progress.finish()
+        result = outcome.result
+        if result is None:  # the client should see what went wrong
+            raise ToolError(outcome.error or str(outcome.reason))
         return AskAnswer(
             answer=plain(result.final_result),
             status=str(result.status),
@@ -129,7 +130,7 @@ class _ProgressForwarder:
             try:
                 await self.report(sent, None, text)
             except Exception:  # a client gone away must not stop the run
-                continue
+                logger.debug("progress notification %d not sent", sent, exc_info=True)
 
 
 def describe_event(event: Event) -> str | None:
@@ -137,6 +138,8 @@ def describe_event(event: Event) -> str | None:
     match event.payload:
         case BrainRunStarted(question=question):
             return f"question: {_short(question)}"
+        case RunResumed(execution=execution, reason=reason):
+            return f"resumed (execution {execution}): {reason}"
         case StateChanged(dest=dest):
             return f"state: {dest}"
         case PlanCreated(plan=plan):

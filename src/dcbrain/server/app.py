@@ -33,14 +33,9 @@ from dcbrain.exceptions import TooManyRuns
 from dcbrain.memory import Memory, RunStore
 from dcbrain.messages import TextMessage
 from dcbrain.neural import Neural
+from dcbrain.runs import DEFAULT_SUPERSEDE_GRACE_S, RunRecord
 from dcbrain.server._responses import JSONResponse
-from dcbrain.server.runs import (
-    DEFAULT_MAX_CONCURRENT_RUNS,
-    DEFAULT_SUPERSEDE_GRACE_S,
-    BrainFactory,
-    RunManager,
-    record_summary,
-)
+from dcbrain.server.runs import DEFAULT_MAX_CONCURRENT_RUNS, BrainFactory, RunManager
 from dcbrain.server.service import RunService
 from dcbrain.server.sse import (
     DEFAULT_MAX_STREAMS,
@@ -202,7 +197,7 @@ class _Api:
         summaries = []
         for record in records[:MAX_LISTED_RUNS]:
             live = await self.runs.describe(record.run_id)
-            summaries.append(live if live is not None else record_summary(record))
+            summaries.append(live if live is not None else RunRecord.from_stored(record).summary())
         run_ids = {record.run_id for record in records}
         return JSONResponse({
             "conversation_id": cid,

@@ -20,10 +20,21 @@ from typing import Any
 
 from dcbrain.durable import DurableEngine, DurableStore, EventHub
 from dcbrain.durable.journal import record_question_kept
-from dcbrain.memory import Memory, RunRecord
-from dcbrain.server.runs import QUEUED, RUNNING, TooManyRuns, record_summary
+from dcbrain.events import Event
+from dcbrain.exceptions import TooManyRuns
+from dcbrain.memory import Memory
+from dcbrain.memory import RunRecord as StoredRun
+from dcbrain.runs import (
+    LIVE_STATUSES,
+    QUEUED,
+    RUNNING,
+    RunRecord,
+    RunRequest,
+    conversations,
+    end_unstarted,
+)
 
-_LIVE = (QUEUED, RUNNING)
+_LIVE = LIVE_STATUSES
 #: How long a stream waits after a run's final event for its terminal status (seconds).
 _STATUS_AFTER_FINAL_S = 5.0
 
@@ -107,12 +118,12 @@ class DurableRuns:
         self._active.add(conversation_id)
         return DurableSubmittedRun(run_id, conversation_id, supersedes)
 
-    def _supersede(self, old: RunRecord, by: str, text: str) -> None:
+    def _supersede(self, old: StoredRun, by: str, text: str) -> None:
         ended = self.store.update_run(old.run_id, "aborted",
                                       {"reason": "superseded", "superseded_by": by},
                                       only_from=(QUEUED,))
         if ended is not None:  # it never started: end it here
-            self._final(old.run_id, "aborted", "superseded", superseded_by=by)
+            self._final(old, "aborted", "aborted", superseded_by=by)  # said as superseded
             self.engine.cancel(old.run_id)
             return
         # Running (or just claimed by a worker): recorded first, so a recovered run sees it.
@@ -124,9 +135,10 @@ class DurableRuns:
         return await asyncio.to_thread(self._abort, run_id)
 
     def _abort(self, run_id: str) -> bool:
-        if self.store.update_run(run_id, "aborted", {"reason": "aborted"},
-                                 only_from=(QUEUED,)) is not None:
-            self._final(run_id, "aborted", "aborted")
+        ended = self.store.update_run(run_id, "aborted", {"reason": "aborted"},
+                                      only_from=(QUEUED,))
+        if ended is not None:
+            self._final(ended, "aborted", "aborted")
             self.engine.cancel(run_id)
             return True
         if self.store.update_run(run_id, RUNNING, {"abort_requested": True},
@@ -135,12 +147,18 @@ class DurableRuns:
         self.engine.send({"op": "abort", "run_id": run_id})
         return True
 
-    def _final(self, run_id: str, status: str, reason: str, **fields: Any) -> None:
-        stored = self.store.events(run_id)
-        seq = int(stored[-1]["seq"]) + 1 if stored else 0
-        self.store.append_events(run_id, [{
-            "type": "final", "seq": seq, "ts": time.time(), "run_id": run_id,
-            "status": status, "reason": reason, "final_result": None, **fields}])
+    def _final(self, run: StoredRun, status: str, reason: str,
+               superseded_by: str | None = None) -> None:
+        """The ``final`` event of a run that ends before any worker started it."""
+        stored = self.store.events(run.run_id)
+        request = RunRequest(run.run_id, run.conversation_id or "",
+                             str(run.data.get("question", "")), superseded_by=superseded_by,
+                             next_seq=int(stored[-1]["seq"]) + 1 if stored else 0)
+
+        def store(event: Event) -> None:
+            self.store.append_events(run.run_id, [event.to_dict()])
+
+        end_unstarted(request, store, status, reason)
 
     async def _refresh_active(self) -> None:
         if not self._active:
@@ -156,30 +174,17 @@ class DurableRuns:
 
     async def describe(self, run_id: str) -> dict[str, Any] | None:
         record = await asyncio.to_thread(self.store.get_run, run_id)
-        return None if record is None else record_summary(record)
+        return None if record is None else RunRecord.from_stored(record).summary()
 
     async def exists(self, run_id: str) -> bool:
         return await asyncio.to_thread(self.store.get_run, run_id) is not None
 
-    async def list_runs(self, conversation_id: str) -> list[RunRecord]:
+    async def list_runs(self, conversation_id: str) -> list[StoredRun]:
         return await asyncio.to_thread(self.store.list_runs, conversation_id)
 
     async def conversations(self, limit: int = 200) -> list[dict[str, Any]]:
-        records = await asyncio.to_thread(self.store.list_runs, None, limit * 20)
-        seen: dict[str, dict[str, Any]] = {}
-        for record in records:
-            cid = record.conversation_id
-            if cid is None:
-                continue
-            question = record.data.get("question")
-            if cid in seen:
-                seen[cid]["runs"] += 1
-                seen[cid]["first_question"] = question  # older runs come later
-            elif len(seen) < limit:
-                seen[cid] = {"conversation_id": cid, "first_question": question,
-                             "last_question": question, "last_status": record.status,
-                             "updated_at": record.updated_at, "runs": 1}
-        return list(seen.values())
+        rows = await asyncio.to_thread(self.store.list_runs, None, limit * 20)
+        return conversations(rows, limit)
 
     async def events(self, run_id: str, after: int = -1) -> AsyncIterator[dict[str, Any]]:
         async for event in self.hub.follow(run_id, after):

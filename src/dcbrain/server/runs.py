@@ -1,15 +1,13 @@
-"""The run manager: one brain per run, its events live and in SQLite, supersede and abort.
+"""The in-process run manager: the server's runs on its own loop, recorded in its store.
 
-Every message starts a :class:`ServerRun`. Its brain's events are numbered in order
-(``seq``), kept in memory while the run is live, fanned out to stream readers and
-appended to the store's ``run_events``; the run's status and result go to ``runs``.
+Every message starts a :class:`ServerRun`, driven by :func:`dcbrain.runs.execute_run` on
+the one brain the server was given (the factory returns it; tests script one per run).
+Its events are kept while it is live, stored and fanned out to stream readers
+(:class:`~dcbrain.server.run_log.RunEventLog`); its status and result go to ``runs``.
 
-A new message while a run of the same conversation is active supersedes that run: the
-new input is posted on the brain's :class:`~dcbrain.neural.Neural`, so the run stops with
-:class:`~dcbrain.exceptions.TFUserNewInputError` at its next safe point (the new-input rule); if it
-has not stopped after ``supersede_grace_s`` it is aborted. The new run starts once every
-earlier run of the conversation has ended, and the old one ends with reason
-``superseded``.
+A new message while a run of the same conversation is active supersedes that run (see
+:class:`~dcbrain.runs.SupersedePolicy`). The new run starts once every earlier run of
+the conversation has ended, and the old one ends with reason ``superseded``.
 """
 
 from __future__ import annotations
@@ -17,140 +15,85 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 from dcbrain._text import encodable
-from dcbrain.brain import BrainResult
-from dcbrain.events import Event, EventType
-from dcbrain.exceptions import TFBrainError, TFUserNewInputError
+from dcbrain.brain import RunDeps
+from dcbrain.events import Event
 from dcbrain.exceptions import TooManyRuns as TooManyRuns
-from dcbrain.memory import Memory, RunRecord, RunStore
+from dcbrain.memory import Memory, RunStore
+from dcbrain.memory import RunRecord as StoredRun
 from dcbrain.neural import Neural
+from dcbrain.runs import (
+    DEFAULT_SUPERSEDE_GRACE_S,
+    QUEUED,
+    RUNNING,
+    TERMINAL_STATUSES,
+    RunnableBrain,
+    RunOutcome,
+    RunRecord,
+    RunRequest,
+    SupersedePolicy,
+    conversations,
+    end_unstarted,
+    execute_run,
+    final_event,
+)
+from dcbrain.server.run_log import RunEventLog
+
+__all__ = ["DEFAULT_SUPERSEDE_GRACE_S", "BrainFactory", "RunManager", "RunnableBrain",
+           "ServerRun", "TooManyRuns"]
 
 logger = logging.getLogger("dcbrain.server")
 
-#: Statuses a run can have; the last four are terminal.
-QUEUED: Final = "queued"
-RUNNING: Final = "running"
-TERMINAL_STATUSES: Final = frozenset({"succeeded", "failed", "aborted", "interrupted"})
-
 DEFAULT_MAX_CONCURRENT_RUNS: Final = 16
-DEFAULT_SUPERSEDE_GRACE_S: Final = 5.0
-
-
-class RunnableBrain(Protocol):
-    """What the server needs of a brain: :class:`~dcbrain.brain.DCBrain` is one."""
-
-    @property
-    def neural(self) -> Neural | None: ...
-
-    def connect_to_neural(self, neural: Neural) -> None: ...
-
-    async def async_run(
-        self,
-        question: str,
-        conversation_id: str = ...,
-        *,
-        on_event: Callable[[Event], None] | None = ...,
-        run_id: str | None = ...,
-    ) -> BrainResult: ...
-
-    def abort(self, run_id: str | None = ...) -> bool: ...
-
 
 BrainFactory = Callable[[], RunnableBrain]
-"""Builds a fresh brain for each run (a brain runs one question at a time)."""
+"""The brain a run is executed on (a server has one; its factory returns it each time)."""
 
 
 @dataclass(eq=False)
 class ServerRun:
     """One run as the server sees it, from the message that started it to its end."""
 
-    run_id: str
-    conversation_id: str
-    question: str
-    created_at: float = field(default_factory=time.time)
-    status: str = QUEUED
-    reason: str | None = None
-    result: dict[str, Any] | None = None
-    error: str | None = None
-    superseded_by: str | None = None
-    supersedes: str | None = None
-    events: list[dict[str, Any]] = field(default_factory=list)  # stored, so visible
-    pending: list[dict[str, Any]] = field(default_factory=list)  # numbered, not stored yet
-    next_seq: int = 0
-    last_type: str | None = None
-    sealed: bool = False  # every event is stored and visible; no more will come
-    abort_requested: bool = False
-    brain: RunnableBrain | None = None
+    record: RunRecord
+    request: RunRequest
+    log: RunEventLog
     task: asyncio.Task[None] | None = None
     finished: asyncio.Event = field(default_factory=asyncio.Event)
     stop_waiting: asyncio.Event = field(default_factory=asyncio.Event)
-    changed: asyncio.Event = field(default_factory=asyncio.Event)
-    has_pending: asyncio.Event = field(default_factory=asyncio.Event)
-    closing: bool = False
-    grace_timer: asyncio.TimerHandle | None = None
+
+    @property
+    def run_id(self) -> str:
+        return self.record.run_id
+
+    @property
+    def conversation_id(self) -> str:
+        return self.request.conversation_id
+
+    @property
+    def supersedes(self) -> str | None:
+        return self.record.supersedes
 
     @property
     def done(self) -> bool:
-        return self.status in TERMINAL_STATUSES
-
-    def data(self) -> dict[str, Any]:
-        """What the store keeps beside the status."""
-        return {
-            "question": self.question,
-            "reason": self.reason,
-            "result": self.result,
-            "error": self.error,
-            "superseded_by": self.superseded_by,
-            "supersedes": self.supersedes,
-            "event_count": self.next_seq,
-        }
+        return self.record.status in TERMINAL_STATUSES
 
     def to_dict(self) -> dict[str, Any]:
-        return run_summary(self.run_id, self.conversation_id, self.status, self.data(),
-                           self.created_at, time.time())
-
-
-def run_summary(
-    run_id: str,
-    conversation_id: str | None,
-    status: str,
-    data: dict[str, Any],
-    created_at: float,
-    updated_at: float,
-) -> dict[str, Any]:
-    """The public shape of a run, the same for live and stored runs."""
-    return {
-        "run_id": run_id,
-        "conversation_id": conversation_id,
-        "status": status,
-        "reason": data.get("reason"),
-        "question": data.get("question"),
-        "result": data.get("result"),
-        "error": data.get("error"),
-        "superseded_by": data.get("superseded_by"),
-        "supersedes": data.get("supersedes"),
-        "event_count": data.get("event_count", 0),
-        "created_at": created_at,
-        "updated_at": updated_at,
-    }
-
-
-def record_summary(record: RunRecord) -> dict[str, Any]:
-    return run_summary(record.run_id, record.conversation_id, record.status, record.data,
-                       record.created_at, record.updated_at)
+        self.record.superseded_by = self.request.superseded_by
+        self.record.event_count = self.log.count
+        return self.record.summary()
 
 
 class RunManager:
     """Starts, supersedes, aborts and records runs; all methods run on the server's loop.
 
-    ``store`` records runs and their events; ``memory`` (optional) keeps the question of a
-    run superseded before it started in its conversation.
+    ``store`` records runs and their events and keeps each conversation's failed
+    attempts; ``memory`` (optional) keeps the question of a run superseded before it
+    started in its conversation; ``neural`` is the mailbox new input is posted to.
     """
 
     def __init__(
@@ -165,17 +108,19 @@ class RunManager:
     ) -> None:
         if max_concurrent_runs < 1:
             raise ValueError("max_concurrent_runs must be at least 1")
-        if supersede_grace_s < 0:
-            raise ValueError("supersede_grace_s must be >= 0")
+        self.policy = SupersedePolicy(supersede_grace_s)
         self.brain_factory = brain_factory
         self.store = store
         self.memory = memory
         self.neural = neural if neural is not None else Neural()
         self.max_concurrent_runs = max_concurrent_runs
-        self.supersede_grace_s = supersede_grace_s
         self._runs: dict[str, ServerRun] = {}  # unfinished runs (and ones still flushing)
         self._active: dict[str, ServerRun] = {}  # the newest unfinished run per conversation
         self._stopping = False
+
+    @property
+    def supersede_grace_s(self) -> float:
+        return self.policy.grace_s
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -185,17 +130,20 @@ class RunManager:
 
     def _interrupt_stale_runs(self) -> list[str]:
         stale = [r for r in self.store.list_runs() if r.status not in TERMINAL_STATUSES]
-        for record in stale:
+        for row in stale:
+            record = RunRecord.from_stored(row)
             events = self.store.run_events(record.run_id)
-            seq = events[-1].seq + 1 if events else 0
-            reason = "server_restart"
-            self.store.append_run_event(
-                record.run_id, seq, _final_event(record.run_id, seq, "interrupted", reason)
-            )
-            data = dict(record.data, reason=reason, event_count=seq + 1)
-            data["error"] = "the server stopped while this run was in flight"
-            self.store.save_run(record.run_id, record.conversation_id, "interrupted", data)
-        return [record.run_id for record in stale]
+            request = RunRequest(record.run_id, row.conversation_id or "", record.question or "",
+                                 superseded_by=record.superseded_by,
+                                 next_seq=events[-1].seq + 1 if events else 0)
+            final = final_event(request, "interrupted", "server_restart")
+            self.store.append_run_event(record.run_id, final.seq, final.to_dict())
+            record.status, record.reason = "interrupted", "server_restart"
+            record.event_count = final.seq + 1
+            record.error = "the server stopped while this run was in flight"
+            self.store.save_run(record.run_id, record.conversation_id, record.status,
+                                record.data())
+        return [row.run_id for row in stale]
 
     async def stop(self) -> None:
         """Stop every run (they end ``interrupted``) and wait until they are recorded."""
@@ -205,9 +153,14 @@ class RunManager:
             if run.task is not None and not run.task.done():
                 run.task.cancel()
         for run in runs:
-            if run.task is not None:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await run.task
+            if run.task is None:
+                continue
+            try:
+                await run.task
+            except asyncio.CancelledError:
+                pass  # how a stopped run ends; it recorded itself as interrupted
+            except Exception:
+                logger.exception("run %s did not stop cleanly", run.run_id)
 
     # -- queries -----------------------------------------------------------------------
 
@@ -223,34 +176,18 @@ class RunManager:
         run = self._runs.get(run_id)
         if run is not None:
             return run.to_dict()
-        record = await self.store.aget_run(run_id)
-        return None if record is None else record_summary(record)
+        row = await self.store.aget_run(run_id)
+        return None if row is None else RunRecord.from_stored(row).summary()
 
     async def conversations(self, limit: int = 200) -> list[dict[str, Any]]:
         """Conversations that have runs, most recently started first."""
-        records = await self.store.alist_runs(limit=limit * 20)
-        seen: dict[str, dict[str, Any]] = {}
-        for record in records:
-            cid = record.conversation_id
-            if cid is None:
-                continue
-            entry = seen.get(cid)
-            if entry is not None:
-                entry["runs"] += 1
-                entry["first_question"] = record.data.get("question")  # older runs come later
-                continue
-            if len(seen) >= limit:
-                continue
-            live = self._runs.get(record.run_id)
-            seen[cid] = {
-                "conversation_id": cid,
-                "first_question": record.data.get("question"),
-                "last_question": record.data.get("question"),
-                "last_status": live.status if live is not None else record.status,
-                "updated_at": record.updated_at,
-                "runs": 1,
-            }
-        return list(seen.values())
+        rows = await self.store.alist_runs(limit=limit * 20)
+
+        def live_status(run_id: str) -> str | None:
+            live = self._runs.get(run_id)
+            return None if live is None else live.record.status
+
+        return conversations(rows, limit, live_status)
 
     async def exists(self, run_id: str) -> bool:
         return run_id in self._runs or await self.store.aget_run(run_id) is not None
@@ -262,18 +199,11 @@ class RunManager:
         """
         run = self._runs.get(run_id)
         if run is None:
-            for record in await self.store.arun_events(run_id, after):
-                yield record.event
+            for stored in await self.store.arun_events(run_id, after):
+                yield stored.event
             return
-        index = after + 1
-        while True:
-            changed = run.changed
-            while index < len(run.events):
-                yield run.events[index]
-                index += 1
-            if run.sealed:
-                return
-            await changed.wait()
+        async for event in run.log.follow(after):
+            yield event
 
     # -- commands ----------------------------------------------------------------------
 
@@ -288,19 +218,22 @@ class RunManager:
         previous = self._active.get(conversation_id)
         if previous is None and len(self._active) >= self.max_concurrent_runs:
             raise TooManyRuns(self.max_concurrent_runs)
-        run = ServerRun(uuid.uuid4().hex, conversation_id, content)
+        run_id = uuid.uuid4().hex
+        run = ServerRun(RunRecord(run_id, conversation_id, content, QUEUED),
+                        RunRequest(run_id, conversation_id, content),
+                        RunEventLog(self.store, run_id))
         waits_for = [r for r in self._runs.values()  # ended ones may still be storing
                      if r.conversation_id == conversation_id and not r.finished.is_set()]
-        self._runs[run.run_id] = run
+        self._runs[run_id] = run
         self._active[conversation_id] = run
         if previous is not None:
-            run.supersedes = previous.run_id
+            run.record.supersedes = previous.run_id
             self._supersede(previous, run)
         await self._save(run)  # stored before its id is handed out
-        record = await self.store.aget_run(run.run_id)
-        if record is not None:
-            run.created_at = record.created_at
-        run.task = asyncio.create_task(self._drive(run, waits_for), name=f"run:{run.run_id}")
+        stored = await self.store.aget_run(run_id)
+        if stored is not None:
+            run.record.created_at = stored.created_at
+        run.task = asyncio.create_task(self._drive(run, waits_for), name=f"run:{run_id}")
         return run
 
     def abort(self, run_id: str) -> ServerRun | None:
@@ -308,50 +241,48 @@ class RunManager:
         run = self._runs.get(run_id)
         if run is None or run.done:
             return None
-        run.abort_requested = True
-        if run.brain is None:
+        run.request.abort()
+        if not run.request.started:
             run.stop_waiting.set()
-        else:
-            run.brain.abort(run.run_id)
         return run
 
     async def abort_run(self, run_id: str) -> bool:
         return self.abort(run_id) is not None
 
-    async def list_runs(self, conversation_id: str) -> list[RunRecord]:
+    async def list_runs(self, conversation_id: str) -> list[StoredRun]:
         return await self.store.alist_runs(conversation_id)
 
     def _supersede(self, old: ServerRun, new: ServerRun) -> None:
-        old.superseded_by = new.run_id
-        if old.brain is None:  # still waiting for an earlier run: it never starts
+        if old.record.status == QUEUED:  # still waiting for an earlier run: it never starts
+            old.request.superseded_by = new.run_id
             old.stop_waiting.set()
             return
-        neural = old.brain.neural or self.neural
-        neural.post_user_input(old.conversation_id, new.question)
-        if self.supersede_grace_s == 0:
-            old.brain.abort(old.run_id)
-        else:
-            old.grace_timer = asyncio.get_running_loop().call_later(
-                self.supersede_grace_s, old.brain.abort, old.run_id
-            )
+        self.policy.apply(old.request, new.run_id, new.request.question, self.neural)
 
     # -- a run -------------------------------------------------------------------------
 
     async def _drive(self, run: ServerRun, waits_for: Sequence[ServerRun]) -> None:
-        writer = asyncio.create_task(self._persist(run), name=f"persist:{run.run_id}")
+        writer = asyncio.create_task(run.log.write(), name=f"persist:{run.run_id}")
+        loop = asyncio.get_running_loop()
+
+        def sink(event: Event) -> None:  # where the event happens (maybe a plan's thread)
+            loop.call_soon_threadsafe(run.log.add, event)
+
         try:
             if await self._wait_turn(run, waits_for):
-                await self._execute(run)
+                await self._execute(run, sink)
             else:
-                await self._end_unstarted(run, waits_for)
+                await self._end_unstarted(run, waits_for, sink)
         except asyncio.CancelledError:
-            self._end(run, "interrupted", "server_shutdown",
-                      error="the server stopped while this run was in flight")
+            self._end(run, end_unstarted(
+                run.request, sink, "interrupted", "server_shutdown",
+                error="the server stopped while this run was in flight"))
             await self._finish(run, writer)
             raise
         except Exception as exc:  # a bug around the brain: record it, never lose the run
             logger.exception("run %s failed unexpectedly", run.run_id)
-            self._end(run, "failed", "error", error=f"{type(exc).__name__}: {exc}")
+            self._end(run, end_unstarted(run.request, sink, "failed", "error",
+                                         error=f"{type(exc).__name__}: {exc}"))
         await self._finish(run, writer)
 
     async def _wait_turn(self, run: ServerRun, waits_for: Sequence[ServerRun]) -> bool:
@@ -369,121 +300,48 @@ class RunManager:
                 ended.cancel()
         return not run.stop_waiting.is_set()
 
-    async def _end_unstarted(self, run: ServerRun, waits_for: Sequence[ServerRun]) -> None:
+    async def _end_unstarted(self, run: ServerRun, waits_for: Sequence[ServerRun],
+                             sink: Callable[[Event], None]) -> None:
         """End a run that never started; a superseded one keeps its message, in turn."""
-        if run.superseded_by is None:
-            self._end(run, "aborted", "aborted")
+        self._end(run, end_unstarted(run.request, sink, "aborted", "aborted"))
+        if run.request.superseded_by is None:
             return
-        self._end(run, "aborted", "superseded")
         await self._save(run)
         if self.memory is not None:
             # The user did say it. An earlier run stores its message when it starts, so
             # this one goes in once every earlier run has ended: messages stay in order.
             await asyncio.gather(*(r.finished.wait() for r in waits_for))
-            await self.memory.acommit_message(run.conversation_id, run.question, "user")
+            await self.memory.acommit_message(run.conversation_id, run.request.question, "user")
 
-    async def _execute(self, run: ServerRun) -> None:
+    async def _execute(self, run: ServerRun, sink: Callable[[Event], None]) -> None:
         brain = self.brain_factory()
-        if brain.neural is None:
-            brain.connect_to_neural(self.neural)
-        neural = brain.neural or self.neural
-        neural.take_user_input(run.conversation_id)  # input meant for a run that has ended
-        run.brain = brain
-        run.status = RUNNING
+        self.neural.take_user_input(run.conversation_id)  # input meant for a run that ended
+        run.record.status = RUNNING
         await self._save(run)
-        loop = asyncio.get_running_loop()
-
-        def deliver(event: Event) -> None:
-            # Called where the event happens (possibly a plan's worker thread).
-            loop.call_soon_threadsafe(self._on_brain_event, run, event.to_dict())
-
-        result: BrainResult | None = None
+        deps = RunDeps(run_store=self.store, mailbox=self.neural)
         try:
-            try:
-                result = await brain.async_run(
-                    run.question, run.conversation_id, on_event=deliver, run_id=run.run_id
-                )
-            finally:
-                await _delivered(loop)
-        except TFBrainError as exc:  # a timeout: the partial result is on the error
-            if isinstance(exc.result, BrainResult):
-                result = exc.result
-            else:
-                self._end(run, "failed", "error", error=f"{type(exc).__name__}: {exc}")
-        except TFUserNewInputError as exc:
-            neural.take_user_input(run.conversation_id)
-            reason = "superseded" if run.superseded_by else "new_input"
-            self._end(run, "aborted", reason, error=str(exc))
-        if result is not None:
-            for event in result.events[run.next_seq:]:  # any not delivered yet
-                self._on_brain_event(run, dict(event))
-            reason = result.reason
-            if run.superseded_by is not None and result.status == "aborted":
-                reason = "superseded"
-            record = result.to_dict(include_events=False)  # with who validated, if anyone
-            self._end(run, result.status, reason, result=record, error=result.error)
+            outcome = await execute_run(brain, run.request, deps, sink)
+        finally:
+            await _delivered(asyncio.get_running_loop())
+        self._end(run, outcome)
 
-    def _on_brain_event(self, run: ServerRun, event: dict[str, Any]) -> None:
-        seq = event.get("seq")
-        if run.done or not isinstance(seq, int) or seq < run.next_seq:
-            return  # already recorded (from the result) or after the run ended
-        event["run_id"] = run.run_id
-        event["seq"] = run.next_seq
-        if event.get("type") == EventType.FINAL:
-            if run.superseded_by is not None and event.get("status") == "aborted":
-                event["reason"] = "superseded"
-            event["superseded_by"] = run.superseded_by
-        started = event.get("type") == EventType.RUN_STARTED
-        if started and run.abort_requested and run.brain is not None:
-            run.brain.abort(run.run_id)  # requested before the brain had a run to abort
-        self._record(run, event)
-
-    def _record(self, run: ServerRun, event: dict[str, Any]) -> None:
-        """Number ``event``; readers see it once it is stored (so a seen seq survives a crash)."""
-        event = encodable(event)  # a plan may build any string; SQLite and SSE need UTF-8
-        run.next_seq += 1
-        run.last_type = event.get("type")
-        run.pending.append(event)
-        run.has_pending.set()
-
-    def _publish(self, run: ServerRun, events: list[dict[str, Any]]) -> None:
-        run.events.extend(events)
-        changed, run.changed = run.changed, asyncio.Event()
-        changed.set()
-
-    def _end(
-        self,
-        run: ServerRun,
-        status: str,
-        reason: str,
-        *,
-        result: dict[str, Any] | None = None,
-        error: str | None = None,
-    ) -> None:
-        """Set the terminal status; add a ``final`` event when the brain gave none."""
+    def _end(self, run: ServerRun, outcome: RunOutcome) -> None:
+        """Set the terminal status (the ``final`` event went to the run's log already)."""
         if run.done:
             return
-        if run.last_type != EventType.FINAL:
-            final = _final_event(run.run_id, run.next_seq, status, reason)
-            final.update(superseded_by=run.superseded_by, error=error,
-                         plans=_plans_of([*run.events, *run.pending]))
-            self._record(run, final)
-        if result is not None:
-            result = encodable(dict(result, run_id=run.run_id, reason=reason))
-        run.result = result
-        run.error = encodable(error)
-        run.reason = reason
-        run.status = status
+        record = run.record
+        record.result = outcome.result_record()
+        record.error = encodable(outcome.error)
+        record.reason = outcome.reason
+        record.status = outcome.status
         if self._active.get(run.conversation_id) is run:  # the slot is free from now on
             del self._active[run.conversation_id]
-        changed, run.changed = run.changed, asyncio.Event()
-        changed.set()
+        run.log.notify()
 
     async def _finish(self, run: ServerRun, writer: asyncio.Task[None]) -> None:
-        if run.grace_timer is not None:
-            run.grace_timer.cancel()
-        run.closing = True
-        run.has_pending.set()
+        run.request.cancel_timers()
+        await _delivered(asyncio.get_running_loop())
+        run.log.close()
         with contextlib.suppress(asyncio.CancelledError):
             await asyncio.shield(writer)
         with contextlib.suppress(asyncio.CancelledError):
@@ -491,30 +349,12 @@ class RunManager:
         run.finished.set()
         self._runs.pop(run.run_id, None)
 
-    async def _persist(self, run: ServerRun) -> None:
-        """Store the run's events in order, then make them visible to readers."""
-        while True:
-            await run.has_pending.wait()
-            run.has_pending.clear()
-            batch, run.pending = run.pending, []
-            if batch:
-                await asyncio.to_thread(self._store_events, run.run_id, batch)
-                self._publish(run, batch)
-            if run.closing and not run.pending:
-                run.sealed = True
-                self._publish(run, [])
-                return
-
-    def _store_events(self, run_id: str, events: list[dict[str, Any]]) -> None:
-        for event in events:
-            try:
-                self.store.append_run_event(run_id, event["seq"], event)
-            except Exception:  # a reader still gets the event live; the log says what is lost
-                logger.exception("could not store event %s of run %s", event["seq"], run_id)
-
     async def _save(self, run: ServerRun) -> None:
+        run.record.superseded_by = run.request.superseded_by
+        run.record.event_count = max(run.log.count, run.request.next_seq)
         try:
-            await self.store.asave_run(run.run_id, run.conversation_id, run.status, run.data())
+            await self.store.asave_run(run.run_id, run.conversation_id, run.record.status,
+                                       run.record.data())
         except Exception:
             logger.exception("could not store run %s", run.run_id)
 
@@ -524,13 +364,3 @@ async def _delivered(loop: asyncio.AbstractEventLoop) -> None:
     marker: asyncio.Future[None] = loop.create_future()
     loop.call_soon_threadsafe(marker.set_result, None)
     await marker
-
-
-def _final_event(run_id: str, seq: int, status: str, reason: str) -> dict[str, Any]:
-    return {"type": str(EventType.FINAL), "seq": seq, "ts": time.time(), "run_id": run_id,
-            "status": status, "reason": reason, "final_result": None}
-
-
-def _plans_of(events: list[dict[str, Any]]) -> list[str]:
-    return [str(e.get("plan", "")) for e in events
-            if e.get("type") in (EventType.PLAN_CREATED, EventType.PLAN_REVISED)]

@@ -2,8 +2,8 @@
 
 A plan's errors carry ``line:col`` and the offending line: ``str(error)`` is
 ``"line:col: Kind: message"`` followed by the source line and a caret, which is what the
-planner sees when a plan fails. The root lives here, in the lowest layer, so that
-``dcbrain.exceptions`` can gather every error under it.
+planner sees when a plan fails. The root :class:`TFError` lives in
+``dcbrain.exceptions`` (the foundation) and is re-exported here.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from dcbrain.exceptions import TFError as TFError
 from dcbrain.tfplan.result import CallRecord, ConsoleResult
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -26,10 +27,6 @@ def source_lines(source: str) -> list[str]:
     if lines[-1] == "":  # no line after a final line break, as with str.splitlines
         lines.pop()
     return lines
-
-
-class TFError(Exception):
-    """Base of every error dcbrain raises."""
 
 
 @dataclass(frozen=True)

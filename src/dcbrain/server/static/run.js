@@ -58,6 +58,15 @@ function apply(run, event) {
       run.maxIterations = event.max_iterations || 0;
       for (const name of [...(event.chains || []), ...(event.tools || [])]) run.callables.add(name);
       break;
+    case "run_resumed":
+      // Another execution takes over: the calls it reuses or runs again follow.
+      run.resumed = event;
+      for (const call of run.callList) if (call.status === "running") call.status = "interrupted";
+      run.timeline.push({
+        kind: "phase",
+        label: `↻ resumed: execution ${event.execution} (${event.reason})`,
+      });
+      break;
     case "state_changed":
       run.state = event.dest;
       run.visited.add(event.dest);

@@ -1,0 +1,104 @@
+"""A run as every surface records and shows it: typed fields over the store's JSON row."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+class StoredRun(Protocol):
+    """A run as a store returns it: status and a JSON ``data`` dict
+    (:class:`dcbrain.memory.RunRecord`)."""
+
+    @property
+    def run_id(self) -> str: ...
+    @property
+    def conversation_id(self) -> str | None: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def data(self) -> dict[str, Any]: ...
+    @property
+    def created_at(self) -> float: ...
+    @property
+    def updated_at(self) -> float: ...
+
+
+@dataclass
+class RunRecord:
+    """One run: who asked what, how it stands, how it ended, and its place in its
+    conversation's supersede chain. Stores keep it as ``status`` plus :meth:`data`."""
+
+    run_id: str
+    conversation_id: str | None
+    question: str | None
+    status: str
+    reason: str | None = None
+    result: dict[str, Any] | None = None
+    error: str | None = None
+    superseded_by: str | None = None
+    supersedes: str | None = None
+    event_count: int = 0
+    created_at: float = field(default_factory=time.time)
+    updated_at: float = field(default_factory=time.time)
+    #: Fields a surface keeps beside these (a worker's id, whether an abort was asked).
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    _FIELDS = ("question", "reason", "result", "error", "superseded_by", "supersedes",
+               "event_count")
+
+    @classmethod
+    def from_stored(cls, row: StoredRun) -> RunRecord:
+        data = row.data
+        extra = {key: value for key, value in data.items() if key not in cls._FIELDS}
+        return cls(
+            run_id=row.run_id, conversation_id=row.conversation_id,
+            question=data.get("question"), status=row.status, reason=data.get("reason"),
+            result=data.get("result"), error=data.get("error"),
+            superseded_by=data.get("superseded_by"), supersedes=data.get("supersedes"),
+            event_count=int(data.get("event_count") or 0),
+            created_at=row.created_at, updated_at=row.updated_at, extra=extra,
+        )
+
+    def data(self) -> dict[str, Any]:
+        """What the store keeps beside the status."""
+        return {**self.extra, "question": self.question, "reason": self.reason,
+                "result": self.result, "error": self.error,
+                "superseded_by": self.superseded_by, "supersedes": self.supersedes,
+                "event_count": self.event_count}
+
+    def summary(self) -> dict[str, Any]:
+        """The public shape of a run (``GET /v1/runs/{id}``), the same on every surface."""
+        return {"run_id": self.run_id, "conversation_id": self.conversation_id,
+                "status": self.status, "reason": self.reason, "question": self.question,
+                "result": self.result, "error": self.error,
+                "superseded_by": self.superseded_by, "supersedes": self.supersedes,
+                "event_count": self.event_count, "created_at": self.created_at,
+                "updated_at": self.updated_at}
+
+
+def conversations(
+    rows: Iterable[StoredRun],
+    limit: int,
+    live_status: Callable[[str], str | None] = lambda run_id: None,
+) -> list[dict[str, Any]]:
+    """Conversations that have runs, from ``rows`` newest first; ``live_status`` may
+    know a run's status better than the store (a run still in flight)."""
+    seen: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        cid = row.conversation_id
+        if cid is None:
+            continue
+        question = row.data.get("question")
+        entry = seen.get(cid)
+        if entry is not None:
+            entry["runs"] += 1
+            entry["first_question"] = question  # older runs come later
+        elif len(seen) < limit:
+            seen[cid] = {"conversation_id": cid, "first_question": question,
+                         "last_question": question,
+                         "last_status": live_status(row.run_id) or row.status,
+                         "updated_at": row.updated_at, "runs": 1}
+    return list(seen.values())
