@@ -13,7 +13,7 @@ import os
 import tomllib
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -35,15 +35,6 @@ from dcbrain.mcp.limits import (
     DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_MAX_TOOLS,
 )
-
-if TYPE_CHECKING:
-    from dcbrain.composition import build_brain as build_brain
-    from dcbrain.composition import build_chains as build_chains
-    from dcbrain.composition import build_llms as build_llms
-    from dcbrain.composition import check_tool_names as check_tool_names
-    from dcbrain.composition import connect_mcp_servers as connect_mcp_servers
-    from dcbrain.composition import load_tool_file as load_tool_file
-    from dcbrain.composition import load_tools as load_tools
 
 DEFAULT_CONFIG_FILE = "dcbrain.toml"
 LOCAL_LLM_NAME = "local"

@@ -24,6 +24,7 @@ from functools import lru_cache
 from types import CodeType, TracebackType
 from typing import Any, ClassVar, Literal, TypeVar
 
+from dcbrain._scalars import PLAN_DECIMAL_CONTEXT, decimal_error
 from dcbrain.tfplan.builtins import build_builtins
 from dcbrain.tfplan.checker import BUILTIN_NAMES, CallableSpec, check, specs_of
 from dcbrain.tfplan.errors import (
@@ -57,7 +58,6 @@ from dcbrain.tfplan.parser import IMPORTABLE_MODULES, Plan, parse
 from dcbrain.tfplan.result import ConsoleResult
 from dcbrain.tfplan.rewrite import MAIN_FUNCTION, PLAN_FILENAME, compile_plan
 from dcbrain.tfplan.sandbox.relay import cancel_in_sandbox, run_in_sandbox
-from dcbrain.tfplan.scalars import PLAN_DECIMAL_CONTEXT, decimal_error
 from dcbrain.tfplan.state import CallObserver, ParallelHooks, RunState, Watchdog
 from dcbrain.tfplan.supervise import Supervision, abandon_calls, start_driver
 from dcbrain.tfplan.values import bounded_message, sized_plan_value

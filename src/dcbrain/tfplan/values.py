@@ -7,14 +7,14 @@ from decimal import Decimal
 from sys import getsizeof
 from typing import Any
 
-from dcbrain.tfplan.errors import NotPlainData as NotPlainData
-from dcbrain.tfplan.scalars import (
+from dcbrain._scalars import (
     SCALAR_TYPES,
     ScalarError,
     decimal_digits,
     plan_scalar,
     rendered_scalar_size,
 )
+from dcbrain.tfplan.errors import NotPlainData as NotPlainData
 
 #: Nesting depth of data crossing the plan/host boundary.
 MAX_DATA_DEPTH = 200

@@ -16,10 +16,10 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
+from dcbrain._scalars import MAX_INTEGER_DIGITS, integer_digits
 from dcbrain.tfplan.errors import SizeLimitExceeded
 from dcbrain.tfplan.guards.budget import ALLOC_DIVISOR, Budget
 from dcbrain.tfplan.guards.strings import Strings
-from dcbrain.tfplan.scalars import MAX_INTEGER_DIGITS, integer_digits
 
 _INTS = (int, bool)
 _SEQUENCES = (str, list, tuple)

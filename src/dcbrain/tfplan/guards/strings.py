@@ -13,6 +13,13 @@ from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
+from dcbrain._scalars import (
+    MAX_INTEGER_DIGITS,
+    SCALAR_TYPES,
+    decimal_format_size,
+    integer_digits,
+    strftime_size,
+)
 from dcbrain.tfplan.errors import OutputLimitExceeded, SizeLimitExceeded
 from dcbrain.tfplan.formatting import (
     FormatLimitError,
@@ -22,13 +29,6 @@ from dcbrain.tfplan.formatting import (
     spec_parts,
 )
 from dcbrain.tfplan.guards.budget import ALLOC_DIVISOR, Budget
-from dcbrain.tfplan.scalars import (
-    MAX_INTEGER_DIGITS,
-    SCALAR_TYPES,
-    decimal_format_size,
-    integer_digits,
-    strftime_size,
-)
 from dcbrain.tfplan.state import RunState
 from dcbrain.tfplan.values import nesting_depth, rendered_size, rendered_size_exceeds
 
