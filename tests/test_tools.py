@@ -27,6 +27,35 @@ def test_the_plan_interpreter_calls_python_tools_directly() -> None:
         interpreter.run("return double(n='many')")
 
 
+
+@pytest.mark.parametrize("isolation", ["inprocess", "process"])
+def test_the_plan_interpreter_retries_a_tool_with_retries(isolation: str) -> None:
+    failures = {"sync": 2, "async": 2}
+
+    def flaky(n: int) -> int:
+        if failures["sync"]:
+            failures["sync"] -= 1
+            raise ConnectionError("reset by peer")
+        return n
+
+    async def aflaky(n: int) -> int:
+        if failures["async"]:
+            failures["async"] -= 1
+            raise ConnectionError("reset by peer")
+        return n
+
+    def never(n: int) -> int:
+        raise ConnectionError("down")
+
+    interpreter = Interpreter(tools=[Tool(flaky, retries=2, backoff=0),
+                                     Tool(aflaky, retries=2, backoff=0),
+                                     Tool(never, retries=1, backoff=0)], isolation=isolation)
+    assert interpreter.run("return [flaky(n=1), aflaky(n=2)]").value == [1, 2]
+    assert failures == {"sync": 0, "async": 0}
+    with pytest.raises(TFInterpreterError, match=r"failed 2 tries"):
+        interpreter.run("return never(n=1)")
+
+
 def refund_google(order_id: str, amount: float, reason: str = "") -> str:
     """Refund an order.
 

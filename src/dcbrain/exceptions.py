@@ -18,6 +18,10 @@ class TFChainError(TFError):
     """A chain failed: bad template, invalid structured output after repair and retry, …"""
 
 
+class OutputMismatch(TFChainError):
+    """A run's accepted answer does not match its output type (the planner is told)."""
+
+
 class TFPromptVariableError(TFChainError):
     """A prompt template needs a variable (or a field of one) that was not given."""
 
@@ -254,6 +258,7 @@ __all__ = [
     "ConfigError",
     "DurableRunError",
     "LocalModelUnavailable",
+    "OutputMismatch",
     "RetriesExhausted",
     "StoreWriteError",
     "TFBrainBusyError",

@@ -34,10 +34,25 @@ from dcbrain._docstrings import docstring_parts
 from dcbrain._jsonsafe import PLAN_SCALARS, edge_arguments
 from dcbrain._sync import run_sync
 from dcbrain.exceptions import TFSchemaError, TFToolError
-from dcbrain.retries import Backoff, RetryPolicy
+from dcbrain.retries import Backoff, RetryPolicy, acall_with_retries, call_with_retries
 from dcbrain.tfplan.errors import TFToolTimeout
 
 T = typing.TypeVar("T")
+
+
+class _Unannounced:
+    """Retry hooks of a tool called as a plain callable: nobody journals or announces."""
+
+    def retrying(self, attempt: int, attempts: int, error: Exception, delay_s: float,
+                 started: float) -> None:
+        pass
+
+    async def aretrying(self, attempt: int, attempts: int, error: Exception, delay_s: float,
+                        started: float) -> None:
+        pass
+
+
+_UNANNOUNCED = _Unannounced()
 
 
 class Tool:
@@ -95,7 +110,12 @@ class Tool:
         """The tool as a plain callable (``Interpreter(tools=[...])``): a sync tool's
         checked result, or for an async one an awaitable of it."""
         arguments = self.keyword_arguments(args, kwargs)
-        return self.acall(**arguments) if self.is_async else self.call(**arguments)
+        if self.retry is None:
+            return self.acall(**arguments) if self.is_async else self.call(**arguments)
+        if self.is_async:
+            return acall_with_retries(self.retry, lambda: self.acall(**arguments),
+                                      _UNANNOUNCED)
+        return call_with_retries(self.retry, lambda: self.call(**arguments), _UNANNOUNCED)
 
     def keyword_arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
         """The keyword arguments of a call passing ``args`` by position, as its parameters

@@ -19,11 +19,7 @@ from pydantic import ValidationError as PydanticValidationError
 from dcbrain._jsonsafe import dumps
 from dcbrain._typed import output_adapter, validation_errors
 from dcbrain.brain.context import BrainIntermediateResult
-from dcbrain.exceptions import TFChainError
-
-
-class OutputMismatch(TFChainError):
-    """The accepted answer does not match the run's output type (the planner is told)."""
+from dcbrain.exceptions import OutputMismatch
 
 
 class OutputType:
