@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -17,8 +16,7 @@ from dcbrain.exceptions import TFBrainError
 from dcbrain.neural import Neural
 from dcbrain.runs import RunRequest, SupersedePolicy, execute_run
 from support.brain_scripts import plan, verdict
-
-PATIENCE_S = 20.0
+from support.server_app import PATIENCE_S, Gate
 
 
 class Collected:
@@ -70,18 +68,6 @@ def test_run_raises_a_timeout_as_the_product_promises_unless_told_not_to() -> No
     quiet, deps = slow_brain(raise_on_timeout=False)
     result = asyncio.run(quiet.async_run("q", "c1", deps=deps))
     assert (result.status, result.reason) == ("failed", "timeout")
-
-
-class Gate:
-    def __init__(self) -> None:
-        self.entered = threading.Event()
-        self.opened = threading.Event()
-
-    def hold(self) -> str:
-        """Wait until released."""
-        self.entered.set()
-        self.opened.wait(PATIENCE_S)
-        return "released"
 
 
 def holding_brain(gate: Gate) -> DCBrain:
