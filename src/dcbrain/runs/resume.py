@@ -29,7 +29,10 @@ def resumption(events: Sequence[dict[str, Any]], execution: int,
     last_ts: float | None = None
     for event in events:
         kind, ts = event.get("type"), event.get("ts")
-        if isinstance(ts, int | float):
+        # a call closed ``interrupted`` is closed when the next execution begins: its time
+        # is that execution's, not the one that stopped
+        closing = kind == EventType.CALL_FINISHED and event.get("status") == "interrupted"
+        if isinstance(ts, int | float) and not closing:
             if kind == EventType.RUN_RESUMED or segment_start is None:
                 if segment_start is not None and last_ts is not None:
                     duration_s += last_ts - segment_start
