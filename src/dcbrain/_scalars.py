@@ -19,6 +19,8 @@ from datetime import date, datetime, time, timedelta, timezone
 from decimal import Decimal
 from typing import Any
 
+from dcbrain.exceptions import ScalarError as ScalarError
+
 #: The decimal context of every plan (Python's default context, fixed).
 PLAN_DECIMAL_CONTEXT = decimal.Context(
     prec=28, rounding=decimal.ROUND_HALF_EVEN, Emin=-999_999, Emax=999_999, capitals=1,
@@ -31,10 +33,6 @@ MAX_DECIMAL_EXPONENT = 999_999
 #: The types of this module, exactly (subclasses are copied to these at the boundary).
 SCALAR_TYPES: frozenset[type] = frozenset({Decimal, date, datetime, time, timedelta})
 TEMPORAL_TYPES: frozenset[type] = frozenset({date, datetime, time})
-
-
-class ScalarError(ValueError):
-    """A value of these types that a plan may not hold (an exponent past the limit)."""
 
 
 def plan_scalar(value: Any, where: str) -> Any:

@@ -18,6 +18,14 @@ class TFChainError(TFError):
     """A chain failed: bad template, invalid structured output after repair and retry, …"""
 
 
+class ScalarError(TFError, ValueError):
+    """A decimal, date or time value that a plan may not hold (an exponent past the limit)."""
+
+
+class DBOSContractError(TFError, RuntimeError):
+    """The installed DBOS no longer has a private name the durable adapter relies on."""
+
+
 class OutputMismatch(TFChainError):
     """A run's accepted answer does not match its output type (the planner is told)."""
 
@@ -256,10 +264,12 @@ __all__ = [
     "AbortRequested",
     "ApiError",
     "ConfigError",
+    "DBOSContractError",
     "DurableRunError",
     "LocalModelUnavailable",
     "OutputMismatch",
     "RetriesExhausted",
+    "ScalarError",
     "StoreWriteError",
     "TFBrainBusyError",
     "TFBrainError",

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from dcbrain import DCBrain, ScriptedLLM
+from dcbrain.brain import RunDeps
 from dcbrain.journal import CallJournal, JournalEntry
 from support.brain_scripts import plan, verdict
 
@@ -80,7 +81,7 @@ def test_a_resumed_run_reads_back_decimals_and_dates_from_the_stored_journal() -
     journal = CallJournal()
     brain, _ = brain_for(shop, [plan(HALF_REFUND)], [verdict(True)])
     asyncio.run(brain.async_run("Refund half of order A1", conversation_id="c1",
-                                run_id="run-9", journal=journal))
+                                run_id="run-9", deps=RunDeps(journal=journal)))
     stored = [JournalEntry.from_dict(json.loads(json.dumps(entry.to_dict())))
               for entry in journal.entries()]  # as a durable store keeps them
     [looked_up] = [entry for entry in stored if entry.key.name == "lookup_order"]
@@ -89,7 +90,8 @@ def test_a_resumed_run_reads_back_decimals_and_dates_from_the_stored_journal() -
     replay_shop = Shop()
     silent, _ = brain_for(replay_shop, [], [])  # nothing may be asked again
     result = asyncio.run(silent.async_run("Refund half of order A1", conversation_id="c2",
-                                          run_id="run-9", journal=CallJournal(stored)))
+                                          run_id="run-9",
+                                          deps=RunDeps(journal=CallJournal(stored))))
     assert result.status == "succeeded", result.reason
     assert replay_shop.refunds == []  # the refund was recorded: not repeated
     assert result.final_result["twice"] == Decimal("259.98")

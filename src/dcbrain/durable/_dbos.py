@@ -31,6 +31,8 @@ from dbos import (
     WorkflowSerializationFormat,
 )
 
+from dcbrain.exceptions import DBOSContractError as DBOSContractError
+
 if TYPE_CHECKING:
     from dcbrain.durable.executor import RunExecutor
 
@@ -41,10 +43,6 @@ PORTABLE_JSON: Final[Serializer] = DBOSPortableJSONSerializer()
 QUEUE_THREAD_PREFIX: Final = "queue-worker-"
 #: The private class method DBOS's Conductor uses to recover an executor's workflows.
 _RECOVER_PENDING: Final = "_recover_pending_workflows"
-
-
-class DBOSContractError(RuntimeError):
-    """The installed DBOS no longer has a private name this adapter relies on."""
 
 
 def recover_pending_workflows(executor_ids: list[str]) -> list[WorkflowHandle[Any]]:
