@@ -13,17 +13,17 @@ A value too large for an event is replaced by
 
 from __future__ import annotations
 
-import logging
-import threading
-import time
 from abc import abstractmethod
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any, ClassVar, Literal, Self, Union
 
-from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
+from pydantic import TypeAdapter, ValidationError
 
+from dcbrain._event_envelope import Event as Event
+from dcbrain._event_envelope import EventData as EventData
+from dcbrain._event_envelope import EventLog as EventLog
+from dcbrain._event_envelope import Subscriber as Subscriber
 from dcbrain._event_values import ARGUMENT_CLIP as ARGUMENT_CLIP
 from dcbrain._event_values import ARGUMENTS_CLIP as ARGUMENTS_CLIP
 from dcbrain._event_values import DEFAULT_CLIP as DEFAULT_CLIP
@@ -31,12 +31,9 @@ from dcbrain._event_values import OMITTED_KEY as OMITTED_KEY
 from dcbrain._event_values import clip as clip
 from dcbrain._event_values import clip_arguments as clip_arguments
 from dcbrain._event_values import to_json_value as to_json_value
-from dcbrain._jsonsafe import plain
 from dcbrain._plan_diff_data import DiffItem as DiffItem
 from dcbrain._plan_diff_data import PlanDiffData as PlanDiffData
 from dcbrain._plan_diff_data import RevisedItem as RevisedItem
-
-logger = logging.getLogger("dcbrain.events")
 
 
 class EventType(StrEnum):
@@ -56,18 +53,6 @@ class EventType(StrEnum):
     BUDGET = "budget"
     ERROR = "error"
     FINAL = "final"
-
-
-class EventData(BaseModel):
-    """The payload of one event; ``type`` is its type on the wire."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    type: ClassVar[str]
-
-    def to_dict(self) -> dict[str, Any]:
-        """The payload's fields as JSON values; fields left at ``None`` are left out."""
-        data: dict[str, Any] = plain(self.model_dump(mode="json", exclude_none=True))
-        return data
 
 
 # -- runs ------------------------------------------------------------------------------
@@ -471,93 +456,6 @@ def parse_event(data: Mapping[str, Any]) -> Event:
     """The :class:`Event` of an event's JSON form: ``parse_event(e.to_dict()) == e``."""
     return Event(payload=parse_payload(data), seq=int(data.get("seq", 0)),
                  ts=float(data.get("ts", 0.0)), run_id=data.get("run_id"))
-
-
-@dataclass(frozen=True)
-class Event:
-    """One event of a run: its typed ``payload``, position ``seq``, time ``ts``, ``run_id``."""
-
-    payload: EventData
-    seq: int = 0
-    ts: float = field(default_factory=time.time)
-    run_id: str | None = None
-
-    @property
-    def type(self) -> str:
-        return self.payload.type
-
-    @property
-    def data(self) -> dict[str, Any]:
-        """The payload's fields as JSON values (computed once).
-
-        Not a ``functools.cached_property``: before Python 3.12 that one holds a lock shared
-        by every instance, and events of many runs are read from many threads at once.
-        """
-        cached: dict[str, Any] | None = self.__dict__.get("_data")
-        if cached is None:
-            cached = self.payload.to_dict()
-            object.__setattr__(self, "_data", cached)
-        return cached
-
-    def to_dict(self) -> dict[str, Any]:
-        record: dict[str, Any] = {"type": str(self.type), "seq": self.seq, "ts": self.ts}
-        if self.run_id is not None:
-            record["run_id"] = self.run_id
-        record.update(self.data)
-        return record
-
-
-Subscriber = Callable[[Event], None]
-
-
-class EventLog:
-    """Numbers the events of one run in order and fans them out to subscribers.
-
-    Thread-safe. A subscriber that raises is skipped for that event only; the run never
-    fails because an observer did. Once :meth:`seal` is called (the run's final event
-    went out) later events are dropped, so nothing follows ``final``.
-    """
-
-    def __init__(self, run_id: str | None = None, first_seq: int = 0) -> None:
-        self.run_id = run_id
-        self.first_seq = first_seq  # a resumed run's log goes on after the earlier ones
-        self.events: list[Event] = []
-        self.sealed = False
-        self._subscribers: list[Subscriber] = []
-        self._lock = threading.RLock()
-
-    def subscribe(self, subscriber: Subscriber) -> Callable[[], None]:
-        self._subscribers.append(subscriber)
-
-        def unsubscribe() -> None:
-            if subscriber in self._subscribers:
-                self._subscribers.remove(subscriber)
-
-        return unsubscribe
-
-    def emit(self, payload: EventData) -> Event | None:
-        """Append ``payload`` as the next event and deliver it; ``None`` once sealed."""
-        with self._lock:
-            if self.sealed:
-                return None
-            event = Event(payload=payload, seq=self.first_seq + len(self.events),
-                          run_id=self.run_id)
-            self.events.append(event)
-            for subscriber in list(self._subscribers):
-                try:
-                    subscriber(event)
-                except Exception:  # an observer's bug must not end the run
-                    logger.warning("an event subscriber failed on %s event %d of run %s",
-                                   event.type, event.seq, self.run_id, exc_info=True)
-        return event
-
-    def seal(self) -> None:
-        with self._lock:
-            self.sealed = True
-
-    def as_dicts(self) -> list[dict[str, Any]]:
-        with self._lock:
-            return [event.to_dict() for event in self.events]
 
 
 def event_json_schemas() -> dict[str, dict[str, Any]]:

@@ -11,19 +11,22 @@ from __future__ import annotations
 
 import json
 import logging
-import re
-import string
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Any, Literal, NoReturn
+from typing import Any, Literal
 
 import jinja2
-import jinja2.meta
-from jinja2.sandbox import SandboxedEnvironment
 
 from dcbrain._jsonsafe import dumps
+from dcbrain.chain._templates import PLAN_TEMPLATE_FILTERS as PLAN_TEMPLATE_FILTERS
+from dcbrain.chain._templates import (
+    DataFormatter,
+    compile_jinja,
+    fstring_variables,
+    jinja_variables,
+)
+from dcbrain.chain._templates import check_substitutions_only as check_substitutions_only
 from dcbrain.chain.intermediate import missing_intermediate_results, read_intermediate_results
 from dcbrain.exceptions import TFChainError, TFPromptVariableError
 from dcbrain.messages import TextMessage
@@ -94,10 +97,10 @@ class TemplatePrompt(BasePrompt):
         self.template_format: TemplateFormat = template_format
         self.role = role
         if template_format == "jinja2":
-            self._jinja = _compile_jinja(template)
-            self.variables = _jinja_variables(template)
+            self._jinja = compile_jinja(template)
+            self.variables = jinja_variables(template)
         elif template_format == "f-string":
-            self.variables = _fstring_variables(template)
+            self.variables = fstring_variables(template)
         else:
             raise TFChainError(
                 f"unknown template_format {template_format!r}: use 'jinja2' or 'f-string'"
@@ -114,7 +117,7 @@ class TemplatePrompt(BasePrompt):
     def render(self, variables: Mapping[str, Any]) -> str:
         """The template filled with ``variables``; a missing one raises TFPromptVariableError."""
         if self.template_format == "f-string":
-            return _DataFormatter().vformat(self.template, (), variables)
+            return DataFormatter().vformat(self.template, (), variables)
         try:
             return self._jinja.render(dict(variables))
         except jinja2.UndefinedError as exc:
@@ -334,109 +337,6 @@ def as_prompts(prompt: str | BasePrompt | Iterable[BasePrompt] | None) -> list[B
     return prompts
 
 
-# Jinja2
-
-
-def _finalize(value: Any) -> Any:
-    return dumps(value) if isinstance(value, dict | list) else value
-
-
-_ENVIRONMENT = SandboxedEnvironment(
-    undefined=jinja2.StrictUndefined,
-    autoescape=False,
-    keep_trailing_newline=True,
-    finalize=_finalize,
-)
-
-
-# Compiled once per template text: brains and chains are built often (one per server run),
-# and a compiled template renders concurrently without shared state.
-@lru_cache(maxsize=512)
-def _compile_jinja(template: str) -> jinja2.Template:
-    try:
-        return _ENVIRONMENT.from_string(template)
-    except jinja2.TemplateSyntaxError as exc:
-        raise TFChainError(
-            f"prompt template has a Jinja2 syntax error at line {exc.lineno}: {exc.message}"
-        ) from None
-
-
-@lru_cache(maxsize=512)
-def _jinja_variables(template: str) -> frozenset[str]:
-    names = jinja2.meta.find_undeclared_variables(_ENVIRONMENT.parse(template))
-    return frozenset(names - set(_ENVIRONMENT.globals))
-
-
-# f-string
-
-_FIELD_PART = re.compile(r"\.([^.\[]+)|\[([^\]]+)\]")
-
-
-def _fstring_variables(template: str) -> frozenset[str]:
-    names: set[str] = set()
-    try:
-        parsed = list(string.Formatter().parse(template))
-    except ValueError as exc:
-        raise TFChainError(f"prompt template is not a valid f-string template: {exc}") from None
-    for _literal, field_name, spec, _conversion in parsed:
-        if field_name is None:
-            continue
-        root = _field_root(field_name)
-        if not root.isidentifier():
-            raise TFChainError(
-                f"prompt template field {{{field_name}}} must start with a variable name"
-            )
-        names.add(root)
-        if spec:
-            names |= _fstring_variables(spec)
-    return frozenset(names)
-
-
-def _field_root(field_name: str) -> str:
-    match = re.match(r"[^.\[]*", field_name)
-    return match.group(0) if match else ""
-
-
-class _DataFormatter(string.Formatter):
-    """``str.format`` limited to named variables and dict/list lookups."""
-
-    def get_field(self, field_name: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
-        root = _field_root(field_name)
-        if root not in kwargs:
-            available = ", ".join(sorted(name for name in kwargs if not name.startswith("__")))
-            raise TFPromptVariableError(
-                f"prompt template: {root!r} is undefined (available: {available or 'none'})"
-            )
-        value = kwargs[root]
-        rest = field_name[len(root) :]
-        position = 0
-        for match in _FIELD_PART.finditer(rest):
-            if match.start() != position:
-                break
-            position = match.end()
-            key = match.group(1) if match.group(1) is not None else match.group(2)
-            value = _lookup(value, key, field_name)
-        if position != len(rest):
-            raise TFChainError(f"prompt template field {{{field_name}}} is malformed")
-        return value, root
-
-    def format_field(self, value: Any, format_spec: str) -> Any:
-        if isinstance(value, dict | list) and not format_spec:
-            return dumps(value)
-        return super().format_field(value, format_spec)
-
-
-def _lookup(value: Any, key: str, field_name: str) -> Any:
-    if isinstance(value, Mapping):
-        if key in value:
-            return value[key]
-    elif isinstance(value, list | tuple) and re.fullmatch(r"-?\d+", key):
-        index = int(key)
-        if -len(value) <= index < len(value):
-            return value[index]
-    raise TFPromptVariableError(f"prompt template: {{{field_name}}} is undefined: no {key!r}")
-
-
 def _chat_role(role: str) -> str:
     return role if role in ("system", "user", "assistant") else "user"
 
@@ -447,63 +347,3 @@ def _as_text(item: Any) -> str:
     if isinstance(item, TextMessage):
         return item.content
     return dumps(item)
-
-
-# Templates written by plans: values are substituted, no template code runs.
-
-#: Filters a plan's template may apply: linear in their input and without arguments
-#: (``default`` takes one constant).
-PLAN_TEMPLATE_FILTERS = frozenset({
-    "tojson", "upper", "lower", "title", "capitalize", "trim", "length", "first", "last",
-    "string", "default",
-})
-
-
-def check_substitutions_only(template: str, origin: str) -> None:
-    """Refuse ``template`` unless it only substitutes values (``{{ name }}``, ``{{ a.b }}``,
-    ``{{ a["k"] }}``, ``{{ a | tojson }}``).
-
-    A plan may be written by a prompt-injected model, and Jinja's sandbox does not bound
-    time or memory (nested loops, ``"x" * 10**9``): a plan computes in the plan, where every
-    operation is charged, and hands the template only values.
-    """
-    try:
-        tree = _ENVIRONMENT.parse(template)
-    except jinja2.TemplateSyntaxError as exc:
-        raise TFChainError(f"{origin}: Jinja2 syntax error at line {exc.lineno}: "
-                           f"{exc.message}") from None
-    for statement in tree.body:
-        if not isinstance(statement, jinja2.nodes.Output):
-            _refuse_template_code(origin, statement)
-        for node in statement.nodes:
-            if not isinstance(node, jinja2.nodes.TemplateData):
-                _check_substitution(node, origin)
-
-
-def _check_substitution(node: jinja2.nodes.Node, origin: str) -> None:
-    nodes = jinja2.nodes
-    if isinstance(node, nodes.Name | nodes.Const):
-        return
-    if isinstance(node, nodes.Getattr):
-        _check_substitution(node.node, origin)
-        return
-    if isinstance(node, nodes.Getitem) and isinstance(node.arg, nodes.Const):
-        _check_substitution(node.node, origin)
-        return
-    if isinstance(node, nodes.Filter) and node.node is not None \
-            and node.name in PLAN_TEMPLATE_FILTERS and not node.kwargs \
-            and node.dyn_args is None and node.dyn_kwargs is None \
-            and (not node.args or (node.name == "default" and len(node.args) == 1
-                                   and isinstance(node.args[0], nodes.Const))):
-        _check_substitution(node.node, origin)
-        return
-    _refuse_template_code(origin, node)
-
-
-def _refuse_template_code(origin: str, node: jinja2.nodes.Node) -> NoReturn:
-    raise TFChainError(
-        f"{origin}: line {node.lineno}: a template from a plan may only substitute values "
-        f"({{{{ name }}}}, {{{{ name.field }}}}, {{{{ name['key'] }}}}, {{{{ name | tojson }}}}; "
-        f"filters: {', '.join(sorted(PLAN_TEMPLATE_FILTERS))}), found {type(node).__name__}: "
-        "build the text in the plan and pass it as a value"
-    )

@@ -15,11 +15,8 @@ instead of running again.
 
 from __future__ import annotations
 
-import contextvars
 import dataclasses
 import hashlib
-import sys
-import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -33,24 +30,19 @@ from dcbrain.chain._plan_result import (
     partial_chain_result,
     plan_chain_result,
 )
+from dcbrain.chain._plan_scope import BranchHooks, PlanScope, current_scope, text_bytes
 from dcbrain.chain._retrying import JournaledTries
 from dcbrain.chain._usage import UsageCollector
 from dcbrain.chain.chain import Chain
 from dcbrain.chain.construct import CONSTRUCT_CHAIN_SPEC, built_by_plan, construct_plan_chain
 from dcbrain.chain.containers import Chains
-from dcbrain.chain.intermediate import (
-    changed_entries,
-    intermediate_results_added,
-    join_intermediate_results,
-    merge_intermediate_results,
-    read_intermediate_results,
-)
+from dcbrain.chain.intermediate import intermediate_results_added
 from dcbrain.chain.plan_names import check_plan_names
 from dcbrain.chain.result import ChainOutput, ChainResult
 from dcbrain.chain.runnable import TEXT_KWARGS, input_text, to_json
 from dcbrain.events import PlanCallKind
 from dcbrain.exceptions import TFChainError
-from dcbrain.journal import CallJournal, JournalEntry, JournalKey, OccurrenceCounter, canonical_args
+from dcbrain.journal import CallJournal, JournalEntry, JournalKey, canonical_args
 from dcbrain.llm.base import ChatLLM
 from dcbrain.llm.observe import llm_observer
 from dcbrain.messages import CHAINS_INTERMEDIATE_RESULTS, TextMessage
@@ -71,150 +63,6 @@ from dcbrain.tools import Tool, as_tool
 
 #: Keyword arguments that become the text (``content``) of a chain's ``current_input``.
 INPUT_KWARGS = TEXT_KWARGS
-
-
-class _Scope:
-    """Where the calls of one plan run (or of one ``parallel`` branch) read and write.
-
-    The run's scope writes intermediate results into ``additional_info`` (the caller's
-    dict) as its calls finish. A branch keeps only what its calls ``added`` over the cache
-    it started from, and builds each call's cache from the two; joining merges every
-    branch's additions into the parent at once. What the scopes keep is paid for from the
-    run's host ``budget``.
-    """
-
-    def __init__(
-        self,
-        additional_info: dict[str, Any],
-        collector: UsageCollector,
-        budget: HostBudget,
-        parent: _Scope | None = None,
-        counter: OccurrenceCounter | None = None,
-    ) -> None:
-        self.additional_info = additional_info
-        self.collector = collector
-        self.budget = budget
-        self.parent = parent
-        self.counter = counter if counter is not None else OccurrenceCounter()
-        self.added: dict[str, Any] = {}
-        self.charged = 0  # bytes of ``added``, paid for from ``budget``
-        self.results: list[ChainResult] = []
-        self.reused = 0  # calls the journal answered (counted in the run's scope)
-        self._lock = threading.Lock()
-
-    def chain_info(self) -> dict[str, Any]:
-        """What a call in this scope starts from: ``additional_info`` with the cache as
-        the scope sees it."""
-        with self._lock:
-            if not self.added:
-                return self.additional_info
-            info = dict(self.additional_info)
-            merge_intermediate_results(info, self.added)
-            return info
-
-    def fork(self, count: int) -> list[_Scope]:
-        """One scope per branch of a ``parallel(...)`` made in this scope."""
-        info = self.chain_info()
-        with self._lock:
-            counters = self.counter.fork(count)
-        return [_Scope(dict(info), self.collector, self.budget, parent=self, counter=counter)
-                for counter in counters]
-
-    def record(self, result: ChainResult) -> None:
-        with self._lock:
-            self.results.append(result)
-
-    def count_reused(self) -> None:
-        root = self
-        while root.parent is not None:
-            root = root.parent
-        with root._lock:
-            root.reused += 1
-
-    def write(self, added: Mapping[str, Any], cache: Any = None, grown: int = 0) -> None:
-        """Keep the intermediate results a call ``added``: ``cache`` is the whole cache the
-        call ended with (``None``: none, as for a replayed call), ``grown`` how many bytes
-        longer it is than the one the call started from."""
-        if self.parent is None:
-            if cache is None and added:
-                cache = self._merged(added)
-            self._adopt(cache)
-        elif added:
-            if cache is None:
-                grown = _text_bytes(to_json(dict(added)))
-            grown = max(grown, 0)
-            self.budget.charge(grown, "intermediate results")
-            with self._lock:
-                self.added.update(added)
-                self.charged += grown
-
-    def absorb(self, branches: Sequence[_Scope]) -> None:
-        """Merge finished branches: their new intermediate results, then their chain
-        results, in argument order."""
-        base = branches[0].additional_info if branches else self.additional_info
-        charged = sum(branch.charged for branch in branches)
-        if self.parent is None:
-            info = dict(self.additional_info)
-            join_intermediate_results(info, base, (branch.added for branch in branches))
-            self.budget.release(charged)  # the branches' additions now live in the cache
-            self._adopt(info.get(CHAINS_INTERMEDIATE_RESULTS))
-        else:
-            old = read_intermediate_results(base)
-            with self._lock:
-                for branch in branches:
-                    self.added.update(changed_entries(old, branch.added))
-                self.charged += charged
-        with self._lock:
-            for branch in branches:
-                self.results.extend(branch.results)
-
-    def _merged(self, added: Mapping[str, Any]) -> Any:
-        info = {CHAINS_INTERMEDIATE_RESULTS: self.additional_info.get(
-            CHAINS_INTERMEDIATE_RESULTS)}
-        merge_intermediate_results(info, added)
-        return info[CHAINS_INTERMEDIATE_RESULTS]
-
-    def _adopt(self, cache: Any) -> None:
-        """Make ``cache`` the run's cache, paying for what it adds."""
-        old = self.additional_info.get(CHAINS_INTERMEDIATE_RESULTS)
-        if cache is old or cache is None:
-            return
-        grown = _text_bytes(cache) - _text_bytes(old)
-        if grown > 0:
-            self.budget.charge(grown, "intermediate results")
-        else:
-            self.budget.release(-grown)
-        self.additional_info[CHAINS_INTERMEDIATE_RESULTS] = cache
-
-
-def _text_bytes(text: Any) -> int:
-    return sys.getsizeof(text) if isinstance(text, str) else 0
-
-
-_current_scope: contextvars.ContextVar[_Scope | None] = contextvars.ContextVar(
-    "tf_chain_scope", default=None
-)
-
-
-class _BranchHooks:
-    """Gives each ``parallel`` branch its own scope; merges them back in argument order."""
-
-    def fork(self, count: int) -> list[Any]:
-        parent = _current_scope.get()
-        if parent is None:
-            return [None] * count
-        return list(parent.fork(count))
-
-    def enter(self, token: Any) -> None:
-        if token is not None:
-            _current_scope.set(token)
-
-    def join(self, tokens: list[Any]) -> None:
-        branches = [branch for branch in tokens
-                    if isinstance(branch, _Scope) and branch.parent is not None]
-        parent = branches[0].parent if branches else None
-        if parent is not None:
-            parent.absorb(branches)
 
 
 class _ChainCallable:
@@ -354,7 +202,7 @@ class TFChainInterpreter:
             limits=limits,
             construct_chain=self._construct_chain,
             observer=self._announcer,
-            parallel_hooks=_BranchHooks(),
+            parallel_hooks=BranchHooks(),
             passthrough=PASSTHROUGH,
             isolation=isolation,
         )
@@ -452,22 +300,22 @@ class TFChainInterpreter:
             if problems:
                 raise TFCheckError(problems, parsed.source)
 
-    def _root_scope(self) -> _Scope:
-        return _Scope(self.additional_info, UsageCollector.under_current(),
+    def _root_scope(self) -> PlanScope:
+        return PlanScope(self.additional_info, UsageCollector.under_current(),
                       HostBudget(self.limits.host_bytes))
 
     @contextmanager
-    def _entered(self, scope: _Scope) -> Iterator[None]:
-        scope_token = _current_scope.set(scope)
+    def _entered(self, scope: PlanScope) -> Iterator[None]:
+        scope_token = current_scope.set(scope)
         observer_token = llm_observer.set(scope.collector)
         try:
             yield
         finally:
             llm_observer.reset(observer_token)
-            _current_scope.reset(scope_token)
+            current_scope.reset(scope_token)
 
-    def _scope(self) -> _Scope:
-        scope = _current_scope.get()
+    def _scope(self) -> PlanScope:
+        scope = current_scope.get()
         return scope if scope is not None else self._root_scope()
 
     def _call_chain(self, callable_: _ChainCallable, kwargs: dict[str, Any]) -> Any:
@@ -486,7 +334,7 @@ class TFChainInterpreter:
         return self._run_chain(chain, message, scope, key, record)
 
     async def _run_chain(
-        self, chain: Chain | Chains, message: TextMessage, scope: _Scope,
+        self, chain: Chain | Chains, message: TextMessage, scope: PlanScope,
         key: JournalKey | None = None, record: CallRecord | None = None,
     ) -> ChainOutput:
         """Phase two: run the chain (its tries), then sync back only the intermediate
@@ -516,7 +364,7 @@ class TFChainInterpreter:
             after = message.additional_kwargs
             added = intermediate_results_added(before, after)
             cache = after.get(CHAINS_INTERMEDIATE_RESULTS)
-            scope.write(added, cache, _text_bytes(cache) - _text_bytes(
+            scope.write(added, cache, text_bytes(cache) - text_bytes(
                 before.get(CHAINS_INTERMEDIATE_RESULTS)))
         assert result is not None
         scope.record(result)
@@ -601,12 +449,12 @@ class TFChainInterpreter:
             del parameters["required"]
         return dataclasses.replace(spec, parameters=parameters)
 
-    def _finish(self, console: ConsoleResult, scope: _Scope) -> ChainConsoleResult:
+    def _finish(self, console: ConsoleResult, scope: PlanScope) -> ChainConsoleResult:
         chain_result = self._chain_result(scope, console.trace, console.value, console.stdout)
         return ChainConsoleResult.of(console, chain_result, scope.reused)
 
     def _chain_result(
-        self, scope: _Scope, trace: Sequence[CallRecord], value: Any, stdout: str
+        self, scope: PlanScope, trace: Sequence[CallRecord], value: Any, stdout: str
     ) -> ChainResult:
         return plan_chain_result(scope.collector.total, trace, list(scope.results), value,
                                  stdout)

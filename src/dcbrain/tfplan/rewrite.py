@@ -29,15 +29,12 @@ from dcbrain.tfplan._inline import (
     checked_inline,
     constant,
     guard_call,
-    is_int,
-    is_number,
     iteration,
     load_name,
     located,
-    numbers_inline,
-    small_int_inline,
     target_shape,
 )
+from dcbrain.tfplan._operators import OperatorGuards, is_scalar_constant
 from dcbrain.tfplan.parser import SYNTAX_TREE_LOCK, syntax_tree
 
 PLAN_FILENAME = "<tf_plan>"
@@ -46,15 +43,6 @@ _RESULT = "__tf_value"
 _DEPTH = "__tf_depth"
 _CALLS = "__tf_calls"
 
-#: Binary operators that can build large values; the others cannot (or only with numbers).
-_GUARDED_BINOPS: dict[type[ast.operator], str] = {
-    ast.Add: "__tf_add", ast.Sub: "__tf_sub", ast.Mult: "__tf_mul", ast.Pow: "__tf_pow",
-    ast.LShift: "__tf_lshift", ast.Mod: "__tf_mod", ast.BitOr: "__tf_bitor",
-    ast.BitAnd: "__tf_bitand", ast.BitXor: "__tf_bitxor", ast.FloorDiv: "__tf_floordiv",
-}
-#: Operators that are safe when one operand is a number literal (the result is a number,
-#: and a division by a literal is linear in the other operand).
-_SAFE_WITH_NUMBER = (ast.Add, ast.Sub, ast.BitOr, ast.BitAnd, ast.BitXor, ast.FloorDiv)
 #: dict/set methods whose first argument is hashed.
 KEYED_METHODS = frozenset({"get", "pop", "setdefault", "add", "discard", "remove"})
 #: f-strings with more fields than this are joined by a guard that sizes them first; up to
@@ -141,31 +129,16 @@ def _module(name: str, node: ast.AST) -> ast.expr:
                       ctx=ast.Load()), node)
 
 
-def _is_scalarconstant(node: ast.expr) -> bool:
-    return isinstance(node, ast.Constant) or is_number(node)
-
-
-def _deep(node: ast.expr) -> ast.expr:
-    """``node`` checked before Python compares it (it may expand exponentially)."""
-    return node if _is_scalarconstant(node) else guard_call("__tf_deep", [node], node)
-
-
 def _key(node: ast.expr) -> ast.expr:
     """``node`` checked before Python hashes it as a dict key or set element."""
-    return node if _is_scalarconstant(node) else guard_call("__tf_key", [node], node)
+    return node if is_scalar_constant(node) else guard_call("__tf_key", [node], node)
 
 
-class _Rewriter(DisplayCharges):
+class _Rewriter(OperatorGuards, DisplayCharges):
     def __init__(self, provided: frozenset[str]) -> None:
         super().__init__()
         self._provided = provided
         self._function_depth = 0
-        self._temporaries = 0
-        # > 0 where checks may not bind temporaries with ``:=``: in a comprehension's
-        # iterable (Python refuses it) and in a generator expression (it runs later,
-        # maybe in another thread, and would share its temporaries with the enclosing
-        # function)
-        self._no_temporaries = 0
 
     def rewrite(self, tree: ast.Module) -> ast.Module:
         """``tree`` as the guarded module; every node made for it is positioned."""
@@ -301,7 +274,7 @@ class _Rewriter(DisplayCharges):
 
     def _key(self, node: ast.expr) -> ast.expr:
         """``node`` checked before Python hashes it; a scalar without a call."""
-        if self._no_temporaries or _is_scalarconstant(node):
+        if self._no_temporaries or is_scalar_constant(node):
             return _key(node)
         return checked_inline(node, KEY, "__tf_flat", "__tf_key")
 
@@ -326,88 +299,7 @@ class _Rewriter(DisplayCharges):
         node.body = [tick, *node.body]
         return node
 
-    # -- operators -------------------------------------------------------------------
-    def visit_BinOp(self, node: ast.BinOp) -> ast.expr:
-        self.generic_visit(node)
-        guard = _GUARDED_BINOPS.get(type(node.op))
-        if guard is None:
-            return node
-        if isinstance(node.op, _SAFE_WITH_NUMBER) and (
-            is_number(node.left) or is_number(node.right)
-        ):
-            return node
-        if isinstance(node.op, ast.Mod) and is_number(node.left):
-            return node
-        if isinstance(node.op, ast.Add | ast.Sub) and not self._no_temporaries:
-            return numbers_inline(node)
-        if isinstance(node.op, ast.Mult) and (
-            (isinstance(node.left, ast.Constant) and type(node.left.value) is float)
-            or (isinstance(node.right, ast.Constant) and type(node.right.value) is float)
-        ):
-            return node
-        if not self._no_temporaries:
-            if isinstance(node.op, ast.Mod) and is_number(node.right):
-                return small_int_inline(node, guard, "left", bounded=False)
-            if isinstance(node.op, ast.Mult) and is_int(node.right):
-                return small_int_inline(node, guard, "left", bounded=True)
-            if isinstance(node.op, ast.Mult) and is_int(node.left):
-                return small_int_inline(node, guard, "right", bounded=True)
-        return guard_call(guard, [node.left, node.right], node)
-
-    def visit_AugAssign(self, node: ast.AugAssign) -> ast.stmt | list[ast.stmt]:
-        self.generic_visit(node)
-        op_name = type(node.op).__name__
-        if type(node.op) not in _GUARDED_BINOPS:
-            return node
-        if isinstance(node.op, _SAFE_WITH_NUMBER) and is_number(node.value):
-            return node
-        if isinstance(node.target, ast.Name):
-            if isinstance(node.op, ast.Add):
-                # x += v stays a native += so CPython can append to strings in place.
-                load = load_name(node.target.id, node.target)
-                node.value = guard_call("__tf_check_iadd", [load, node.value], node.value)
-                return node
-            load = load_name(node.target.id, node.target)
-            value = guard_call(f"__tf_iop_{op_name}", [load, node.value], node)
-            return ast.copy_location(ast.Assign(targets=[node.target], value=value), node)
-        assert isinstance(node.target, ast.Subscript)  # attributes cannot be assigned
-        # d[k] op= v  ->  t1 = d; t2 = k; t1[t2] = guard(t1[t2], v)  (each evaluated once)
-        container, key = self._temporary(), self._temporary()
-        prelude = [
-            ast.Assign(targets=[ast.Name(id=container, ctx=ast.Store())],
-                       value=node.target.value),
-            ast.Assign(targets=[ast.Name(id=key, ctx=ast.Store())], value=node.target.slice),
-        ]
-        current = ast.Subscript(value=load_name(container, node), slice=load_name(key, node),
-                                ctx=ast.Load())
-        value = guard_call(f"__tf_iop_{op_name}", [current, node.value], node)
-        store = ast.Subscript(value=load_name(container, node), slice=load_name(key, node),
-                              ctx=ast.Store())
-        update = ast.Assign(targets=[store], value=value)
-        operands = (node.target.value, node.target.slice, node.value)
-        return [located(ast.copy_location(stmt, node), node, *operands)
-                for stmt in (*prelude, update)]
-
-    def _temporary(self) -> str:
-        self._temporaries += 1
-        return f"__tf_t{self._temporaries}"
-
     # -- comparing and hashing -------------------------------------------------------
-    def visit_Compare(self, node: ast.Compare) -> ast.Compare:
-        self.generic_visit(node)
-        if all(isinstance(op, ast.Is | ast.IsNot) for op in node.ops):
-            return node
-        operands = [node.left, *node.comparators]
-        if len(operands) == 2 and any(_is_scalarconstant(part) for part in operands):
-            return node  # comparing with a literal never walks a structure
-        node.left = _deep(node.left)
-        node.comparators = [
-            guard_call("__tf_in", [part], part) if isinstance(op, ast.In | ast.NotIn)
-            else _deep(part)
-            for op, part in zip(node.ops, node.comparators, strict=True)
-        ]
-        return node
-
     def visit_Dict(self, node: ast.Dict) -> ast.expr:
         self.generic_visit(node)
         weight = self.display_weight(node.values, node.keys)
