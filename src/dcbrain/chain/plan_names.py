@@ -19,23 +19,28 @@ from dcbrain.tools import Tool
 def check_plan_names(chains: Iterable[str], tools: Iterable[Tool]) -> None:
     """Raise :class:`TFChainError` naming both sides of every clash between a builtin,
     a chain and a tool, or a tool name a plan cannot call."""
-    taken: dict[str, str] = {}
+    # a description reads the function's file path: made only for a refusal (this runs
+    # for every plan)
+    taken: dict[str, str | Tool] = {}
     problems: list[str] = []
     for name in chains:
         taken[name] = f"chain {name!r}"
     for tool in tools:
-        name, described = tool.name, describe_tool(tool)
+        name = tool.name
         if name in BUILTIN_NAMES:
-            problems.append(f"{described} clashes with the tf_plan builtin {name}")
+            problems.append(f"{describe_tool(tool)} clashes with the tf_plan builtin {name}")
         elif not name.isidentifier() or name.startswith("_"):
-            problems.append(f"{described}: a plan cannot call it (a name must be an "
+            problems.append(f"{describe_tool(tool)}: a plan cannot call it (a name must be an "
                             "identifier not starting with '_')")
-        elif taken.get(name, "").startswith("chain "):
-            problems.append(f"the name {name!r} is both a chain and a tool ({described})")
+        elif isinstance(taken.get(name), str):
+            problems.append(f"the name {name!r} is both a chain and a tool "
+                            f"({describe_tool(tool)})")
         elif name in taken:
-            problems.append(f"{described} clashes with {taken[name]}")
+            earlier = taken[name]
+            assert isinstance(earlier, Tool)
+            problems.append(f"{describe_tool(tool)} clashes with {describe_tool(earlier)}")
         else:
-            taken[name] = described
+            taken[name] = tool
     if problems:
         raise TFChainError("; ".join(problems))
 
