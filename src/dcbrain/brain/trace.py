@@ -301,17 +301,8 @@ class PlanCallEvents:
             self._recorder.emit(started.closed("error", record.error, record.duration_s))
             return
         self._recorder.emit(PlanCallFinished(
-            call_id=started.call_id,
-            kind=started.kind,
-            name=started.name,
-            status="ok",
-            reused=started.reused,
-            line=started.line,
-            col=started.col,
-            branch=started.branch,
-            path=started.path,
-            duration_s=record.duration_s,
-            result=clip(record.result),
+            **_site(started), status="ok", reused=started.reused,
+            duration_s=record.duration_s, result=clip(record.result),
         ))
 
     def on_call_abandoned(self, call: PlanCall) -> None:
@@ -321,16 +312,7 @@ class PlanCallEvents:
             entry = self._open.get(id(record))
         if entry is not None:
             started = entry[0]
-            self._recorder.emit(CallAbandoned(
-                call_id=started.call_id,
-                kind=started.kind,
-                name=started.name,
-                line=started.line,
-                col=started.col,
-                branch=started.branch,
-                path=started.path,
-                running_s=record.duration_s,
-            ))
+            self._recorder.emit(CallAbandoned(**_site(started), running_s=record.duration_s))
 
     def on_call_retry(self, call: PlanCall, *, attempt: int, attempts: int, error: str,
                       delay_s: float) -> None:
@@ -361,3 +343,10 @@ class PlanCallEvents:
         for started, record in still_open:
             elapsed = max(time.time() - record.started_at, 0.0)
             self._recorder.emit(started.closed(status, f"the run stopped ({status})", elapsed))
+
+
+def _site(started: PlanCallStarted) -> dict[str, Any]:
+    """The fields that say which plan call an event of ``started``'s call is about."""
+    return {"call_id": started.call_id, "kind": started.kind, "name": started.name,
+            "line": started.line, "col": started.col, "branch": started.branch,
+            "path": started.path}
