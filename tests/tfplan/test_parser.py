@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from dcbrain.tfplan import TFSyntaxError, extract_plan, parse
 from dcbrain.tfplan.language import allowed_constructs
-from dcbrain.tfplan.parser import MAX_TREE_NODES, REJECTED_NODES
+from dcbrain.tfplan.parser import MAX_TREE_NODES, REJECTED_NODES, syntax_tree
 
 
 @pytest.mark.parametrize(
@@ -107,3 +109,24 @@ def test_many_rejected_constructs_report_the_first_twenty() -> None:
     problems = caught.value.problems
     assert [p.line for p in problems[:20]] == list(range(1, 40, 2))
     assert str(problems[20]) == "41:1: ... and 480 more problems"
+
+
+def test_a_parse_spoiled_by_another_threads_parse_is_tried_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # CPython before 3.13 counts syntax tree nesting in one counter for all threads; a
+    # library parsing in another thread at the same moment makes the parse fail spuriously
+    real_parse = ast.parse
+    spoiled = iter([True, False])
+
+    def racing_parse(*args: Any, **kwargs: Any) -> ast.Module:
+        if next(spoiled, False):
+            raise SystemError("AST constructor recursion depth mismatch (before=129, after=183)")
+        return real_parse(*args, **kwargs)
+
+    monkeypatch.setattr(ast, "parse", racing_parse)
+    assert isinstance(syntax_tree("x = 1").body[0], ast.Assign)
+    monkeypatch.setattr(ast, "parse", lambda *a, **k: (_ for _ in ()).throw(
+        SystemError("some other interpreter error")))
+    with pytest.raises(SystemError, match="some other"):
+        syntax_tree("x = 1")

@@ -173,10 +173,26 @@ def parse(source: str) -> Plan:
 
 
 def syntax_tree(source: str) -> ast.Module:
-    """``ast.parse(source)``, one thread at a time (see :data:`SYNTAX_TREE_LOCK`)."""
-    with SYNTAX_TREE_LOCK, warnings.catch_warnings():  # also not safe for threads
-        warnings.simplefilter("ignore")  # a plan's SyntaxWarnings must not reach host stderr
-        return ast.parse(source, filename="<tf_plan>", mode="exec")
+    """``ast.parse(source)``, one thread at a time (see :data:`SYNTAX_TREE_LOCK`).
+
+    The lock orders dcbrain's own parses; another library parsing in another thread at
+    the same moment can still reset CPython's shared counter under this one, which then
+    fails with a spurious ``SystemError``. Parsing is deterministic, so it is tried again.
+    """
+    for attempt in range(_PARSE_TRIES):
+        with SYNTAX_TREE_LOCK, warnings.catch_warnings():  # also not safe for threads
+            warnings.simplefilter("ignore")  # a plan's SyntaxWarnings must not reach host stderr
+            try:
+                return ast.parse(source, filename="<tf_plan>", mode="exec")
+            except SystemError as exc:
+                if not str(exc).startswith(_DEPTH_MISMATCH) or attempt == _PARSE_TRIES - 1:
+                    raise
+    raise AssertionError("the last try returns or raises")
+
+
+#: CPython's words for the race above, and how many parses it may spoil in a row.
+_DEPTH_MISMATCH = "AST constructor recursion depth mismatch"
+_PARSE_TRIES = 3
 
 
 def _is_reserved(name: str) -> bool:
