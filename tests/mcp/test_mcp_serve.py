@@ -162,21 +162,28 @@ ODD_PLAN = ("return {'big': 10 ** 5000, 'floats': [float('nan'), float('inf')], 
             "chr(0xD800): 'key'}")
 
 
-async def test_an_answer_with_odd_values_is_sent_as_json() -> None:
-    from dcbrain import DCBrain, ScriptedLLM
+async def ask_with_progress(brain: Any, question: str) -> tuple[Any, list[str]]:
+    """Ask ``brain`` through its MCP server; the tool result and the progress messages."""
     from dcbrain.mcp.server import create_server
-    from support.brain_scripts import plan, verdict
 
-    brain = DCBrain(default_llm=ScriptedLLM([plan(ODD_PLAN)]),
-                    default_validate_llm=ScriptedLLM([verdict(True)]))
     messages: list[str] = []
 
     async def on_progress(value: float, total: float | None, message: str | None) -> None:
         messages.append(message or "")
 
     async with Client(create_server(brain)) as client:
-        result = await client.call_tool("ask", {"question": "odd values"},
+        result = await client.call_tool("ask", {"question": question},
                                         progress_callback=on_progress)
+    return result, messages
+
+
+async def test_an_answer_with_odd_values_is_sent_as_json() -> None:
+    from dcbrain import DCBrain, ScriptedLLM
+    from support.brain_scripts import plan, verdict
+
+    brain = DCBrain(default_llm=ScriptedLLM([plan(ODD_PLAN)]),
+                    default_validate_llm=ScriptedLLM([verdict(True)]))
+    result, messages = await ask_with_progress(brain, "odd values")
     assert not result.is_error, result.content
     answer: Any = result.structured_content
     assert answer["status"] == "succeeded"
@@ -191,7 +198,6 @@ ADD_AGAIN = "s = add(a=40, b=2)\nreturn s['total']"
 
 async def test_progress_names_each_tool_call_and_tells_a_reused_one_apart() -> None:
     from dcbrain import DCBrain, ScriptedLLM
-    from dcbrain.mcp.server import create_server
     from support.brain_scripts import plan, verdict
 
     added: list[int] = []
@@ -203,14 +209,7 @@ async def test_progress_names_each_tool_call_and_tells_a_reused_one_apart() -> N
 
     brain = DCBrain(default_llm=ScriptedLLM([plan(KEYERROR_AFTER_ADD), plan(ADD_AGAIN)]),
                     default_validate_llm=ScriptedLLM([verdict(True)]), tools=[add])
-    messages: list[str] = []
-
-    async def on_progress(value: float, total: float | None, message: str | None) -> None:
-        messages.append(message or "")
-
-    async with Client(create_server(brain)) as client:
-        result = await client.call_tool("ask", {"question": "What is 40 + 2?"},
-                                        progress_callback=on_progress)
+    result, messages = await ask_with_progress(brain, "What is 40 + 2?")
     assert not result.is_error, result.content
     assert added == [42]  # the second plan's add returned the recorded result
     calls = [m for m in messages if m.startswith(("call ", "add "))]
