@@ -175,6 +175,18 @@ class TFToolTimeout(TFCallError):
     default_kind = "TFToolTimeout"
 
 
+class TFPolicyDenied(TFCallError):
+    """A policy refused a chain or tool call before it ran (its arguments carried data
+    from sources the callee does not accept). The message names the argument, its
+    untrusted sources and the policy, never the data itself; ``argument``, ``sources``
+    and ``policy`` hold the same for code."""
+
+    default_kind = "TFPolicyDenied"
+    argument: str | None = None
+    sources: tuple[str, ...] = ()
+    policy: str = ""
+
+
 class TFLimitError(TFInterpreterError):
     """A sandbox limit was hit. ``limit`` names it as in :class:`Limits`."""
 

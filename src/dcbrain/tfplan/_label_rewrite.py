@@ -1,0 +1,668 @@
+"""The label rewrite: code that keeps a shadow label beside every plan variable.
+
+Runs on the guarded tree (``rewrite.py``) of a plan whose run tracks provenance. For each
+plan variable ``x`` a shadow ``__tfl_x`` holds its label (see ``provenance.py``): every
+statement that binds ``x`` is followed by ``__tfl_x = <label of the value>``, where the
+label of an expression is the union of the labels of what it reads (names, literals,
+call results), element labels kept where a container's shape is known (displays,
+``parallel``, constant or name subscripts). A call that may reach the host goes through
+``__tfl_at(func, lambda: <argument labels>)`` so the dispatcher learns each argument's
+sources; a plan function gets its arguments' labels in a hidden keyword and adds what it
+returns to ``__tfl_fr_<name>``. In strict mode ``__tfl_c`` holds the labels of the
+conditions the current statement runs under, and every label includes it.
+
+What the rewrite cannot follow it over-approximates with ``__tfl.seen`` (every source of
+the run so far): a lambda's parameters where a host call reads them, a function called
+by a builtin, a name bound by ``:=``. A container changed in place (``xs.append(v)``,
+``d[k] = v``) adds the new labels to every variable it may be shared with (names linked
+by assignment, flow-insensitively).
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import itertools
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from dcbrain.tfplan.provenance import PLAN_BIT
+
+SHADOW = "__tfl_"
+TRACKER = "__tfl"
+LABEL_KEYWORD = "__tfl_l"
+_CONTEXT = "__tfl_c"
+_RETURNED = "__tfl_r"
+#: Methods that put their arguments into the receiver.
+MUTATING_METHODS = frozenset({"append", "extend", "insert", "update", "setdefault", "add"})
+_METHOD_GUARDS = frozenset({"__tf_attr", "__tf_keyed_method"})
+
+
+def shadow(name: str) -> str:
+    return SHADOW + name
+
+
+def _returns_of(name: str) -> str:
+    return f"{SHADOW}fr_{name}"
+
+
+def _plan_name(name: str) -> bool:
+    return not name.startswith("__")
+
+
+@dataclass
+class _Label:
+    """A label expression under construction: static bits and parts evaluated at run time."""
+
+    bits: int = 0
+    parts: list[ast.expr] = field(default_factory=list)
+
+    def __or__(self, other: _Label) -> _Label:
+        return _Label(self.bits | other.bits, [*self.parts, *other.parts])
+
+    def expr(self) -> ast.expr:
+        if not self.parts:
+            return ast.Constant(value=self.bits)
+        result = self.parts[0]
+        for part in self.parts[1:]:
+            result = ast.BinOp(left=result, op=ast.BitOr(), right=part)
+        if self.bits:
+            result = ast.BinOp(left=result, op=ast.BitOr(), right=ast.Constant(value=self.bits))
+        return result
+
+
+def _union(labels: Iterable[_Label]) -> _Label:
+    total = _Label()
+    for label in labels:
+        total = total | label
+    return total
+
+
+def _name(identifier: str) -> ast.Name:
+    return ast.Name(id=identifier, ctx=ast.Load())
+
+
+def _call(func: str, *args: ast.expr) -> ast.Call:
+    return ast.Call(func=_name(func), args=list(args), keywords=[])
+
+
+def _seen() -> _Label:
+    return _Label(0, [ast.Attribute(value=_name(TRACKER), attr="seen", ctx=ast.Load())])
+
+
+def _flat(label: _Label) -> _Label:
+    if len(label.parts) == 1 and not label.bits:
+        return _Label(0, [_call("__tfl_flat", label.parts[0])])
+    return label  # a union of two or more parts is an int already
+
+
+def _assign(name: str, value: ast.expr) -> ast.Assign:
+    return ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=value)
+
+
+def _stored(node: ast.AST) -> list[str]:
+    """Plan names bound by an assignment target (not inside subscripts)."""
+    if isinstance(node, ast.Name):
+        return [node.id] if _plan_name(node.id) else []
+    if isinstance(node, ast.Tuple | ast.List):
+        return [name for elt in node.elts for name in _stored(elt)]
+    if isinstance(node, ast.Starred):
+        return _stored(node.value)
+    return []
+
+
+def _root(node: ast.expr) -> str | None:
+    """The variable a subscript or method receiver chain starts from."""
+    while True:
+        if isinstance(node, ast.Name):
+            return node.id if _plan_name(node.id) else None
+        if isinstance(node, ast.Subscript):
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                and node.func.id in ("__tf_attr", "__tf_slice") and node.args:
+            node = node.args[0]
+        else:
+            return None
+
+
+class _Analysis:
+    """What the rewrite needs to know about the whole plan before it rewrites a scope."""
+
+    def __init__(self, main: ast.FunctionDef, builtins: frozenset[str]) -> None:
+        self.builtins = builtins
+        bindings: dict[str, int] = {}
+        defs: dict[str, int] = {}
+        self.walrus: set[str] = set()
+        self.bound: set[str] = set()
+        parent: dict[str, str] = {}
+
+        def find(name: str) -> str:
+            while parent.get(name, name) != name:
+                name = parent[name]
+            return name
+
+        def link(names: Iterable[str], others: Iterable[str]) -> None:
+            for left in names:
+                for right in others:
+                    a, b = find(left), find(right)
+                    if a != b:
+                        parent[a] = b
+
+        def read(node: ast.AST) -> list[str]:
+            return [child.id for child in ast.walk(node) if isinstance(child, ast.Name)
+                    and isinstance(child.ctx, ast.Load) and _plan_name(child.id)]
+
+        self.mutated: set[str] = set()
+        for node in ast.walk(main):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del) \
+                    and _plan_name(node.id):
+                bindings[node.id] = bindings.get(node.id, 0) + 1
+            elif isinstance(node, ast.arg) and _plan_name(node.arg):
+                bindings[node.arg] = bindings.get(node.arg, 0) + 1
+            elif isinstance(node, ast.FunctionDef) and node is not main:
+                bindings[node.name] = bindings.get(node.name, 0) + 1
+                defs[node.name] = defs.get(node.name, 0) + 1
+            if isinstance(node, ast.NamedExpr) and _plan_name(node.target.id):
+                self.walrus.add(node.target.id)
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    roots = [_root(target)] if isinstance(target, ast.Subscript) else []
+                    link([*_stored(target), *(r for r in roots if r)], read(node.value))
+                    self.mutated.update(r for r in roots if r)
+            elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Subscript):
+                root = _root(node.target)
+                if root:
+                    link([root], read(node.value))
+                    self.mutated.add(root)
+            elif isinstance(node, ast.For | ast.comprehension):
+                link(_stored(node.target), read(node.iter))
+            elif isinstance(node, ast.Call):
+                method = _method_of(node)
+                if method is not None and method[1] in MUTATING_METHODS:
+                    root = _root(method[0])
+                    if root:
+                        link([root], [name for arg in node.args for name in read(arg)])
+                        self.mutated.add(root)
+        self.bound = set(bindings)
+        self.functions = {name for name, count in defs.items()
+                          if count == 1 and bindings[name] == 1}
+        self.dynamic = self.walrus | (set(defs) - self.functions)
+        groups: dict[str, set[str]] = {}
+        for name in self.bound:
+            groups.setdefault(find(name), set()).add(name)
+        mutated_roots = {find(name) for name in self.mutated}
+        self.groups = {name: groups[find(name)] for name in self.bound}
+        self.shared = {name for name in self.bound if find(name) in mutated_roots}
+
+
+def _method_of(node: ast.Call) -> tuple[ast.expr, str] | None:
+    """``(receiver, method)`` of a guarded method call ``__tf_attr(x, 'm')(...)``."""
+    func = node.func
+    if isinstance(func, ast.Call) and isinstance(func.func, ast.Name) \
+            and func.func.id in _METHOD_GUARDS and len(func.args) == 2 \
+            and isinstance(func.args[1], ast.Constant) and isinstance(func.args[1].value, str):
+        return func.args[0], func.args[1].value
+    return None
+
+
+class _Scope:
+    def __init__(self, locals_: set[str], function: str | None) -> None:
+        self.locals = locals_
+        self.function = function
+        self.declared: set[str] = set()
+        self.mutations: list[tuple[str, _Label]] = []
+
+
+#: ``name -> label`` of names whose label is known from where they are bound
+#: (comprehension targets, lambda parameters), for values and for host call arguments.
+_Env = dict[str, _Label]
+
+
+class LabelRewriter:
+    """Adds label tracking to a guarded plan (see the module docstring)."""
+
+    def __init__(self, provided: frozenset[str], builtins: frozenset[str], strict: bool) -> None:
+        self.provided = provided
+        self.builtin_names = builtins
+        self.strict = strict
+        self._temporaries = itertools.count()
+        self.analysis: _Analysis
+        self.scope: _Scope
+        self.global_shadows: set[str] = set()
+
+    def rewrite(self, tree: ast.Module) -> ast.Module:
+        main = tree.body[0]
+        assert isinstance(main, ast.FunctionDef)
+        self.analysis = _Analysis(main, self.builtin_names)
+        declared: set[str] = set()
+        if main.body and isinstance(main.body[0], ast.Global):
+            declared = set(main.body[0].names)
+        top = _locals_of(main.body) | declared
+        self.scope = _Scope(top, None)
+        shared_globals = {name for name in top if name in declared
+                          or name in self.analysis.shared}
+        returns = [_returns_of(name) for name in sorted(self.analysis.functions)]
+        names = sorted(shadow(name) for name in shared_globals) + returns
+        prologue: list[ast.stmt] = []
+        if names:
+            prologue.append(ast.Global(names=names))
+        self.scope.declared = shared_globals
+        self.global_shadows = shared_globals
+        initial = sorted(shadow(name) for name in top) + returns
+        if self.strict:
+            initial.append(_CONTEXT)
+        if initial:
+            prologue.append(ast.Assign(targets=[ast.Name(id=n, ctx=ast.Store()) for n in initial],
+                                       value=ast.Constant(value=0)))
+        body = self.statements(main.body)
+        main.body = [*_positioned(prologue, main.body[0] if main.body else main), *body]
+        return tree
+
+    # -- statements ---------------------------------------------------------------------
+    def statements(self, body: list[ast.stmt]) -> list[ast.stmt]:
+        result: list[ast.stmt] = []
+        for statement in body:
+            result.extend(self.statement(statement))
+        return result
+
+    def statement(self, node: ast.stmt) -> list[ast.stmt]:
+        scope = self.scope
+        scope.mutations = []
+        after: list[ast.stmt] = []
+        before: list[ast.stmt] = []
+        if isinstance(node, ast.Assign):
+            after = self._assign(node)
+        elif isinstance(node, ast.AugAssign):
+            label = self.label(node.value, {}, {}, precise=False)
+            if isinstance(node.target, ast.Name) and _plan_name(node.target.id):
+                name = shadow(node.target.id)
+                after = [_assign(name, self._with_context(_Label(0, [_name(name)]) | label))]
+            elif isinstance(node.target, ast.Subscript):
+                self.label(node.target, {}, {}, precise=False)
+                self._mutated(node.target, label)
+        elif isinstance(node, ast.For):
+            return self._for(node)
+        elif isinstance(node, ast.While | ast.If):
+            condition = self.label(node.test, {}, {}, precise=False)
+            pending, scope.mutations = scope.mutations, []
+            if isinstance(node, ast.While):
+                node.body = self._guarded(node.body, condition)
+                node.orelse = self.statements(node.orelse)
+            else:
+                before, node.body, node.orelse, after = self._branches(node, condition)
+            scope.mutations = pending
+        elif isinstance(node, ast.Try):
+            node.body = self.statements(node.body)
+            node.finalbody = self.statements(node.finalbody)
+        elif isinstance(node, ast.FunctionDef):
+            self._function(node)
+        elif isinstance(node, ast.Return):
+            return self._return(node)
+        elif isinstance(node, ast.Global | ast.Nonlocal):
+            names = [shadow(name) for name in node.names if _plan_name(name)]
+            if names:
+                before = [type(node)(names=names)]
+        else:
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.expr):
+                    self.label(child, {}, {}, precise=False)
+        for root, label in scope.mutations:
+            after.extend(self._shared_update(root, label))
+        return [*_positioned(before, node), node, *_positioned(after, node)]
+
+    def _assign(self, node: ast.Assign) -> list[ast.stmt]:
+        value = node.value
+        unpacked = isinstance(value, ast.Call) and isinstance(value.func, ast.Name) \
+            and value.func.id == "__tf_unpack"
+        internal = all(isinstance(t, ast.Name) and not _plan_name(t.id) for t in node.targets)
+        if unpacked:
+            assert isinstance(value, ast.Call)
+            label = self.label(value.args[0], {}, {}, precise=True, shaped=True)
+        else:
+            label = self.label(value, {}, {}, precise=not internal, shaped=not internal)
+        after: list[ast.stmt] = []
+        held: ast.expr = self._with_context(label)
+        if len(node.targets) > 1 or any(isinstance(t, ast.Tuple | ast.List) for t in node.targets):
+            temporary = f"{SHADOW}t{next(self._temporaries)}"
+            after.append(_assign(temporary, held))
+            held = _name(temporary)
+        for target in node.targets:
+            after.extend(self._bind(target, held))
+        return after
+
+    def _bind(self, target: ast.expr, label: ast.expr, *, flat: bool = False
+              ) -> list[ast.stmt]:
+        """Shadow assignments for binding ``target`` to a value of ``label`` (``flat``:
+        every element of it has that label)."""
+        if isinstance(target, ast.Name):
+            return [_assign(shadow(target.id), label)] if _plan_name(target.id) else []
+        if isinstance(target, ast.Tuple | ast.List):
+            bound: list[ast.stmt] = []
+            starred = any(isinstance(elt, ast.Starred) for elt in target.elts)
+            for index, elt in enumerate(target.elts):
+                part: ast.expr = label if flat else _call("__tfl_flat", label) if starred \
+                    else _call("__tfl_item", label, ast.Constant(value=index),
+                               ast.Constant(value=0))
+                bound.extend(self._bind(elt.value if isinstance(elt, ast.Starred) else elt,
+                                        part, flat=flat or starred))
+            return bound
+        if isinstance(target, ast.Subscript):
+            self.label(target, {}, {}, precise=False)
+            self._mutated(target, _Label(0, [label]))
+        return []
+
+    def _for(self, node: ast.For) -> list[ast.stmt]:
+        scope = self.scope
+        scope.mutations = []
+        label = _flat(self.label(node.iter, {}, {}, precise=False))
+        number = next(self._temporaries)
+        iterable, held = f"{SHADOW}i{number}", f"{SHADOW}l{number}"
+        before: list[ast.stmt] = [_assign(iterable, node.iter),
+                                  _assign(held, self._with_context(label))]
+        for root, mutation in scope.mutations:
+            before.extend(self._shared_update(root, mutation))
+        node.iter = _name(iterable)
+        targets = self._bind(node.target, _name(held), flat=True)
+        node.body = [*_positioned(targets, node),
+                     *self._guarded(node.body, _Label(0, [_name(held)]))]
+        node.orelse = self.statements(node.orelse)
+        return [*_positioned(before, node), node]
+
+    def _guarded(self, body: list[ast.stmt], condition: _Label) -> list[ast.stmt]:
+        """``body`` run under ``condition``: in strict mode its labels include it."""
+        if not self.strict:
+            return self.statements(body)
+        raised = _assign(_CONTEXT, (_Label(0, [_name(_CONTEXT)]) | _flat(condition)).expr())
+        return [*_positioned([raised], body[0]), *self.statements(body)]
+
+    def _branches(self, node: ast.If, condition: _Label
+                  ) -> tuple[list[ast.stmt], list[ast.stmt], list[ast.stmt], list[ast.stmt]]:
+        if not self.strict:
+            return [], self.statements(node.body), self.statements(node.orelse), []
+        saved = f"{SHADOW}s{next(self._temporaries)}"
+        before = [_assign(saved, _name(_CONTEXT))]
+        body = self._guarded(node.body, condition)
+        orelse = self._guarded(node.orelse, condition) if node.orelse else []
+        return before, body, orelse, [_assign(_CONTEXT, _name(saved))]
+
+    def _with_context(self, label: _Label) -> ast.expr:
+        if self.strict:
+            label = label | _Label(0, [_name(_CONTEXT)])
+        return label.expr()
+
+    def _mutated(self, target: ast.expr, label: _Label) -> None:
+        root = _root(target)
+        if root is not None:
+            self.scope.mutations.append((root, label))
+
+    def _shared_update(self, root: str, label: _Label) -> list[ast.stmt]:
+        """``root`` was changed in place: every variable in reach that it may be shared
+        with gains ``label``."""
+        scope = self.scope
+        return [_assign(shadow(name), self._with_context(_Label(0, [_name(shadow(name))]) | label))
+                for name in sorted(self.analysis.groups.get(root, {root}))
+                if name in scope.locals or name in scope.declared]
+
+    def _function(self, node: ast.FunctionDef) -> None:
+        for default in [*node.args.defaults, *node.args.kw_defaults]:
+            if default is not None:
+                self.label(default, {}, {}, precise=False)
+        outer = self.scope
+        params = [arg.arg for arg in (*node.args.posonlyargs, *node.args.args,
+                                      *node.args.kwonlyargs, node.args.vararg,
+                                      node.args.kwarg) if arg is not None]
+        declared = {name for statement in ast.walk(node) if isinstance(statement, ast.Global)
+                    for name in statement.names}
+        locals_ = (_locals_of(node.body) | set(params)) - declared
+        self.scope = _Scope(locals_, node.name)
+        shared = {name for name in self.global_shadows if name not in locals_}
+        self.scope.declared = declared | shared
+        node.args.kwonlyargs.append(ast.arg(arg=LABEL_KEYWORD))
+        node.args.kw_defaults.append(ast.Constant(value=None))
+        given = ast.IfExp(test=ast.Compare(left=_name(LABEL_KEYWORD), ops=[ast.Is()],
+                                           comparators=[ast.Constant(value=None)]),
+                          body=_seen().expr(), orelse=_name(LABEL_KEYWORD))
+        prologue: list[ast.stmt] = []
+        names = sorted(shadow(name) for name in shared)
+        if node.name in self.analysis.functions:
+            names.append(_returns_of(node.name))
+        if names:
+            prologue.append(ast.Global(names=names))
+        prologue.append(_assign(LABEL_KEYWORD, given))
+        targets = [shadow(name) for name in params if _plan_name(name)]
+        if self.strict:
+            targets.append(_CONTEXT)
+        if targets:
+            prologue.append(ast.Assign(targets=[ast.Name(id=t, ctx=ast.Store()) for t in targets],
+                                       value=_name(LABEL_KEYWORD)))
+        others = sorted(shadow(name) for name in locals_ - set(params) if _plan_name(name))
+        if others:
+            prologue.append(ast.Assign(targets=[ast.Name(id=t, ctx=ast.Store()) for t in others],
+                                       value=ast.Constant(value=0)))
+        # the rewriter's depth prologue (nonlocal first) stays ahead of everything
+        first = next((i for i, s in enumerate(node.body) if not isinstance(s, ast.Nonlocal)), 0)
+        head, rest = node.body[:first], node.body[first:]
+        node.body = [*head, *_positioned(prologue, node), *self.statements(rest)]
+        self.scope = outer
+
+    def _return(self, node: ast.Return) -> list[ast.stmt]:
+        function = self.scope.function
+        if node.value is None or function is None or function not in self.analysis.functions:
+            if node.value is not None:
+                self.label(node.value, {}, {}, precise=False)
+            return [node]
+        label = self.label(node.value, {}, {}, precise=True)
+        returns = _returns_of(function)
+        hold = _assign(_RETURNED, node.value)
+        add = _assign(returns, self._with_context(_Label(0, [_name(returns)]) | label))
+        node.value = _name(_RETURNED)
+        return [*_positioned([hold, add], node), node]
+
+    # -- expressions --------------------------------------------------------------------
+    def label(self, node: ast.expr, env: _Env, call_env: _Env, *, precise: bool,
+              shaped: bool = False) -> _Label:
+        """The label of ``node`` (host calls in it are routed through ``__tfl_at``)."""
+        if isinstance(node, ast.Constant):
+            return _Label(PLAN_BIT)
+        if isinstance(node, ast.Name):
+            return self._name_label(node.id, env)
+        if isinstance(node, ast.Call):
+            return self._call_label(node, env, call_env, precise, shaped)
+        if isinstance(node, ast.List | ast.Tuple) and shaped and \
+                not any(isinstance(elt, ast.Starred) for elt in node.elts):
+            items = [self.label(elt, env, call_env, precise=precise, shaped=True)
+                     for elt in node.elts]
+            if all(not item.parts for item in items):
+                return _union(items)
+            return _Label(0, [_call("__tfl_list", *(item.expr() for item in items))])
+        if isinstance(node, ast.Dict) and shaped and all(
+                isinstance(key, ast.Constant) and type(key.value) in (str, int)
+                for key in node.keys):
+            values = [self.label(value, env, call_env, precise=precise, shaped=True)
+                      for value in node.values]
+            if all(not value.parts for value in values):
+                return _union(values)
+            keys = ast.Tuple(elts=[ast.Constant(value=key.value) for key in node.keys
+                                   if isinstance(key, ast.Constant)], ctx=ast.Load())
+            return _Label(0, [_call("__tfl_dict", keys, *(value.expr() for value in values))])
+        if isinstance(node, ast.Subscript) and precise and not isinstance(node.slice, ast.Slice):
+            return self._item_label(node, env, call_env)
+        if isinstance(node, ast.Lambda):
+            params = {arg.arg for arg in ast.walk(node.args) if isinstance(arg, ast.arg)}
+            inner_env = {**env, **{name: _Label() for name in params}}
+            inner_calls = {**call_env, **{name: _seen() for name in params}}
+            for default in node.args.defaults:
+                self.label(default, env, call_env, precise=False)
+            return self.label(node.body, inner_env, inner_calls, precise=precise)
+        if isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
+            return self._comprehension(node, env, call_env, precise)
+        if isinstance(node, ast.NamedExpr):
+            return self.label(node.value, env, call_env, precise=precise)
+        return _union(self.label(child, env, call_env, precise=precise)
+                      for child in ast.iter_child_nodes(node) if isinstance(child, ast.expr))
+
+    def _name_label(self, name: str, env: _Env) -> _Label:
+        if name in env:
+            return env[name]
+        if not _plan_name(name):
+            return _Label()
+        analysis = self.analysis
+        if name in analysis.dynamic:
+            return _seen()
+        if name in analysis.functions:
+            return _Label(0, [_name(_returns_of(name))])
+        if name in analysis.bound:
+            return _Label(0, [_name(shadow(name))])
+        if name in self.provided and name not in self.builtin_names:
+            return _Label(0, [ast.Call(func=ast.Attribute(value=_name(TRACKER), attr="callee",
+                                                          ctx=ast.Load()),
+                                       args=[_name(name)], keywords=[])])
+        return _Label()
+
+    def _item_label(self, node: ast.Subscript, env: _Env, call_env: _Env) -> _Label:
+        container = self.label(node.value, env, call_env, precise=True)
+        key_node = node.slice
+        if isinstance(key_node, ast.Call) and isinstance(key_node.func, ast.Name) \
+                and key_node.func.id == "__tf_key" and len(key_node.args) == 1:
+            key_node = key_node.args[0]
+        key_label = self.label(node.slice, env, call_env, precise=True)
+        simple = isinstance(key_node, ast.Constant) or (
+            isinstance(key_node, ast.Name) and key_node.id not in env
+            and key_node.id not in self.analysis.walrus)
+        if not container.parts or not simple:
+            return container | key_label
+        key = ast.Constant(value=key_node.value) if isinstance(key_node, ast.Constant) \
+            else _name(key_node.id)  # type: ignore[union-attr]
+        return _Label(0, [_call("__tfl_item", container.expr(), key, key_label.expr())])
+
+    def _comprehension(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp,
+                       env: _Env, call_env: _Env, precise: bool) -> _Label:
+        env, call_env = dict(env), dict(call_env)
+        total = _Label()
+        for generator in node.generators:
+            iterable = _flat(self.label(generator.iter, env, call_env, precise=precise))
+            total = total | iterable
+            for name in _stored(generator.target):
+                env[name] = iterable
+                call_env[name] = iterable
+            for condition in generator.ifs:
+                total = total | self.label(condition, env, call_env, precise=precise)
+        parts = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+        for part in parts:
+            total = total | self.label(part, env, call_env, precise=precise)
+        return total
+
+    def _call_label(self, node: ast.Call, env: _Env, call_env: _Env, precise: bool,
+                    shaped: bool) -> _Label:
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else None
+        if name == "__tf_parallel":
+            branches = [self.label(arg, env, call_env, precise=precise) for arg in node.args]
+            if shaped and not any(isinstance(arg, ast.Starred) for arg in node.args):
+                return _Label(0, [_call("__tfl_list", *(branch.expr() for branch in branches))])
+            return _union(branches)
+        method = _method_of(node)
+        pure = method is not None or (name is not None and (not _plan_name(name) or (
+            name in self.builtin_names and name not in self.analysis.bound)))
+        if pure:
+            args = _union([
+                *(self.label(arg, env, call_env, precise=precise) for arg in node.args),
+                *(self.label(keyword.value, env, call_env, precise=precise)
+                  for keyword in node.keywords)])
+            if method is not None:
+                if method[1] in MUTATING_METHODS:
+                    self._mutated(method[0], _flat(args))
+                return self.label(func, env, call_env, precise=False) | args
+            return args
+        if name is None:
+            self.label(func, env, call_env, precise=False)
+        given = self._argument_labels(node, call_env)
+        args = _union([*given[0], given[1], *given[2].values(), given[3]])
+        if name is not None and name in self.analysis.functions:
+            keyword = ast.keyword(arg=LABEL_KEYWORD, value=self._with_context(args))
+            _locate_missing(keyword.value, node)
+            node.keywords.append(keyword)
+            return _Label(0, [_name(_returns_of(name))])
+        self._route(node, given)
+        if name is not None:
+            callee = ast.Call(func=ast.Attribute(value=_name(TRACKER), attr="callee",
+                                                 ctx=ast.Load()),
+                              args=[_name(name)], keywords=[])
+            return _Label(0, [callee]) | args
+        return _seen() | args
+
+    def _argument_labels(self, node: ast.Call, call_env: _Env
+                         ) -> tuple[list[_Label], _Label, dict[str, _Label], _Label]:
+        """Labels of a call's positional arguments, of ``*xs``, of its keywords and of
+        ``**d``, as the host sees them (a lambda's parameters: anything)."""
+        positional: list[_Label] = []
+        rest, rest_keywords = _Label(), _Label()
+        for arg in node.args:
+            if isinstance(arg, ast.Starred):
+                rest = rest | _flat(self.label(arg.value, call_env, call_env, precise=False))
+            elif isinstance(rest, _Label) and not rest.parts and not rest.bits:
+                positional.append(self.label(arg, call_env, call_env, precise=True))
+            else:
+                rest = rest | self.label(arg, call_env, call_env, precise=False)
+        keywords: dict[str, _Label] = {}
+        for keyword in node.keywords:
+            if keyword.arg is None:
+                rest_keywords = rest_keywords | _flat(
+                    self.label(keyword.value, call_env, call_env, precise=False))
+            else:
+                keywords[keyword.arg] = self.label(keyword.value, call_env, call_env,
+                                                   precise=True)
+        return positional, rest, keywords, rest_keywords
+
+    def _route(self, node: ast.Call,
+               given: tuple[list[_Label], _Label, dict[str, _Label], _Label]) -> None:
+        """``f(args)`` -> ``__tfl_at(f, lambda: <labels>)(args)``."""
+        positional, rest, keywords, rest_keywords = given
+        labels = ast.Tuple(elts=[
+            ast.Tuple(elts=[self._with_context(item) for item in positional], ctx=ast.Load()),
+            self._with_context(rest),
+            ast.Dict(keys=[ast.Constant(value=key) for key in keywords],
+                     values=[self._with_context(value) for value in keywords.values()]),
+            self._with_context(rest_keywords),
+        ], ctx=ast.Load())
+        thunk = ast.Lambda(args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[],
+                                              kw_defaults=[], defaults=[]),
+                           body=copy.deepcopy(labels))
+        routed = _call("__tfl_at", node.func, thunk)
+        _locate_missing(routed, node.func)
+        node.func = routed
+
+
+def _locals_of(body: list[ast.stmt]) -> set[str]:
+    """Plan names a function body binds in its own scope (not in nested scopes)."""
+    found: set[str] = set()
+    stack: list[ast.AST] = list(body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.FunctionDef):
+            if _plan_name(node.name):
+                found.add(node.name)
+            stack.extend(node.args.defaults)
+            continue
+        if isinstance(node, ast.Lambda | ast.ListComp | ast.SetComp | ast.DictComp |
+                      ast.GeneratorExp):
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del) \
+                and _plan_name(node.id):
+            found.add(node.id)
+        stack.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def _positioned(statements: list[ast.stmt], origin: ast.AST) -> list[ast.stmt]:
+    for statement in statements:
+        _locate_missing(statement, origin)
+    return statements
+
+
+def _locate_missing(node: ast.AST, origin: ast.AST) -> None:
+    """Position at ``origin`` every node under ``node`` the rewrite made (the plan's own
+    nodes keep theirs: errors point at them)."""
+    for child in ast.walk(node):
+        if "lineno" in child._attributes and getattr(child, "lineno", None) is None:
+            ast.copy_location(child, origin)
