@@ -6,9 +6,9 @@ statement that binds ``x`` is followed by ``__tfl_x = <label of the value>``, wh
 label of an expression is the union of the labels of what it reads (names, literals,
 call results), element labels kept where a container's shape is known (displays,
 ``parallel``, constant or name subscripts). A call that may reach the host goes through
-``__tfl_at(func, lambda: <argument labels>)`` so the dispatcher learns each argument's
+``__tfh_at(func, lambda: <argument labels>)`` so the dispatcher learns each argument's
 sources; a plan function gets its arguments' labels in a hidden keyword and adds what it
-returns to ``__tfl_fr_<name>``. In strict mode ``__tfl_c`` holds the labels of the
+returns to ``__tfh_fr_<name>``. In strict mode ``__tfh_c`` holds the labels of the
 conditions the current statement runs under, and every label includes it.
 
 What the rewrite cannot follow it over-approximates with ``__tfl.seen`` (every source of
@@ -23,16 +23,19 @@ from __future__ import annotations
 import ast
 import copy
 import itertools
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from dcbrain.tfplan.provenance import PLAN_BIT
 
 SHADOW = "__tfl_"
+#: Prefix of the rewrite's own helpers and temporaries (never a shadow's).
+HELPER = "__tfh_"
 TRACKER = "__tfl"
-LABEL_KEYWORD = "__tfl_l"
-_CONTEXT = "__tfl_c"
-_RETURNED = "__tfl_r"
+LABEL_KEYWORD = "__tfh_l"
+_CONTEXT = "__tfh_c"
+_RETURNED = "__tfh_r"
 #: Methods that put their arguments into the receiver.
 MUTATING_METHODS = frozenset({"append", "extend", "insert", "update", "setdefault", "add"})
 _METHOD_GUARDS = frozenset({"__tf_attr", "__tf_keyed_method"})
@@ -43,7 +46,7 @@ def shadow(name: str) -> str:
 
 
 def _returns_of(name: str) -> str:
-    return f"{SHADOW}fr_{name}"
+    return f"{HELPER}fr_{name}"
 
 
 def _plan_name(name: str) -> bool:
@@ -60,6 +63,10 @@ class _Label:
     def __or__(self, other: _Label) -> _Label:
         return _Label(self.bits | other.bits, [*self.parts, *other.parts])
 
+    def add(self, other: _Label) -> None:
+        self.bits |= other.bits
+        self.parts.extend(other.parts)
+
     def expr(self) -> ast.expr:
         if not self.parts:
             return ast.Constant(value=self.bits)
@@ -74,8 +81,15 @@ class _Label:
 def _union(labels: Iterable[_Label]) -> _Label:
     total = _Label()
     for label in labels:
-        total = total | label
+        total.add(label)
     return total
+
+
+def _special(node: ast.expr, precise: bool) -> bool:
+    """Whether :meth:`LabelRewriter.label` treats ``node`` as more than its parts' union."""
+    return isinstance(node, ast.Constant | ast.Name | ast.Call | ast.Lambda | ast.ListComp
+                      | ast.SetComp | ast.GeneratorExp | ast.DictComp) or (
+        precise and isinstance(node, ast.Subscript) and not isinstance(node.slice, ast.Slice))
 
 
 def _name(identifier: str) -> ast.Name:
@@ -92,7 +106,7 @@ def _seen() -> _Label:
 
 def _flat(label: _Label) -> _Label:
     if len(label.parts) == 1 and not label.bits:
-        return _Label(0, [_call("__tfl_flat", label.parts[0])])
+        return _Label(0, [_call("__tfh_flat", label.parts[0])])
     return label  # a union of two or more parts is an int already
 
 
@@ -235,8 +249,11 @@ class LabelRewriter:
         assert isinstance(main, ast.FunctionDef)
         self.analysis = _Analysis(main, self.builtin_names)
         declared: set[str] = set()
-        if main.body and isinstance(main.body[0], ast.Global):
-            declared = set(main.body[0].names)
+        statements = main.body
+        for statement in statements:  # the rewriter's own, for the plan's top-level names
+            if isinstance(statement, ast.Global):
+                declared = set(statement.names)
+                break
         top = _locals_of(main.body) | declared
         self.scope = _Scope(top, None)
         shared_globals = {name for name in top if name in declared
@@ -254,8 +271,11 @@ class LabelRewriter:
         if initial:
             prologue.append(ast.Assign(targets=[ast.Name(id=n, ctx=ast.Store()) for n in initial],
                                        value=ast.Constant(value=0)))
-        body = self.statements(main.body)
-        main.body = [*_positioned(prologue, main.body[0] if main.body else main), *body]
+        body = [statement if isinstance(statement, ast.Global) else self.statement(statement)
+                for statement in statements]  # the Global's shadows are declared above
+        main.body = [*_positioned(prologue, statements[0]),
+                     *(part for item in body for part in (item if isinstance(item, list)
+                                                           else [item]))]
         return tree
 
     # -- statements ---------------------------------------------------------------------
@@ -299,9 +319,7 @@ class LabelRewriter:
         elif isinstance(node, ast.Return):
             return self._return(node)
         elif isinstance(node, ast.Global | ast.Nonlocal):
-            names = [shadow(name) for name in node.names if _plan_name(name)]
-            if names:
-                before = [type(node)(names=names)]
+            pass  # the shadows are declared where their function starts
         else:
             for child in ast.iter_child_nodes(node):
                 if isinstance(child, ast.expr):
@@ -315,6 +333,9 @@ class LabelRewriter:
         unpacked = isinstance(value, ast.Call) and isinstance(value.func, ast.Name) \
             and value.func.id == "__tf_unpack"
         internal = all(isinstance(t, ast.Name) and not _plan_name(t.id) for t in node.targets)
+        if internal:
+            self.label(value, {}, {}, precise=False)
+            return []
         if unpacked:
             assert isinstance(value, ast.Call)
             label = self.label(value.args[0], {}, {}, precise=True, shaped=True)
@@ -323,7 +344,7 @@ class LabelRewriter:
         after: list[ast.stmt] = []
         held: ast.expr = self._with_context(label)
         if len(node.targets) > 1 or any(isinstance(t, ast.Tuple | ast.List) for t in node.targets):
-            temporary = f"{SHADOW}t{next(self._temporaries)}"
+            temporary = f"{HELPER}t{next(self._temporaries)}"
             after.append(_assign(temporary, held))
             held = _name(temporary)
         for target in node.targets:
@@ -340,8 +361,8 @@ class LabelRewriter:
             bound: list[ast.stmt] = []
             starred = any(isinstance(elt, ast.Starred) for elt in target.elts)
             for index, elt in enumerate(target.elts):
-                part: ast.expr = label if flat else _call("__tfl_flat", label) if starred \
-                    else _call("__tfl_item", label, ast.Constant(value=index),
+                part: ast.expr = label if flat else _call("__tfh_flat", label) if starred \
+                    else _call("__tfh_item", label, ast.Constant(value=index),
                                ast.Constant(value=0))
                 bound.extend(self._bind(elt.value if isinstance(elt, ast.Starred) else elt,
                                         part, flat=flat or starred))
@@ -356,7 +377,7 @@ class LabelRewriter:
         scope.mutations = []
         label = _flat(self.label(node.iter, {}, {}, precise=False))
         number = next(self._temporaries)
-        iterable, held = f"{SHADOW}i{number}", f"{SHADOW}l{number}"
+        iterable, held = f"{HELPER}i{number}", f"{HELPER}l{number}"
         before: list[ast.stmt] = [_assign(iterable, node.iter),
                                   _assign(held, self._with_context(label))]
         for root, mutation in scope.mutations:
@@ -379,7 +400,7 @@ class LabelRewriter:
                   ) -> tuple[list[ast.stmt], list[ast.stmt], list[ast.stmt], list[ast.stmt]]:
         if not self.strict:
             return [], self.statements(node.body), self.statements(node.orelse), []
-        saved = f"{SHADOW}s{next(self._temporaries)}"
+        saved = f"{HELPER}s{next(self._temporaries)}"
         before = [_assign(saved, _name(_CONTEXT))]
         body = self._guarded(node.body, condition)
         orelse = self._guarded(node.orelse, condition) if node.orelse else []
@@ -411,11 +432,12 @@ class LabelRewriter:
         params = [arg.arg for arg in (*node.args.posonlyargs, *node.args.args,
                                       *node.args.kwonlyargs, node.args.vararg,
                                       node.args.kwarg) if arg is not None]
-        declared = {name for statement in ast.walk(node) if isinstance(statement, ast.Global)
-                    for name in statement.names}
+        globals_, nonlocals = _declared_in(node.body)
+        declared = globals_ | nonlocals
         locals_ = (_locals_of(node.body) | set(params)) - declared
         self.scope = _Scope(locals_, node.name)
-        shared = {name for name in self.global_shadows if name not in locals_}
+        shared = {name for name in self.global_shadows
+                  if name not in locals_ and name not in nonlocals}
         self.scope.declared = declared | shared
         node.args.kwonlyargs.append(ast.arg(arg=LABEL_KEYWORD))
         node.args.kw_defaults.append(ast.Constant(value=None))
@@ -423,11 +445,13 @@ class LabelRewriter:
                                            comparators=[ast.Constant(value=None)]),
                           body=_seen().expr(), orelse=_name(LABEL_KEYWORD))
         prologue: list[ast.stmt] = []
-        names = sorted(shadow(name) for name in shared)
+        names = sorted(shadow(name) for name in shared | globals_ if _plan_name(name))
         if node.name in self.analysis.functions:
             names.append(_returns_of(node.name))
         if names:
             prologue.append(ast.Global(names=names))
+        if nonlocals:
+            prologue.append(ast.Nonlocal(names=sorted(shadow(name) for name in nonlocals)))
         prologue.append(_assign(LABEL_KEYWORD, given))
         targets = [shadow(name) for name in params if _plan_name(name)]
         if self.strict:
@@ -461,7 +485,7 @@ class LabelRewriter:
     # -- expressions --------------------------------------------------------------------
     def label(self, node: ast.expr, env: _Env, call_env: _Env, *, precise: bool,
               shaped: bool = False) -> _Label:
-        """The label of ``node`` (host calls in it are routed through ``__tfl_at``)."""
+        """The label of ``node`` (host calls in it are routed through ``__tfh_at``)."""
         if isinstance(node, ast.Constant):
             return _Label(PLAN_BIT)
         if isinstance(node, ast.Name):
@@ -474,7 +498,7 @@ class LabelRewriter:
                      for elt in node.elts]
             if all(not item.parts for item in items):
                 return _union(items)
-            return _Label(0, [_call("__tfl_list", *(item.expr() for item in items))])
+            return _Label(0, [_call("__tfh_list", *(item.expr() for item in items))])
         if isinstance(node, ast.Dict) and shaped and all(
                 isinstance(key, ast.Constant) and type(key.value) in (str, int)
                 for key in node.keys):
@@ -484,7 +508,7 @@ class LabelRewriter:
                 return _union(values)
             keys = ast.Tuple(elts=[ast.Constant(value=key.value) for key in node.keys
                                    if isinstance(key, ast.Constant)], ctx=ast.Load())
-            return _Label(0, [_call("__tfl_dict", keys, *(value.expr() for value in values))])
+            return _Label(0, [_call("__tfh_dict", keys, *(value.expr() for value in values))])
         if isinstance(node, ast.Subscript) and precise and not isinstance(node.slice, ast.Slice):
             return self._item_label(node, env, call_env)
         if isinstance(node, ast.Lambda):
@@ -496,10 +520,20 @@ class LabelRewriter:
             return self.label(node.body, inner_env, inner_calls, precise=precise)
         if isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
             return self._comprehension(node, env, call_env, precise)
-        if isinstance(node, ast.NamedExpr):
-            return self.label(node.value, env, call_env, precise=precise)
-        return _union(self.label(child, env, call_env, precise=precise)
-                      for child in ast.iter_child_nodes(node) if isinstance(child, ast.expr))
+        # the rest is the union of its parts: walked without recursion, since the guards
+        # nest several nodes for each level of a plan's expression
+        total = _Label()
+        stack: list[ast.expr] = [node]
+        while stack:
+            part = stack.pop()
+            if part is not node and _special(part, precise):
+                total.add(self.label(part, env, call_env, precise=precise))
+            elif isinstance(part, ast.NamedExpr):
+                stack.append(part.value)
+            else:
+                stack.extend(child for child in ast.iter_child_nodes(part)
+                             if isinstance(child, ast.expr))
+        return total
 
     def _name_label(self, name: str, env: _Env) -> _Label:
         if name in env:
@@ -533,7 +567,7 @@ class LabelRewriter:
             return container | key_label
         key = ast.Constant(value=key_node.value) if isinstance(key_node, ast.Constant) \
             else _name(key_node.id)  # type: ignore[union-attr]
-        return _Label(0, [_call("__tfl_item", container.expr(), key, key_label.expr())])
+        return _Label(0, [_call("__tfh_item", container.expr(), key, key_label.expr())])
 
     def _comprehension(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp,
                        env: _Env, call_env: _Env, precise: bool) -> _Label:
@@ -559,7 +593,7 @@ class LabelRewriter:
         if name == "__tf_parallel":
             branches = [self.label(arg, env, call_env, precise=precise) for arg in node.args]
             if shaped and not any(isinstance(arg, ast.Starred) for arg in node.args):
-                return _Label(0, [_call("__tfl_list", *(branch.expr() for branch in branches))])
+                return _Label(0, [_call("__tfh_list", *(branch.expr() for branch in branches))])
             return _union(branches)
         method = _method_of(node)
         pure = method is not None or (name is not None and (not _plan_name(name) or (
@@ -616,7 +650,7 @@ class LabelRewriter:
 
     def _route(self, node: ast.Call,
                given: tuple[list[_Label], _Label, dict[str, _Label], _Label]) -> None:
-        """``f(args)`` -> ``__tfl_at(f, lambda: <labels>)(args)``."""
+        """``f(args)`` -> ``__tfh_at(f, lambda: <labels>)(args)``."""
         positional, rest, keywords, rest_keywords = given
         labels = ast.Tuple(elts=[
             ast.Tuple(elts=[self._with_context(item) for item in positional], ctx=ast.Load()),
@@ -628,9 +662,46 @@ class LabelRewriter:
         thunk = ast.Lambda(args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[],
                                               kw_defaults=[], defaults=[]),
                            body=copy.deepcopy(labels))
-        routed = _call("__tfl_at", node.func, thunk)
+        routed = _call("__tfh_at", node.func, thunk)
         _locate_missing(routed, node.func)
         node.func = routed
+
+
+_HIDDEN_KEYWORD = re.compile(
+    r"but (\d+) positional arguments? \(and (\d+) keyword-only arguments?\) were given")
+
+
+def without_label_keyword(message: str) -> str:
+    """Python's message about a plan function's arguments, as if the hidden keyword that
+    carries their labels were not there."""
+    def plain(match: re.Match[str]) -> str:
+        positional, keywords = int(match[1]), int(match[2]) - 1
+        given = f"{positional} was" if positional == 1 else f"{positional} were"
+        if not keywords:
+            return f"but {given} given"
+        plural = "s" if keywords > 1 else ""
+        noun = "argument" if positional == 1 else "arguments"
+        return (f"but {positional} positional {noun} (and {keywords} keyword-only "
+                f"argument{plural}) were given")
+    return _HIDDEN_KEYWORD.sub(plain, message)
+
+
+def _declared_in(body: list[ast.stmt]) -> tuple[set[str], set[str]]:
+    """Plan names a function body declares ``global`` and ``nonlocal`` (not in nested
+    functions)."""
+    globals_: set[str] = set()
+    nonlocals: set[str] = set()
+    stack: list[ast.AST] = list(body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.FunctionDef | ast.Lambda):
+            continue
+        if isinstance(node, ast.Global):
+            globals_.update(name for name in node.names if _plan_name(name))
+        elif isinstance(node, ast.Nonlocal):
+            nonlocals.update(name for name in node.names if _plan_name(name))
+        stack.extend(ast.iter_child_nodes(node))
+    return globals_, nonlocals
 
 
 def _locals_of(body: list[ast.stmt]) -> set[str]:

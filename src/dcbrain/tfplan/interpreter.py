@@ -25,6 +25,7 @@ from types import CodeType, TracebackType
 from typing import Any, ClassVar, Literal, TypeVar
 
 from dcbrain._scalars import PLAN_DECIMAL_CONTEXT, decimal_error
+from dcbrain.tfplan._label_rewrite import without_label_keyword
 from dcbrain.tfplan.builtins import build_builtins
 from dcbrain.tfplan.checker import BUILTIN_NAMES, CallableSpec, check, specs_of
 from dcbrain.tfplan.errors import (
@@ -426,7 +427,10 @@ class Interpreter:
             error = TFRuntimeError(f"name {name!r} is not defined", kind="NameError")
         elif isinstance(exc, Exception):
             kind = type(exc).__name__
-            error = TFRuntimeError(public_message(bounded_message(exc), kind), kind=kind)
+            message = bounded_message(exc)
+            if self.tracking != "off" and kind == "TypeError":
+                message = without_label_keyword(message)
+            error = TFRuntimeError(public_message(message, kind), kind=kind)
         else:
             return None
         source_line = plan.lines[line - 1] if 0 < line <= len(plan.lines) else None

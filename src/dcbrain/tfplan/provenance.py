@@ -270,5 +270,5 @@ def unknown_sources(tracker: Tracker) -> CallSources:
 
 def tracking_namespace(tracker: Tracker) -> dict[str, Any]:
     """What the label rewrite's code finds in the plan's globals."""
-    return {"__tfl": tracker, "__tfl_at": tracker.at, "__tfl_item": item_label,
-            "__tfl_list": list_label, "__tfl_dict": dict_label, "__tfl_flat": flat}
+    return {"__tfl": tracker, "__tfh_at": tracker.at, "__tfh_item": item_label,
+            "__tfh_list": list_label, "__tfh_dict": dict_label, "__tfh_flat": flat}

@@ -64,8 +64,18 @@ def compile_plan(source: str, provided: frozenset[str] = frozenset(), *,
     ``builtins`` are the names among ``provided`` that are not chains or tools).
     """
     rewritten = _Rewriter(provided).rewrite(syntax_tree(source))
-    if tracking != "off":
-        rewritten = LabelRewriter(provided, builtins, tracking == "strict").rewrite(rewritten)
+    if tracking == "off":
+        return _compiled_module(rewritten)
+    labelled = LabelRewriter(provided, builtins, tracking == "strict").rewrite(rewritten)
+    try:
+        return _compiled_module(labelled)
+    except SyntaxError:
+        # what the compiler refuses in the plan itself, as the plan's own error
+        compile_plan(source, provided)
+        raise
+
+
+def _compiled_module(rewritten: ast.Module) -> CodeType:
     try:
         code = _compile_tree(rewritten)
     except TypeError:  # a node the rewriter made without a position: costs a walk more
