@@ -39,6 +39,9 @@ _RETURNED = "__tfh_r"
 #: Methods that put their arguments into the receiver.
 MUTATING_METHODS = frozenset({"append", "extend", "insert", "update", "setdefault", "add"})
 _METHOD_GUARDS = frozenset({"__tf_attr", "__tf_keyed_method"})
+#: Guards that call plan code or change a container: a function using them is not pure.
+_HOST_GUARDS = frozenset({"__tf_parallel", "__tf_thunk", "__tf_set_slice",
+                          "__construct_chain"})
 
 
 def shadow(name: str) -> str:
@@ -70,8 +73,10 @@ class _Label:
     def expr(self) -> ast.expr:
         if not self.parts:
             return ast.Constant(value=self.bits)
-        result = self.parts[0]
-        for part in self.parts[1:]:
+        unique = {ast.dump(part): part for part in self.parts}
+        parts = list(unique.values())
+        result = parts[0]
+        for part in parts[1:]:
             result = ast.BinOp(left=result, op=ast.BitOr(), right=part)
         if self.bits:
             result = ast.BinOp(left=result, op=ast.BitOr(), right=ast.Constant(value=self.bits))
@@ -167,6 +172,8 @@ class _Analysis:
                     and isinstance(child.ctx, ast.Load) and _plan_name(child.id)]
 
         self.mutated: set[str] = set()
+        defined = {node.name: node for node in ast.walk(main)
+                   if isinstance(node, ast.FunctionDef) and node is not main}
         for node in ast.walk(main):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del) \
                     and _plan_name(node.id):
@@ -191,6 +198,10 @@ class _Analysis:
             elif isinstance(node, ast.For | ast.comprehension):
                 link(_stored(node.target), read(node.iter))
             elif isinstance(node, ast.Call):
+                if isinstance(node.func, ast.Name) and node.func.id in defined:
+                    link(_parameters(defined[node.func.id]),
+                         [name for arg in [*node.args, *(k.value for k in node.keywords)]
+                          for name in read(arg)])
                 method = _method_of(node)
                 if method is not None and method[1] in MUTATING_METHODS:
                     root = _root(method[0])
@@ -201,12 +212,79 @@ class _Analysis:
         self.functions = {name for name, count in defs.items()
                           if count == 1 and bindings[name] == 1}
         self.dynamic = self.walrus | (set(defs) - self.functions)
+        self.pure, self.free_reads = _pure_functions(
+            {name: defined[name] for name in self.functions}, builtins, self.bound)
         groups: dict[str, set[str]] = {}
         for name in self.bound:
             groups.setdefault(find(name), set()).add(name)
         mutated_roots = {find(name) for name in self.mutated}
-        self.groups = {name: groups[find(name)] for name in self.bound}
-        self.shared = {name for name in self.bound if find(name) in mutated_roots}
+        #: the accumulator of what in-place changes added to each variable's group
+        self.group_of = {name: f"{HELPER}g_{find(name)}" for name in self.bound
+                         if find(name) in mutated_roots}
+
+
+def _parameters(node: ast.FunctionDef) -> list[str]:
+    return [arg.arg for arg in (*node.args.posonlyargs, *node.args.args,
+                                *node.args.kwonlyargs, node.args.vararg, node.args.kwarg)
+            if arg is not None]
+
+
+def _pure_functions(functions: dict[str, ast.FunctionDef], builtins: frozenset[str],
+                    bound: set[str]) -> tuple[set[str], dict[str, set[str]]]:
+    """Plan functions that can reach no host call and change nothing outside their own
+    variables, and the outer variables each reads (with those of the functions it calls).
+
+    Such a function's result depends only on its arguments and those variables, so it
+    needs no labels inside: a call's label is theirs (``fib`` runs at full speed).
+    """
+    pure: set[str] = set()
+    calls: dict[str, set[str]] = {}
+    reads: dict[str, set[str]] = {}
+    for name, node in functions.items():
+        own = set(_parameters(node)) | {
+            child.id for child in ast.walk(node)
+            if isinstance(child, ast.Name) and not isinstance(child.ctx, ast.Load)}
+        callees: set[str] = set()
+        clean = True
+        for child in ast.walk(node):
+            if child is not node and isinstance(child, ast.FunctionDef | ast.Lambda):
+                clean = False
+            elif isinstance(child, ast.Global | ast.Nonlocal):
+                clean = clean and not any(_plan_name(n) for n in child.names)
+            elif isinstance(child, ast.NamedExpr):
+                clean = clean and not _plan_name(child.target.id)
+            elif isinstance(child, ast.Subscript) and isinstance(child.ctx, ast.Store | ast.Del):
+                clean = False
+            elif isinstance(child, ast.Call):
+                method = _method_of(child)
+                func = child.func
+                if method is not None:
+                    clean = clean and method[1] not in MUTATING_METHODS
+                elif isinstance(func, ast.Name) and func.id in functions:
+                    callees.add(func.id)
+                elif not (isinstance(func, ast.Name) and (
+                        func.id in builtins and func.id not in bound
+                        or not _plan_name(func.id) and func.id not in _HOST_GUARDS)):
+                    clean = False
+        if clean:
+            pure.add(name)
+        calls[name] = callees
+        reads[name] = {child.id for child in ast.walk(node) if isinstance(child, ast.Name)
+                       and isinstance(child.ctx, ast.Load) and _plan_name(child.id)
+                       and child.id not in own and child.id in bound
+                       and child.id not in functions}
+    changed = True
+    while changed:
+        changed = False
+        for name in list(pure):
+            if not calls[name] <= pure:
+                pure.discard(name)
+                changed = True
+            for callee in calls[name] & pure:
+                if not reads[callee] <= reads[name]:
+                    reads[name] |= reads[callee]
+                    changed = True
+    return pure, reads
 
 
 def _method_of(node: ast.Call) -> tuple[ast.expr, str] | None:
@@ -256,16 +334,16 @@ class LabelRewriter:
                 break
         top = _locals_of(main.body) | declared
         self.scope = _Scope(top, None)
-        shared_globals = {name for name in top if name in declared
-                          or name in self.analysis.shared}
+        shared_globals = {name for name in top if name in declared}
         returns = [_returns_of(name) for name in sorted(self.analysis.functions)]
-        names = sorted(shadow(name) for name in shared_globals) + returns
+        groups = sorted(set(self.analysis.group_of.values()))
+        names = sorted(shadow(name) for name in shared_globals) + returns + groups
         prologue: list[ast.stmt] = []
         if names:
             prologue.append(ast.Global(names=names))
         self.scope.declared = shared_globals
         self.global_shadows = shared_globals
-        initial = sorted(shadow(name) for name in top) + returns
+        initial = sorted(shadow(name) for name in top) + returns + groups
         if self.strict:
             initial.append(_CONTEXT)
         if initial:
@@ -340,7 +418,8 @@ class LabelRewriter:
             assert isinstance(value, ast.Call)
             label = self.label(value.args[0], {}, {}, precise=True, shaped=True)
         else:
-            label = self.label(value, {}, {}, precise=not internal, shaped=not internal)
+            stores = all(isinstance(target, ast.Subscript) for target in node.targets)
+            label = self.label(value, {}, {}, precise=not stores, shaped=not stores)
         after: list[ast.stmt] = []
         held: ast.expr = self._with_context(label)
         if len(node.targets) > 1 or any(isinstance(t, ast.Tuple | ast.List) for t in node.targets):
@@ -384,6 +463,10 @@ class LabelRewriter:
             before.extend(self._shared_update(root, mutation))
         node.iter = _name(iterable)
         targets = self._bind(node.target, _name(held), flat=True)
+        rebound = set(_stored(node.target)) & _locals_of(node.body)
+        if not rebound:  # the target's label is the same in every turn: set it once
+            before.extend(targets)
+            targets = []
         node.body = [*_positioned(targets, node),
                      *self._guarded(node.body, _Label(0, [_name(held)]))]
         node.orelse = self.statements(node.orelse)
@@ -417,17 +500,19 @@ class LabelRewriter:
             self.scope.mutations.append((root, label))
 
     def _shared_update(self, root: str, label: _Label) -> list[ast.stmt]:
-        """``root`` was changed in place: every variable in reach that it may be shared
-        with gains ``label``."""
-        scope = self.scope
-        return [_assign(shadow(name), self._with_context(_Label(0, [_name(shadow(name))]) | label))
-                for name in sorted(self.analysis.groups.get(root, {root}))
-                if name in scope.locals or name in scope.declared]
+        """``root`` was changed in place: every variable it may be shared with (its
+        group) gains ``label``."""
+        group = self.analysis.group_of.get(root)
+        if group is None:
+            return []
+        return [_assign(group, self._with_context(_Label(0, [_name(group)]) | _flat(label)))]
 
     def _function(self, node: ast.FunctionDef) -> None:
         for default in [*node.args.defaults, *node.args.kw_defaults]:
             if default is not None:
                 self.label(default, {}, {}, precise=False)
+        if node.name in self.analysis.pure:
+            return
         outer = self.scope
         params = [arg.arg for arg in (*node.args.posonlyargs, *node.args.args,
                                       *node.args.kwonlyargs, node.args.vararg,
@@ -436,16 +521,15 @@ class LabelRewriter:
         declared = globals_ | nonlocals
         locals_ = (_locals_of(node.body) | set(params)) - declared
         self.scope = _Scope(locals_, node.name)
-        shared = {name for name in self.global_shadows
-                  if name not in locals_ and name not in nonlocals}
-        self.scope.declared = declared | shared
+        self.scope.declared = declared
         node.args.kwonlyargs.append(ast.arg(arg=LABEL_KEYWORD))
         node.args.kw_defaults.append(ast.Constant(value=None))
         given = ast.IfExp(test=ast.Compare(left=_name(LABEL_KEYWORD), ops=[ast.Is()],
                                            comparators=[ast.Constant(value=None)]),
                           body=_seen().expr(), orelse=_name(LABEL_KEYWORD))
         prologue: list[ast.stmt] = []
-        names = sorted(shadow(name) for name in shared | globals_ if _plan_name(name))
+        names = sorted(shadow(name) for name in globals_ if _plan_name(name))
+        names.extend(sorted(set(self.analysis.group_of.values())))
         if node.name in self.analysis.functions:
             names.append(_returns_of(node.name))
         if names:
@@ -543,10 +627,13 @@ class LabelRewriter:
         analysis = self.analysis
         if name in analysis.dynamic:
             return _seen()
+        if name in analysis.pure:
+            return _union(self._name_label(read, {}) for read in analysis.free_reads[name])
         if name in analysis.functions:
             return _Label(0, [_name(_returns_of(name))])
         if name in analysis.bound:
-            return _Label(0, [_name(shadow(name))])
+            group = analysis.group_of.get(name)
+            return _Label(0, [_name(shadow(name))] + ([_name(group)] if group else []))
         if name in self.provided and name not in self.builtin_names:
             return _Label(0, [ast.Call(func=ast.Attribute(value=_name(TRACKER), attr="callee",
                                                           ctx=ast.Load()),
@@ -612,6 +699,8 @@ class LabelRewriter:
             self.label(func, env, call_env, precise=False)
         given = self._argument_labels(node, call_env)
         args = _union([*given[0], given[1], *given[2].values(), given[3]])
+        if name is not None and name in self.analysis.pure:
+            return args | self._name_label(name, env)
         if name is not None and name in self.analysis.functions:
             keyword = ast.keyword(arg=LABEL_KEYWORD, value=self._with_context(args))
             _locate_missing(keyword.value, node)
