@@ -33,7 +33,8 @@ from support.fake_openai import FakeOpenAIServer
 
 DRAIN_S = 4.0
 EXIT_MARGIN_S = 15.0
-SHORT, LONG, LATE = 2.0, 8.0, 1.0
+#: LONG outlasts the exit bound: a worker waiting for its cut-off tool thread would fail it.
+SHORT, LONG, LATE = 2.0, 30.0, 1.0
 
 
 def _status(base_url: str, run_id: str) -> str:
