@@ -173,15 +173,16 @@ def latency(backend: Backend, runs: int, tmp: Path) -> None:
     with durable_server(backend, calls.brain, memory) as api:
         for i in range(runs):
             run_id = api.send(f"l{i}", "pay")
-            wait_for(lambda: api.http.get(f"/v1/runs/{run_id}").json()["status"] == "waiting",
-                     60, "waiting")
+            wait_for(lambda run_id=run_id: api.http.get(f"/v1/runs/{run_id}").json()["status"]
+                     == "waiting", 60, "waiting")
             [request] = api.http.get(f"/v1/runs/{run_id}").json()["approvals"]
             before = len(calls.pay_started)
             posted = time.perf_counter()
             response = api.http.post(f"/v1/runs/{run_id}/approvals/{request['call_id']}",
                                      json={"approved": True, "args_hash": request["args_hash"]})
             assert response.status_code == 200, response.text
-            wait_for(lambda: len(calls.pay_started) > before, 60, "the approved call")
+            wait_for(lambda before=before: len(calls.pay_started) > before, 60,
+                     "the approved call")
             delays.append(calls.pay_started[before] - posted)
             api.wait_for(run_id)
     memory.close()
