@@ -29,6 +29,7 @@ from dcbrain.durable._dbos import (
     EnqueueOptions,
     WorkflowSerializationFormat,
     recover_pending_workflows,
+    stop_dequeuing,
     wait_until_polled,
 )
 from dcbrain.durable._urls import dbos_url, is_postgres
@@ -45,6 +46,8 @@ HEARTBEAT_S: Final = 2.0
 DEAD_AFTER_S: Final = 15.0
 #: How often a worker looks at the queue for runs to start (seconds).
 QUEUE_POLL_S: Final = 0.1
+#: How often a draining worker looks whether its runs in flight have ended (seconds).
+DRAIN_POLL_S: Final = 0.05
 #: Python's thread switch interval in a process that executes runs (default 5 ms): the
 #: store writer, DBOS's queue thread and the control listener each wait for the run loop
 #: to give the GIL back before they go on; with hundreds of runs on the loop, 5 ms per
@@ -91,6 +94,7 @@ class DurableEngine:
         self.executor_id = executor_id or (new_executor_id() if postgres else "local")
         if executor is not None:
             executor.executor_id = self.executor_id
+            executor.requeue = self.enqueue  # a run whose approvals were decided meanwhile
         self.control = ControlChannel(db_url if postgres else None,
                                       executor.handle if executor is not None else None)
         self._client: DBOSClient | None = None
@@ -157,6 +161,27 @@ class DurableEngine:
         except Exception:  # the first run meets the same problem and reports it
             logger.exception("warming the brain up failed")
 
+    def stop_taking_runs(self) -> None:
+        """Start no more runs from the queue (they wait for another worker, or this one's
+        next start); the runs in flight go on."""
+        if self._launched and not stop_dequeuing(QUEUE_NAME):
+            logger.warning("DBOS was not polling %s: nothing to stop", QUEUE_NAME)
+
+    def in_flight(self) -> list[str]:
+        """The ids of the runs this process executes now."""
+        return [] if self.executor is None else list(self.executor.live)
+
+    def drain(self, timeout_s: float, hurry: threading.Event | None = None) -> list[str]:
+        """Stop taking runs and wait up to ``timeout_s`` (or until ``hurry`` is set) for
+        the runs in flight to end; returns the ids still in flight."""
+        self.stop_taking_runs()
+        deadline = time.monotonic() + timeout_s
+        hurry = hurry if hurry is not None else threading.Event()
+        while self.in_flight() and time.monotonic() < deadline:
+            if hurry.wait(min(DRAIN_POLL_S, max(0.0, deadline - time.monotonic()))):
+                break
+        return self.in_flight()
+
     def stop(self) -> None:
         """Stop executing; runs in flight stay pending and resume elsewhere or at restart."""
         self._stop.set()
@@ -183,12 +208,14 @@ class DurableEngine:
 
     # -- commands ------------------------------------------------------------------------
 
-    def enqueue(self, run_id: str, conversation_id: str, question: str) -> None:
-        """Queue the run (its id is the workflow id); it starts after the conversation's last."""
+    def enqueue(self, run_id: str, conversation_id: str, question: str,
+                workflow_id: str | None = None) -> None:
+        """Queue the run (its id is the workflow id unless ``workflow_id`` says otherwise:
+        a continuation's); it starts after the conversation's last."""
         options: EnqueueOptions = {
             "workflow_name": WORKFLOW_NAME,
             "queue_name": QUEUE_NAME,
-            "workflow_id": run_id,
+            "workflow_id": workflow_id or run_id,
             "queue_partition_key": conversation_id,
             "app_version": self.app_version,
             "serialization_type": WorkflowSerializationFormat.PORTABLE,
@@ -198,12 +225,13 @@ class DurableEngine:
         else:
             DBOS.enqueue_workflow_with_options(options, conversation_id, question)
 
-    def cancel(self, run_id: str) -> None:
-        """Tell DBOS the run is over (a queued run then never starts)."""
+    def cancel(self, run_id: str, workflow_id: str | None = None) -> None:
+        """Tell DBOS the run is over (a queued run then never starts); ``workflow_id``
+        for a continuation of the run."""
         if self._client is not None:
-            self._client.cancel_workflow(run_id)
+            self._client.cancel_workflow(workflow_id or run_id)
         else:
-            DBOS.cancel_workflow(run_id)
+            DBOS.cancel_workflow(workflow_id or run_id)
 
     def send(self, message: dict[str, Any]) -> None:
         """A control message to the worker executing ``message["run_id"]``."""

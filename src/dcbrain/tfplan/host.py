@@ -24,6 +24,7 @@ from dcbrain.tfplan.errors import (
     CallLimitExceeded,
     HostMemoryExceeded,
     SizeLimitExceeded,
+    TFApprovalDenied,
     TFCallError,
     TFInterpreterError,
     TFPolicyDenied,
@@ -253,8 +254,8 @@ class Dispatcher:
             record.error = f"{exc.kind}: {exc.message}"
             if isinstance(exc, HostMemoryExceeded) and exc.budget is state.host_budget:
                 raise  # the callee kept this run's values (a chain's intermediate results)
-            if isinstance(exc, TFToolTimeout | TFPolicyDenied):
-                raise  # the call's own limit or policy: the plan fails with it at the call
+            if isinstance(exc, TFToolTimeout | TFApprovalDenied | TFPolicyDenied):
+                raise  # the call's own limit, a person's no or a policy's: it fails at the call
             raise TFCallError(f"{name}() failed: {exc.headline()}", kind=exc.kind) from exc
         except Exception as exc:
             record.error = f"{type(exc).__name__}: {exc}"
