@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+from dcbrain.policies import Policy, PolicyMode, checked_mode, checked_policies
 from dcbrain.approvals import (
     DEFAULT_APPROVAL_TIMEOUT_S,
     ApprovalBoard,
@@ -75,6 +76,11 @@ class DCBrain(BaseBrain):
     :class:`~dcbrain.approvals.ApprovalBoard` of its own by default), at most
     ``approval_timeout_s`` seconds (default 24 h; a tool's own ``approval_timeout_s``
     wins), after which it is denied; waiting does not count against ``timeout``.
+    ``policies`` (functions of a :class:`~dcbrain.policies.PolicyCall`) are checked before
+    every call of a tool or chain with side effects, after the tool's own
+    (``trusted_args``, ``policies``); ``policy_mode`` is ``"off"``, ``"enforce"`` (plan
+    values carry their sources) or ``"strict"`` (also the conditions a call was made
+    under); default: ``"enforce"`` once a policy is declared anywhere, else ``"off"``.
 
     One instance runs any number of questions at once, each as its own
     :class:`~dcbrain.brain.run.BrainRun`; only two runs of the same conversation (or with
@@ -110,6 +116,8 @@ class DCBrain(BaseBrain):
         output_type: Any = None,
         approval_timeout_s: float = DEFAULT_APPROVAL_TIMEOUT_S,
         approvals: ApprovalBoard | None = None,
+        policies: Sequence[Policy] = (),
+        policy_mode: PolicyMode | None = None,
     ) -> None:
         super().__init__(memory=memory, memory_chunk_size=memory_chunk_size, trace_path=trace_path)
         if max_iterations < 1:
@@ -142,6 +150,8 @@ class DCBrain(BaseBrain):
         self.timeout = timeout
         self.limits = limits
         self.isolation: Isolation = isolation
+        self.policies = checked_policies(policies, "DCBrain")
+        self.policy_mode = checked_mode(policy_mode)
         self.raise_on_timeout = raise_on_timeout
         self.approval_timeout_s = checked_timeout(approval_timeout_s, "DCBrain",
                                                   "approval_timeout_s") \

@@ -24,6 +24,7 @@ from typing import Any
 
 from dcbrain.chain._announce import CallAnnouncer, PlanCallObserver
 from dcbrain.chain._journaling import PASSTHROUGH, PlanJournal, replayed
+from dcbrain.chain._policy_gate import PolicyGate, ask_unavailable, effective_mode, tracking_of
 from dcbrain.chain._plan_result import (
     ChainConsoleResult,
     attach_partial,
@@ -61,6 +62,7 @@ from dcbrain.tfplan import (
 from dcbrain.tfplan.errors import TFApprovalDenied
 from dcbrain.tfplan.host_budget import HostBudget
 from dcbrain.tfplan.interpreter import Isolation, off_the_loop
+from dcbrain.policies import Policy, PolicyMode, checked_mode, checked_policies
 from dcbrain.tools import Tool, as_tool, needs_approval
 
 #: Keyword arguments that become the text (``content``) of a chain's ``current_input``.
@@ -184,6 +186,8 @@ class TFChainInterpreter:
         run_id: str | None = None,
         isolation: Isolation = "process",
         approvals: ApprovalGate | None = None,
+        policies: Sequence[Policy] = (),
+        policy_mode: PolicyMode | None = None,
     ) -> None:
         self.chains_map: dict[str, Chain | Chains] = dict(chains_map)
         self._approvals = approvals
@@ -207,6 +211,10 @@ class TFChainInterpreter:
             callables[tool.name] = _ToolCallable(self, tool)
         self._callables = callables
         self._announcer = CallAnnouncer(observer) if observer is not None else None
+        mode = effective_mode(checked_mode(policy_mode), [*self.chains_map.values(),
+                                                          *self.tools], policies)
+        self._policies = PolicyGate(mode, checked_policies(policies, "TFChainInterpreter"),
+                                    [tool.name for tool in self.tools if tool.trusted_output])
         self._interpreter = Interpreter(
             callables,
             limits=limits,
@@ -215,6 +223,9 @@ class TFChainInterpreter:
             parallel_hooks=BranchHooks(),
             passthrough=PASSTHROUGH,
             isolation=isolation,
+            tracking=tracking_of(mode),
+            sources={name: f"{getattr(func, 'callable_kind', 'tool')}:{name}"
+                     for name, func in callables.items()},
         )
 
     @property
@@ -447,9 +458,15 @@ class TFChainInterpreter:
 
     def _approval(self, kind: PlanCallKind, name: str, owner: Any,
                   arguments: Mapping[str, Any], key: JournalKey | None
-                  ) -> TFApprovalDenied | None:
+                  ) -> Exception | None:
         """Whether the call may run: ``None``, or the denial to raise once it is announced;
-        a call waiting for a decision raises :class:`ApprovalRequired` (unannounced)."""
+        a call waiting for a decision raises :class:`ApprovalRequired` (unannounced).
+        Policies decide first (their ``Ask`` is a request for approval)."""
+        refused = self._policies.check(
+            kind, name, owner, arguments,
+            lambda reason: self._ask(kind, name, owner, arguments, key, reason))
+        if refused is not None:
+            return refused
         if not needs_approval(owner, arguments):
             return None
         if self._approvals is None:
@@ -461,6 +478,16 @@ class TFChainInterpreter:
             name, kind, arguments, key, record=record,
             why=approval_reason(kind, name, owner.requires_approval),
             timeout_s=getattr(owner, "approval_timeout_s", None))
+
+    def _ask(self, kind: PlanCallKind, name: str, owner: Any, arguments: Mapping[str, Any],
+             key: JournalKey | None, reason: str) -> Exception | None:
+        """A policy's ``Ask``: the approval gate decides, or, without one, the call fails."""
+        if self._approvals is None:
+            return ask_unavailable(reason)
+        record = self._announcer.pending() if self._announcer is not None else None
+        return self._approvals.check(name, kind, arguments, key, record=record,
+                                     why=f"a policy asks: {reason}",
+                                     timeout_s=getattr(owner, "approval_timeout_s", None))
 
     def _journaled(
         self, name: str, arguments: Mapping[str, Any], *, reuse: bool
