@@ -106,7 +106,7 @@ def checked_policies(policies: Iterable[Policy], owner: str) -> tuple[Policy, ..
 def checked_mode(mode: str | None) -> PolicyMode | None:
     if mode is not None and mode not in POLICY_MODES:
         raise ValueError(f"policy_mode must be one of {', '.join(POLICY_MODES)}, got {mode!r}")
-    return mode  # type: ignore[return-value]
+    return mode
 
 
 def policy_name(policy: Policy) -> str:

@@ -131,3 +131,27 @@ def test_a_replayed_read_keeps_its_labels() -> None:
     with pytest.raises(TFPolicyDenied, match="tool:read_bill"):
         replay.evaluate(PAY_FROM_BILL)
     assert bank.payments == []
+
+
+def test_a_refusal_is_an_event_that_names_the_argument_not_its_value() -> None:
+    from dcbrain.chain._announce import PlanCall
+    from dcbrain.events import PolicyDenied
+
+    heard: list[PolicyDenied] = []
+
+    class Listener:
+        def on_call_start(self, call: PlanCall) -> None: ...
+
+        def on_call_end(self, call: PlanCall) -> None: ...
+
+        def on_policy_denied(self, event: PolicyDenied) -> None:
+            heard.append(event)
+
+    interpreter = TFChainInterpreter({}, tools=Bank().tools(), isolation="inprocess",
+                                     observer=Listener())
+    with pytest.raises(TFPolicyDenied):
+        interpreter.evaluate(PAY_FROM_BILL)
+    [event] = heard
+    assert (event.type, event.name, event.argument, event.sources, event.line) == (
+        "policy_denied", "send_money", "recipient", ["tool:read_bill"], 2)
+    assert "IBAN-EVIL" not in event.model_dump_json()

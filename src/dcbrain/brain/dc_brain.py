@@ -14,7 +14,6 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from dcbrain.policies import Policy, PolicyMode, checked_mode, checked_policies
 from dcbrain.approvals import (
     DEFAULT_APPROVAL_TIMEOUT_S,
     ApprovalBoard,
@@ -47,6 +46,7 @@ from dcbrain.llm.tokens import cl100k_base
 from dcbrain.memory.recall import DEFAULT_MEMORY_CHUNK_SIZE, MemoryChunkSize
 from dcbrain.memory.run_store import RunStore
 from dcbrain.messages import TextMessage
+from dcbrain.policies import Policy, PolicyMode, checked_mode, checked_policies
 from dcbrain.tfplan import Interpreter, Limits
 from dcbrain.tfplan.interpreter import Isolation
 from dcbrain.tools import Tool, ToolLike, as_tool, checked_timeout

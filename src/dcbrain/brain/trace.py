@@ -26,6 +26,7 @@ from dcbrain.events import (
     CallAbandoned,
     CallFinished,
     CallRetry,
+    PolicyDenied,
     CallStarted,
     CallStatus,
     Event,
@@ -334,6 +335,10 @@ class PlanCallEvents:
             branch=started.branch,
             path=started.path,
         ))
+
+    def on_policy_denied(self, event: PolicyDenied) -> None:
+        """A policy refused a call before it ran."""
+        self._recorder.emit(event)
 
     def close_open(self, status: CallStatus) -> None:
         """End every call still open with ``status`` (``aborted`` or ``error``)."""

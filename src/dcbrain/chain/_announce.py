@@ -6,7 +6,8 @@ import threading
 from dataclasses import dataclass
 from typing import Protocol
 
-from dcbrain.events import PlanCallKind
+from dcbrain.events import PlanCallKind, PolicyDenied
+from dcbrain.tfplan.errors import TFPolicyDenied
 from dcbrain.tfplan import CallRecord
 
 
@@ -51,6 +52,17 @@ class CallAnnouncer:
 
     def on_call_start(self, record: CallRecord) -> None:
         self._reported.record = record
+
+    def policy_denied(self, kind: PlanCallKind, name: str, error: TFPolicyDenied) -> None:
+        """Tell an observer that listens (``on_policy_denied``) that a policy refused the
+        call this thread is entering."""
+        listener = getattr(self._observer, "on_policy_denied", None)
+        if listener is None:
+            return
+        record = self.pending()
+        listener(PolicyDenied(kind=kind, name=name, policy=error.policy, reason=error.message,
+                              argument=error.argument, sources=list(error.sources),
+                              line=record.line if record is not None else None))
 
     def pending(self) -> CallRecord | None:
         """The record of the call this thread is entering, not announced yet."""

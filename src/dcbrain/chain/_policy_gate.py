@@ -58,7 +58,7 @@ class PolicyGate:
         if self.mode == "off" or not getattr(owner, "side_effects", True):
             return None
         own: list[Policy] = []
-        trusted_args = getattr(owner, "trusted_args", frozenset())
+        trusted_args: frozenset[str] = getattr(owner, "trusted_args", frozenset())
         if trusted_args:
             own.append(trusted_args_policy(trusted_args))
         policies = [*own, *getattr(owner, "policies", ()), *self.policies]

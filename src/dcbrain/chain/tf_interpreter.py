@@ -24,7 +24,6 @@ from typing import Any
 
 from dcbrain.chain._announce import CallAnnouncer, PlanCallObserver
 from dcbrain.chain._journaling import PASSTHROUGH, PlanJournal, replayed
-from dcbrain.chain._policy_gate import PolicyGate, ask_unavailable, effective_mode, tracking_of
 from dcbrain.chain._plan_result import (
     ChainConsoleResult,
     attach_partial,
@@ -32,6 +31,7 @@ from dcbrain.chain._plan_result import (
     plan_chain_result,
 )
 from dcbrain.chain._plan_scope import BranchHooks, PlanScope, current_scope, text_bytes
+from dcbrain.chain._policy_gate import PolicyGate, ask_unavailable, effective_mode, tracking_of
 from dcbrain.chain._retrying import JournaledTries
 from dcbrain.chain._usage import UsageCollector
 from dcbrain.chain.approval_gate import ApprovalGate, approval_reason
@@ -48,6 +48,7 @@ from dcbrain.journal import CallJournal, JournalEntry, JournalKey, canonical_arg
 from dcbrain.llm.base import ChatLLM
 from dcbrain.llm.observe import llm_observer
 from dcbrain.messages import CHAINS_INTERMEDIATE_RESULTS, TextMessage
+from dcbrain.policies import Policy, PolicyMode, checked_mode, checked_policies
 from dcbrain.tfplan import (
     CallableSpec,
     CallRecord,
@@ -59,10 +60,9 @@ from dcbrain.tfplan import (
     check,
     compile_source,
 )
-from dcbrain.tfplan.errors import TFApprovalDenied
+from dcbrain.tfplan.errors import TFApprovalDenied, TFPolicyDenied
 from dcbrain.tfplan.host_budget import HostBudget
 from dcbrain.tfplan.interpreter import Isolation, off_the_loop
-from dcbrain.policies import Policy, PolicyMode, checked_mode, checked_policies
 from dcbrain.tools import Tool, as_tool, needs_approval
 
 #: Keyword arguments that become the text (``content``) of a chain's ``current_input``.
@@ -466,6 +466,8 @@ class TFChainInterpreter:
             kind, name, owner, arguments,
             lambda reason: self._ask(kind, name, owner, arguments, key, reason))
         if refused is not None:
+            if isinstance(refused, TFPolicyDenied) and self._announcer is not None:
+                self._announcer.policy_denied(kind, name, refused)
             return refused
         if not needs_approval(owner, arguments):
             return None

@@ -263,8 +263,8 @@ def _pure_functions(functions: dict[str, ast.FunctionDef], builtins: frozenset[s
                 elif isinstance(func, ast.Name) and func.id in functions:
                     callees.add(func.id)
                 elif not (isinstance(func, ast.Name) and (
-                        func.id in builtins and func.id not in bound
-                        or not _plan_name(func.id) and func.id not in _HOST_GUARDS)):
+                        (func.id in builtins and func.id not in bound)
+                        or (not _plan_name(func.id) and func.id not in _HOST_GUARDS))):
                     clean = False
         if clean:
             pure.add(name)
@@ -484,10 +484,10 @@ class LabelRewriter:
         if not self.strict:
             return [], self.statements(node.body), self.statements(node.orelse), []
         saved = f"{HELPER}s{next(self._temporaries)}"
-        before = [_assign(saved, _name(_CONTEXT))]
         body = self._guarded(node.body, condition)
         orelse = self._guarded(node.orelse, condition) if node.orelse else []
-        return before, body, orelse, [_assign(_CONTEXT, _name(saved))]
+        restore: list[ast.stmt] = [_assign(_CONTEXT, _name(saved))]
+        return [_assign(saved, _name(_CONTEXT))], body, orelse, restore
 
     def _with_context(self, label: _Label) -> ast.expr:
         if self.strict:
@@ -633,7 +633,10 @@ class LabelRewriter:
             return _Label(0, [_name(_returns_of(name))])
         if name in analysis.bound:
             group = analysis.group_of.get(name)
-            return _Label(0, [_name(shadow(name))] + ([_name(group)] if group else []))
+            parts: list[ast.expr] = [_name(shadow(name))]
+            if group:
+                parts.append(_name(group))
+            return _Label(0, parts)
         if name in self.provided and name not in self.builtin_names:
             return _Label(0, [ast.Call(func=ast.Attribute(value=_name(TRACKER), attr="callee",
                                                           ctx=ast.Load()),
@@ -652,8 +655,8 @@ class LabelRewriter:
             and key_node.id not in self.analysis.walrus)
         if not container.parts or not simple:
             return container | key_label
-        key = ast.Constant(value=key_node.value) if isinstance(key_node, ast.Constant) \
-            else _name(key_node.id)  # type: ignore[union-attr]
+        key: ast.expr = ast.Constant(value=key_node.value) \
+            if isinstance(key_node, ast.Constant) else _name(getattr(key_node, "id", ""))
         return _Label(0, [_call("__tfh_item", container.expr(), key, key_label.expr())])
 
     def _comprehension(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp,
