@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any, ClassVar, Literal, Self, Union
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import Field, TypeAdapter, ValidationError
 
 from dcbrain._event_envelope import Event as Event
 from dcbrain._event_envelope import EventData as EventData
@@ -428,7 +428,7 @@ class PolicyDenied(EventData):
     policy: str
     reason: str
     argument: str | None = None
-    sources: list[str] = []
+    sources: list[str] = Field(default_factory=list)
     line: int | None = None
 
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from dcbrain.events import PlanCallKind, PolicyDenied
-from dcbrain.tfplan.errors import TFPolicyDenied
 from dcbrain.tfplan import CallRecord
+from dcbrain.tfplan.errors import TFPolicyDenied
 
 
 @dataclass(frozen=True)
