@@ -247,6 +247,11 @@ class DurableRunError(TFError):
     """
 
 
+class RunNotResumable(TFError, ValueError):
+    """An operator asked to resume a durable run that cannot be, or need not be, resumed
+    (unknown, ended, executing, or no live worker runs the version it would resume under)."""
+
+
 class StoreWriteError(TFError):
     """A batch of a durable run's events and journal rows could not be stored."""
 
@@ -269,6 +274,7 @@ __all__ = [
     "LocalModelUnavailable",
     "OutputMismatch",
     "RetriesExhausted",
+    "RunNotResumable",
     "ScalarError",
     "StoreWriteError",
     "TFBrainBusyError",

@@ -9,7 +9,12 @@ from typing import Annotated
 
 import typer
 
-from dcbrain.cli._config import ConfigOption, config_errors_exit, load_config_or_exit
+from dcbrain.cli._config import (
+    AppVersionOption,
+    ConfigOption,
+    config_errors_exit,
+    load_config_or_exit,
+)
 from dcbrain.cli._output import fail_usage
 
 
@@ -23,6 +28,7 @@ def worker(
         typer.Option(help="A stable id (e.g. the pod name): a restart under the same id "
                      "resumes its runs at once. Default: host-pid-random."),
     ] = None,
+    app_version: AppVersionOption = None,
 ) -> None:
     """Execute runs from the queue until SIGTERM or Ctrl-C; runs in flight resume elsewhere."""
     try:
@@ -42,7 +48,7 @@ def worker(
         except (OSError, ValueError) as exc:
             fail_usage(str(exc))
     engine, _ = build_engine(db_url, store, loaded, factory, concurrency=concurrency,
-                             executor_id=executor_id)
+                             executor_id=executor_id, app_version=app_version)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())

@@ -2,7 +2,8 @@
 
 The run's record, events and status live in the durable store, so any API node answers
 for any run. A new message of a conversation with a live run supersedes it: a run still
-queued ends at once (``aborted``/``superseded``, and DBOS never starts it); a running one
+queued, or stranded (no worker of its version is left), ends at once
+(``aborted``/``superseded``, and DBOS never starts it); a running one
 gets a control message and the worker running it stops it. The messages of a conversation
 are taken one at a time (per API node), and each is added to the conversation as it is
 taken, whether or not its run ever starts. The queue runs one run per
@@ -28,6 +29,7 @@ from dcbrain.runs import (
     LIVE_STATUSES,
     QUEUED,
     RUNNING,
+    STRANDED,
     RunRecord,
     RunRequest,
     conversations,
@@ -35,6 +37,8 @@ from dcbrain.runs import (
 )
 
 _LIVE = LIVE_STATUSES
+#: Live runs no worker executes: the API node ends them itself (and DBOS never runs them).
+_NOT_EXECUTING = (QUEUED, STRANDED)
 #: How long a stream waits after a run's final event for its terminal status (seconds).
 _STATUS_AFTER_FINAL_S = 5.0
 
@@ -121,8 +125,8 @@ class DurableRuns:
     def _supersede(self, old: StoredRun, by: str, text: str) -> None:
         ended = self.store.update_run(old.run_id, "aborted",
                                       {"reason": "superseded", "superseded_by": by},
-                                      only_from=(QUEUED,))
-        if ended is not None:  # it never started: end it here
+                                      only_from=_NOT_EXECUTING)
+        if ended is not None:  # nothing executes it: end it here
             self._final(old, "aborted", "aborted", superseded_by=by)  # said as superseded
             self.engine.cancel(old.run_id)
             return
@@ -136,7 +140,7 @@ class DurableRuns:
 
     def _abort(self, run_id: str) -> bool:
         ended = self.store.update_run(run_id, "aborted", {"reason": "aborted"},
-                                      only_from=(QUEUED,))
+                                      only_from=_NOT_EXECUTING)
         if ended is not None:
             self._final(ended, "aborted", "aborted")
             self.engine.cancel(run_id)
