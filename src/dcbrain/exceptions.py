@@ -239,17 +239,16 @@ class TooManyRuns(TFError):
         self.limit = limit
 
 
+class RunConflict(TFError):
+    """A run cannot do what was asked in the state it is in (resume a finished run, ...)."""
+
+
 class DurableRunError(TFError):
     """A durable run ended by an exception the brain does not handle (recorded as ``failed``).
 
     Also what a ``BaseException`` from inside a run becomes: one reaching DBOS would leave
     the workflow pending forever, and its callers waiting.
     """
-
-
-class RunNotResumable(TFError, ValueError):
-    """An operator asked to resume a durable run that cannot be, or need not be, resumed
-    (unknown, ended, executing, or no live worker runs the version it would resume under)."""
 
 
 class StoreWriteError(TFError):
@@ -274,7 +273,7 @@ __all__ = [
     "LocalModelUnavailable",
     "OutputMismatch",
     "RetriesExhausted",
-    "RunNotResumable",
+    "RunConflict",
     "ScalarError",
     "StoreWriteError",
     "TFBrainBusyError",

@@ -15,7 +15,7 @@ from dcbrain.durable.workers import (
     stranded,
     stranded_runs,
 )
-from dcbrain.exceptions import RunNotResumable
+from dcbrain.exceptions import RunConflict
 from support.durable_brains import CountingTools
 from support.durable_harness import Backend, durable_server, running_engine
 
@@ -92,14 +92,14 @@ def test_resume_refuses_what_it_cannot_or_need_not_resume(migrated: Backend) -> 
         store.save_run("live", "c2", "queued", {"question": "q"})
         engine.enqueue("live", "c2", "q")
         WorkerRegistry(store).heartbeat("w", "v2")
-        with pytest.raises(RunNotResumable, match="no such run"):
+        with pytest.raises(RunConflict, match="no such run"):
             engine.resume("unknown")
-        with pytest.raises(RunNotResumable, match=r"has ended \(succeeded\)"):
+        with pytest.raises(RunConflict, match=r"has ended \(succeeded\)"):
             engine.resume("ended")
-        with pytest.raises(RunNotResumable, match="which a live worker runs"):
+        with pytest.raises(RunConflict, match="which a live worker runs"):
             engine.resume("live", any_version=True)
         _silence(postgres_url, "w")
-        with pytest.raises(RunNotResumable, match=r"no live worker runs application version "
+        with pytest.raises(RunConflict, match=r"no live worker runs application version "
                            r"v2 \(live: none\)"):
             engine.resume("live")
         assert store.get_run("live").status == "queued"  # type: ignore[union-attr]

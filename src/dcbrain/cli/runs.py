@@ -41,7 +41,7 @@ def resume(
     from dcbrain.durable import DurableEngine, PostgresDurableStore
     from dcbrain.durable._urls import is_postgres
     from dcbrain.durable.setup import chosen_version
-    from dcbrain.exceptions import RunNotResumable
+    from dcbrain.exceptions import RunConflict
 
     if not is_postgres(db):
         fail_usage(f"--db must be a postgresql:// URL, not {db!r}")
@@ -56,7 +56,7 @@ def resume(
     engine.start()
     try:
         record = engine.resume(run_id, any_version=any_version)
-    except RunNotResumable as exc:
+    except RunConflict as exc:
         sys.stderr.write(f"error: {exc}\n")
         raise typer.Exit(ExitCode.FAILED) from None
     finally:

@@ -39,7 +39,7 @@ from dcbrain.durable.executor import RunExecutor
 from dcbrain.durable.store import DurableStore, PostgresDurableStore
 from dcbrain.durable.workers import PendingRun, WorkerRegistry, mark_stranded, stranded
 from dcbrain.durable.workflow import QUEUE_NAME, WORKFLOW_NAME
-from dcbrain.exceptions import RunNotResumable
+from dcbrain.exceptions import RunConflict
 from dcbrain.memory import RunRecord
 from dcbrain.runs import QUEUED, STRANDED, TERMINAL_STATUSES
 
@@ -57,6 +57,10 @@ QUEUE_POLL_S: Final = 0.1
 #: hand-over added up to seconds of event latency and of queue lag.
 SWITCH_INTERVAL_S: Final = 0.001
 _PYTHON_SWITCH_INTERVAL_S: Final = 0.005
+#: DBOS statuses of a workflow that is queued or executing (or was, on a dead worker).
+_ACTIVE_WORKFLOWS: Final = frozenset({"ENQUEUED", "PENDING", "DELAYED"})
+#: DBOS statuses of a workflow whose run ended: there is nothing to resume.
+_FINISHED_WORKFLOWS: Final = frozenset({"SUCCESS", "ERROR"})
 
 
 def application_version(config_text: str | bytes | None = None) -> str:
@@ -236,7 +240,8 @@ class DurableEngine:
         return DBOS.get_workflow_status(run_id)
 
     def resume(self, run_id: str, *, any_version: bool = False) -> RunRecord:
-        """Put a live run that no worker executes (a stranded one) back on the queue.
+        """Put a live run that no worker executes back on the queue: a stranded run, or
+        one whose workflow stopped (cancelled, or given up after repeated crashes).
 
         It resumes under its own application version, which a live worker must run; with
         ``any_version``, under this engine's version instead. Either way it executes from
@@ -244,18 +249,22 @@ class DurableEngine:
         run again. Under another version the plan may differ from the journal's (other
         prompts, tools or models): a call the journal does not hold runs for the first
         time, and a different call where one is recorded fails the run
-        (``JournalDivergence``). Returns the run's record.
+        (``JournalDivergence``). Returns the run's record; raises :class:`RunConflict`
+        naming what stands in the way.
         """
         record = self.store.get_run(run_id)
         if record is None:
-            raise RunNotResumable(f"run {run_id}: no such run")
+            raise RunConflict(f"run {run_id}: no such run")
         if record.status in TERMINAL_STATUSES:
-            raise RunNotResumable(f"run {run_id} has ended ({record.status}): nothing to "
+            raise RunConflict(f"run {run_id} has ended ({record.status}): nothing to "
                                   "resume")
         workflow = self._workflow(run_id)
         if workflow is None:
-            raise RunNotResumable(f"run {run_id} has no DBOS workflow: nothing to resume")
-        version: str | None = workflow.app_version
+            raise RunConflict(f"run {run_id} has no durable workflow to resume")
+        status, version = str(workflow.status), workflow.app_version
+        if status in _FINISHED_WORKFLOWS:
+            raise RunConflict(f"run {run_id} has ended (its workflow is {status}): nothing "
+                              "to resume")
         target = self.app_version if any_version else version
         live = self._live_versions()
         if live is not None and target not in live:
@@ -263,19 +272,19 @@ class DurableEngine:
             hint = "" if any_version else (
                 "; resume it under a live worker's version with any_version "
                 "(--any-version), if its plan may run there")
-            raise RunNotResumable(f"run {run_id}: no live worker runs application version "
-                                  f"{target} (live: {known}){hint}")
-        active = str(workflow.status) in ("PENDING", "ENQUEUED")
+            raise RunConflict(f"run {run_id}: no live worker runs application version "
+                              f"{target} (live: {known}){hint}")
+        active = status in _ACTIVE_WORKFLOWS
         if active and record.status != STRANDED and (live is None or version in live):
-            raise RunNotResumable(
+            raise RunConflict(
                 f"run {run_id} is {record.status} under version {version}, which a live "
                 f"worker runs (a dead worker's runs move after {DEAD_AFTER_S:.0f} s of "
                 "silence): nothing to resume")
-        if active and version == target:
+        if version == target:  # stranded, cancelled, or given up after repeated crashes
             self._requeue(run_id)
         else:
             if active:
-                self.cancel(run_id)  # only a workflow that ended can be rewound
+                self.cancel(run_id)  # only a workflow that stopped can be rewound
             self._rewind(run_id, str(target), record.conversation_id)
         resumed = self.store.update_run(
             run_id, QUEUED, {"resumed_from_version": version, "resumed_under_version": target,
