@@ -116,3 +116,39 @@ def test_a_run_of_a_version_without_workers_is_stranded_then_resumed_under_the_n
     assert count(tmp_path, "step_two", "started") == 2
     assert count(tmp_path, "step_three", "started", new_pid) == 1
     assert planner_requests(fake_openai) == 1
+
+
+def test_serve_restarted_under_another_version_reports_its_old_run_stranded(
+    tmp_path: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    answer_every_run(fake_openai)
+    config = write_config(tmp_path, fake_openai, delay_s=1.0)
+    port = free_port()
+    base_url = f"http://127.0.0.1:{port}"
+    args = ["serve", "--config", str(config), "--port", str(port)]
+    log = tmp_path / "serve.log"
+    first = start(args, log, {"DCBRAIN_APP_VERSION": OLD})
+    try:
+        wait_healthy(first, base_url, log)
+        run_id = httpx.post(f"{base_url}/v1/conversations/c1/messages",
+                            json={"content": "go"}).json()["run_id"]
+        wait_until(lambda: count(tmp_path, "step_two", "started") == 1, what="step_two running")
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+    finally:
+        stop(first)
+    second = start(args, log, {"DCBRAIN_APP_VERSION": NEW})
+    try:
+        wait_healthy(second, base_url, log)
+        wait_until(lambda: httpx.get(f"{base_url}/v1/runs/{run_id}").json()["status"]
+                   == "stranded", what="the old run stranded")
+        aborted = httpx.post(f"{base_url}/v1/runs/{run_id}/abort", json={})
+        run = httpx.get(f"{base_url}/v1/runs/{run_id}").json()
+        stream = httpx.get(f"{base_url}/v1/runs/{run_id}/events", timeout=30).text
+    finally:
+        stop(second)
+    assert f"stranded run(s) {run_id}: application version {OLD}" in log.read_text()
+    assert aborted.status_code == 202
+    assert (run["status"], run["reason"]) == ("aborted", "aborted")
+    assert stream.count("event: end") == 1
+    assert count(tmp_path, "step_two", "started") == 1  # the new version never resumed it
