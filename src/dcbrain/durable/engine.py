@@ -320,9 +320,16 @@ class DurableEngine:
     def report_stranded(self, live_versions: set[str | None]) -> dict[str, list[str]]:
         """Mark the runs none of ``live_versions`` can resume stranded; warns about each
         run newly stranded and returns those, by version."""
+        # Only versions a worker ever launched can have started runs: in the steady state
+        # that leaves the live ones, and no runs to list.
+        unserved = [v["version_name"] for v in DBOS.list_application_versions()
+                    if v["version_name"] not in live_versions]
+        if not unserved or None in live_versions:
+            return {}
         pending = [PendingRun(str(w.workflow_id), w.app_version)
                    for w in DBOS.list_workflows(status="PENDING", name=WORKFLOW_NAME,
-                                                load_input=False, load_output=False)]
+                                                app_version=unserved, load_input=False,
+                                                load_output=False)]
         newly = mark_stranded(self.store, stranded(pending, live_versions))
         for app_version, run_ids in newly.items():
             logger.warning(
