@@ -34,6 +34,7 @@ from dcbrain.durable._dbos import (
     wait_until_polled,
 )
 from dcbrain.durable._urls import dbos_url, is_postgres
+from dcbrain.durable.approvals import run_id_of
 from dcbrain.durable.control import ControlChannel
 from dcbrain.durable.executor import RunExecutor
 from dcbrain.durable.store import DurableStore, PostgresDurableStore
@@ -101,6 +102,7 @@ class DurableEngine:
         self.executor_id = executor_id or (new_executor_id() if postgres else "local")
         if executor is not None:
             executor.executor_id = self.executor_id
+            executor.requeue = self.enqueue  # a run whose approvals were decided meanwhile
         self.control = ControlChannel(db_url if postgres else None,
                                       executor.handle if executor is not None else None)
         self.workers = (WorkerRegistry(store) if isinstance(store, PostgresDurableStore)
@@ -200,12 +202,14 @@ class DurableEngine:
 
     # -- commands ------------------------------------------------------------------------
 
-    def enqueue(self, run_id: str, conversation_id: str, question: str) -> None:
-        """Queue the run (its id is the workflow id); it starts after the conversation's last."""
+    def enqueue(self, run_id: str, conversation_id: str, question: str,
+                workflow_id: str | None = None) -> None:
+        """Queue the run (its id is the workflow id unless ``workflow_id`` says otherwise:
+        a continuation's); it starts after the conversation's last."""
         options: EnqueueOptions = {
             "workflow_name": WORKFLOW_NAME,
             "queue_name": QUEUE_NAME,
-            "workflow_id": run_id,
+            "workflow_id": workflow_id or run_id,
             "queue_partition_key": conversation_id,
             "app_version": self.app_version,
             "serialization_type": WorkflowSerializationFormat.PORTABLE,
@@ -215,12 +219,13 @@ class DurableEngine:
         else:
             DBOS.enqueue_workflow_with_options(options, conversation_id, question)
 
-    def cancel(self, run_id: str) -> None:
-        """Tell DBOS the run is over (a queued run then never starts)."""
+    def cancel(self, run_id: str, workflow_id: str | None = None) -> None:
+        """Tell DBOS the run is over (a queued run then never starts); ``workflow_id``
+        for a continuation of the run."""
         if self._client is not None:
-            self._client.cancel_workflow(run_id)
+            self._client.cancel_workflow(workflow_id or run_id)
         else:
-            DBOS.cancel_workflow(run_id)
+            DBOS.cancel_workflow(workflow_id or run_id)
 
     def send(self, message: dict[str, Any]) -> None:
         """A control message to the worker executing ``message["run_id"]``."""
@@ -258,7 +263,8 @@ class DurableEngine:
         if record.status in TERMINAL_STATUSES:
             raise RunConflict(f"run {run_id} has ended ({record.status}): nothing to "
                                   "resume")
-        workflow = self._workflow(run_id)
+        workflow_id = str(record.data.get("workflow_id") or run_id)  # a continuation's
+        workflow = self._workflow(workflow_id)
         if workflow is None:
             raise RunConflict(f"run {run_id} has no durable workflow to resume")
         status, version = str(workflow.status), workflow.app_version
@@ -281,11 +287,11 @@ class DurableEngine:
                 f"worker runs (a dead worker's runs move after {DEAD_AFTER_S:.0f} s of "
                 "silence): nothing to resume")
         if version == target:  # stranded, cancelled, or given up after repeated crashes
-            self._requeue(run_id)
+            self._requeue(workflow_id)
         else:
             if active:
-                self.cancel(run_id)  # only a workflow that stopped can be rewound
-            self._rewind(run_id, str(target), record.conversation_id)
+                self.cancel(run_id, workflow_id)  # only a workflow that stopped can be rewound
+            self._rewind(workflow_id, str(target), record.conversation_id)
         resumed = self.store.update_run(
             run_id, QUEUED, {"resumed_from_version": version, "resumed_under_version": target,
                              "resumed_at": time.time()},
@@ -294,19 +300,19 @@ class DurableEngine:
                        run_id, target, version)
         return resumed or self.store.get_run(run_id) or record
 
-    def _requeue(self, run_id: str) -> None:
+    def _requeue(self, workflow_id: str) -> None:
         if self._client is not None:
-            self._client.resume_workflow(run_id, queue_name=QUEUE_NAME)
+            self._client.resume_workflow(workflow_id, queue_name=QUEUE_NAME)
         else:
-            DBOS.resume_workflow(run_id, queue_name=QUEUE_NAME)
+            DBOS.resume_workflow(workflow_id, queue_name=QUEUE_NAME)
 
-    def _rewind(self, run_id: str, app_version: str, conversation_id: str | None) -> None:
+    def _rewind(self, workflow_id: str, app_version: str, conversation_id: str | None) -> None:
         if self._client is not None:
-            self._client.rewind_workflow(run_id, application_version=app_version,
+            self._client.rewind_workflow(workflow_id, application_version=app_version,
                                          queue_name=QUEUE_NAME,
                                          queue_partition_key=conversation_id)
         else:
-            DBOS.rewind_workflow(run_id, application_version=app_version,
+            DBOS.rewind_workflow(workflow_id, application_version=app_version,
                                  queue_name=QUEUE_NAME, queue_partition_key=conversation_id)
 
     def _live_versions(self) -> set[str | None] | None:
@@ -326,7 +332,7 @@ class DurableEngine:
                     if v["version_name"] not in live_versions]
         if not unserved or None in live_versions:
             return {}
-        pending = [PendingRun(str(w.workflow_id), w.app_version)
+        pending = [PendingRun(run_id_of(str(w.workflow_id)), w.app_version)
                    for w in DBOS.list_workflows(status="PENDING", name=WORKFLOW_NAME,
                                                 app_version=unserved, load_input=False,
                                                 load_output=False)]

@@ -24,6 +24,7 @@ from dcbrain.runs.status import (
     RUNNING,
     STRANDED,
     TERMINAL_STATUSES,
+    WAITING,
     RunReason,
     RunStatus,
 )
@@ -37,6 +38,7 @@ __all__ = [
     "RUN_STATUSES",
     "STRANDED",
     "TERMINAL_STATUSES",
+    "WAITING",
     "RunOutcome",
     "RunReason",
     "RunRecord",

@@ -11,14 +11,16 @@ import sys
 from pathlib import Path
 from typing import Final, Literal, get_args
 
-RunStatus = Literal["queued", "running", "stranded", "succeeded", "failed", "aborted",
-                    "interrupted"]
+RunStatus = Literal["queued", "running", "waiting", "stranded", "succeeded", "failed",
+                    "aborted", "interrupted"]
 
 QUEUED: Final = "queued"
 RUNNING: Final = "running"
+#: Waiting for a person's decision on a call (human approval): it holds no worker.
+WAITING: Final = "waiting"
 STRANDED: Final = "stranded"
 #: Statuses a run may still leave.
-LIVE_STATUSES: Final[tuple[RunStatus, ...]] = (QUEUED, RUNNING, STRANDED)
+LIVE_STATUSES: Final[tuple[RunStatus, ...]] = (QUEUED, RUNNING, WAITING, STRANDED)
 TERMINAL_STATUSES: Final[frozenset[str]] = frozenset(
     {"succeeded", "failed", "aborted", "interrupted"})
 
@@ -31,6 +33,8 @@ RunReason = Literal[
 RUN_STATUSES: Final[dict[str, str]] = {
     "queued": "waiting for a worker, or for an earlier run of its conversation to end",
     "running": "executing (durable: on the worker its record names)",
+    "waiting": "waiting for a person's decision on a call it wants to make (human "
+               "approval); it holds no worker and goes on once every call is decided",
     "stranded": "its worker is gone and no live worker runs its application version: "
                 "nothing resumes it until a worker of that version starts, or an operator "
                 "resumes it under another version (`dcbrain runs resume RUN --any-version`) "
