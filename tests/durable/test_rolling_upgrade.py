@@ -62,11 +62,11 @@ def test_a_run_of_a_version_without_workers_is_stranded_then_resumed_under_the_n
         wait_until(lambda: "ready" in logs["old"].read_text(), what="old worker ready")
         processes["api"] = start(["serve", "--config", str(config), "--db", postgres_url,
                                   "--role", "api", "--port", str(port)], logs["api"],
-                                 {"DCBRAIN_APP_VERSION": OLD})
+                                 env_vars={"DCBRAIN_APP_VERSION": OLD})
         wait_healthy(processes["api"], base_url, logs["api"])
         processes["new"] = start(["worker", "--config", str(config), "--db", postgres_url,
                                   "--executor-id", "new"], logs["new"],
-                                 {"DCBRAIN_APP_VERSION": NEW})
+                                 env_vars={"DCBRAIN_APP_VERSION": NEW})
         wait_until(lambda: "ready" in logs["new"].read_text(), what="new worker ready")
         run_id = httpx.post(f"{base_url}/v1/conversations/c1/messages",
                             json={"content": "go"}).json()["run_id"]
@@ -127,7 +127,7 @@ def test_serve_restarted_under_another_version_reports_its_old_run_stranded(
     base_url = f"http://127.0.0.1:{port}"
     args = ["serve", "--config", str(config), "--port", str(port)]
     log = tmp_path / "serve.log"
-    first = start(args, log, {"DCBRAIN_APP_VERSION": OLD})
+    first = start(args, log, env_vars={"DCBRAIN_APP_VERSION": OLD})
     try:
         wait_healthy(first, base_url, log)
         run_id = httpx.post(f"{base_url}/v1/conversations/c1/messages",
@@ -137,7 +137,7 @@ def test_serve_restarted_under_another_version_reports_its_old_run_stranded(
         first.wait()
     finally:
         stop(first)
-    second = start(args, log, {"DCBRAIN_APP_VERSION": NEW})
+    second = start(args, log, env_vars={"DCBRAIN_APP_VERSION": NEW})
     try:
         wait_healthy(second, base_url, log)
         wait_until(lambda: httpx.get(f"{base_url}/v1/runs/{run_id}").json()["status"]
