@@ -13,6 +13,7 @@ import copy
 import importlib.util
 
 import pytest
+
 from support.agentdojo_plans import (
     SUITES,
     Outcome,

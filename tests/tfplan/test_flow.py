@@ -92,7 +92,8 @@ def test_certain_flows_are_reported(plan: str) -> None:
     'send_money(recipient=d["mine"], amount=1)\n',
     'pair = ["DE1", read_file(path="a")]\nsend_money(recipient=pair[0], amount=1)\n',
     # a loop that may not run
-    'r = "DE1"\nfor name in ["a"]:\n    r = read_file(path=name)\nsend_money(recipient=r, amount=1)\n',
+    'r = "DE1"\nfor name in ["a"]:\n    r = read_file(path=name)\n'
+    'send_money(recipient=r, amount=1)\n',
     # untrusted data in an unguarded argument, a plan function never called
     'x = read_file(path="a")\nsend_money(recipient="DE1", amount=1, subject=x)\n',
     'def pay():\n    send_money(recipient=read_file(path="a"), amount=1)\n',

@@ -175,3 +175,45 @@ def join_environments(environments: list[Environment]) -> Environment:
         for name, value in environment.items():
             joined[name] = join(joined[name], value) if name in joined else value
     return joined
+
+
+#: Builtins and methods whose result contains every part of their arguments as text.
+_TEXT_OF_WHOLE = frozenset({"str", "repr", "format", "hash", "dumps", "join", "print"})
+#: Builtins and methods whose result is a str, number or bool.
+_SCALAR_RESULTS = frozenset({
+    "int", "float", "bool", "len", "abs", "round", "chr", "ord", "hex", "oct", "bin", "pow",
+    "sum", "any", "all", "isinstance", "callable", "lower", "upper", "strip", "lstrip",
+    "rstrip", "replace", "title", "capitalize", "casefold", "removeprefix", "removesuffix",
+    "zfill", "center", "ljust", "rjust", "count", "index", "find", "rfind", "startswith",
+    "endswith", "isdigit", "isalpha", "isalnum", "isoformat", "strftime",
+})
+
+
+def builtin_result(name: str, values: list[FlowValue],
+                   receiver: FlowValue | None = None) -> FlowValue:
+    """A builtin or method: its result mixes its operands (elements keep their own
+    sources only where the builtin passes them through)."""
+    operands = [receiver, *values] if receiver is not None else values
+    if name in _TEXT_OF_WHOLE:
+        return scalar(union(*(value.whole for value in operands)))
+    sources = union(*(value.content for value in operands))
+    if name in ("enumerate", "zip", "items"):
+        if name == "items" and receiver is not None:
+            parts = [receiver.iterated(), FlowValue(receiver.content, receiver.content)]
+        else:
+            parts = ([scalar(None)] if name == "enumerate" else []) + \
+                [value.iterated() for value in values]
+        element = container(parts)
+        return FlowValue(union(*(value.whole for value in parts)), element.part,
+                         element=element)
+    if name in ("sorted", "list", "tuple", "set", "frozenset", "reversed", "iter",
+                "filter", "copy", "values", "keys") and operands:
+        source = operands[0] if name not in ("filter",) or len(operands) < 2 \
+            else operands[1]
+        element = source.iterated()
+        return FlowValue(union(element.whole), element.content, element=element)
+    if name in ("next", "min", "max", "pop", "get") and operands:
+        element = operands[0].iterated()
+        return replace(element, whole=union(element.whole,
+                                            *(value.whole for value in operands[1:])))
+    return FlowValue(sources, sources, scalar=name in _SCALAR_RESULTS)

@@ -13,6 +13,7 @@ while the plan runs.
 from __future__ import annotations
 
 import ast
+import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -23,6 +24,7 @@ from dcbrain.tfplan._flow_values import (
     FlowValue,
     FunctionValue,
     Sources,
+    builtin_result,
     container,
     join,
     join_all,
@@ -45,8 +47,6 @@ MAX_FLOW_DEPTH = 8
 #: Passes over a loop body before the names it still changes count as unknown.
 _LOOP_PASSES = 4
 
-#: Builtins and methods whose result contains every part of their arguments as text.
-_TEXT_OF_WHOLE = frozenset({"str", "repr", "format", "hash", "dumps", "join", "print"})
 #: Methods that add their last argument to the container they are called on.
 _ADDS = frozenset({"append", "add", "insert"})
 #: Methods that may add elements of their argument.
@@ -54,6 +54,10 @@ _MAY_ADD = frozenset({"extend", "update", "setdefault"})
 #: Methods that remove or replace elements.
 _REMOVES = frozenset({"pop", "popitem", "remove", "discard", "clear", "difference_update",
                       "intersection_update", "symmetric_difference_update"})
+
+
+#: A call's argument: its keyword (``None``: positional), value and expression.
+_Argument = tuple[str | None, FlowValue, ast.expr]
 
 
 class _Stop(Exception):
@@ -74,10 +78,8 @@ def flow_problems(plan: Plan, specs: Mapping[str, CallableSpec]) -> list[Problem
     if not any(spec.trusted_args and spec.side_effects for spec in specs.values()):
         return []
     analysis = _FlowAnalysis(plan, specs)
-    try:
+    with contextlib.suppress(_Stop):  # out of steps: what was found is still certain
         analysis.block(plan.tree.body, {}, _Frame())
-    except _Stop:
-        pass
     return sorted(analysis.problems.values(), key=lambda p: (p.line, p.col))
 
 
@@ -168,9 +170,11 @@ class _FlowAnalysis:
         iterated = self.expr(node.iter, env).iterated() if isinstance(node, ast.For) else UNKNOWN
         entry = dict(env)
         breaks: list[Environment] = []
+        continues: list[Environment] = []
         for attempt in range(_LOOP_PASSES + 1):
-            frame.breaks.append(breaks := [])
-            frame.continues.append(continues := [])
+            breaks, continues = [], []
+            frame.breaks.append(breaks)
+            frame.continues.append(continues)
             body_env = dict(entry)
             if isinstance(node, ast.For):
                 self.assign(node.target, iterated, body_env)
@@ -355,7 +359,7 @@ class _FlowAnalysis:
         if isinstance(func, ast.Attribute):
             return self.method(node, func, env)
         callee = env.get(func.id) if isinstance(func, ast.Name) else self.expr(func, env)
-        arguments = [(None, self.expr(arg, env), arg) for arg in node.args]
+        arguments: list[_Argument] = [(None, self.expr(arg, env), arg) for arg in node.args]
         arguments += [(keyword.arg, self.expr(keyword.value, env), keyword.value)
                       for keyword in node.keywords]
         if callee is not None and callee.function is not None:
@@ -372,42 +376,13 @@ class _FlowAnalysis:
             return self.registered(spec, node, arguments)
         if name == "parallel" and not any(isinstance(arg, ast.Starred) for arg in node.args):
             return container([value for _, value, _ in arguments])
-        return self.builtin(name, [value for _, value, _ in arguments])
-
-    def builtin(self, name: str, values: list[FlowValue], receiver: FlowValue | None = None
-                ) -> FlowValue:
-        """A builtin or method: its result mixes its operands (elements keep their own
-        sources only where the builtin passes them through)."""
-        operands = [receiver, *values] if receiver is not None else values
-        if name in _TEXT_OF_WHOLE:
-            return scalar(union(*(value.whole for value in operands)))
-        sources = union(*(value.content for value in operands))
-        if name in ("enumerate", "zip", "items"):
-            if name == "items" and receiver is not None:
-                parts = [receiver.iterated(), FlowValue(receiver.content, receiver.content)]
-            else:
-                parts = ([scalar(None)] if name == "enumerate" else []) + \
-                    [value.iterated() for value in values]
-            element = container(parts)
-            return FlowValue(union(*(value.whole for value in parts)), element.part,
-                             element=element)
-        if name in ("sorted", "list", "tuple", "set", "frozenset", "reversed", "iter",
-                    "filter", "copy", "values", "keys") and operands:
-            source = operands[0] if name not in ("filter",) or len(operands) < 2 \
-                else operands[1]
-            element = source.iterated()
-            return FlowValue(union(element.whole), element.content, element=element)
-        if name in ("next", "min", "max", "pop", "get") and operands:
-            element = operands[0].iterated()
-            return replace(element, whole=union(element.whole,
-                                                *(value.whole for value in operands[1:])))
-        return FlowValue(sources, sources, scalar=name in _SCALAR_RESULTS)
+        return builtin_result(name, [value for _, value, _ in arguments])
 
     def method(self, node: ast.Call, func: ast.Attribute, env: Environment) -> FlowValue:
         receiver = self.expr(func.value, env)
         values = [self.expr(arg, env) for arg in node.args]
         values += [self.expr(keyword.value, env) for keyword in node.keywords]
-        result = self.builtin(func.attr, values, receiver)
+        result = builtin_result(func.attr, values, receiver)
         if isinstance(func.value, ast.Name) and func.value.id in env \
                 and func.value.id not in self.opaque:
             self.mutated(func.value.id, func.attr, receiver, values, env)
@@ -429,7 +404,7 @@ class _FlowAnalysis:
 
     def registered(self, spec: CallableSpec,
                    node: ast.Call,
-                   arguments: list[tuple[str | None, FlowValue, ast.expr]]) -> FlowValue:
+                   arguments: list[_Argument]) -> FlowValue:
         if spec.kind == "chain":
             return self.chain_result(arguments)
         if spec.trusted_args and spec.side_effects:
@@ -438,14 +413,14 @@ class _FlowAnalysis:
             return UNKNOWN
         return untrusted(f"{spec.name}()")
 
-    def chain_result(self, arguments: list[tuple[str | None, FlowValue, ast.expr]]
+    def chain_result(self, arguments: list[_Argument]
                      ) -> FlowValue:
         """A chain is as trustworthy as what it reads: its whole input."""
         sources = union(*(value.whole for _, value, _ in arguments))
         return FlowValue(sources, sources)
 
     def guarded(self, spec: CallableSpec, node: ast.Call,
-                arguments: list[tuple[str | None, FlowValue, ast.expr]]) -> None:
+                arguments: list[_Argument]) -> None:
         if any(isinstance(arg, ast.Starred) for arg in node.args):
             arguments = [item for item in arguments if item[0] is not None]
         for index, (name, value, where) in enumerate(arguments):
@@ -467,7 +442,7 @@ class _FlowAnalysis:
                                  Problem(line, col + 1, message, kind="CheckError"))
 
     def plan_function(self, function: FunctionValue, node: ast.Call,
-                      arguments: list[tuple[str | None, FlowValue, ast.expr]]) -> FlowValue:
+                      arguments: list[_Argument]) -> FlowValue:
         """A plan function's result at this call: its body followed with these arguments."""
         definition = function.node
         if definition in self.active or len(self.active) >= MAX_FLOW_DEPTH:
@@ -485,7 +460,7 @@ class _FlowAnalysis:
         return join_all(returns) if returns else UNKNOWN
 
     def parameters(self, spec: ast.arguments, node: ast.Call,
-                   arguments: list[tuple[str | None, FlowValue, ast.expr]]) -> Environment:
+                   arguments: list[_Argument]) -> Environment:
         """The parameters' values at a call: known where an argument clearly binds them."""
         env: Environment = {}
         positional = [*spec.posonlyargs, *spec.args]
@@ -501,16 +476,6 @@ class _FlowAnalysis:
             elif name is not None and name in {item.arg for item in every}:
                 env[name] = value
         return env
-
-
-#: Builtins and methods whose result is a str, number or bool.
-_SCALAR_RESULTS = frozenset({
-    "int", "float", "bool", "len", "abs", "round", "chr", "ord", "hex", "oct", "bin", "pow",
-    "sum", "any", "all", "isinstance", "callable", "lower", "upper", "strip", "lstrip",
-    "rstrip", "replace", "title", "capitalize", "casefold", "removeprefix", "removesuffix",
-    "zfill", "center", "ljust", "rjust", "count", "index", "find", "rfind", "startswith",
-    "endswith", "isdigit", "isalpha", "isalnum", "isoformat", "strftime",
-})
 
 
 def _joined(ends: list[Environment | None]) -> Environment | None:
