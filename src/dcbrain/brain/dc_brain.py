@@ -64,7 +64,11 @@ class DCBrain(BaseBrain):
     planned again. ``planner`` writes the plans (default: the planning template sent to
     the plan LLM; see :mod:`dcbrain.brain.planner`). ``output_type`` (a pydantic model or
     any type pydantic validates) is the type of ``BrainResult.output``: an answer that does
-    not fit is sent back to the planner.
+    not fit is sent back to the planner. ``show_untrusted_to_planner=False`` puts a typed
+    placeholder (type, length, source) in place of untrusted data in planning prompts
+    (earlier results and errors, the calls that already succeeded, recalled answers and
+    documents); by default the planner sees it, and the run records which sources it saw
+    (``PlanningContext.untrusted_sources_shown``).
 
     One instance runs any number of questions at once, each as its own
     :class:`~dcbrain.brain.run.BrainRun`; only two runs of the same conversation (or with
@@ -98,6 +102,7 @@ class DCBrain(BaseBrain):
         validate_direct_answers: bool = False,
         planner: Planner | None = None,
         output_type: Any = None,
+        show_untrusted_to_planner: bool = True,
     ) -> None:
         super().__init__(memory=memory, memory_chunk_size=memory_chunk_size, trace_path=trace_path)
         if max_iterations < 1:
@@ -131,6 +136,7 @@ class DCBrain(BaseBrain):
         self.limits = limits
         self.isolation: Isolation = isolation
         self.raise_on_timeout = raise_on_timeout
+        self.show_untrusted_to_planner = show_untrusted_to_planner
         # Without a store given per run: kept in the memory's file when it is also a run
         # store (other processes see them), else in this process.
         store = self.memory if isinstance(self.memory, RunStore) else None
