@@ -12,6 +12,7 @@ type, the length and the source, never the content.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -93,9 +94,12 @@ class PlannerView:
         """Earlier failed attempts as the planner may see them.
 
         An attempt's result, its error (unless the plan's text alone caused it) and the
-        validator's suggestion on it may hold what the attempt's calls read (``sources``).
+        validator's suggestion on it may hold what the run's untrusted calls read
+        (``sources``); without any, they hold the plan's and trusted tools' data only.
         """
         sources = set(sources)
+        if not sources:
+            return list(attempts)
         shown: list[dict[str, Any]] = []
         for attempt in attempts:
             attempt = dict(attempt)
@@ -104,7 +108,7 @@ class PlannerView:
                 if not value or (key == "error" and _plan_only(str(value))):
                     continue
                 if self.show_untrusted:
-                    self.shown.update(sources or {EARLIER_ATTEMPT})
+                    self.shown.update(sources)
                 else:
                     attempt[key] = _redacted_error(str(value)) if key == "error" \
                         else placeholder(value, EARLIER_ATTEMPT)
@@ -113,10 +117,11 @@ class PlannerView:
 
     def suggestion(self, text: str, sources: Iterable[str]) -> str:
         """The validator's last suggestion (it judged a result that may hold read data)."""
-        if not text:
+        sources = set(sources)
+        if not text or not sources:
             return text
         if self.show_untrusted:
-            self.shown.update(set(sources) or {EARLIER_ATTEMPT})
+            self.shown.update(sources)
             return text
         return placeholder(text, EARLIER_ATTEMPT)
 
@@ -142,9 +147,13 @@ class PlannerView:
         return placeholder(text, MEMORY_DOCUMENTS)
 
 
+#: ``3:9: KeyError: ...``: an error raised while the plan ran (check problems name no kind).
+_RUN_ERROR = re.compile(r"^\d+:\d+: ([A-Z]\w*): ")
+
+
 def _plan_only(error: str) -> bool:
-    head = error.split("\n", 1)[0]
-    return any(f": {kind}:" in head or head.startswith(f"{kind}:") for kind in PLAN_ONLY_ERRORS)
+    match = _RUN_ERROR.match(error)
+    return match is None or match.group(1) in PLAN_ONLY_ERRORS
 
 
 def _redacted_error(error: str) -> str:
