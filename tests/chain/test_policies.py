@@ -1,4 +1,8 @@
-"""Policies decide, before each call, whether untrusted data may reach it."""
+"""Policies decide, before each call, whether untrusted data may reach it.
+
+The static flow check is off in these interpreters: what is tested here is the check at
+the call, which catches what the static check cannot be sure of.
+"""
 
 from __future__ import annotations
 
@@ -35,6 +39,12 @@ class Bank:
                 Tool(self.send_money, trusted_args=["recipient"], **send)]
 
 
+def dynamic(**options: Any) -> TFChainInterpreter:
+    """An interpreter without the static flow check (see the module docstring)."""
+    options.setdefault("isolation", "inprocess")
+    return TFChainInterpreter({}, flow_check=False, **options)
+
+
 PAY_FROM_BILL = ("bill = read_bill()\n"
                  "send_money(recipient=bill['recipient'], amount=bill['amount'])")
 
@@ -43,7 +53,7 @@ PAY_FROM_BILL = ("bill = read_bill()\n"
 def test_trusted_args_refuse_untrusted_data_at_the_call_without_showing_it(
         isolation: str) -> None:
     bank = Bank()
-    interpreter = TFChainInterpreter({}, tools=bank.tools(), isolation=isolation)  # type: ignore[arg-type]
+    interpreter = dynamic(tools=bank.tools(), isolation=isolation)  # type: ignore[arg-type]
     with pytest.raises(TFPolicyDenied) as caught:
         interpreter.evaluate(PAY_FROM_BILL)
     error = caught.value
@@ -57,7 +67,7 @@ def test_trusted_args_refuse_untrusted_data_at_the_call_without_showing_it(
 
 def test_arguments_from_the_plan_or_a_trusted_tool_pass() -> None:
     bank = Bank()
-    interpreter = TFChainInterpreter({}, tools=bank.tools(), isolation="inprocess")
+    interpreter = dynamic(tools=bank.tools(), isolation="inprocess")
     interpreter.evaluate("bill = read_bill()\n"
                          "send_money(recipient='IBAN-KNOWN', amount=bill['amount'])\n"
                          "send_money(recipient=lookup_payee(name='landlord'), amount=3)")
@@ -66,7 +76,7 @@ def test_arguments_from_the_plan_or_a_trusted_tool_pass() -> None:
 
 def test_policy_mode_off_lets_the_attack_through() -> None:
     bank = Bank()
-    interpreter = TFChainInterpreter({}, tools=bank.tools(), isolation="inprocess",
+    interpreter = dynamic(tools=bank.tools(), isolation="inprocess",
                                      policy_mode="off")
     interpreter.evaluate(PAY_FROM_BILL)
     assert bank.payments == [(INJECTION, 12.5)]
@@ -82,7 +92,7 @@ def test_a_policy_function_sees_the_call_and_its_sources() -> None:
             return Deny("amount over 10 from untrusted data")
         return Allow()
 
-    interpreter = TFChainInterpreter({}, tools=bank.tools(policies=[small_amounts_only]),
+    interpreter = dynamic(tools=bank.tools(policies=[small_amounts_only]),
                                      isolation="inprocess")
     with pytest.raises(TFPolicyDenied, match="small_amounts_only: amount over 10"):
         interpreter.evaluate("bill = read_bill()\n"
@@ -99,7 +109,7 @@ def test_brain_level_policies_apply_to_every_tool_with_side_effects() -> None:
     def nothing_moves(call: PolicyCall) -> Deny:
         return Deny("read-only session")
 
-    interpreter = TFChainInterpreter({}, tools=bank.tools(), isolation="inprocess",
+    interpreter = dynamic(tools=bank.tools(), isolation="inprocess",
                                      policies=[nothing_moves])
     interpreter.evaluate("read_bill()\nlookup_payee(name='x')")  # read-only: never checked
     with pytest.raises(TFPolicyDenied, match="nothing_moves: read-only session"):
@@ -112,7 +122,7 @@ def test_ask_without_an_approval_gate_denies_with_a_note() -> None:
     def ask_for_big(call: PolicyCall) -> Allow | Ask:
         return Ask("big payment") if call.args["amount"] > 100 else Allow()
 
-    interpreter = TFChainInterpreter({}, tools=bank.tools(policies=[ask_for_big]),
+    interpreter = dynamic(tools=bank.tools(policies=[ask_for_big]),
                                      isolation="inprocess")
     with pytest.raises(TFPolicyDenied, match="approvals are not available here"):
         interpreter.evaluate("send_money(recipient='IBAN-KNOWN', amount=500)")
@@ -122,11 +132,11 @@ def test_ask_without_an_approval_gate_denies_with_a_note() -> None:
 def test_a_replayed_read_keeps_its_labels() -> None:
     bank = Bank()
     journal = CallJournal()
-    first = TFChainInterpreter({}, tools=bank.tools(), journal=journal, attempt=0,
+    first = dynamic(tools=bank.tools(), journal=journal, attempt=0,
                                isolation="inprocess")
     with pytest.raises(TFPolicyDenied):
         first.evaluate(PAY_FROM_BILL)
-    replay = TFChainInterpreter({}, tools=bank.tools(), journal=journal, attempt=0,
+    replay = dynamic(tools=bank.tools(), journal=journal, attempt=0,
                                 isolation="inprocess")
     with pytest.raises(TFPolicyDenied, match="tool:read_bill"):
         replay.evaluate(PAY_FROM_BILL)
@@ -147,7 +157,7 @@ def test_a_refusal_is_an_event_that_names_the_argument_not_its_value() -> None:
         def on_policy_denied(self, event: PolicyDenied) -> None:
             heard.append(event)
 
-    interpreter = TFChainInterpreter({}, tools=Bank().tools(), isolation="inprocess",
+    interpreter = dynamic(tools=Bank().tools(), isolation="inprocess",
                                      observer=Listener())
     with pytest.raises(TFPolicyDenied):
         interpreter.evaluate(PAY_FROM_BILL)
