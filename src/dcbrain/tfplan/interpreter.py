@@ -25,7 +25,7 @@ from types import CodeType, TracebackType
 from typing import Any, ClassVar, Literal, TypeVar
 
 from dcbrain._scalars import PLAN_DECIMAL_CONTEXT, decimal_error
-from dcbrain.tfplan._label_rewrite import without_label_keyword
+from dcbrain.tfplan._label_analysis import without_label_keyword
 from dcbrain.tfplan.builtins import build_builtins
 from dcbrain.tfplan.checker import BUILTIN_NAMES, CallableSpec, check, specs_of
 from dcbrain.tfplan.errors import (
