@@ -155,6 +155,7 @@ def create_app(
         },
     )
     app.state.runs = runs
+    app.state.streams = api.streams
     app.add_middleware(_Guard, token=token, allowed_hosts=tuple(allowed_hosts))
     return app
 

@@ -33,6 +33,7 @@ from dcbrain.runs import (
     conversations,
     end_unstarted,
 )
+from dcbrain.telemetry import submission_traceparent
 
 _LIVE = LIVE_STATUSES
 #: How long a stream waits after a run's final event for its terminal status (seconds).
@@ -107,8 +108,9 @@ class DurableRuns:
         live = [r for r in live if not r.data.get("superseded_by")]
         run_id = uuid.uuid4().hex
         supersedes = live[0].run_id if live else None
-        await asyncio.to_thread(self.store.save_run, run_id, conversation_id, QUEUED,
-                                {"question": content, "supersedes": supersedes})
+        data = {"question": content, "supersedes": supersedes,
+                "traceparent": submission_traceparent(run_id, conversation_id)}
+        await asyncio.to_thread(self.store.save_run, run_id, conversation_id, QUEUED, data)
         if self.memory is not None:
             await self.memory.acommit_message(conversation_id, content, "user")
             await asyncio.to_thread(record_question_kept, self.store, run_id)
