@@ -29,7 +29,7 @@ def observe_process(config: Config, role: str, log_format: str | None, *,
     if chosen is not None:
         if chosen not in LOG_FORMATS:
             fail_usage(f"--log-format must be one of {', '.join(LOG_FORMATS)}, not {chosen!r}")
-        configure_logging(chosen, worker=worker)  # type: ignore[arg-type]
+        configure_logging(chosen, worker=worker)
     from dcbrain.telemetry import configure_tracing
 
     endpoint = config.telemetry.otlp_endpoint
