@@ -195,9 +195,10 @@ def _guarded(name: str, read: Callable[[], float]) -> Callable[[], float]:
 
 
 def serve_metrics(app: Starlette, metrics: Metrics, *, token: str | None,
-                  open_metrics: bool) -> None:
+                  open_metrics: bool) -> Callable[[], None]:
     """Answer ``GET /metrics`` on ``app`` from ``metrics``, fed by this process's runs, with
-    the gauges of the app's runs and streams (and the cluster's, with a PostgreSQL store)."""
+    the gauges of the app's runs and streams (and the cluster's, with a PostgreSQL store).
+    Returns what stops counting this process's runs."""
     from dcbrain.durable.store import PostgresDurableStore
 
     runs = app.state.runs
@@ -206,6 +207,6 @@ def serve_metrics(app: Starlette, metrics: Metrics, *, token: str | None,
     store = getattr(runs, "store", None)
     if isinstance(store, PostgresDurableStore):
         metrics.watch_durable(store)
-    metrics.observe_runs()
     app.router.routes.append(Route("/metrics", metrics.endpoint(None if open_metrics else token),
                                    methods=["GET"]))
+    return metrics.observe_runs()
