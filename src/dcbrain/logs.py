@@ -25,6 +25,9 @@ LOG_FORMATS: tuple[LogFormat, ...] = ("text", "json")
 current_run: ContextVar[Mapping[str, str] | None] = ContextVar("dcbrain_current_run",
                                                                default=None)
 
+#: Libraries whose INFO lines describe each state change or request: kept to warnings.
+CHATTY_LIBRARIES: tuple[str, ...] = ("transitions", "httpx", "httpcore", "openai", "mcp")
+
 #: Fields a line may carry through ``logging``'s ``extra=``; a JSON line keeps them.
 RUN_FIELDS: tuple[str, ...] = ("run_id", "conversation_id", "status", "reason",
                                "duration_s", "error", "source")
@@ -104,6 +107,8 @@ def configure_logging(log_format: LogFormat, *, worker: str | None = None,
     handler.dcbrain_handler = True  # type: ignore[attr-defined]
     root.addHandler(handler)
     root.setLevel(level)
+    for name in CHATTY_LIBRARIES:
+        logging.getLogger(name).setLevel(max(level, logging.WARNING))
     return handler
 
 
