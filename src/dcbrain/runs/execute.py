@@ -160,10 +160,9 @@ def _log_end_or_error(request: RunRequest, event: Event) -> None:
                        extra={**fields, "source": payload.source, "error": payload.error})
         return
     assert isinstance(payload, Final)
-    level = logging.WARNING if payload.status == "failed" else logging.INFO
-    logger.log(level, "run ended: %s (%s)", payload.status, payload.reason,
-               extra={**fields, "status": payload.status, "reason": payload.reason,
-                      "duration_s": payload.duration_s, "error": payload.error})
+    logger.info("run ended: %s (%s)", payload.status, payload.reason,
+                extra={**fields, "status": payload.status, "reason": payload.reason,
+                       "duration_s": payload.duration_s, "error": payload.error})
 
 
 async def execute_run(brain: RunnableBrain, request: RunRequest, deps: RunDeps,
