@@ -78,37 +78,47 @@ class Metrics:
                                        buckets=CALL_BUCKETS, registry=r)
         self.run_errors = Counter("dcbrain_run_errors", "Error events of runs.", ["source"],
                                   registry=r)
+        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
         self._pool_gauges()
 
     # -- events --------------------------------------------------------------------------
 
     def observe(self, event: Event) -> None:
         """Count ``event`` (a run observer: it runs on the thread the event happened on)."""
+        child = self._child
         match event.payload:
             case CallFinished(kind="tool") as call:
                 reused = "true" if isinstance(call, PlanCallFinished) and call.reused \
                     else "false"
-                self.tool_calls.labels(call.name, call.status, reused).inc()
+                child(self.tool_calls, call.name, call.status, reused).inc()
                 if call.status == "error":
-                    self.tool_errors.labels(call.name).inc()
+                    child(self.tool_errors, call.name).inc()
                 if reused == "false":
-                    self.tool_duration.labels(call.name).observe(call.duration_s)
+                    child(self.tool_duration, call.name).observe(call.duration_s)
             case LLMCallFinished() as llm:
-                self.llm_calls.labels(llm.phase, llm.model, llm.status).inc()
-                self.llm_tokens.labels(llm.phase, llm.model, "prompt").inc(llm.prompt_tokens)
-                self.llm_tokens.labels(llm.phase, llm.model, "completion").inc(
+                child(self.llm_calls, llm.phase, llm.model, llm.status).inc()
+                child(self.llm_tokens, llm.phase, llm.model, "prompt").inc(llm.prompt_tokens)
+                child(self.llm_tokens, llm.phase, llm.model, "completion").inc(
                     llm.completion_tokens)
             case PlanFinished() as plan if plan.duration_s is not None:
-                self.plan_duration.labels("true" if plan.ok else "false").observe(
+                child(self.plan_duration, "true" if plan.ok else "false").observe(
                     plan.duration_s)
             case BrainRunStarted():
                 self.runs_started.inc()
             case Final() as final:
-                self.runs_finished.labels(final.status, final.reason or "").inc()
+                child(self.runs_finished, final.status, final.reason or "").inc()
                 if final.duration_s is not None:
-                    self.run_duration.labels(final.status).observe(final.duration_s)
+                    child(self.run_duration, final.status).observe(final.duration_s)
             case ErrorEvent() as error:
-                self.run_errors.labels(error.source).inc()
+                child(self.run_errors, error.source).inc()
+
+    def _child(self, metric: Any, *labels: str) -> Any:
+        """``metric.labels(*labels)``, kept: the library checks and locks on every lookup."""
+        key = (id(metric), labels)
+        found = self._children.get(key)
+        if found is None:
+            found = self._children[key] = metric.labels(*labels)
+        return found
 
     def observe_runs(self, observers: RunObservers = run_observers) -> Callable[[], None]:
         """Count the events of every run of this process; returns what stops it."""
