@@ -19,6 +19,7 @@ from support.durable_processes import (
     free_port,
     start,
     stop,
+    wait_for_line,
     wait_healthy,
     wait_until,
     write_config,
@@ -91,7 +92,7 @@ def test_metrics_logs_and_traces_of_a_cluster(
                  "--executor-id", name, "--metrics-port", str(metrics_port),
                  "--log-format", "json"], logs[name])
         for name in metrics_ports:
-            wait_until(lambda n=name: "ready" in logs[n].read_text(), what=f"{name} ready")
+            wait_for_line(logs[name], "ready", processes[name])
         processes["api"] = start(["serve", "--config", str(config), "--db", postgres_url,
                                   "--role", "api", "--port", str(port), "--log-format", "json"],
                                  logs["api"])
