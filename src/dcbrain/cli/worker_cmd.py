@@ -75,11 +75,10 @@ def _serve_metrics(store: object, port: int | None, host: str) -> Callable[[], N
     """This worker's ``/metrics`` on ``host:port`` (nothing without a port)."""
     if port is None:
         return lambda: None
-    from dcbrain.durable.store import PostgresDurableStore
-    from dcbrain.server.metrics import Metrics
+    from dcbrain.server.metrics import Metrics, is_cluster_store
 
     metrics = Metrics()
-    if isinstance(store, PostgresDurableStore):
+    if is_cluster_store(store):
         metrics.watch_durable(store)
     stop_observing = metrics.observe_runs()
     try:

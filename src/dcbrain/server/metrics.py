@@ -194,6 +194,15 @@ class Metrics:
         return metrics
 
 
+def is_cluster_store(store: object) -> bool:
+    """Whether ``store`` is a cluster's PostgreSQL store (a Python without DBOS has none)."""
+    try:
+        from dcbrain.durable.store import PostgresDurableStore
+    except ImportError:
+        return False
+    return isinstance(store, PostgresDurableStore)
+
+
 def _guarded(name: str, read: Callable[[], float]) -> Callable[[], float]:
     def value() -> float:
         try:
@@ -209,13 +218,11 @@ def serve_metrics(app: Starlette, metrics: Metrics, *, token: str | None,
     """Answer ``GET /metrics`` on ``app`` from ``metrics``, fed by this process's runs, with
     the gauges of the app's runs and streams (and the cluster's, with a PostgreSQL store).
     Returns what stops counting this process's runs."""
-    from dcbrain.durable.store import PostgresDurableStore
-
     runs = app.state.runs
     streams = app.state.streams
     metrics.watch_server(lambda: runs.active_count, lambda: streams.open_count)
     store = getattr(runs, "store", None)
-    if isinstance(store, PostgresDurableStore):
+    if store is not None and is_cluster_store(store):
         metrics.watch_durable(store)
     app.router.routes.append(Route("/metrics", metrics.endpoint(None if open_metrics else token),
                                    methods=["GET"]))
