@@ -24,7 +24,7 @@ import contextlib
 import hashlib
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
 
@@ -286,6 +286,41 @@ class ApprovalBoard:
         return True
 
 
+#: Asks a person about one request: ``(approved, reason)``.
+Asker = Callable[[ApprovalRequest], Awaitable[tuple[bool, str]]]
+
+
+class AskingDesk:
+    """A desk that asks someone directly, one request after the other: a person at a
+    terminal (``dcbrain ask``), an MCP client's user (``dcbrain mcp``). A request not
+    answered within its ``timeout_s`` is denied (``approval timed out``)."""
+
+    def __init__(self, ask: Asker, *, by: str) -> None:
+        self.ask = ask
+        self.by = by
+
+    async def decisions(self, run_id: str) -> Sequence[ApprovalDecision]:
+        return ()
+
+    async def open(self, run_id: str, requests: Sequence[ApprovalRequest]) -> None:
+        return None
+
+    async def wait(self, run_id: str, requests: Sequence[ApprovalRequest], *,
+                   clock: Clock) -> Sequence[ApprovalDecision]:
+        started = clock()
+        decisions: list[ApprovalDecision] = []
+        for request in requests:
+            try:
+                approved, reason = await asyncio.wait_for(self.ask(request), request.timeout_s)
+                decisions.append(decision_for(request, approved=approved, reason=reason,
+                                              by=self.by))
+            except TimeoutError:
+                decisions.append(decision_for(request, approved=False, reason=TIMED_OUT,
+                                              by=BY_TIMEOUT))
+        waited = max(0.0, clock() - started)
+        return [replace(decision, waited_s=waited) for decision in decisions]
+
+
 def with_plan(requests: Sequence[ApprovalRequest], plan: str,
               now: float | None = None) -> list[ApprovalRequest]:
     """``requests`` as the run asks them: with the plan that wants the calls and the time."""
@@ -301,6 +336,8 @@ __all__ = [
     "ApprovalDecision",
     "ApprovalDesk",
     "ApprovalRequest",
+    "Asker",
+    "AskingDesk",
     "approval_call_id",
     "args_hash",
     "decision_for",
