@@ -3,8 +3,9 @@
 A variable names a key path: ``DCBRAIN_`` then the path's parts joined by ``__``, matched
 without regard to case (``DCBRAIN_BRAIN__MAX_ITERATIONS`` is ``brain.max_iterations``,
 ``DCBRAIN_MCP__NOTES__URL`` is ``mcp.notes.url``). A list or a table is given as JSON
-(``DCBRAIN_TOOLS='["tools.py"]'``). Variables whose first part is no top-level key
-(``DCBRAIN_API_TOKEN``) are not configuration and are left alone.
+(``DCBRAIN_TOOLS='["tools.py"]'``); ``null`` unsets a key the file sets. Variables
+whose first part is no top-level key (``DCBRAIN_API_TOKEN``) are not configuration and
+are left alone.
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, create_model
-from pydantic_settings import BaseSettings, EnvSettingsSource, SettingsConfigDict
+from pydantic_settings import BaseSettings, EnvSettingsSource, SettingsConfigDict, SettingsError
 
 ENV_PREFIX = "DCBRAIN_"
 NESTED_DELIMITER = "__"
+#: The value that unsets a key the file sets (it takes its default again).
+NULL = "null"
 
 
 class _Source(EnvSettingsSource):
@@ -30,14 +33,16 @@ class _Source(EnvSettingsSource):
 
     def _load_env_vars(self) -> Mapping[str, str | None]:
         # Names match without regard to case, as the source's own reading does.
-        return {name.lower(): value for name, value in self._environ.items()}
+        return {name.lower(): None if value == NULL else value
+                for name, value in self._environ.items()}
 
 
 def environment_values(
     model: type[BaseModel], environ: Mapping[str, str] | None = None
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """The values ``DCBRAIN_…`` variables give ``model``'s fields, nested as in TOML, and
-    for each key path a variable set (``"brain.max_iterations"``) the variable's name."""
+    for each key path a variable set (``"brain.max_iterations"``) the variable's name;
+    ``ValueError`` naming the variable whose list or table is not JSON."""
     environ = os.environ if environ is None else environ
     fields = {name: (info.annotation, None) for name, info in model.model_fields.items()
               if not info.exclude}
@@ -45,7 +50,14 @@ def environment_values(
         f"{model.__name__}FromEnvironment", __base__=BaseSettings,
         __config__=None, **fields)
     settings.model_config = SettingsConfigDict(extra="ignore")
-    values = _Source(settings, environ)()
+    try:
+        values = _Source(settings, environ)()
+    except SettingsError as exc:
+        field = next((name for name in fields if f'field "{name}"' in str(exc)), "")
+        variable = next((name for name in environ
+                         if name.upper() == f"{ENV_PREFIX}{field.upper()}"), ENV_PREFIX + "…")
+        raise ValueError(f"{field or '(top level)'}: not valid JSON (from {variable}); "
+                         "give a list or a table as JSON, e.g. [\"a\", \"b\"]") from None
     origins: dict[str, str] = {}
     for variable in environ:
         if not variable.upper().startswith(ENV_PREFIX):

@@ -250,7 +250,10 @@ def config_from_dict(raw: dict[str, Any], *, base_dir: Path, source: str,
     raw, deprecations = _renamed_keys(raw, source)
     origins = dict.fromkeys(_key_paths(raw), FROM_FILE)
     if environ:
-        from_environment, variables = environment_values(Config, environ)
+        try:
+            from_environment, variables = environment_values(Config, environ)
+        except ValueError as exc:
+            raise ConfigError(source, [str(exc)]) from None
         raw = merged(raw, from_environment, variables)
         origins.update(variables)
     try:

@@ -1,4 +1,5 @@
-"""``dcbrain init`` writes a commented ``dcbrain.toml``; ``dcbrain config check`` validates one."""
+"""``dcbrain init`` writes a commented ``dcbrain.toml``; ``dcbrain config check`` validates one
+(``dcbrain config show`` is :mod:`dcbrain.cli.config_show`)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import typer
 from dcbrain.cli._config import ConfigOption, config_errors_exit, load_config_or_exit
 from dcbrain.cli._output import fail_usage
 
-config_app = typer.Typer(help="Validate the configuration file.", no_args_is_help=True)
+config_app = typer.Typer(help="Validate the configuration file, or show the effective "
+                         "configuration.", no_args_is_help=True)
 
 EXAMPLE_CONFIG = '''\
 # dcbrain configuration. Relative paths are relative to this file.
