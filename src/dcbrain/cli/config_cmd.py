@@ -19,7 +19,8 @@ EXAMPLE_CONFIG = '''\
 # dcbrain configuration. Relative paths are relative to this file.
 # Validate it with `dcbrain config check`; use it with `dcbrain ask "..."`.
 
-# Python files whose public functions (not starting with "_") the plans may call.
+# Python files whose Tool objects and public functions (not starting with "_") plans may
+# call; a [tool.NAME] table sets a tool's options (requires_approval, timeout_s, ...).
 tools = ["tools.py"]
 
 # Any number of named LLMs. Without an [llm.*] table every role uses the embedded local
