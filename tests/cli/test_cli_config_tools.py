@@ -187,3 +187,17 @@ def test_an_mcp_require_approval_that_is_not_a_list_names_its_key(tmp_path: Path
     with pytest.raises(ConfigError) as caught:
         load_config(path, environ={})
     assert str(caught.value) == f"{path}: mcp.calc.require_approval: Input should be a valid list"
+
+
+def test_the_brain_a_config_builds_calls_the_configured_tools(tmp_path: Path) -> None:
+    from dcbrain.composition import build_brain
+
+    config = load_config(write(tmp_path, "[tool.lookup]\nrequires_approval = true\n"
+                                         "[tool.notify]\nside_effects = false\n"), environ={})
+    brain = build_brain(config)
+    tools = {tool.name: tool for tool in brain.tools}
+    assert sorted(tools) == ["delete_account", "lookup", "notify", "pay_back"]
+    assert tools["lookup"].requires_approval is True
+    assert tools["delete_account"].requires_approval is True
+    assert tools["notify"].side_effects is False
+    assert tools["pay_back"].needs_approval({"amount": 101})
