@@ -293,7 +293,11 @@ class Chain(Runnable):
             record["error"] = f"unknown tool {call.name!r} (available: {known})"
         else:
             try:
-                record["result"] = await tool.acall(**call.arguments)
+                if tool.needs_approval(call.arguments):  # nobody to ask: never unasked
+                    record["error"] = (f"tool {call.name!r} requires a person's approval: "
+                                       "call it from the plan, not from a chain")
+                else:
+                    record["result"] = await tool.acall(**call.arguments)
             except TFToolError as exc:  # the model can fix its arguments: tell it
                 record["error"] = str(exc)
             except TFError:
