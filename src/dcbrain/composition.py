@@ -438,6 +438,7 @@ def build_brain(config: Config, *, trace_path: str | Path | None = None,
         max_tokens=config.brain.max_tokens,
         timeout=config.brain.timeout,
         validate_direct_answers=config.brain.validate_direct_answers,
+        approval_timeout_s=config.brain.approval_timeout_s,
         trace_path=str(trace_path) if trace_path is not None else None,
         planner=planner,
     )

@@ -34,6 +34,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from dcbrain._config_env import environment_values, merged
 from dcbrain._lazy import lazy_exports
+from dcbrain.approvals import DEFAULT_APPROVAL_TIMEOUT_S
 from dcbrain.exceptions import ConfigError as ConfigError
 from dcbrain.exceptions import TFError
 from dcbrain.mcp.limits import (
@@ -157,6 +158,8 @@ class BrainConfig(_Section):
     max_tokens: PositiveInt = 128_000
     timeout: float = Field(default=1200.0, ge=0)
     validate_direct_answers: bool = False
+    #: Seconds a call waits for a person's decision (a tool's or chain's own wins).
+    approval_timeout_s: PositiveFloat = DEFAULT_APPROVAL_TIMEOUT_S
 
 
 class Config(_Section):

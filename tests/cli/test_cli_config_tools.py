@@ -193,8 +193,10 @@ def test_the_brain_a_config_builds_calls_the_configured_tools(tmp_path: Path) ->
     from dcbrain.composition import build_brain
 
     config = load_config(write(tmp_path, "[tool.lookup]\nrequires_approval = true\n"
-                                         "[tool.notify]\nside_effects = false\n"), environ={})
+                                         "[tool.notify]\nside_effects = false\n"
+                                         "[brain]\napproval_timeout_s = 600\n"), environ={})
     brain = build_brain(config)
+    assert brain.approval_timeout_s == 600.0
     tools = {tool.name: tool for tool in brain.tools}
     assert sorted(tools) == ["delete_account", "lookup", "notify", "pay_back"]
     assert tools["lookup"].requires_approval is True
