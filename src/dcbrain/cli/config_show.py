@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import typer
-from pydantic import BaseModel
-from pydantic_core import to_jsonable_python
 
 from dcbrain.cli._config import ConfigOption, load_config_or_exit
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from dcbrain.config import Config
 
 MASK = "****"
@@ -57,6 +57,8 @@ def show(
 
 def effective(config: Config) -> Iterator[tuple[str, Any, str]]:
     """Every key path of ``config`` with its value (as JSON data) and its source."""
+    from pydantic_core import to_jsonable_python
+
     from dcbrain.config import FROM_FILE, origin_of
 
     for path, value in _leaves(config):
@@ -67,6 +69,8 @@ def effective(config: Config) -> Iterator[tuple[str, Any, str]]:
 
 
 def _leaves(model: BaseModel, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    from pydantic import BaseModel
+
     for name, info in type(model).model_fields.items():
         if info.exclude:
             continue
