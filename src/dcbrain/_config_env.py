@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, create_model
-from pydantic_settings import BaseSettings, EnvSettingsSource, SettingsConfigDict, SettingsError
+from pydantic_settings import BaseSettings, EnvSettingsSource, SettingsError
 
 ENV_PREFIX = "DCBRAIN_"
 NESTED_DELIMITER = "__"
@@ -46,10 +46,9 @@ def environment_values(
     environ = os.environ if environ is None else environ
     fields = {name: (info.annotation, None) for name, info in model.model_fields.items()
               if not info.exclude}
+    # The source reads a settings class's fields: one with the model's (never validated).
     settings: type[BaseSettings] = create_model(  # type: ignore[call-overload]
-        f"{model.__name__}FromEnvironment", __base__=BaseSettings,
-        __config__=None, **fields)
-    settings.model_config = SettingsConfigDict(extra="ignore")
+        f"{model.__name__}FromEnvironment", __base__=BaseSettings, **fields)
     try:
         values = _Source(settings, environ)()
     except SettingsError as exc:
