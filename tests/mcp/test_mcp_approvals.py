@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import mcp.types as types
+
 from dcbrain import DCBrain, ScriptedLLM
 from dcbrain.mcp.server import create_server
 from dcbrain.tools import Tool
