@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, create_model
-from pydantic_settings import BaseSettings, EnvSettingsSource, SettingsError
+
+if TYPE_CHECKING:
+    from pydantic_settings import BaseSettings
 
 ENV_PREFIX = "DCBRAIN_"
 NESTED_DELIMITER = "__"
@@ -23,18 +25,25 @@ NESTED_DELIMITER = "__"
 NULL = "null"
 
 
-class _Source(EnvSettingsSource):
-    """pydantic-settings' environment source, reading a given mapping (not ``os.environ``)."""
+def has_variables(environ: Mapping[str, str]) -> bool:
+    """Whether ``environ`` sets anything for :func:`environment_values` to read (checked
+    first: pydantic-settings takes a while to import)."""
+    return any(name.upper().startswith(ENV_PREFIX) for name in environ)
 
-    def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str]) -> None:
-        self._environ = environ
-        super().__init__(settings_cls, case_sensitive=False, env_prefix=ENV_PREFIX,
-                         env_nested_delimiter=NESTED_DELIMITER)
 
-    def _load_env_vars(self) -> Mapping[str, str | None]:
-        # Names match without regard to case, as the source's own reading does.
-        return {name.lower(): None if value == NULL else value
-                for name, value in self._environ.items()}
+def _read(settings_cls: type[BaseSettings], environ: Mapping[str, str]) -> dict[str, Any]:
+    from pydantic_settings import EnvSettingsSource
+
+    class Source(EnvSettingsSource):
+        """pydantic-settings' environment source, reading ``environ`` (not ``os.environ``)."""
+
+        def _load_env_vars(self) -> Mapping[str, str | None]:
+            # Names match without regard to case, as the source's own reading does.
+            return {name.lower(): None if value == NULL else value
+                    for name, value in environ.items()}
+
+    return Source(settings_cls, case_sensitive=False, env_prefix=ENV_PREFIX,
+                  env_nested_delimiter=NESTED_DELIMITER)()
 
 
 def environment_values(
@@ -43,6 +52,8 @@ def environment_values(
     """The values ``DCBRAIN_…`` variables give ``model``'s fields, nested as in TOML, and
     for each key path a variable set (``"brain.max_iterations"``) the variable's name;
     ``ValueError`` naming the variable whose list or table is not JSON."""
+    from pydantic_settings import BaseSettings, SettingsError
+
     environ = os.environ if environ is None else environ
     fields = {name: (info.annotation, None) for name, info in model.model_fields.items()
               if not info.exclude}
@@ -50,7 +61,7 @@ def environment_values(
     settings: type[BaseSettings] = create_model(  # type: ignore[call-overload]
         f"{model.__name__}FromEnvironment", __base__=BaseSettings, **fields)
     try:
-        values = _Source(settings, environ)()
+        values = _read(settings, environ)
     except SettingsError as exc:
         field = next((name for name in fields if f'field "{name}"' in str(exc)), "")
         variable = next((name for name in environ

@@ -32,7 +32,7 @@ from pydantic import (
 )
 from pydantic import ValidationError as PydanticValidationError
 
-from dcbrain._config_env import environment_values, merged
+from dcbrain._config_env import environment_values, has_variables, merged
 from dcbrain._lazy import lazy_exports
 from dcbrain.approvals import DEFAULT_APPROVAL_TIMEOUT_S
 from dcbrain.exceptions import ConfigError as ConfigError
@@ -252,9 +252,9 @@ def config_from_dict(raw: dict[str, Any], *, base_dir: Path, source: str,
             raise ConfigError(source, [f"{key}: Extra inputs are not permitted"])
     raw, deprecations = _renamed_keys(raw, source)
     origins = dict.fromkeys(_key_paths(raw), FROM_FILE)
-    if environ:
+    if environ and has_variables(environ):
         try:
-            from_environment, variables = environment_values(Config, environ)
+            from_environment, variables = environment_values(Config, environ or {})
         except ValueError as exc:
             raise ConfigError(source, [str(exc)]) from None
         raw = merged(raw, from_environment, variables)
