@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from dcbrain.cli import ask, config_cmd, config_show, demo, mcp_cmd, plan, worker_cmd
+from dcbrain.cli import ask, config_cmd, config_show, demo, mcp_cmd, plan, runs, worker_cmd
 from dcbrain.cli.serve import register as register_serve
 
 app = typer.Typer(
@@ -27,3 +27,4 @@ app.command("demo")(demo.demo)
 app.command("mcp")(mcp_cmd.mcp)
 register_serve(app)
 worker_cmd.register(app)
+runs.register(app)
