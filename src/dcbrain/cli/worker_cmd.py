@@ -24,7 +24,7 @@ from dcbrain.cli._config import (
     load_config_or_exit,
 )
 from dcbrain.cli._output import fail_usage
-from dcbrain.server.drain import DEFAULT_DRAIN_TIMEOUT_S
+from dcbrain.server.connections import DEFAULT_DRAIN_TIMEOUT_S
 
 
 def worker(
