@@ -8,7 +8,7 @@ import pytest
 from dcbrain import Chain, Tool
 from dcbrain.chain import TFChainInterpreter
 from dcbrain.llm.testing import ScriptedLLM
-from dcbrain.tfplan import CallableSpec, TFCheckError, check
+from dcbrain.tfplan import CallableSpec, TFCheckError, TFPolicyDenied, check
 from dcbrain.tfplan.flow import MAX_FLOW_STEPS
 
 
@@ -145,7 +145,7 @@ def test_the_interpreter_refuses_the_plan_before_any_call() -> None:
         calls.append(f"pay {recipient}")
         return "paid"
 
-    extract = Chain(name="extract", llm=ScriptedLLM([{"iban": "EVIL123", "amount": 1000}]),
+    extract = Chain(name="extract", llm=ScriptedLLM([{"iban": "EVIL123", "amount": 1000}] * 2),
                     prompt="Extract iban and amount from: {{ text }}",
                     output_json_schema={"type": "object", "properties": {
                         "iban": {"type": "string"}, "amount": {"type": "number"}}})
@@ -160,7 +160,13 @@ def test_the_interpreter_refuses_the_plan_before_any_call() -> None:
     assert calls == []
     assert [str(problem) for problem in interpreter.check(plan)] == [
         str(problem) for problem in caught.value.problems]
+    # without the static check, the check at the call refuses it once the data is read
     unchecked = TFChainInterpreter({"extract": extract}, tools=tools, isolation="inprocess",
                                    flow_check=False)
-    assert unchecked.evaluate(plan).value == "paid"
-    assert calls == ["read_bill", "pay EVIL123"]
+    with pytest.raises(TFPolicyDenied):
+        unchecked.evaluate(plan)
+    assert calls == ["read_bill"]
+    unguarded = TFChainInterpreter({"extract": extract}, tools=tools, isolation="inprocess",
+                                   flow_check=False, policy_mode="off")
+    assert unguarded.evaluate(plan).value == "paid"
+    assert calls == ["read_bill", "read_bill", "pay EVIL123"]
