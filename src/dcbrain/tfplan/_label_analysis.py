@@ -75,7 +75,7 @@ class _Analysis:
 
         def read(node: ast.AST) -> list[str]:
             return [child.id for child in ast.walk(node) if isinstance(child, ast.Name)
-                    and isinstance(child.ctx, ast.Load) and _plan_name(child.id)]
+                    and isinstance(child.ctx, ast.Load) and child.id in bindings]
 
         self.mutated: set[str] = set()
         defined = {node.name: node for node in ast.walk(main)
@@ -91,6 +91,7 @@ class _Analysis:
                 defs[node.name] = defs.get(node.name, 0) + 1
             if isinstance(node, ast.NamedExpr) and _plan_name(node.target.id):
                 self.walrus.add(node.target.id)
+        for node in ast.walk(main):  # links between plan variables only, not builtins
             if isinstance(node, ast.Assign):
                 for target in node.targets:
                     roots = [_root(target)] if isinstance(target, ast.Subscript) else []

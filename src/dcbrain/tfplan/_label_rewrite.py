@@ -86,6 +86,8 @@ class LabelRewriter:
         self.analysis: _Analysis
         self.scope: _Scope
         self.global_shadows: set[str] = set()
+        #: the label of the value an assignment stores (into subscripts too)
+        self._stored_label = _Label()
 
     def rewrite(self, tree: ast.Module) -> ast.Module:
         main = tree.body[0]
@@ -186,6 +188,7 @@ class LabelRewriter:
             stores = all(isinstance(target, ast.Subscript) for target in node.targets)
             label = self.label(value, {}, {}, precise=not stores, shaped=not stores)
         after: list[ast.stmt] = []
+        self._stored_label = label
         held: ast.expr = self._with_context(label)
         if len(node.targets) > 1 or any(isinstance(t, ast.Tuple | ast.List) for t in node.targets):
             temporary = f"{HELPER}t{next(self._temporaries)}"
@@ -213,7 +216,7 @@ class LabelRewriter:
             return bound
         if isinstance(target, ast.Subscript):
             self.label(target, {}, {}, precise=False)
-            self._mutated(target, _Label(0, [label]))
+            self._mutated(target, _Label(0, [label]) if flat else self._stored_label)
         return []
 
     def _for(self, node: ast.For) -> list[ast.stmt]:
