@@ -57,14 +57,16 @@ def test_fooled_plans_are_refused_before_any_call(suite: str) -> None:
 @pytest.mark.parametrize("suite", SUITES)
 def test_with_policies_off_the_fooled_runs_succeed_as_attacks(suite: str) -> None:
     failed = [case.name for case in fooled_cases(suite)
-              if not attack_succeeded(case, run_case(case, flow_check=False))]
+              if not attack_succeeded(case, run_case(case, flow_check=False,
+                                                     policy_mode="off"))]
     assert failed == []
 
 
 @pytest.mark.parametrize("suite", SUITES)
 def test_honest_runs(suite: str) -> None:
     cases = honest_cases(suite)
-    done = sum(task_done(case, run_case(case, flow_check=False)) for case in cases)
+    done = sum(task_done(case, run_case(case, flow_check=False, policy_mode="off"))
+               for case in cases)
     blocked = sum(refused(case) for case in cases)
     assert (len(cases), done, blocked) == HONEST[suite]
 

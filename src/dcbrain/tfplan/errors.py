@@ -194,6 +194,11 @@ class TFPolicyDenied(TFCallError):
     policy: str = ""
 
 
+class FlowCheckOutOfSteps(Exception):
+    """The static flow check used its steps: what it found so far is still certain (never
+    leaves :mod:`dcbrain.tfplan.flow`)."""
+
+
 class TFLimitError(TFInterpreterError):
     """A sandbox limit was hit. ``limit`` names it as in :class:`Limits`."""
 

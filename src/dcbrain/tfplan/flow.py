@@ -33,7 +33,7 @@ from dcbrain.tfplan._flow_values import (
     union,
     untrusted,
 )
-from dcbrain.tfplan.errors import Problem
+from dcbrain.tfplan.errors import FlowCheckOutOfSteps, Problem
 
 if TYPE_CHECKING:
     from dcbrain.tfplan.checker import CallableSpec
@@ -60,10 +60,6 @@ _REMOVES = frozenset({"pop", "popitem", "remove", "discard", "clear", "differenc
 _Argument = tuple[str | None, FlowValue, ast.expr]
 
 
-class _Stop(Exception):
-    """The step budget ran out."""
-
-
 @dataclass
 class _Frame:
     """One body being followed: a plan function's call or the plan's top level."""
@@ -78,7 +74,7 @@ def flow_problems(plan: Plan, specs: Mapping[str, CallableSpec]) -> list[Problem
     if not any(spec.trusted_args and spec.side_effects for spec in specs.values()):
         return []
     analysis = _FlowAnalysis(plan, specs)
-    with contextlib.suppress(_Stop):  # out of steps: what was found is still certain
+    with contextlib.suppress(FlowCheckOutOfSteps):  # out of steps: what was found is still certain
         analysis.block(plan.tree.body, {}, _Frame())
     return sorted(analysis.problems.values(), key=lambda p: (p.line, p.col))
 
@@ -102,7 +98,7 @@ class _FlowAnalysis:
     def _step(self) -> None:
         self.steps += 1
         if self.steps > MAX_FLOW_STEPS:
-            raise _Stop
+            raise FlowCheckOutOfSteps
 
     # -- statements -------------------------------------------------------------------
     def block(self, body: list[ast.stmt], env: Environment, frame: _Frame) -> Environment | None:
