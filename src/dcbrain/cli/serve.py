@@ -72,8 +72,11 @@ def serve(
     = DEFAULT_HOST,
     port: Annotated[int, typer.Option(help="Port to listen on.")] = DEFAULT_PORT,
     max_concurrent_runs: Annotated[
-        int, typer.Option(help="Conversations that may have a run at once (429 beyond).")
-    ] = 16,
+        int | None, typer.Option(help="Conversations that may have a run at once in this "
+                                 "process (429 beyond; default 16). Not for --role api: "
+                                 "workers' --concurrency is the cluster's capacity.",
+                                 show_default=False)
+    ] = None,
     list_conversations: Annotated[
         bool, typer.Option("--list-conversations",
                            help="Answer GET /v1/conversations (off: a conversation is only "
@@ -118,6 +121,7 @@ def serve(
     from dcbrain.server.app import API_TOKEN_ENV, LOOPBACK_HOSTS, create_app
     from dcbrain.server.connections import fit_open_file_limit
     from dcbrain.server.protocol import uvicorn_config
+    from dcbrain.server.runs import DEFAULT_MAX_CONCURRENT_RUNS
 
     loaded = load_config_or_exit(config)
     try:
@@ -142,18 +146,30 @@ def serve(
         sock = bind(host, port)
     except OSError as exc:
         _fail(_bind_problem(host, port, exc))
+    factory: Callable[[], DCBrain] | None = None
+    store: RunStore | None = None
+    runs: RunService | None
     try:
-        memory = shared_memory(loaded, db)
-        store, factory = brain_factory_from_config(loaded, memory)
-        from dcbrain.memory import Memory
+        if role == "api":  # no brain, no local file: the workers run, the database keeps
+            if max_concurrent_runs is not None:
+                raise ValueError("--max-concurrent-runs is not for --role api: each worker's "
+                                 "--concurrency sets how many runs it executes at once")
+            memory = shared_memory(loaded, db)
+            runs, shown_store = api_node_runs(loaded, db, memory)
+        else:
+            memory = shared_memory(loaded, db, outage_wait_s=_outage_wait(db))
+            store, factory = brain_factory_from_config(loaded, memory)
+            from dcbrain.memory import Memory
 
-        conversations = memory if memory is not None else (
-            store if isinstance(store, Memory) else None)
-        runs = durable_runs(loaded, store, factory, db, role, max_concurrent_runs,
-                            conversations)
-        if runs is None:  # runs execute in this process: their first one is no slower
-            threading.Thread(target=_warm_up, args=(factory(),), name="dcbrain-warm-up",
-                             daemon=True).start()
+            conversations = memory if memory is not None else (
+                store if isinstance(store, Memory) else None)
+            runs = durable_runs(loaded, store, factory, db, role,
+                                max_concurrent_runs or DEFAULT_MAX_CONCURRENT_RUNS,
+                                conversations)
+            shown_store = repr(store)
+            if runs is None:  # runs execute in this process: their first one is no slower
+                threading.Thread(target=_warm_up, args=(factory(),), name="dcbrain-warm-up",
+                                 daemon=True).start()
     except (ConfigError, ValueError, OSError) as exc:
         sock.close()
         _fail(str(exc))
@@ -163,13 +179,13 @@ def serve(
         memory=memory,
         runs=runs,
         api_token=token,
-        max_concurrent_runs=max_concurrent_runs,
+        max_concurrent_runs=max_concurrent_runs or DEFAULT_MAX_CONCURRENT_RUNS,
         allowed_hosts=LOOPBACK_HOSTS if loopback else ("*",),
         list_conversations=list_conversations,
     )
     shown = f"[{host}]" if ":" in host else host
     bound_port = sock.getsockname()[1]
-    sys.stderr.write(f"dcbrain serving on http://{shown}:{bound_port}/ (store: {store!r})\n")
+    sys.stderr.write(f"dcbrain serving on http://{shown}:{bound_port}/ (store: {shown_store})\n")
     sys.stderr.write(durability_notice(runs, db, role) + "\n")
     # No access log: the event stream may carry ?access_token= in its URL.
     server = uvicorn.Server(uvicorn_config(app, limits, access_log=False, log_level="info"))
@@ -217,11 +233,39 @@ def durable_runs(
     from dcbrain.durable.setup import build_engine, open_store
     from dcbrain.server.durable_runs import DurableRuns
 
-    db_url, durable = open_store(db, store)
+    db_url, durable = open_store(db, store, outage_wait_s=_outage_wait(db))
     engine, hub = build_engine(db_url, durable, config, factory if role == "all" else None,
                                concurrency=max_concurrent_runs)
     return DurableRuns(engine, durable, hub, memory=memory,
                        max_concurrent_runs=max_concurrent_runs)
+
+
+def api_node_runs(config: Config, db: str | None,
+                  memory: Memory | None) -> tuple[RunService, str]:
+    """Durable runs for ``--role api`` and the store they name: the workers' database only.
+
+    Nothing waits out a database outage here: a request meets it at once, as a 503.
+    """
+    if db is None:
+        raise ValueError("--role api needs --db postgresql://... (the workers' database)")
+    missing = durable_runs_missing()
+    if missing is not None:
+        raise ValueError(f"--role api needs durable runs, but {missing}")
+    from dcbrain.durable.setup import build_engine, open_store
+    from dcbrain.server.durable_runs import DurableRuns
+
+    db_url, durable = open_store(db, None)
+    engine, hub = build_engine(db_url, durable, config, None)
+    return DurableRuns(engine, durable, hub, memory=memory), repr(durable)
+
+
+def _outage_wait(db: str | None) -> float:
+    """How long a process that executes runs on ``db`` waits out a database outage."""
+    if db is None or durable_runs_missing() is not None:
+        return 0.0
+    from dcbrain.durable.setup import OUTAGE_WAIT_S
+
+    return OUTAGE_WAIT_S
 
 
 def durable_runs_missing() -> str | None:

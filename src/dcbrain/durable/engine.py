@@ -28,6 +28,8 @@ from dcbrain.durable._dbos import (
     DBOSConfig,
     EnqueueOptions,
     WorkflowSerializationFormat,
+    database_errors,
+    migrate_system_database,
     recover_pending_workflows,
     wait_until_polled,
 )
@@ -36,6 +38,7 @@ from dcbrain.durable.control import ControlChannel
 from dcbrain.durable.executor import RunExecutor
 from dcbrain.durable.store import DurableStore, PostgresDurableStore
 from dcbrain.durable.workflow import QUEUE_NAME, WORKFLOW_NAME
+from dcbrain.exceptions import DatabaseUnavailable
 
 logger = logging.getLogger("dcbrain.durable")
 
@@ -43,6 +46,8 @@ logger = logging.getLogger("dcbrain.durable")
 HEARTBEAT_S: Final = 2.0
 #: A worker whose heartbeat is older than this is dead: its runs go back to the queue.
 DEAD_AFTER_S: Final = 15.0
+#: Seconds between an API node's attempts at migrating DBOS's schema while it cannot.
+MIGRATE_RETRY_S: Final = 1.0
 #: How often a worker looks at the queue for runs to start (seconds).
 QUEUE_POLL_S: Final = 0.1
 #: Python's thread switch interval in a process that executes runs (default 5 ms): the
@@ -95,6 +100,12 @@ class DurableEngine:
                                       executor.handle if executor is not None else None)
         self._client: DBOSClient | None = None
         self._launched = False
+        #: Set once DBOS's schema is known to be migrated (runs may be enqueued).
+        self.schema_ready = threading.Event()
+        self._migrating: threading.Thread | None = None
+        #: When this worker's heartbeats started to succeed again after they failed
+        #: (``None``: failing now; at start, as if forever).
+        self._beating_since: float | None = float("-inf")
         self._stop = threading.Event()
         self._heartbeat: threading.Thread | None = None
         self._warming: threading.Thread | None = None
@@ -111,8 +122,13 @@ class DurableEngine:
         a restarted server serves, and resumes its runs, without waiting for it.
         """
         if self.executor is None:
+            # Raising, not retrying, on a lost connection: the request is answered 503.
             self._client = DBOSClient(system_database_url=dbos_url(self.db_url),
-                                      serializer=PORTABLE_JSON, lazy=True)
+                                      serializer=PORTABLE_JSON, lazy=True,
+                                      retry_connection_errors=False)
+            self._migrating = threading.Thread(target=self._migrate, name="dcbrain-migrate",
+                                               daemon=True)
+            self._migrating.start()
             return
         self._warming = threading.Thread(target=self._warm_up, name="dcbrain-warm-up",
                                          daemon=True)
@@ -131,8 +147,9 @@ class DurableEngine:
             "notification_listener_polling_interval_sec": QUEUE_POLL_S,
         }
         DBOS(config=config)
-        DBOS.launch()
+        DBOS.launch()  # migrates DBOS's schema, under DBOS's advisory lock
         self._launched = True
+        self.schema_ready.set()
         DBOS.register_queue(QUEUE_NAME, worker_concurrency=self.concurrency,
                             partition_concurrency=1, polling_interval_sec=QUEUE_POLL_S,
                             on_conflict="always_update")
@@ -144,6 +161,36 @@ class DurableEngine:
             self._heartbeat = threading.Thread(target=self._beat, args=(self.store,),
                                                name="dcbrain-heartbeat", daemon=True)
             self._heartbeat.start()
+
+    def _migrate(self) -> None:
+        """Migrate DBOS's schema from an API node too: whichever node starts first, no run
+        is enqueued into a schema a worker has not finished (nodes start in any order)."""
+        while not self._stop.is_set():
+            try:
+                migrate_system_database(dbos_url(self.db_url))
+            except Exception as exc:
+                logger.warning("DBOS's schema cannot be migrated yet (%s); retrying", exc)
+                self._stop.wait(MIGRATE_RETRY_S)
+                continue
+            self.schema_ready.set()
+            return
+
+    def readiness(self) -> list[str]:
+        """What this node lacks to take runs: the database, DBOS's schema, a live worker
+        (an API node); empty when it is ready."""
+        missing: list[str] = []
+        if not self.schema_ready.is_set():
+            missing.append("schema: DBOS's schema is not migrated yet")
+        if not isinstance(self.store, PostgresDurableStore):
+            return missing
+        try:
+            workers = self.store.live_workers(DEAD_AFTER_S)
+        except DatabaseUnavailable as exc:
+            return [f"database: {exc}", *missing]
+        if self.executor is None and workers == 0:
+            missing.append(f"workers: no worker has sent a heartbeat in the last "
+                           f"{DEAD_AFTER_S:.0f} s (start dcbrain worker)")
+        return missing
 
     def wait_warm(self, timeout_s: float | None = None) -> None:
         """Wait until the worker's brain has loaded what a first run loads lazily."""
@@ -165,6 +212,8 @@ class DurableEngine:
         self.control.close()
         if self._heartbeat is not None:
             self._heartbeat.join(timeout=5)
+        if self._migrating is not None:
+            self._migrating.join(timeout=5)
         if self._client is not None:
             self._client.destroy()
             self._client = None
@@ -185,6 +234,9 @@ class DurableEngine:
 
     def enqueue(self, run_id: str, conversation_id: str, question: str) -> None:
         """Queue the run (its id is the workflow id); it starts after the conversation's last."""
+        if not self.schema_ready.is_set():
+            raise DatabaseUnavailable("DBOS's schema is not migrated yet: the run cannot be "
+                                      "queued")
         options: EnqueueOptions = {
             "workflow_name": WORKFLOW_NAME,
             "queue_name": QUEUE_NAME,
@@ -193,17 +245,19 @@ class DurableEngine:
             "app_version": self.app_version,
             "serialization_type": WorkflowSerializationFormat.PORTABLE,
         }
-        if self._client is not None:
-            self._client.enqueue(options, conversation_id, question)
-        else:
-            DBOS.enqueue_workflow_with_options(options, conversation_id, question)
+        with database_errors("queueing a run"):
+            if self._client is not None:
+                self._client.enqueue(options, conversation_id, question)
+            else:
+                DBOS.enqueue_workflow_with_options(options, conversation_id, question)
 
     def cancel(self, run_id: str) -> None:
         """Tell DBOS the run is over (a queued run then never starts)."""
-        if self._client is not None:
-            self._client.cancel_workflow(run_id)
-        else:
-            DBOS.cancel_workflow(run_id)
+        with database_errors("cancelling a run"):
+            if self._client is not None:
+                self._client.cancel_workflow(run_id)
+            else:
+                DBOS.cancel_workflow(run_id)
 
     def send(self, message: dict[str, Any]) -> None:
         """A control message to the worker executing ``message["run_id"]``."""
@@ -211,9 +265,10 @@ class DurableEngine:
 
     def workflow_status(self, run_id: str) -> str | None:
         """DBOS's status of the run's workflow (``ENQUEUED``, ``PENDING``, ``SUCCESS``, …)."""
-        if self._client is not None:
-            return str(self._client.retrieve_workflow(run_id).get_status().status)
-        status = DBOS.get_workflow_status(run_id)
+        with database_errors("reading a run's workflow"):
+            if self._client is not None:
+                return str(self._client.retrieve_workflow(run_id).get_status().status)
+            status = DBOS.get_workflow_status(run_id)
         return None if status is None else str(status.status)
 
     # -- dead workers --------------------------------------------------------------------
@@ -222,6 +277,14 @@ class DurableEngine:
         while not self._stop.is_set():
             try:
                 store.heartbeat(self.executor_id)
+                now = time.monotonic()
+                if self._beating_since is None:
+                    self._beating_since = now
+                if now - self._beating_since < DEAD_AFTER_S:
+                    # After an outage every worker's heartbeat is old: the live ones get
+                    # the time to beat again before any of them counts as dead.
+                    self._stop.wait(HEARTBEAT_S)
+                    continue
                 for dead in store.claim_dead_workers(DEAD_AFTER_S):
                     if dead == self.executor_id:
                         continue
@@ -229,7 +292,11 @@ class DurableEngine:
                     handles = recover_pending_workflows([dead])
                     logger.warning("worker %s is silent: %d run(s) back on the queue (%.2f s)",
                                    dead, len(handles), time.monotonic() - started)
+            except DatabaseUnavailable as exc:
+                self._beating_since = None
+                logger.warning("heartbeat failed: %s", exc)
             except Exception:
+                self._beating_since = None
                 logger.exception("heartbeat failed")
             self._stop.wait(HEARTBEAT_S)
 

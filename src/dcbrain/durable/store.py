@@ -168,8 +168,12 @@ _RUN_COLUMNS: Final = "run_id, conversation_id, status, data, created_at, update
 class PostgresDurableStore(DurableStore):
     """The ``dcbrain_*`` tables of one PostgreSQL database, through a small connection pool."""
 
-    def __init__(self, url: str, *, max_connections: int = 8) -> None:
-        self.connections = Connections(url, max_connections=max_connections)
+    def __init__(self, url: str, *, max_connections: int = 8,
+                 outage_wait_s: float = 0.0) -> None:
+        """``outage_wait_s``: how long an operation waits for a database that is down
+        before it raises :class:`~dcbrain.exceptions.DatabaseUnavailable`."""
+        self.connections = Connections(url, max_connections=max_connections,
+                                       outage_wait_s=outage_wait_s)
         self.dsn = self.connections.dsn
         with self._connection() as conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK_ID,))
@@ -341,6 +345,13 @@ class PostgresDurableStore(DurableStore):
     def forget_worker(self, executor_id: str) -> None:
         with self._connection() as conn:
             conn.execute("DELETE FROM dcbrain_workers WHERE executor_id = %s", (executor_id,))
+
+    def live_workers(self, silent_for_s: float) -> int:
+        """How many workers sent a heartbeat in the last ``silent_for_s`` (never waits out
+        an outage: it is what a readiness check asks)."""
+        return int(self.connections.probe(
+            f"SELECT count(*) FROM dcbrain_workers WHERE heartbeat_at > "
+            f"extract(epoch FROM now()) - {float(silent_for_s)!r}"))
 
     def claim_dead_workers(self, silent_for_s: float) -> list[str]:
         """Remove and return workers whose last heartbeat is older than ``silent_for_s``.

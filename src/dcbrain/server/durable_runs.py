@@ -50,10 +50,15 @@ class DurableRuns:
     """:class:`~dcbrain.server.service.RunService` over a :class:`DurableEngine`."""
 
     def __init__(self, engine: DurableEngine, store: DurableStore, hub: EventHub, *,
-                 memory: Memory | None = None, max_concurrent_runs: int = 16) -> None:
+                 memory: Memory | None = None, max_concurrent_runs: int | None = None) -> None:
         """``memory`` keeps the conversations (the one the workers' brains use): each
-        message goes in when it is taken, so one superseded before it ran is kept too."""
-        if max_concurrent_runs < 1:
+        message goes in when it is taken, so one superseded before it ran is kept too.
+
+        ``max_concurrent_runs`` caps the conversations with a live run this node accepted
+        (429 beyond) when this process executes them; ``None`` (an API node): runs wait in
+        the queue for a worker, whose ``--concurrency`` is the limit.
+        """
+        if max_concurrent_runs is not None and max_concurrent_runs < 1:
             raise ValueError("max_concurrent_runs must be at least 1")
         self.engine = engine
         self.store = store
@@ -81,6 +86,9 @@ class DurableRuns:
         await self.hub.start()
         return []
 
+    async def readiness(self) -> list[str]:
+        return await asyncio.to_thread(self.engine.readiness)
+
     async def stop(self) -> None:
         await self.hub.close()
         await asyncio.to_thread(self.engine.stop)
@@ -101,7 +109,8 @@ class DurableRuns:
         live = [r for r in await asyncio.to_thread(self.store.list_runs, conversation_id, 50)
                 if r.status in _LIVE]
         await self._refresh_active()
-        if not live and len(self._active) >= self.max_concurrent_runs:
+        if (not live and self.max_concurrent_runs is not None
+                and len(self._active) >= self.max_concurrent_runs):
             raise TooManyRuns(self.max_concurrent_runs)
         # a run superseded already (still in its grace) stays superseded by its first successor
         live = [r for r in live if not r.data.get("superseded_by")]
