@@ -118,6 +118,7 @@ def serve(
 
     from dcbrain.composition import brain_factory_from_config, shared_memory
     from dcbrain.config import ConfigError
+    from dcbrain.exceptions import DatabaseUnavailable
     from dcbrain.server.app import API_TOKEN_ENV, LOOPBACK_HOSTS, create_app
     from dcbrain.server.connections import fit_open_file_limit
     from dcbrain.server.protocol import uvicorn_config
@@ -170,7 +171,7 @@ def serve(
             if runs is None:  # runs execute in this process: their first one is no slower
                 threading.Thread(target=_warm_up, args=(factory(),), name="dcbrain-warm-up",
                                  daemon=True).start()
-    except (ConfigError, ValueError, OSError) as exc:
+    except (ConfigError, ValueError, OSError, DatabaseUnavailable) as exc:
         sock.close()
         _fail(str(exc))
     app = create_app(

@@ -35,6 +35,7 @@ def worker(
                          'reinstall dcbrain with its dependencies (pip install -e ".[local]")\n')
         raise typer.Exit(2) from None
     from dcbrain.composition import brain_factory_from_config, shared_memory
+    from dcbrain.exceptions import DatabaseUnavailable
 
     loaded = load_config_or_exit(config)
     with config_errors_exit():
@@ -43,8 +44,10 @@ def worker(
             memory = shared_memory(loaded, db, outage_wait_s=OUTAGE_WAIT_S)
             runs, factory = brain_factory_from_config(loaded, memory)
             db_url, store = open_store(db, runs, outage_wait_s=OUTAGE_WAIT_S)
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, DatabaseUnavailable) as exc:
             fail_usage(str(exc))
+    if concurrency < 1:
+        fail_usage(f"--concurrency must be at least 1, not {concurrency}")
     engine, _ = build_engine(db_url, store, loaded, factory, concurrency=concurrency,
                              executor_id=executor_id)
     stop = threading.Event()
