@@ -8,8 +8,11 @@ import threading
 from pathlib import Path
 
 import httpx
+import pytest
 
+from dcbrain.durable import PostgresDurableStore, StoreWriter
 from dcbrain.durable.testing import PostgresCluster, fresh_database
+from dcbrain.exceptions import DatabaseUnavailable
 from support.durable_processes import (
     answer_every_run,
     count,
@@ -24,6 +27,49 @@ from support.fake_openai import FakeOpenAIServer
 
 RUNS = 4
 TOOLS = ("step_one", "step_two", "step_three")
+
+
+def test_a_store_that_does_not_wait_raises_database_unavailable_then_works_at_once_again(
+    postgres_cluster: PostgresCluster,
+) -> None:
+    store = PostgresDurableStore(fresh_database(postgres_cluster.url))
+    try:
+        store.save_run("r1", "c1", "queued", {})
+        assert store.get_run("r1") is not None  # leaves an idle connection in the pool
+        postgres_cluster.stop()
+        with pytest.raises(DatabaseUnavailable, match="unavailable"):
+            store.get_run("r1")
+        postgres_cluster.start()
+        # The pool's connections died with the server: none of them is handed out again.
+        record = store.get_run("r1")
+    finally:
+        store.close()
+    assert record is not None and record.status == "queued"
+
+
+def test_a_worker_store_and_its_writer_wait_the_outage_out(
+    postgres_cluster: PostgresCluster,
+) -> None:
+    url = fresh_database(postgres_cluster.url)
+    waiting = PostgresDurableStore(url, outage_wait_s=120)
+    writer = StoreWriter(PostgresDurableStore(url))  # fails fast: the writer writes again
+    outcome: list[object] = []
+    try:
+        waiting.save_run("r1", "c1", "running", {})
+        postgres_cluster.stop()
+        writer.add_events("r1", [{"seq": 0, "type": "start"}])
+        saver = threading.Thread(target=lambda: outcome.append(
+            waiting.update_run("r1", "succeeded", {}, only_from=("running",))))
+        saver.start()
+        postgres_cluster.start()
+        saver.join(60)
+        writer.flush()
+        events = waiting.events("r1")
+    finally:
+        writer.close()
+        waiting.close()
+    assert [getattr(record, "status", None) for record in outcome] == ["succeeded"]
+    assert events == [{"seq": 0, "type": "start"}]
 
 
 class _Poller(threading.Thread):
