@@ -151,6 +151,8 @@ def serve(
     store: RunStore | None = None
     runs: RunService | None
     try:
+        if role not in ("all", "api"):
+            raise ValueError(f"--role must be 'all' or 'api', not {role!r}")
         if role == "api":  # no brain, no local file: the workers run, the database keeps
             if max_concurrent_runs is not None:
                 raise ValueError("--max-concurrent-runs is not for --role api: each worker's "
@@ -164,7 +166,7 @@ def serve(
 
             conversations = memory if memory is not None else (
                 store if isinstance(store, Memory) else None)
-            runs = durable_runs(loaded, store, factory, db, role,
+            runs = durable_runs(loaded, store, factory, db,
                                 max_concurrent_runs or DEFAULT_MAX_CONCURRENT_RUNS,
                                 conversations)
             shown_store = repr(store)
@@ -211,21 +213,17 @@ def durable_runs(
     store: RunStore,
     factory: Callable[[], DCBrain],
     db: str | None,
-    role: str,
     max_concurrent_runs: int,
     memory: Memory | None = None,
 ) -> RunService | None:
-    """Durable runs for ``serve``; ``None`` (runs in this process) without the durable extra.
+    """Durable runs executed by ``serve`` itself (``--role all``); ``None`` (runs in this
+    process) without the durable extra.
 
     ``memory`` keeps the conversations (the brains' memory).
 
-    With ``--db`` or ``--role api`` the extra is required; without them it is used when
-    installed, on the store's SQLite file.
+    With ``--db`` the extra is required; without it, it is used when installed, on the
+    store's SQLite file.
     """
-    if role not in ("all", "api"):
-        raise ValueError(f"--role must be 'all' or 'api', not {role!r}")
-    if role == "api" and db is None:
-        raise ValueError("--role api needs --db postgresql://... (the workers' database)")
     missing = durable_runs_missing()
     if missing is not None:
         if db is not None:
@@ -235,7 +233,7 @@ def durable_runs(
     from dcbrain.server.durable_runs import DurableRuns
 
     db_url, durable = open_store(db, store, outage_wait_s=_outage_wait(db))
-    engine, hub = build_engine(db_url, durable, config, factory if role == "all" else None,
+    engine, hub = build_engine(db_url, durable, config, factory,
                                concurrency=max_concurrent_runs)
     return DurableRuns(engine, durable, hub, memory=memory,
                        max_concurrent_runs=max_concurrent_runs)
