@@ -96,6 +96,7 @@ class DurableEngine:
         self.executor_id = executor_id or (new_executor_id() if postgres else "local")
         if executor is not None:
             executor.executor_id = self.executor_id
+            executor.requeue = self.enqueue  # a run whose approvals were decided meanwhile
         self.control = ControlChannel(db_url if postgres else None,
                                       executor.handle if executor is not None else None)
         self._client: DBOSClient | None = None
@@ -232,15 +233,17 @@ class DurableEngine:
 
     # -- commands ------------------------------------------------------------------------
 
-    def enqueue(self, run_id: str, conversation_id: str, question: str) -> None:
-        """Queue the run (its id is the workflow id); it starts after the conversation's last."""
+    def enqueue(self, run_id: str, conversation_id: str, question: str,
+                workflow_id: str | None = None) -> None:
+        """Queue the run (its id is the workflow id unless ``workflow_id`` says otherwise:
+        a continuation's); it starts after the conversation's last."""
         if not self.schema_ready.is_set():
             raise DatabaseUnavailable("DBOS's schema is not migrated yet: the run cannot be "
                                       "queued")
         options: EnqueueOptions = {
             "workflow_name": WORKFLOW_NAME,
             "queue_name": QUEUE_NAME,
-            "workflow_id": run_id,
+            "workflow_id": workflow_id or run_id,
             "queue_partition_key": conversation_id,
             "app_version": self.app_version,
             "serialization_type": WorkflowSerializationFormat.PORTABLE,
@@ -251,13 +254,14 @@ class DurableEngine:
             else:
                 DBOS.enqueue_workflow_with_options(options, conversation_id, question)
 
-    def cancel(self, run_id: str) -> None:
-        """Tell DBOS the run is over (a queued run then never starts)."""
+    def cancel(self, run_id: str, workflow_id: str | None = None) -> None:
+        """Tell DBOS the run is over (a queued run then never starts); ``workflow_id``
+        for a continuation of the run."""
         with database_errors("cancelling a run"):
             if self._client is not None:
-                self._client.cancel_workflow(run_id)
+                self._client.cancel_workflow(workflow_id or run_id)
             else:
-                DBOS.cancel_workflow(run_id)
+                DBOS.cancel_workflow(workflow_id or run_id)
 
     def send(self, message: dict[str, Any]) -> None:
         """A control message to the worker executing ``message["run_id"]``."""
