@@ -81,7 +81,10 @@ def answer_every_run(llm: FakeOpenAIServer, *, latency_s: float = 0.0) -> None:
     llm.handler = handle
 
 
-def write_config(directory: Path, llm: FakeOpenAIServer, *, delay_s: float) -> Path:
+def write_config(directory: Path, llm: FakeOpenAIServer, *, delay_s: float,
+                 approval: tuple[str, ...] = ()) -> Path:
+    """The config of the counting tools; the tools named in ``approval`` wait for a
+    person's decision (``[tool.NAME] requires_approval``)."""
     counters = directory / "counters"
     counters.mkdir(parents=True, exist_ok=True)
     (directory / "tools.py").write_text(TOOLS.format(counters=str(counters), delay_s=delay_s))
@@ -90,6 +93,7 @@ def write_config(directory: Path, llm: FakeOpenAIServer, *, delay_s: float) -> P
         'tools = ["tools.py"]\n[llm.main]\n'
         f'base_url = "{llm.base_url}"\nmodel = "fake-model"\n'
         'api_key_env = "FAKE_API_KEY"\nmax_retries = 0\n[memory]\npath = "brain.db"\n'
+        + "".join(f"[tool.{name}]\nrequires_approval = true\n" for name in approval)
     )
     return config
 
@@ -106,9 +110,12 @@ def planner_requests(llm: FakeOpenAIServer) -> int:
     return sum(1 for request in llm.requests if request.response_format is None)
 
 
-def start(args: list[str], log: Path) -> subprocess.Popen[bytes]:
-    """``python -m dcbrain.cli ARGS`` with this test's code and a log file."""
-    env = dict(os.environ, FAKE_API_KEY="sk-test", PYTHONPATH=os.pathsep.join(sys.path))
+def start(args: list[str], log: Path, extra_path: str | None = None
+          ) -> subprocess.Popen[bytes]:
+    """``python -m dcbrain.cli ARGS`` with this test's code (after ``extra_path``, if
+    given) and a log file."""
+    paths = [extra_path] if extra_path else []
+    env = dict(os.environ, FAKE_API_KEY="sk-test", PYTHONPATH=os.pathsep.join([*paths, *sys.path]))
     env.pop("DCBRAIN_API_TOKEN", None)
     with log.open("ab") as out:
         return subprocess.Popen([sys.executable, "-m", "dcbrain.cli", *args], env=env,

@@ -31,6 +31,7 @@ from dcbrain.durable._dbos import (
     database_errors,
     migrate_system_database,
     recover_pending_workflows,
+    stop_dequeuing,
     wait_until_polled,
 )
 from dcbrain.durable._urls import dbos_url, is_postgres
@@ -50,6 +51,8 @@ DEAD_AFTER_S: Final = 15.0
 MIGRATE_RETRY_S: Final = 1.0
 #: How often a worker looks at the queue for runs to start (seconds).
 QUEUE_POLL_S: Final = 0.1
+#: How often a draining worker looks whether its runs in flight have ended (seconds).
+DRAIN_POLL_S: Final = 0.05
 #: Python's thread switch interval in a process that executes runs (default 5 ms): the
 #: store writer, DBOS's queue thread and the control listener each wait for the run loop
 #: to give the GIL back before they go on; with hundreds of runs on the loop, 5 ms per
@@ -204,6 +207,27 @@ class DurableEngine:
             self.executor.warm_up()
         except Exception:  # the first run meets the same problem and reports it
             logger.exception("warming the brain up failed")
+
+    def stop_taking_runs(self) -> None:
+        """Start no more runs from the queue (they wait for another worker, or this one's
+        next start); the runs in flight go on."""
+        if self._launched and not stop_dequeuing(QUEUE_NAME):
+            logger.warning("DBOS was not polling %s: nothing to stop", QUEUE_NAME)
+
+    def in_flight(self) -> list[str]:
+        """The ids of the runs this process executes now."""
+        return [] if self.executor is None else list(self.executor.live)
+
+    def drain(self, timeout_s: float, hurry: threading.Event | None = None) -> list[str]:
+        """Stop taking runs and wait up to ``timeout_s`` (or until ``hurry`` is set) for
+        the runs in flight to end; returns the ids still in flight."""
+        self.stop_taking_runs()
+        deadline = time.monotonic() + timeout_s
+        hurry = hurry if hurry is not None else threading.Event()
+        while self.in_flight() and time.monotonic() < deadline:
+            if hurry.wait(min(DRAIN_POLL_S, max(0.0, deadline - time.monotonic()))):
+                break
+        return self.in_flight()
 
     def stop(self) -> None:
         """Stop executing; runs in flight stay pending and resume elsewhere or at restart."""

@@ -111,6 +111,18 @@ class DurableRuns:
         await self.hub.close()
         await asyncio.to_thread(self.engine.stop)
 
+    @property
+    def in_flight(self) -> int:
+        return len(self.engine.in_flight())
+
+    async def stop_taking_runs(self) -> None:
+        await asyncio.to_thread(self.engine.stop_taking_runs)
+
+    async def release_in_flight(self) -> list[str]:
+        # Nothing to do: a workflow left running stays pending, and DBOS resumes it at
+        # this node's next start (or a live peer once this node's heartbeat is stale).
+        return self.engine.in_flight()
+
     # -- commands ------------------------------------------------------------------------
 
     async def submit(self, conversation_id: str, content: str) -> DurableSubmittedRun:

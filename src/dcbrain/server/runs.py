@@ -157,7 +157,18 @@ class RunManager:
 
     async def stop(self) -> None:
         """Stop every run (they end ``interrupted``) and wait until they are recorded."""
+        await self.stop_taking_runs()
+        await self.release_in_flight()
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._runs)
+
+    async def stop_taking_runs(self) -> None:
         self._stopping = True
+
+    async def release_in_flight(self) -> list[str]:
+        """End every unfinished run ``interrupted`` and wait until each is recorded."""
         runs = list(self._runs.values())
         for run in runs:
             if run.task is not None and not run.task.done():
@@ -171,6 +182,7 @@ class RunManager:
                 pass  # how a stopped run ends; it recorded itself as interrupted
             except Exception:
                 logger.exception("run %s did not stop cleanly", run.run_id)
+        return [run.run_id for run in runs]
 
     # -- queries -----------------------------------------------------------------------
 

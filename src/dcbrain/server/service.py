@@ -44,6 +44,23 @@ class RunService(Protocol):
 
     async def stop(self) -> None: ...
 
+    @property
+    def in_flight(self) -> int:
+        """Runs this process executes (or has accepted to) that have not ended."""
+        ...
+
+    async def stop_taking_runs(self) -> None:
+        """Start no more runs (draining); the runs in flight go on."""
+        ...
+
+    async def release_in_flight(self) -> list[str]:
+        """Give up the runs still in flight; returns their ids.
+
+        A run executed in this process ends ``interrupted`` (its readers get its ``final``
+        event); a durable one stays pending, for a restarted or another worker to resume.
+        """
+        ...
+
     async def submit(self, conversation_id: str, content: str) -> SubmittedRun:
         """Start a run for a new message (superseding the conversation's active run).
 
