@@ -141,7 +141,7 @@ def test_a_postgres_restart_mid_run_answers_503_then_every_run_finishes(
                    what="503s while PostgreSQL is down")
         postgres_cluster.start()
         wait_until(lambda: poller.statuses("/v1/ready")[-1:] == [200],  # type: ignore[union-attr]
-                   timeout_s=60, what="ready again")
+                   timeout_s=180, what="ready again")
         poller.stopping.set()
         poller.join()
         everything = run_ids + poller.accepted
