@@ -27,7 +27,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("chains", {"chain"}),
     ("brains", {"brain", "agent"}),
     ("runs", {"runs"}),
-    ("configuration", {"config"}),
+    ("configuration", {"config", "_config_env"}),
     ("durable", {"durable"}),
     ("composition", {"composition"}),
     ("surfaces", {"server", "mcp.server"}),

@@ -261,6 +261,10 @@ class TooManyRuns(TFError):
         self.limit = limit
 
 
+class RunConflict(TFError):
+    """A run cannot do what was asked in the state it is in (resume a finished run, ...)."""
+
+
 class DurableRunError(TFError):
     """A durable run ended by an exception the brain does not handle (recorded as ``failed``).
 
@@ -305,6 +309,7 @@ __all__ = [
     "LocalModelUnavailable",
     "OutputMismatch",
     "RetriesExhausted",
+    "RunConflict",
     "ScalarError",
     "StoreWriteError",
     "TFApprovalError",

@@ -75,6 +75,10 @@ class DCBrain(BaseBrain):
     :class:`~dcbrain.approvals.ApprovalBoard` of its own by default), at most
     ``approval_timeout_s`` seconds (default 24 h; a tool's own ``approval_timeout_s``
     wins), after which it is denied; waiting does not count against ``timeout``.
+    ``show_untrusted_to_planner=False`` puts a typed placeholder (type, length, source) in
+    place of untrusted data in planning prompts (earlier results and errors, the calls that
+    already succeeded, recalled answers and documents); by default the planner sees it, and
+    the run records which sources it saw (``PlanningContext.untrusted_sources_shown``).
 
     One instance runs any number of questions at once, each as its own
     :class:`~dcbrain.brain.run.BrainRun`; only two runs of the same conversation (or with
@@ -110,6 +114,7 @@ class DCBrain(BaseBrain):
         output_type: Any = None,
         approval_timeout_s: float = DEFAULT_APPROVAL_TIMEOUT_S,
         approvals: ApprovalBoard | None = None,
+        show_untrusted_to_planner: bool = True,
     ) -> None:
         super().__init__(memory=memory, memory_chunk_size=memory_chunk_size, trace_path=trace_path)
         if max_iterations < 1:
@@ -149,6 +154,7 @@ class DCBrain(BaseBrain):
         #: Where this brain's runs wait for decisions unless a run brings its own desk
         #: (``RunDeps.approvals``): :meth:`approve` and :meth:`deny` decide there.
         self.approvals = approvals if approvals is not None else ApprovalBoard()
+        self.show_untrusted_to_planner = show_untrusted_to_planner
         # Without a store given per run: kept in the memory's file when it is also a run
         # store (other processes see them), else in this process.
         store = self.memory if isinstance(self.memory, RunStore) else None

@@ -117,6 +117,9 @@ class _ToolCallable:
         self.parameters_schema = tool.parameters_schema
         self.returns_schema = tool.returns_schema
         self.signature = tool.signature
+        self.side_effects = tool.side_effects
+        self.trusted_output = tool.trusted_output
+        self.trusted_args = tool.trusted_args
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         owner = self.owner
@@ -164,6 +167,10 @@ class TFChainInterpreter:
     default) or ``"inprocess"`` (trusted plans). ``approvals`` decides the calls of tools
     and chains declared ``requires_approval`` (:class:`ApprovalGate`); without it such a
     call is denied (:class:`~dcbrain.tfplan.TFApprovalDenied`): nobody can be asked.
+    ``flow_check`` (on by default) makes a plan whose untrusted data certainly reaches a
+    tool's ``trusted_args`` a check error before anything runs (see
+    :mod:`dcbrain.tfplan.flow`); off, only the checks made while the plan runs see such
+    flows.
     """
 
     def __init__(
@@ -184,7 +191,9 @@ class TFChainInterpreter:
         run_id: str | None = None,
         isolation: Isolation = "process",
         approvals: ApprovalGate | None = None,
+        flow_check: bool = True,
     ) -> None:
+        self.flow_check = flow_check
         self.chains_map: dict[str, Chain | Chains] = dict(chains_map)
         self._approvals = approvals
         self._journal = PlanJournal(journal, attempt, run_id)
@@ -241,7 +250,7 @@ class TFChainInterpreter:
 
     def check(self, plan: str) -> list[Problem]:
         """Every static problem of ``plan`` (syntax included) against the chains and tools."""
-        return check(plan, self._checked_specs())
+        return check(plan, self._checked_specs(), flow=self.flow_check)
 
     def describe_callables(self) -> list[dict[str, Any]]:
         """Name, kind, description, input and output schema of each chain and tool."""
@@ -306,7 +315,7 @@ class TFChainInterpreter:
         # compiled as the run will compile it (raises TFSyntaxError); the run reuses it
         parsed, _ = compile_source(plan, frozenset(self._interpreter.callables))
         if run_check:
-            problems = check(parsed, self._checked_specs())
+            problems = check(parsed, self._checked_specs(), flow=self.flow_check)
             if problems:
                 raise TFCheckError(problems, parsed.source)
 

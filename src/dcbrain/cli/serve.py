@@ -23,8 +23,7 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 import typer
 
 from dcbrain.cli._config import ConfigOption, load_config_or_exit
-from dcbrain.server.connections import ConnectionLimits
-from dcbrain.server.drain import DEFAULT_DRAIN_TIMEOUT_S
+from dcbrain.server.connections import DEFAULT_DRAIN_TIMEOUT_S, ConnectionLimits
 
 if TYPE_CHECKING:
     from dcbrain.brain import DCBrain

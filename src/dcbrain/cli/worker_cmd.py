@@ -17,9 +17,14 @@ from typing import Annotated
 
 import typer
 
-from dcbrain.cli._config import ConfigOption, config_errors_exit, load_config_or_exit
+from dcbrain.cli._config import (
+    AppVersionOption,
+    ConfigOption,
+    config_errors_exit,
+    load_config_or_exit,
+)
 from dcbrain.cli._output import fail_usage
-from dcbrain.server.drain import DEFAULT_DRAIN_TIMEOUT_S
+from dcbrain.server.connections import DEFAULT_DRAIN_TIMEOUT_S
 
 
 def worker(
@@ -35,6 +40,7 @@ def worker(
         typer.Option(help="A stable id (e.g. the pod name): a restart under the same id "
                      "resumes its runs at once. Default: host-pid-random."),
     ] = None,
+    app_version: AppVersionOption = None,
     drain_timeout: Annotated[
         float, typer.Option(help="Seconds a stopping worker (SIGTERM) lets its runs in "
                             "flight finish; the rest resume elsewhere or at restart.")
@@ -65,7 +71,7 @@ def worker(
     if concurrency < 1:
         fail_usage(f"--concurrency must be at least 1, not {concurrency}")
     engine, _ = build_engine(db_url, store, loaded, factory, concurrency=concurrency,
-                             executor_id=executor_id)
+                             executor_id=executor_id, app_version=app_version)
     stop, hurry = threading.Event(), threading.Event()
 
     def on_signal(*_: object) -> None:

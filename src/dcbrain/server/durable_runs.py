@@ -2,7 +2,8 @@
 
 The run's record, events and status live in the durable store, so any API node answers
 for any run. A new message of a conversation with a live run supersedes it: a run still
-queued ends at once (``aborted``/``superseded``, and DBOS never starts it); a running one
+queued, or stranded (no worker of its version is left), ends at once
+(``aborted``/``superseded``, and DBOS never starts it); a running one
 gets a control message and the worker running it stops it. The messages of a conversation
 are taken one at a time (per API node), and each is added to the conversation as it is
 taken, whether or not its run ever starts. The queue runs one run per
@@ -31,6 +32,7 @@ from dcbrain.runs import (
     LIVE_STATUSES,
     QUEUED,
     RUNNING,
+    STRANDED,
     WAITING,
     RunRecord,
     RunRequest,
@@ -41,6 +43,8 @@ from dcbrain.runs import (
 logger = logging.getLogger("dcbrain.server")
 
 _LIVE = LIVE_STATUSES
+#: Live runs no worker executes: the API node ends them itself (and DBOS never runs them).
+_NOT_EXECUTING = (QUEUED, WAITING, STRANDED)
 #: How often (seconds) an API node denies approval requests nobody decided in time.
 APPROVAL_SWEEP_S = 5.0
 #: How long a stream waits after a run's final event for its terminal status (seconds).
@@ -160,7 +164,7 @@ class DurableRuns:
     def _supersede(self, old: StoredRun, by: str, text: str) -> None:
         ended = self.store.update_run(old.run_id, "aborted",
                                       {"reason": "superseded", "superseded_by": by},
-                                      only_from=(QUEUED, WAITING))
+                                      only_from=_NOT_EXECUTING)
         if ended is not None:  # not executing anywhere: end it here
             self._final(old, "aborted", "aborted", superseded_by=by)  # said as superseded
             self.engine.cancel(old.run_id, ended.data.get("workflow_id"))
@@ -175,7 +179,7 @@ class DurableRuns:
 
     def _abort(self, run_id: str) -> bool:
         ended = self.store.update_run(run_id, "aborted", {"reason": "aborted"},
-                                      only_from=(QUEUED, WAITING))
+                                      only_from=_NOT_EXECUTING)
         if ended is not None:  # not executing anywhere: end it here
             self._final(ended, "aborted", "aborted")
             self.engine.cancel(run_id, ended.data.get("workflow_id"))

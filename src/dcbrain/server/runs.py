@@ -162,7 +162,8 @@ class RunManager:
 
     @property
     def in_flight(self) -> int:
-        return len(self._runs)
+        """Runs a drain waits for: not the ones waiting for a person, who may take days."""
+        return sum(1 for run in self._runs.values() if run.record.status != WAITING)
 
     async def stop_taking_runs(self) -> None:
         self._stopping = True
