@@ -142,9 +142,14 @@ class DurableEngine:
             self._client = DBOSClient(system_database_url=dbos_url(self.db_url),
                                       serializer=PORTABLE_JSON, lazy=True,
                                       retry_connection_errors=False)
-            self._migrating = threading.Thread(target=self._migrate, name="dcbrain-migrate",
-                                               daemon=True)
-            self._migrating.start()
+            try:  # at once when it can be: a started engine enqueues
+                migrate_system_database(dbos_url(self.db_url))
+                self.schema_ready.set()
+            except Exception as exc:  # the database is not there yet: 503 until it is
+                logger.warning("DBOS's schema cannot be migrated yet (%s); retrying", exc)
+                self._migrating = threading.Thread(target=self._migrate,
+                                                   name="dcbrain-migrate", daemon=True)
+                self._migrating.start()
             return
         self._warming = threading.Thread(target=self._warm_up, name="dcbrain-warm-up",
                                          daemon=True)
