@@ -162,6 +162,16 @@ class BrainConfig(_Section):
     approval_timeout_s: PositiveFloat = DEFAULT_APPROVAL_TIMEOUT_S
 
 
+class TelemetryConfig(_Section):
+    """Traces and metrics of ``serve``, ``worker`` and ``ask``."""
+
+    #: An OTLP/HTTP receiver's base URL (``/v1/traces`` is added), as
+    #: ``OTEL_EXPORTER_OTLP_ENDPOINT``; unset: the standard variables decide.
+    otlp_endpoint: HttpUrl | None = None
+    #: ``/metrics`` without the API token (for a scraper inside a trusted network).
+    metrics_open: bool = False
+
+
 class Config(_Section):
     """The whole ``dcbrain.toml``. ``base_dir`` anchors its relative paths."""
 
@@ -174,6 +184,7 @@ class Config(_Section):
     mcp: dict[str, MCPServerConfig] = Field(default_factory=dict)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     brain: BrainConfig = Field(default_factory=BrainConfig)
+    telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     source: str = Field(default="(defaults)", exclude=True)
     #: Keys the file still uses under an old name (each one's message says the new name).

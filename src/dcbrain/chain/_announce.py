@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Protocol
+
+from opentelemetry import context as otel_context
 
 from dcbrain.events import PlanCallKind
 from dcbrain.tfplan import CallRecord
@@ -80,6 +84,24 @@ class CallAnnouncer:
         if listener is not None and call is not None:
             listener(call, attempt=attempt, attempts=attempts,
                      error=f"{type(error).__name__}: {error}", delay_s=delay_s)
+
+    @contextmanager
+    def traced(self, record: CallRecord | None) -> Iterator[None]:
+        """Run the body in the trace context of the announced call ``record``, when the
+        observer has one (``trace_context``): spans started there are the call's children.
+        Entered where the call runs — the plan's thread for a tool, a chain's task."""
+        context_of = getattr(self._observer, "trace_context", None)
+        with self._lock:
+            call = self._announced.get(id(record)) if record is not None else None
+        context = context_of(call) if context_of is not None and call is not None else None
+        if context is None:
+            yield
+            return
+        token = otel_context.attach(context)
+        try:
+            yield
+        finally:
+            otel_context.detach(token)
 
     def on_call_abandoned(self, record: CallRecord) -> None:
         report = getattr(self._observer, "on_call_abandoned", None)

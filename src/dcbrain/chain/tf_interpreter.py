@@ -19,7 +19,7 @@ import dataclasses
 import hashlib
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 from dcbrain.chain._announce import CallAnnouncer, PlanCallObserver
@@ -137,14 +137,17 @@ class _ToolCallable:
         policy = tool.retry
         if policy is None:
             if tool.is_async:
-                return owner._in_scope(journal.acall(key, "tool", tool.acall(**arguments)))
-            return journal.call(key, "tool", lambda: tool.call(**arguments))
+                return owner._in_scope(journal.acall(key, "tool", tool.acall(**arguments)),
+                                       record)
+            with owner._traced(record):
+                return journal.call(key, "tool", lambda: tool.call(**arguments))
         tries = JournaledTries(journal, key, "tool", owner._announcer, record)
         if tool.is_async:
             return owner._in_scope(journal.acall(
-                key, "tool", tries.acall(policy, lambda: tool.acall(**arguments))))
-        return journal.call(key, "tool",
-                            lambda: tries.call(policy, lambda: tool.call(**arguments)))
+                key, "tool", tries.acall(policy, lambda: tool.acall(**arguments))), record)
+        with owner._traced(record):
+            return journal.call(key, "tool",
+                                lambda: tries.call(policy, lambda: tool.call(**arguments)))
 
     def __repr__(self) -> str:
         return f"<tool {self.name}>"
@@ -372,7 +375,7 @@ class TFChainInterpreter:
             return chain.async_run(message, self.conversation, self.knowledge)
 
         try:
-            with self._journal.context(key):
+            with self._journal.context(key), self._traced(record):
                 if chain.retry is None:
                     result = await run()
                 else:
@@ -396,13 +399,21 @@ class TFChainInterpreter:
             intermediate=added)
         return result.content
 
-    async def _in_scope(self, awaitable: Awaitable[Any]) -> Any:
-        """Await an async tool with the plan's LLM usage collector in place."""
+    async def _in_scope(self, awaitable: Awaitable[Any], record: CallRecord | None) -> Any:
+        """Await an async tool with the plan's LLM usage collector in place, in its call's
+        trace context."""
         token = llm_observer.set(self._scope().collector)
         try:
-            return await awaitable
+            with self._traced(record):
+                return await awaitable
         finally:
             llm_observer.reset(token)
+
+    def _traced(self, record: CallRecord | None) -> AbstractContextManager[None]:
+        """Where the call ``record`` runs, its spans nest under its own."""
+        if self._announcer is None:
+            return nullcontext()
+        return self._announcer.traced(record)
 
     def _construct_chain(self, **kwargs: Any) -> Callable[..., Any]:
         """``__construct_chain(...)``: a new chain on ``default_llm``, callable by the plan.

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 import typer
 
 from dcbrain.cli._config import ConfigOption, load_config_or_exit
+from dcbrain.cli._observe import LogFormatOption, observe_process
 from dcbrain.server.connections import DEFAULT_DRAIN_TIMEOUT_S, ConnectionLimits
 
 if TYPE_CHECKING:
@@ -124,6 +125,7 @@ def serve(
                            help="Serve a non-loopback address without DCBRAIN_API_TOKEN "
                            "(anyone who reaches it can run the brain).")
     ] = False,
+    log_format: LogFormatOption = None,
 ) -> None:
     """Serve the HTTP API (live events over SSE) and the web page at http://HOST:PORT/.
 
@@ -136,10 +138,12 @@ def serve(
     from dcbrain.server.app import API_TOKEN_ENV, LOOPBACK_HOSTS, create_app
     from dcbrain.server.connections import fit_open_file_limit
     from dcbrain.server.drain import SHUTDOWN_GRACE_S, DrainingServer
+    from dcbrain.server.metrics import Metrics, serve_metrics
     from dcbrain.server.protocol import trusted_proxies, uvicorn_config
     from dcbrain.server.runs import DEFAULT_MAX_CONCURRENT_RUNS
 
     loaded = load_config_or_exit(config)
+    observe_process(loaded, "serve", log_format)
     try:
         limits = ConnectionLimits(max_connections=max_connections,
                                   head_timeout_s=head_timeout, body_timeout_s=body_timeout)
@@ -204,14 +208,17 @@ def serve(
         allowed_hosts=LOOPBACK_HOSTS if loopback else ("*",),
         list_conversations=list_conversations,
     )
+    serve_metrics(app, Metrics(), token=token, open_metrics=loaded.telemetry.metrics_open)
     shown = f"[{host}]" if ":" in host else host
     bound_port = sock.getsockname()[1]
     sys.stderr.write(f"dcbrain serving on http://{shown}:{bound_port}/ (store: {shown_store})\n")
     sys.stderr.write(durability_notice(runs, db, role) + "\n")
     # No access log: the event stream may carry ?access_token= in its URL.
+    # uvicorn's lines go through the process's log format (log_config=None)
     server = DrainingServer(
         uvicorn_config(app, limits, forwarded_allow_ips=proxies, access_log=False,
-                       log_level="info", timeout_graceful_shutdown=SHUTDOWN_GRACE_S),
+                       log_level="info", log_config=None,
+                       timeout_graceful_shutdown=SHUTDOWN_GRACE_S),
         app.state.drain, drain_timeout)
     server.run(sockets=[sock])
 

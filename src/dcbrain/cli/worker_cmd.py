@@ -13,6 +13,7 @@ import math
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from typing import Annotated
 
 import typer
@@ -23,6 +24,7 @@ from dcbrain.cli._config import (
     config_errors_exit,
     load_config_or_exit,
 )
+from dcbrain.cli._observe import LogFormatOption, observe_process
 from dcbrain.cli._output import fail_usage
 from dcbrain.server.connections import DEFAULT_DRAIN_TIMEOUT_S
 
@@ -45,6 +47,15 @@ def worker(
         float, typer.Option(help="Seconds a stopping worker (SIGTERM) lets its runs in "
                             "flight finish; the rest resume elsewhere or at restart.")
     ] = DEFAULT_DRAIN_TIMEOUT_S,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(help="Answer GET /metrics (Prometheus) on this port; off by default.",
+                     show_default=False),
+    ] = None,
+    metrics_host: Annotated[
+        str, typer.Option(help="Address for --metrics-port (no token is asked there).")
+    ] = "127.0.0.1",
+    log_format: LogFormatOption = None,
 ) -> None:
     """Execute runs from the queue until SIGTERM or Ctrl-C, then drain: runs in flight
     finish within --drain-timeout, or resume elsewhere."""
@@ -79,6 +90,8 @@ def worker(
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    observe_process(loaded, "worker", log_format, worker=engine.executor_id)
+    stop_metrics = _serve_metrics(store, metrics_port, metrics_host)
     engine.start()
     engine.wait_warm()
     sys.stderr.write(f"dcbrain worker {engine.executor_id} ready (version "
@@ -92,9 +105,32 @@ def worker(
                      "left to resume\n" if left else
                      f"dcbrain worker {engine.executor_id} stopping: every run in flight ended\n")
     engine.stop()
+    stop_metrics()
     store.close()
     if memory is not None:
         memory.close()
+
+
+def _serve_metrics(store: object, port: int | None, host: str) -> Callable[[], None]:
+    """This worker's ``/metrics`` on ``host:port`` (nothing without a port)."""
+    if port is None:
+        return lambda: None
+    from dcbrain.server.metrics import Metrics, is_cluster_store
+
+    metrics = Metrics()
+    if is_cluster_store(store):
+        metrics.watch_durable(store)
+    stop_observing = metrics.observe_runs()
+    try:
+        stop_serving = metrics.serve(port, host)
+    except OSError as exc:
+        fail_usage(f"cannot serve metrics on {host}:{port}: {exc.strerror or exc}")
+
+    def stop() -> None:
+        stop_observing()
+        stop_serving()
+
+    return stop
 
 
 def register(app: typer.Typer) -> None:

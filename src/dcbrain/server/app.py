@@ -169,6 +169,7 @@ def create_app(
         },
     )
     app.state.runs = runs
+    app.state.streams = api.streams
     app.state.drain = drain  # what a DrainingServer drains on SIGTERM
     app.add_middleware(_Guard, token=token, allowed_hosts=tuple(allowed_hosts))
     return app

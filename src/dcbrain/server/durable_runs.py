@@ -39,6 +39,7 @@ from dcbrain.runs import (
     conversations,
     end_unstarted,
 )
+from dcbrain.telemetry import submission_traceparent
 
 logger = logging.getLogger("dcbrain.server")
 
@@ -150,8 +151,9 @@ class DurableRuns:
         live = [r for r in live if not r.data.get("superseded_by")]
         run_id = uuid.uuid4().hex
         supersedes = live[0].run_id if live else None
-        await asyncio.to_thread(self.store.save_run, run_id, conversation_id, QUEUED,
-                                {"question": content, "supersedes": supersedes})
+        data = {"question": content, "supersedes": supersedes,
+                "traceparent": submission_traceparent(run_id, conversation_id)}
+        await asyncio.to_thread(self.store.save_run, run_id, conversation_id, QUEUED, data)
         if self.memory is not None:
             await self.memory.acommit_message(conversation_id, content, "user")
             await asyncio.to_thread(record_question_kept, self.store, run_id)
