@@ -445,9 +445,11 @@ def build_brain(config: Config, *, trace_path: str | Path | None = None,
 
 
 # -- serving: the server and the workers ----------------------------------------------
-def shared_memory(config: Config, db: str | None) -> Memory | None:
+def shared_memory(config: Config, db: str | None, *,
+                  outage_wait_s: float = 0.0) -> Memory | None:
     """With ``--db``, conversation memory in that PostgreSQL database, shared by every
-    worker and API node (``None``: the config's SQLite file, or memory turned off)."""
+    worker and API node (``None``: the config's SQLite file, or memory turned off);
+    ``outage_wait_s``: how long it waits out a database outage."""
     if db is None or not config.memory.path:
         return None
     try:
@@ -455,7 +457,7 @@ def shared_memory(config: Config, db: str | None) -> Memory | None:
     except ImportError as exc:
         raise ValueError(f"--db needs DBOS and psycopg, which cannot be imported ({exc})") \
             from None
-    return open_memory(db)
+    return open_memory(db, outage_wait_s=outage_wait_s)
 
 
 def brain_factory_from_config(

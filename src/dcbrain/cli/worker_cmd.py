@@ -33,7 +33,10 @@ def worker(
     db: Annotated[str, typer.Option("--db", help="PostgreSQL URL shared by workers and API "
                                     "nodes (postgresql://user@host:port/dbname).")],
     config: ConfigOption = None,
-    concurrency: Annotated[int, typer.Option(help="Runs this worker executes at once.")] = 16,
+    concurrency: Annotated[
+        int, typer.Option(help="Runs this worker executes at once (the cluster's capacity "
+                          "is the sum over its workers).")
+    ] = 16,
     executor_id: Annotated[
         str | None,
         typer.Option(help="A stable id (e.g. the pod name): a restart under the same id "
@@ -59,21 +62,25 @@ def worker(
     if not (math.isfinite(drain_timeout) and drain_timeout >= 0):
         fail_usage(f"--drain-timeout must be a number of seconds >= 0, not {drain_timeout}")
     try:
-        from dcbrain.durable.setup import build_engine, open_store
+        from dcbrain.durable.setup import OUTAGE_WAIT_S, build_engine, open_store
     except ImportError:
         sys.stderr.write("error: dcbrain worker needs DBOS, which cannot be imported here; "
                          'reinstall dcbrain with its dependencies (pip install -e ".[local]")\n')
         raise typer.Exit(2) from None
     from dcbrain.composition import brain_factory_from_config, shared_memory
+    from dcbrain.exceptions import DatabaseUnavailable
 
     loaded = load_config_or_exit(config)
     with config_errors_exit():
         try:
-            memory = shared_memory(loaded, db)  # every worker reads and writes the same
+            # every worker reads and writes the same; its runs wait out a database outage
+            memory = shared_memory(loaded, db, outage_wait_s=OUTAGE_WAIT_S)
             runs, factory = brain_factory_from_config(loaded, memory)
-            db_url, store = open_store(db, runs)
-        except (OSError, ValueError) as exc:
+            db_url, store = open_store(db, runs, outage_wait_s=OUTAGE_WAIT_S)
+        except (OSError, ValueError, DatabaseUnavailable) as exc:
             fail_usage(str(exc))
+    if concurrency < 1:
+        fail_usage(f"--concurrency must be at least 1, not {concurrency}")
     engine, _ = build_engine(db_url, store, loaded, factory, concurrency=concurrency,
                              executor_id=executor_id, app_version=app_version)
     stop, hurry = threading.Event(), threading.Event()
