@@ -22,7 +22,7 @@ LAYERS: list[tuple[str, set[str]]] = [
                     "events", "journal", "schemas", "neural", "retries", "_typed",
                     "_docstrings", "_scalars", "_docparts", "_events_doc", "_event_values",
                     "_plan_diff_data", "_tool_schemas", "_event_envelope", "approvals",
-                    "logs", "telemetry"}),
+                    "logs", "telemetry", "policies"}),
     ("language and tools", {"tfplan", "tools"}),
     ("models and stores", {"llm", "memory", "mcp"}),
     ("chains", {"chain"}),
