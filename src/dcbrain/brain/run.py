@@ -457,6 +457,8 @@ class BrainRun:
             approvals=self.gate,
             policies=brain.policies,
             policy_mode=brain.policy_mode,
+            flow_check=brain.policy_mode != "off",
+            planner_saw=self.planning.untrusted_sources_shown,
         )
 
     # -- machine callbacks: validation -------------------------------------------------

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from dcbrain.policies import (
@@ -18,7 +18,7 @@ from dcbrain.policies import (
     trusted_args_policy,
 )
 from dcbrain.tfplan.errors import TFPolicyDenied
-from dcbrain.tfplan.provenance import CallSources, Tracking, call_sources
+from dcbrain.tfplan.provenance import PLAN, CallSources, Tracking, call_sources
 
 logger = logging.getLogger(__name__)
 
@@ -46,10 +46,13 @@ class PolicyGate:
     """The policies of one interpreter: the callee's own, then the brain's."""
 
     def __init__(self, mode: PolicyMode, policies: Sequence[Policy],
-                 trusted_tools: Sequence[str]) -> None:
+                 trusted_tools: Sequence[str], planner_saw: Iterable[str] = ()) -> None:
         self.mode = mode
         self.policies = tuple(policies)
         self.trusted = TRUSTED_SOURCES | {f"tool:{name}" for name in trusted_tools}
+        #: Untrusted sources the planner read before it wrote this plan: its literals carry
+        #: them (a planner shown an injected email may copy the attacker's IBAN).
+        self.planner_saw = frozenset(planner_saw) - self.trusted
 
     def check(self, kind: str, name: str, owner: Any, arguments: Mapping[str, Any],
               ask: Callable[[str], Exception | None]) -> Exception | None:
@@ -64,7 +67,11 @@ class PolicyGate:
         policies = [*own, *getattr(owner, "policies", ()), *self.policies]
         if not policies:
             return None
-        call = PolicyCall(name, dict(arguments), _by_name(owner, arguments), self.trusted, kind)
+        sources = _by_name(owner, arguments)
+        if self.planner_saw:
+            sources = {argument: found | self.planner_saw if PLAN in found else found
+                       for argument, found in sources.items()}
+        call = PolicyCall(name, dict(arguments), sources, self.trusted, kind)
         for policy in policies:
             try:
                 decision = policy(call)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
@@ -175,7 +175,9 @@ class TFChainInterpreter:
     ``flow_check`` (on by default) makes a plan whose untrusted data certainly reaches a
     tool's ``trusted_args`` a check error before anything runs (see
     :mod:`dcbrain.tfplan.flow`); off, only the checks made while the plan runs see such
-    flows.
+    flows. ``policies`` and ``policy_mode`` are checked before every call (see
+    :mod:`dcbrain.policies`); ``planner_saw`` are the untrusted sources the plan's writer
+    had read: its literals carry them too.
     """
 
     def __init__(
@@ -199,6 +201,7 @@ class TFChainInterpreter:
         policies: Sequence[Policy] = (),
         policy_mode: PolicyMode | None = None,
         flow_check: bool = True,
+        planner_saw: Iterable[str] = (),
     ) -> None:
         self.flow_check = flow_check
         self.chains_map: dict[str, Chain | Chains] = dict(chains_map)
@@ -226,7 +229,8 @@ class TFChainInterpreter:
         mode = effective_mode(checked_mode(policy_mode), [*self.chains_map.values(),
                                                           *self.tools], policies)
         self._policies = PolicyGate(mode, checked_policies(policies, "TFChainInterpreter"),
-                                    [tool.name for tool in self.tools if tool.trusted_output])
+                                    [tool.name for tool in self.tools if tool.trusted_output],
+                                    planner_saw)
         self._interpreter = Interpreter(
             callables,
             limits=limits,
