@@ -239,6 +239,14 @@ class TooManyRuns(TFError):
         self.limit = limit
 
 
+class InvalidRunQuery(TFError, ValueError):
+    """A run listing's status, page size or cursor is not one the store reads."""
+
+
+class RunConflict(TFError):
+    """A run cannot do what was asked in the state it is in (resume a finished run, ...)."""
+
+
 class DurableRunError(TFError):
     """A durable run ended by an exception the brain does not handle (recorded as ``failed``).
 
@@ -266,9 +274,11 @@ __all__ = [
     "ConfigError",
     "DBOSContractError",
     "DurableRunError",
+    "InvalidRunQuery",
     "LocalModelUnavailable",
     "OutputMismatch",
     "RetriesExhausted",
+    "RunConflict",
     "ScalarError",
     "StoreWriteError",
     "TFBrainBusyError",

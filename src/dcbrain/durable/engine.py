@@ -17,6 +17,7 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Sequence
 from importlib.metadata import version
 from typing import Any, Final
 
@@ -36,6 +37,7 @@ from dcbrain.durable.control import ControlChannel
 from dcbrain.durable.executor import RunExecutor
 from dcbrain.durable.store import DurableStore, PostgresDurableStore
 from dcbrain.durable.workflow import QUEUE_NAME, WORKFLOW_NAME
+from dcbrain.exceptions import RunConflict
 
 logger = logging.getLogger("dcbrain.durable")
 
@@ -51,6 +53,10 @@ QUEUE_POLL_S: Final = 0.1
 #: hand-over added up to seconds of event latency and of queue lag.
 SWITCH_INTERVAL_S: Final = 0.001
 _PYTHON_SWITCH_INTERVAL_S: Final = 0.005
+#: DBOS statuses of a workflow that stopped before its run ended: resuming queues it again.
+RESUMABLE_WORKFLOWS: Final = frozenset({"CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"})
+#: DBOS statuses of a workflow no worker executes or will start by itself.
+ENDED_WORKFLOWS: Final = RESUMABLE_WORKFLOWS | {"SUCCESS", "ERROR"}
 
 
 def application_version(config_text: str | bytes | None = None) -> str:
@@ -215,6 +221,52 @@ class DurableEngine:
             return str(self._client.retrieve_workflow(run_id).get_status().status)
         status = DBOS.get_workflow_status(run_id)
         return None if status is None else str(status.status)
+
+    def resume(self, run_id: str, *, any_version: bool = False) -> None:
+        """Put the run's stopped workflow (cancelled, or given up after repeated crashes) back
+        on the run queue, where a worker resumes it from its journal.
+
+        ``any_version``: resume even when the run's application version differs from the
+        workers'. Raises :class:`RunConflict` when the workflow is queued or executing
+        already, has ended, or does not exist.
+        """
+        status = self.workflow_statuses([run_id]).get(run_id)
+        if status is None:
+            raise RunConflict(f"run {run_id} has no durable workflow to resume")
+        if status not in RESUMABLE_WORKFLOWS:
+            state = {"ENQUEUED": "is queued already", "DELAYED": "is queued already",
+                     "PENDING": "is being executed by a worker"}.get(
+                         status, f"has ended (its workflow is {status})")
+            raise RunConflict(f"run {run_id} {state}: there is nothing to resume")
+        if self._client is not None:
+            self._client.resume_workflow(run_id, queue_name=QUEUE_NAME)
+        else:
+            DBOS.resume_workflow(run_id, queue_name=QUEUE_NAME)
+
+    def workflow_statuses(self, run_ids: Sequence[str]) -> dict[str, str]:
+        """DBOS's status of each run's workflow (runs without one are left out)."""
+        ids = list(run_ids)
+        if self._client is not None:
+            found = self._client.list_workflows(workflow_ids=ids, load_input=False,
+                                                load_output=False)
+        else:
+            found = DBOS.list_workflows(workflow_ids=ids, load_input=False, load_output=False)
+        return {status.workflow_id: str(status.status) for status in found}
+
+    def forget(self, run_ids: Sequence[str]) -> list[str]:
+        """Delete DBOS's rows of the runs' ended workflows (status, inputs, outputs, steps,
+        messages, events, streams); returns the runs done with. A workflow still queued or
+        executing is kept, and its run is left out."""
+        statuses = self.workflow_statuses(run_ids)
+        done = [run_id for run_id in run_ids if statuses.get(run_id, "SUCCESS")
+                in ENDED_WORKFLOWS]
+        present = [run_id for run_id in done if run_id in statuses]
+        if present:
+            if self._client is not None:
+                self._client.delete_workflows(present)
+            else:
+                DBOS.delete_workflows(present)
+        return done
 
     # -- dead workers --------------------------------------------------------------------
 

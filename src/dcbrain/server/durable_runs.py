@@ -21,7 +21,7 @@ from typing import Any
 from dcbrain.durable import DurableEngine, DurableStore, EventHub
 from dcbrain.durable.journal import record_question_kept
 from dcbrain.events import Event
-from dcbrain.exceptions import TooManyRuns
+from dcbrain.exceptions import RunConflict, TooManyRuns
 from dcbrain.memory import Memory
 from dcbrain.memory import RunRecord as StoredRun
 from dcbrain.runs import (
@@ -33,6 +33,8 @@ from dcbrain.runs import (
     conversations,
     end_unstarted,
 )
+from dcbrain.runs.listing import RunPage, RunQuery, page_of
+from dcbrain.runs.retention import prune_runs
 
 _LIVE = LIVE_STATUSES
 #: How long a stream waits after a run's final event for its terminal status (seconds).
@@ -147,6 +149,21 @@ class DurableRuns:
         self.engine.send({"op": "abort", "run_id": run_id})
         return True
 
+    async def resume_run(self, run_id: str, *, any_version: bool = False) -> None:
+        await asyncio.to_thread(self._resume, run_id, any_version)
+
+    def _resume(self, run_id: str, any_version: bool) -> None:
+        record = self.store.get_run(run_id)
+        if record is None:
+            raise RunConflict(f"no run {run_id!r}")
+        if record.status not in _LIVE:
+            raise RunConflict(f"run {run_id} has ended ({record.status}): there is nothing to "
+                              "resume; send the message again for a new run")
+        self.engine.resume(run_id, any_version=any_version)
+
+    def prune(self, older_than_s: float) -> int:
+        return prune_runs(self.store, older_than_s, forget_workflows=self.engine.forget)
+
     def _final(self, run: StoredRun, status: str, reason: str,
                superseded_by: str | None = None) -> None:
         """The ``final`` event of a run that ends before any worker started it."""
@@ -181,6 +198,11 @@ class DurableRuns:
 
     async def list_runs(self, conversation_id: str) -> list[StoredRun]:
         return await asyncio.to_thread(self.store.list_runs, conversation_id)
+
+    async def page_runs(self, query: RunQuery) -> RunPage:
+        rows = await asyncio.to_thread(self.store.page_runs, query.statuses,
+                                       query.conversation_id, query.limit + 1, query.before)
+        return page_of(rows, query, lambda row: RunRecord.from_stored(row).summary())
 
     async def conversations(self, limit: int = 200) -> list[dict[str, Any]]:
         rows = await asyncio.to_thread(self.store.list_runs, None, limit * 20)
