@@ -130,6 +130,13 @@ class BrainConfig(_Section):
     validate_direct_answers: bool = False
 
 
+class RetentionConfig(_Section):
+    """How long finished runs are kept; ``days`` unset keeps them for good."""
+
+    days: PositiveFloat | None = None
+    check_every_minutes: PositiveFloat = 60.0
+
+
 class Config(_Section):
     """The whole ``dcbrain.toml``. ``base_dir`` anchors its relative paths."""
 
@@ -140,6 +147,7 @@ class Config(_Section):
     mcp: dict[str, MCPServerConfig] = Field(default_factory=dict)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     brain: BrainConfig = Field(default_factory=BrainConfig)
+    retention: RetentionConfig = Field(default_factory=RetentionConfig)
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     source: str = Field(default="(defaults)", exclude=True)
     #: Keys the file still uses under an old name (each one's message says the new name).

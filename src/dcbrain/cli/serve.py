@@ -113,8 +113,9 @@ def serve(
     """
     import uvicorn
 
-    from dcbrain.composition import brain_factory_from_config, shared_memory
+    from dcbrain.composition import brain_factory_from_config, retention_periods, shared_memory
     from dcbrain.config import ConfigError
+    from dcbrain.runs.retention import DEFAULT_CHECK_EVERY_S
     from dcbrain.server.app import API_TOKEN_ENV, LOOPBACK_HOSTS, create_app
     from dcbrain.server.connections import fit_open_file_limit
     from dcbrain.server.protocol import uvicorn_config
@@ -157,6 +158,7 @@ def serve(
     except (ConfigError, ValueError, OSError) as exc:
         sock.close()
         _fail(str(exc))
+    retention = retention_periods(loaded)
     app = create_app(
         factory,
         store,
@@ -166,6 +168,8 @@ def serve(
         max_concurrent_runs=max_concurrent_runs,
         allowed_hosts=LOOPBACK_HOSTS if loopback else ("*",),
         list_conversations=list_conversations,
+        retention_s=retention[0] if retention is not None else None,
+        retention_check_s=retention[1] if retention is not None else DEFAULT_CHECK_EVERY_S,
     )
     shown = f"[{host}]" if ":" in host else host
     bound_port = sock.getsockname()[1]

@@ -31,7 +31,8 @@ def worker(
         sys.stderr.write("error: dcbrain worker needs DBOS, which cannot be imported here; "
                          'reinstall dcbrain with its dependencies (pip install -e ".[local]")\n')
         raise typer.Exit(2) from None
-    from dcbrain.composition import brain_factory_from_config, shared_memory
+    from dcbrain.composition import brain_factory_from_config, retention_periods, shared_memory
+    from dcbrain.runs.retention import RetentionSchedule, prune_runs
 
     loaded = load_config_or_exit(config)
     with config_errors_exit():
@@ -47,10 +48,17 @@ def worker(
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     engine.start()
+    periods = retention_periods(loaded)
+    retention = None if periods is None else RetentionSchedule(
+        lambda keep_s: prune_runs(store, keep_s, forget_workflows=engine.forget), *periods)
+    if retention is not None:
+        retention.start()
     engine.wait_warm()
     sys.stderr.write(f"dcbrain worker {engine.executor_id} ready (version "
                      f"{engine.app_version}, concurrency {concurrency})\n")
     stop.wait()
+    if retention is not None:
+        retention.stop()
     engine.stop()
     store.close()
     if memory is not None:
