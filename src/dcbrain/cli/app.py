@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from dcbrain.cli import ask, config_cmd, demo, mcp_cmd, plan, worker_cmd
+from dcbrain.cli import ask, config_cmd, demo, mcp_cmd, plan, runs, worker_cmd
 from dcbrain.cli.serve import register as register_serve
 
 app = typer.Typer(
@@ -20,6 +20,7 @@ app = typer.Typer(
 )
 app.add_typer(plan.app, name="plan")
 app.add_typer(config_cmd.config_app, name="config")
+app.add_typer(runs.runs_app, name="runs")
 app.command("init")(config_cmd.init)
 app.command("ask")(ask.ask)
 app.command("demo")(demo.demo)
