@@ -26,6 +26,7 @@ from dcbrain.cli._output import ExitCode, fail_usage, print_json, write_text
 if TYPE_CHECKING:
     import httpx
 
+    from dcbrain.memory import RunStore
     from dcbrain.server.service import RunService
 
 runs_app = typer.Typer(help="List, inspect, cancel, resume and prune runs (through a server "
@@ -87,17 +88,20 @@ def _answer(response: httpx.Response) -> Any:
 
 # -- through the database ------------------------------------------------------------------
 
+@dataclass
+class _Local:
+    """The runs of a database, as a server on it would serve them (executing none)."""
+
+    service: RunService
+    durable: bool  # the runs are DBOS workflows (else a server executed them itself)
+    shared: bool  # PostgreSQL: workers hear control messages sent from here
+
+
 @contextmanager
-def _database(target: _Target) -> Iterator[RunService]:
-    """The runs of the database as a server would see them, without executing any."""
+def _database(target: _Target) -> Iterator[_Local]:
     from dcbrain.composition import FALLBACK_DB
     from dcbrain.memory import SQLiteRunStore
 
-    try:
-        from dcbrain.durable.setup import build_engine, open_store
-        from dcbrain.server.durable_runs import DurableRuns
-    except ImportError as exc:
-        fail_usage(f"reading runs from the database needs DBOS ({exc}); use --url")
     loaded = load_config_or_exit(target.config)
     runs = None
     if target.db is None:
@@ -105,6 +109,17 @@ def _database(target: _Target) -> Iterator[RunService]:
         if not path.is_file():
             fail_usage(f"no run database at {path} (give the server's --config, --db or --url)")
         runs = SQLiteRunStore(path)
+        if not path.with_name(path.name + "-dbos.sqlite").is_file():
+            try:  # a server without durable runs kept this file
+                yield _Local(_unexecuted_runs(runs), durable=False, shared=False)
+            finally:
+                runs.close()
+            return
+    try:
+        from dcbrain.durable.setup import build_engine, open_store
+        from dcbrain.server.durable_runs import DurableRuns
+    except ImportError as exc:
+        fail_usage(f"reading durable runs from the database needs DBOS ({exc}); use --url")
     with config_errors_exit():
         try:
             db_url, store = open_store(target.db, runs or SQLiteRunStore(":memory:"))
@@ -113,7 +128,7 @@ def _database(target: _Target) -> Iterator[RunService]:
     engine, hub = build_engine(db_url, store, loaded, None)
     engine.start()
     try:
-        yield DurableRuns(engine, store, hub)
+        yield _Local(DurableRuns(engine, store, hub), durable=True, shared=target.db is not None)
     finally:
         engine.stop()
         store.close()
@@ -121,16 +136,32 @@ def _database(target: _Target) -> Iterator[RunService]:
             runs.close()
 
 
-def _local_cancel(service: RunService, run_id: str, db: str | None) -> bool:
-    """Cancel through the database; on SQLite a running run lives in the server's process,
-    which this command cannot reach."""
-    summary = asyncio.run(service.describe(run_id))
+def _unexecuted_runs(store: RunStore) -> RunService:
+    """The run manager of a store whose server is elsewhere: it lists, shows and prunes."""
+    from dcbrain.server.runs import RunManager
+
+    def no_brain() -> Any:
+        raise AssertionError("the runs command executes no run")
+
+    return RunManager(no_brain, store)
+
+
+def _local_cancel(local: _Local, run_id: str) -> bool:
+    """Cancel through the database; a running run of one process (SQLite) lives in the
+    server's process, which this command cannot reach."""
+    summary = asyncio.run(local.service.describe(run_id))
     if summary is None:
         _refused(f"no run {run_id!r}")
-    if db is None and summary["status"] == "running":
+    from dcbrain.runs import LIVE_STATUSES
+
+    live = summary["status"] in LIVE_STATUSES
+    if live and not local.durable:
+        _refused(f"run {run_id} is {summary['status']} in its server's process: cancel it "
+                 "through the server (--url)")
+    if summary["status"] == "running" and not local.shared:
         _refused(f"run {run_id} is running in the server's process: cancel it through the "
                  "server (--url)")
-    return asyncio.run(service.abort_run(run_id))
+    return asyncio.run(local.service.abort_run(run_id))
 
 
 # -- the commands ----------------------------------------------------------------------------
@@ -170,8 +201,8 @@ def ls(
             query = RunQuery.parse(status, conversation, limit, cursor)
         except InvalidRunQuery as exc:
             fail_usage(str(exc))
-        with _database(target) as service:
-            page = asyncio.run(service.page_runs(query)).to_dict()
+        with _database(target) as local:
+            page = asyncio.run(local.service.page_runs(query)).to_dict()
     if as_json:
         print_json(page)
         return
@@ -206,8 +237,8 @@ def show(run_id: RunArgument, url: UrlOption = None, token: TokenOption = None,
         with _http(target) as client:
             print_json(_answer(client.get(f"/v1/runs/{run_id}")))
         return
-    with _database(target) as service:
-        summary = asyncio.run(service.describe(run_id))
+    with _database(target) as local:
+        summary = asyncio.run(local.service.describe(run_id))
     if summary is None:
         _refused(f"no run {run_id!r}")
     print_json(summary)
@@ -222,8 +253,8 @@ def cancel(run_id: RunArgument, url: UrlOption = None, token: TokenOption = None
         with _http(target) as client:
             _answer(client.post(f"/v1/runs/{run_id}/cancel", json={}))
     else:
-        with _database(target) as service:
-            if not _local_cancel(service, run_id, target.db):
+        with _database(target) as local:
+            if not _local_cancel(local, run_id):
                 _refused(f"run {run_id} has already ended")
     write_text(f"cancelling {run_id}\n")
 
@@ -245,11 +276,11 @@ def resume(
         with _http(target) as client:
             _answer(client.post(f"/v1/runs/{run_id}/resume", json={"any_version": any_version}))
     else:
-        with _database(target) as service:
-            if asyncio.run(service.describe(run_id)) is None:
+        with _database(target) as local:
+            if asyncio.run(local.service.describe(run_id)) is None:
                 _refused(f"no run {run_id!r}")
             try:
-                asyncio.run(service.resume_run(run_id, any_version=any_version))
+                asyncio.run(local.service.resume_run(run_id, any_version=any_version))
             except RunConflict as exc:
                 _refused(str(exc))
     write_text(f"resuming {run_id}\n")
@@ -276,6 +307,6 @@ def prune(
             pruned = int(_answer(client.post("/v1/runs/prune",
                                              json={"older_than": older_than}))["pruned"])
     else:
-        with _database(target) as service:
-            pruned = service.prune(seconds)
+        with _database(target) as local:
+            pruned = local.service.prune(seconds)
     write_text(f"pruned {pruned} run(s)\n")
