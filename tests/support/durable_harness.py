@@ -60,8 +60,8 @@ def wait_until_ended(store: DurableStore, run_id: str, timeout_s: float = 30.0) 
 
 @contextmanager
 def durable_server(backend: Backend, factory: Callable[[], Any] | None, memory: Any, *,
-                   supersede_grace_s: float = 5.0, list_conversations: bool = False
-                   ) -> Iterator[Any]:
+                   supersede_grace_s: float = 5.0, list_conversations: bool = False,
+                   concurrency: int = 16) -> Iterator[Any]:
     """The HTTP server on durable runs (a worker too when ``factory`` is given)."""
     from dcbrain.durable import DurableEngine, EventHub, RunExecutor, application_version
     from dcbrain.durable._urls import is_postgres
@@ -73,13 +73,14 @@ def durable_server(backend: Backend, factory: Callable[[], Any] | None, memory: 
     executor = None if factory is None else RunExecutor(
         backend.store, factory, supersede_grace_s=supersede_grace_s)
     engine = DurableEngine(backend.url, backend.store, app_version=application_version("t"),
-                           executor=executor)
+                           executor=executor, concurrency=concurrency)
     hub = EventHub(backend.store, listen_url=backend.url if is_postgres(backend.url) else None)
     runs = DurableRuns(engine, backend.store, hub, memory=memory)
     app = create_app(None, memory, runs=runs,
                      list_conversations=list_conversations)
     with serve_in_thread(app) as base_url:
         api = Api(base_url)
+        api.engine = engine
         try:
             yield api
         finally:
