@@ -172,3 +172,30 @@ def test_a_run_whose_workflow_has_not_ended_is_left_for_a_later_prune(
     assert pruned["pruned"] == 1 and backend.store.get_run(finished) is None
     assert kept is not None
     assert later["pruned"] == 1 and backend.store.get_run("e" * 32) is None
+
+
+def test_pages_of_the_store_never_repeat_or_skip_a_run(backend: Backend) -> None:
+    from dcbrain.runs.listing import RunPosition, RunQuery, page_of
+
+    run_ids = [f"{n:032x}" for n in range(1, 24)]
+    for n, run_id in enumerate(run_ids):
+        backend.store.save_run(run_id, f"c{n % 2}", "succeeded", {"question": "q"})
+    for n in range(0, len(run_ids), 4):  # four runs share each creation time
+        _age(backend, run_ids[n:n + 4], 1000.0 - n)
+    created = {run_id: backend.store.get_run(run_id).created_at  # type: ignore[union-attr]
+               for run_id in run_ids}
+    expected = sorted(run_ids, key=lambda r: (created[r], r), reverse=True)
+    seen: list[str] = []
+    cursor: str | None = None
+    while True:
+        query = RunQuery.parse(limit=5, cursor=cursor)
+        rows = backend.store.page_runs(query.statuses, None, query.limit + 1, query.before)
+        page = page_of(rows, query, lambda row: {"run_id": row.run_id})
+        seen += [run["run_id"] for run in page.runs]
+        if page.next_cursor is None:
+            break
+        cursor = page.next_cursor
+        assert RunPosition.from_cursor(cursor).run_id == seen[-1]
+    assert seen == expected
+    only_c1 = backend.store.page_runs(("succeeded",), "c1", 100, None)
+    assert [row.run_id for row in only_c1] == [r for r in expected if int(r, 16) % 2 == 0]
