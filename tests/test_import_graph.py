@@ -21,7 +21,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("foundation", {"_jsonsafe", "_text", "_lazy", "_sync", "exceptions", "usage", "messages",
                     "events", "journal", "schemas", "neural", "retries", "_typed",
                     "_docstrings", "_scalars", "_docparts", "_events_doc", "_event_values",
-                    "_plan_diff_data", "_tool_schemas", "_event_envelope"}),
+                    "_plan_diff_data", "_tool_schemas", "_event_envelope", "approvals"}),
     ("language and tools", {"tfplan", "tools"}),
     ("models and stores", {"llm", "memory", "mcp"}),
     ("chains", {"chain"}),

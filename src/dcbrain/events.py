@@ -47,6 +47,8 @@ class EventType(StrEnum):
     CALL_FINISHED = "call_finished"
     CALL_ABANDONED = "call_abandoned"
     CALL_RETRY = "call_retry"
+    APPROVAL_REQUESTED = "approval_requested"
+    APPROVAL_DECIDED = "approval_decided"
     STEP_STARTED = "step_started"
     STEP_FINISHED = "step_finished"
     VALIDATION = "validation"
@@ -382,6 +384,38 @@ class CallRetry(EventData):
     path: str | None = None
 
 
+class ApprovalRequested(EventData):
+    """A plan reached a call that needs a person's approval: the run waits (status
+    ``waiting``) until it is decided, or is denied at ``expires_at`` (epoch seconds).
+    ``args_hash`` binds a decision to exactly these ``arguments``; ``why`` says why the
+    call needs approval; ``plan`` is the plan that wants to make it."""
+
+    type: ClassVar[str] = EventType.APPROVAL_REQUESTED
+    call_id: str
+    kind: PlanCallKind
+    tool: str
+    arguments: dict[str, Any]
+    args_hash: str
+    line: int
+    col: int
+    why: str
+    plan: str
+    expires_at: float
+
+
+class ApprovalDecided(EventData):
+    """A request was decided: ``approved`` or not, by whom (``decided_by``; ``timeout``
+    when nobody decided in time), when (``decided_at``, epoch seconds) and why."""
+
+    type: ClassVar[str] = EventType.APPROVAL_DECIDED
+    call_id: str
+    tool: str
+    approved: bool
+    reason: str
+    decided_by: str
+    decided_at: float
+
+
 class StepStarted(EventData):
     """An agent step began executing."""
 
@@ -416,7 +450,8 @@ class StepFinished(EventData):
 EVENT_CLASSES: tuple[type[EventData], ...] = (
     BrainRunStarted, AgentRunStarted, RunResumed, StateChanged, PlanCreated, PlanRevised,
     PlanFinished, PlanCallStarted, LLMCallStarted, StepCallStarted, PlanCallFinished,
-    LLMCallFinished, StepCallFinished, CallAbandoned, CallRetry, StepStarted, StepFinished,
+    LLMCallFinished, StepCallFinished, CallAbandoned, CallRetry, ApprovalRequested,
+    ApprovalDecided, StepStarted, StepFinished,
     Validation, Budget, ErrorEvent, Final,
 )
 

@@ -215,6 +215,28 @@ class AbortRequested(TFError):
     """Raised inside a run when ``DCBrain.abort()`` was called."""
 
 
+class ApprovalRequired(TFError):
+    """A plan reached calls that wait for a person's decision: it stops there, and runs
+    again from its journal once they are decided (never an error the planner sees)."""
+
+
+class TFApprovalError(TFError):
+    """A decision that cannot be taken: an unknown run or call (``status`` 404), a call
+    already decided or whose arguments changed (409)."""
+
+    def __init__(self, message: str, *, status: int = 409) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class RunSuspended(BaseException):
+    """A durable run stops executing until its pending approvals are decided.
+
+    A ``BaseException``, as :class:`JournalDivergence` is: it passes every handler of the
+    brain; the worker records the run as ``waiting`` and another execution resumes it.
+    """
+
+
 class ApiError(TFError):
     """An error answered as ``{"error": code, "detail": message}`` with ``status``."""
 
@@ -271,6 +293,7 @@ class JournalDivergence(BaseException):
 __all__ = [
     "AbortRequested",
     "ApiError",
+    "ApprovalRequired",
     "ConfigError",
     "DBOSContractError",
     "DurableRunError",
@@ -281,6 +304,7 @@ __all__ = [
     "RunConflict",
     "ScalarError",
     "StoreWriteError",
+    "TFApprovalError",
     "TFBrainBusyError",
     "TFBrainError",
     "TFChainError",

@@ -68,6 +68,13 @@ class Tool:
     after ``backoff`` (a :class:`~dcbrain.retries.Backoff`, or a fixed number of seconds;
     default exponential from 0.5 s to 10 s with jitter). Plans run the tries
     (:class:`~dcbrain.chain.TFChainInterpreter`): ``call``/``acall`` make one.
+
+    ``requires_approval`` (``True``, or a predicate of the call's keyword arguments) makes
+    a run pause before each such call until a person approves or denies it (see
+    ``DCBrain.approve``); ``approval_timeout_s`` denies it when nobody decides in time
+    (default: the brain's). ``side_effects=False`` marks a read-only tool,
+    ``trusted_output=True`` a tool whose results are trusted data, and ``trusted_args`` the
+    arguments that may only carry trusted data (the injection-defence policies).
     """
 
     #: How failed calls are tried again; ``None``: they are not.
@@ -75,6 +82,22 @@ class Tool:
     #: Where the tool comes from, said in errors that name it (``"MCP server 'notes'"``);
     #: empty for a Python function, which its qualified name identifies.
     origin: str = ""
+    #: Whether a call waits for a person's decision: ``True``, or a predicate of its
+    #: keyword arguments.
+    requires_approval: ApprovalRule = False
+    #: Seconds a call waits for a decision before it is denied; ``None``: the brain's.
+    approval_timeout_s: float | None = None
+    #: ``False`` for a read-only tool, whose calls no policy checks.
+    side_effects: bool = True
+    #: Whether the tool's results are trusted data (a company database), not untrusted text.
+    trusted_output: bool = False
+    #: Arguments that may carry trusted data only (the user's, the plan's, trusted tools').
+    trusted_args: frozenset[str] = frozenset()
+
+    def needs_approval(self, arguments: Mapping[str, Any]) -> bool:
+        """Whether a call with these keyword arguments waits for a person's decision;
+        raises :class:`TFToolError` when the tool's predicate fails."""
+        return needs_approval(self, arguments)
 
     def __init__(
         self,
@@ -87,9 +110,16 @@ class Tool:
         retries: int = 0,
         retry_on: Iterable[type[BaseException]] | None = None,
         backoff: Backoff | float | None = None,
+        requires_approval: ApprovalRule = False,
+        approval_timeout_s: float | None = None,
+        side_effects: bool = True,
+        trusted_output: bool = False,
+        trusted_args: Iterable[str] = (),
     ) -> None:
         self.func = func
         self.retry = RetryPolicy.of(retries, retry_on, backoff)
+        set_call_rules(self, name or func.__name__, requires_approval, approval_timeout_s,
+                       side_effects, trusted_output, trusted_args)
         #: Whether a replan may get this tool's recorded result instead of a new call
         #: (the run's call journal); ``False`` for reads that must be fresh.
         self.reuse = reuse
@@ -231,13 +261,55 @@ def as_tool(obj: Tool | ToolProvider | Callable[..., Any]) -> Tool:
     return Tool(obj)
 
 
-def checked_timeout(timeout_s: float | None, owner: str) -> float | None:
+#: ``Tool(requires_approval=...)``: always, never, or when a predicate of the call's keyword
+#: arguments says so.
+ApprovalRule = bool | Callable[[dict[str, Any]], bool]
+
+
+def set_call_rules(tool: Tool, name: str, requires_approval: ApprovalRule,
+                   approval_timeout_s: float | None, side_effects: bool,
+                   trusted_output: bool, trusted_args: Iterable[str]) -> None:
+    """Check and set the approval and trust options of ``tool`` (named ``name``)."""
+    owner = f"tool {name!r}"
+    tool.requires_approval = checked_approval_rule(requires_approval, owner)
+    tool.approval_timeout_s = checked_timeout(approval_timeout_s, owner, "approval_timeout_s")
+    tool.side_effects = bool(side_effects)
+    tool.trusted_output = bool(trusted_output)
+    if isinstance(trusted_args, str):
+        raise TypeError(f"{owner}: trusted_args must be a list of argument names, "
+                        f"got the string {trusted_args!r}")
+    tool.trusted_args = frozenset(trusted_args)
+
+
+def checked_approval_rule(rule: ApprovalRule, owner: str) -> ApprovalRule:
+    """``requires_approval`` of a tool or chain, refused unless a bool or a predicate."""
+    if not isinstance(rule, bool) and not callable(rule):
+        raise TypeError(f"{owner}: requires_approval must be True, False or a predicate of "
+                        f"the call's arguments, got {type(rule).__name__}")
+    return rule
+
+
+def needs_approval(owner: Any, arguments: Mapping[str, Any]) -> bool:
+    """Whether a call of ``owner`` (a tool or chain) with these keyword arguments waits for
+    a person's decision; raises :class:`TFToolError` when its predicate fails."""
+    rule = getattr(owner, "requires_approval", False)
+    if rule is True or rule is False:
+        return rule
+    try:
+        return bool(rule(dict(arguments)))
+    except Exception as exc:
+        raise TFToolError(f"{owner.name!r}: its requires_approval predicate failed: "
+                          f"{type(exc).__name__}: {exc}") from None
+
+
+def checked_timeout(timeout_s: float | None, owner: str,
+                    option: str = "timeout_s") -> float | None:
     """``timeout_s`` of a tool or chain, refused unless ``None`` or a positive number."""
     if timeout_s is None:
         return None
     if isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float) \
             or not timeout_s > 0:
-        raise ValueError(f"{owner}: timeout_s must be a positive number of seconds, "
+        raise ValueError(f"{owner}: {option} must be a positive number of seconds, "
                          f"got {timeout_s!r}")
     return float(timeout_s)
 
@@ -338,7 +410,8 @@ class SchemaTool(Tool):
     ``parameters_schema`` before the call; the result becomes plain
     JSON data. With ``closed=True`` a schema that does not say otherwise rejects
     unknown arguments (``"additionalProperties": false``), so the static checker reports
-    them too. ``reuse``, ``timeout_s`` and ``retries``/``retry_on``/``backoff`` as for
+    them too. ``reuse``, ``timeout_s``, ``retries``/``retry_on``/``backoff``,
+    ``requires_approval``/``approval_timeout_s`` and the trust options as for
     :class:`Tool`. The schema is compiled by :func:`dcbrain.schemas.compile_schema`; a
     refused one raises
     :class:`~dcbrain.exceptions.TFSchemaError` naming ``schema_origin`` (default: the tool's
@@ -361,6 +434,11 @@ class SchemaTool(Tool):
         retries: int = 0,
         retry_on: Iterable[type[BaseException]] | None = None,
         backoff: Backoff | float | None = None,
+        requires_approval: ApprovalRule = False,
+        approval_timeout_s: float | None = None,
+        side_effects: bool = True,
+        trusted_output: bool = False,
+        trusted_args: Iterable[str] = (),
     ) -> None:
         from dcbrain.schemas import compile_schema
 
@@ -371,6 +449,8 @@ class SchemaTool(Tool):
             schema.setdefault("additionalProperties", False)
         self.func = call
         self.retry = RetryPolicy.of(retries, retry_on, backoff)
+        set_call_rules(self, name, requires_approval, approval_timeout_s, side_effects,
+                       trusted_output, trusted_args)
         self.name = name
         self.description = description
         self.reuse = reuse

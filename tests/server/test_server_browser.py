@@ -349,3 +349,58 @@ def test_a_failed_run_is_stopped_and_a_large_result_shows_its_start_and_size(
             page.screenshot(path=str(tmp_path / "failed.png"), full_page=True)
         finally:
             browser.close()
+
+
+def test_the_page_shows_a_pending_approval_and_its_approve_button_resumes_the_run(
+    serve: ServeFn, brains: BrainScripts
+) -> None:
+    from dcbrain.tools import Tool
+
+    paid: list[tuple[str, int]] = []
+
+    def pay(invoice: str, amount: int) -> str:
+        """Pay ``amount`` on ``invoice``."""
+        paid.append((invoice, amount))
+        return f"paid {amount} on {invoice}"
+
+    source = 'total = 40 * 3\nreturn pay(invoice="INV-7", amount=total)'
+
+    def paying(memory: Memory) -> DCBrain:
+        return DCBrain(default_llm=ScriptedLLM([plan(source)]),
+                       default_validate_llm=ScriptedLLM([verdict(True)]), memory=memory,
+                       tools=[Tool(pay, requires_approval=True)], isolation="inprocess")
+
+    brains.then(paying)
+    expect = playwright_api.expect
+    with serve() as api, playwright_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1440, "height": 1200})
+            page.set_default_timeout(PATIENCE_S * 1000)
+            console_errors: list[str] = []
+            page.on("console", lambda m: console_errors.append(m.text) if m.type == "error"
+                    else None)
+            page.goto(api.base_url + "/")
+            page.fill("#message-input", "Pay the open invoice")
+            page.click("#send")
+            card = page.locator("#approvals")
+            expect(card).to_be_visible()
+            expect(page.locator("#approvals-meta")).to_have_text("1 waiting")
+            item = card.locator(".approval")
+            expect(item.locator(".approval-call")).to_have_text(
+                'pay({"invoice":"INV-7","amount":120})')
+            expect(item.locator(".approval-line code")).to_have_text(
+                'return pay(invoice="INV-7", amount=total)')
+            expect(item.locator(".approval-line .muted")).to_have_text("line 2: ")
+            assert "requires approval" in item.locator(".approval-why").inner_text()
+            assert paid == []
+            item.get_by_role("button", name="Approve").click()
+            expect(page.locator("#final-answer")).to_have_text("paid 120 on INV-7")
+            expect(card).to_be_hidden()
+            timeline = page.locator("#timeline").inner_text().lower()  # phases: upper case
+            assert "waiting for approval: pay() at line 2" in timeline
+            assert "✓ approved pay() by user" in timeline
+            assert console_errors == []
+        finally:
+            browser.close()
+    assert paid == [("INV-7", 120)]

@@ -16,6 +16,7 @@ from typing import Any
 
 from dcbrain import ScriptedLLM
 from dcbrain.brain import DCBrain
+from dcbrain.tools import Tool
 from support.brain_scripts import plan, verdict
 
 THREE_STEPS = "a = step_one(x=1)\nb = step_two(x=a)\nc = step_three(x=b)\nreturn c"
@@ -31,6 +32,10 @@ class CountingTools:
         self.hold_s = 30.0  # at most this long
         self.jitter: random.Random | None = None  # set: each call sleeps up to 20 ms more
         self.entered = threading.Event()
+        #: Tools whose calls wait for a person's approval (``Tool(requires_approval=...)``),
+        #: and how long each waits before it is denied.
+        self.approval: set[str] = set()
+        self.approval_timeout_s: float | None = None
         counters.mkdir(parents=True, exist_ok=True)
 
     def count(self, name: str, phase: str) -> int:
@@ -51,7 +56,7 @@ class CountingTools:
         self._mark(name, "finished")
         return x + 1
 
-    def tools(self) -> list[Callable[..., Any]]:
+    def tools(self) -> list[Callable[..., Any] | Tool]:
         def step_one(x: int) -> int:
             """Add one."""
             return self._call("step_one", x)
@@ -64,7 +69,9 @@ class CountingTools:
             """Add one."""
             return self._call("step_three", x)
 
-        return [step_one, step_two, step_three]
+        return [Tool(func, requires_approval=True, approval_timeout_s=self.approval_timeout_s)
+                if func.__name__ in self.approval else func
+                for func in (step_one, step_two, step_three)]
 
     def brain(self, source: str = THREE_STEPS, **kwargs: Any) -> DCBrain:
         planner = ScriptedLLM([plan(source)])

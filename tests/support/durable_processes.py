@@ -81,7 +81,10 @@ def answer_every_run(llm: FakeOpenAIServer, *, latency_s: float = 0.0) -> None:
     llm.handler = handle
 
 
-def write_config(directory: Path, llm: FakeOpenAIServer, *, delay_s: float) -> Path:
+def write_config(directory: Path, llm: FakeOpenAIServer, *, delay_s: float,
+                 approval: tuple[str, ...] = ()) -> Path:
+    """The config of the counting tools; the tools named in ``approval`` wait for a
+    person's decision (``[tool.NAME] requires_approval``)."""
     counters = directory / "counters"
     counters.mkdir(parents=True, exist_ok=True)
     (directory / "tools.py").write_text(TOOLS.format(counters=str(counters), delay_s=delay_s))
@@ -90,6 +93,7 @@ def write_config(directory: Path, llm: FakeOpenAIServer, *, delay_s: float) -> P
         'tools = ["tools.py"]\n[llm.main]\n'
         f'base_url = "{llm.base_url}"\nmodel = "fake-model"\n'
         'api_key_env = "FAKE_API_KEY"\nmax_retries = 0\n[memory]\npath = "brain.db"\n'
+        + "".join(f"[tool.{name}]\nrequires_approval = true\n" for name in approval)
     )
     return config
 

@@ -96,6 +96,9 @@ class Dispatcher:
             return StepOutcome("replannable", error=f"{where}: unknown tool {name!r}")
         policy = tool.retry
         try:
+            if tool.needs_approval(args):  # nobody to ask here: never run it unasked
+                return StepOutcome("replannable", error=f"{where}: tool {name!r} requires a "
+                                   "person's approval, which an agent's steps cannot ask for")
             if policy is None:
                 result = await (tool.acall(**args) if tool.is_async
                                 else asyncio.to_thread(tool.call, **args))

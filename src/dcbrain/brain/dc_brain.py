@@ -14,6 +14,12 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+from dcbrain.approvals import (
+    DEFAULT_APPROVAL_TIMEOUT_S,
+    ApprovalBoard,
+    ApprovalDecision,
+    ApprovalRequest,
+)
 from dcbrain.brain.base import BaseBrain, EventCallback
 from dcbrain.brain.context import BrainResult, ContextualPlanInfo
 from dcbrain.brain.deps import AttemptStore, RunDeps
@@ -42,7 +48,7 @@ from dcbrain.memory.run_store import RunStore
 from dcbrain.messages import TextMessage
 from dcbrain.tfplan import Interpreter, Limits
 from dcbrain.tfplan.interpreter import Isolation
-from dcbrain.tools import Tool, ToolLike, as_tool
+from dcbrain.tools import Tool, ToolLike, as_tool, checked_timeout
 
 
 class DCBrain(BaseBrain):
@@ -64,7 +70,11 @@ class DCBrain(BaseBrain):
     planned again. ``planner`` writes the plans (default: the planning template sent to
     the plan LLM; see :mod:`dcbrain.brain.planner`). ``output_type`` (a pydantic model or
     any type pydantic validates) is the type of ``BrainResult.output``: an answer that does
-    not fit is sent back to the planner.
+    not fit is sent back to the planner. A call of a tool or chain declared
+    ``requires_approval`` waits for :meth:`approve` or :meth:`deny` (on ``approvals``, an
+    :class:`~dcbrain.approvals.ApprovalBoard` of its own by default), at most
+    ``approval_timeout_s`` seconds (default 24 h; a tool's own ``approval_timeout_s``
+    wins), after which it is denied; waiting does not count against ``timeout``.
 
     One instance runs any number of questions at once, each as its own
     :class:`~dcbrain.brain.run.BrainRun`; only two runs of the same conversation (or with
@@ -98,6 +108,8 @@ class DCBrain(BaseBrain):
         validate_direct_answers: bool = False,
         planner: Planner | None = None,
         output_type: Any = None,
+        approval_timeout_s: float = DEFAULT_APPROVAL_TIMEOUT_S,
+        approvals: ApprovalBoard | None = None,
     ) -> None:
         super().__init__(memory=memory, memory_chunk_size=memory_chunk_size, trace_path=trace_path)
         if max_iterations < 1:
@@ -131,6 +143,12 @@ class DCBrain(BaseBrain):
         self.limits = limits
         self.isolation: Isolation = isolation
         self.raise_on_timeout = raise_on_timeout
+        self.approval_timeout_s = checked_timeout(approval_timeout_s, "DCBrain",
+                                                  "approval_timeout_s") \
+            or DEFAULT_APPROVAL_TIMEOUT_S
+        #: Where this brain's runs wait for decisions unless a run brings its own desk
+        #: (``RunDeps.approvals``): :meth:`approve` and :meth:`deny` decide there.
+        self.approvals = approvals if approvals is not None else ApprovalBoard()
         # Without a store given per run: kept in the memory's file when it is also a run
         # store (other processes see them), else in this process.
         store = self.memory if isinstance(self.memory, RunStore) else None
@@ -276,6 +294,37 @@ class DCBrain(BaseBrain):
             runs = [run for run in self._runs.values() if run_id in (None, run.run_id)]
         aborted = [run.abort() for run in runs]
         return any(aborted)
+
+    # -- approvals -----------------------------------------------------------------------
+
+    def pending_approvals(self, run_id: str | None = None) -> list[ApprovalRequest]:
+        """The requests runs of this brain wait on (of run ``run_id`` only, if given)."""
+        return [request for _, request in self.approvals.pending(run_id)]
+
+    async def approve(self, run_id: str, call_id: str, *, args_hash: str | None = None,
+                      by: str = "user") -> ApprovalDecision:
+        """Approve the call ``call_id`` run ``run_id`` waits on: it runs. With ``args_hash``
+        (the request's), only if the call still has those arguments. Raises
+        :class:`~dcbrain.exceptions.TFApprovalError` for an unknown or decided call."""
+        return self.approve_sync(run_id, call_id, args_hash=args_hash, by=by)
+
+    async def deny(self, run_id: str, call_id: str, *, reason: str = "",
+                   args_hash: str | None = None, by: str = "user") -> ApprovalDecision:
+        """Deny the call: it raises :class:`~dcbrain.tfplan.TFApprovalDenied` at its plan
+        line and the planner, told ``denied by the user: <reason>``, plans again."""
+        return self.deny_sync(run_id, call_id, reason=reason, args_hash=args_hash, by=by)
+
+    def approve_sync(self, run_id: str, call_id: str, *, args_hash: str | None = None,
+                     by: str = "user") -> ApprovalDecision:
+        """:meth:`approve` from any thread, without an event loop."""
+        return self.approvals.decide(run_id, call_id, approved=True, by=by,
+                                     args_hash=args_hash)
+
+    def deny_sync(self, run_id: str, call_id: str, *, reason: str = "",
+                  args_hash: str | None = None, by: str = "user") -> ApprovalDecision:
+        """:meth:`deny` from any thread, without an event loop."""
+        return self.approvals.decide(run_id, call_id, approved=False, reason=reason, by=by,
+                                     args_hash=args_hash)
 
     @property
     def busy(self) -> bool:

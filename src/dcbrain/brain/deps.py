@@ -17,6 +17,7 @@ from dcbrain.events import CallFinished, Event
 from dcbrain.usage import Usage
 
 if TYPE_CHECKING:
+    from dcbrain.approvals import ApprovalDesk
     from dcbrain.journal import CallJournal
     from dcbrain.memory import Recall
     from dcbrain.neural import Neural
@@ -62,6 +63,8 @@ class Resumption:
     usage: Usage = field(default_factory=Usage)
     duration_s: float = 0.0
     interrupted: tuple[CallFinished, ...] = ()
+    #: Calls whose decision an earlier execution already announced (``approval_decided``).
+    decided: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -74,7 +77,8 @@ class RunDeps:
     the run's finished calls (a persisted one replays a run); ``clock`` the monotonic
     seconds of its wall-time budget; ``mailbox`` the :class:`~dcbrain.neural.Neural` new
     user input is posted to (default: the brain's); ``subscribers`` see every event;
-    ``resumed`` says what earlier executions of a resumed run did.
+    ``resumed`` says what earlier executions of a resumed run did; ``approvals`` is the
+    desk where its calls wait for a person's decision (default: the brain's board).
     """
 
     memory: RunMemory | None = None
@@ -84,6 +88,7 @@ class RunDeps:
     mailbox: Neural | None = None
     subscribers: Sequence[EventCallback] = ()
     resumed: Resumption | None = None
+    approvals: ApprovalDesk | None = None
 
     def with_subscriber(self, subscriber: EventCallback | None) -> RunDeps:
         """These dependencies with one more event subscriber (none when ``None``)."""

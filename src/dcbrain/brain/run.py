@@ -28,6 +28,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from transitions import EventData
 
+from dcbrain.approvals import (
+    ApprovalDecision,
+    ApprovalDesk,
+    ApprovalRequest,
+    waited_s,
+    with_plan,
+)
 from dcbrain.brain.base import answer_text, storable
 from dcbrain.brain.budget import TokenBudget
 from dcbrain.brain.context import BrainContext, BrainIntermediateResult, BrainReason, BrainResult
@@ -39,7 +46,10 @@ from dcbrain.brain.running import run_plan
 from dcbrain.brain.trace import PlanCallEvents, RunRecorder
 from dcbrain.brain.validation import validate
 from dcbrain.chain import TFChainInterpreter
+from dcbrain.chain.approval_gate import ApprovalGate
 from dcbrain.events import (
+    ApprovalDecided,
+    ApprovalRequested,
     BrainRunStarted,
     Budget,
     CallStatus,
@@ -49,7 +59,7 @@ from dcbrain.events import (
     StateChanged,
     clip,
 )
-from dcbrain.exceptions import TFBrainError, TFError, TFUserNewInputError
+from dcbrain.exceptions import RunSuspended, TFBrainError, TFError, TFUserNewInputError
 from dcbrain.journal import CallJournal
 from dcbrain.llm.observe import llm_observer, observe_llm_calls
 from dcbrain.messages import TextMessage, as_message
@@ -142,6 +152,11 @@ class BrainRun:
         # one observer for every plan of the run, so call ids stay unique in the run
         self.plan_calls = PlanCallEvents(self.recorder)
         self.control = RunControl()
+        self.desk: ApprovalDesk = deps.approvals if deps.approvals is not None \
+            else brain.approvals
+        self.gate = ApprovalGate(timeout_s=brain.approval_timeout_s)
+        #: Seconds spent waiting for decisions: they do not count against the timeout.
+        self.waited_s = 0.0
         self.started = 0.0
         self.executed = False
         self.machine = BrainMachine(
@@ -165,8 +180,9 @@ class BrainRun:
 
     @property
     def elapsed(self) -> float:
-        """Seconds since the run started, on the run's clock."""
-        return self.clock() - self.started if self.started else 0.0
+        """Seconds since the run started, on the run's clock, but for the time it waited
+        for approvals."""
+        return self.clock() - self.started - self.waited_s if self.started else 0.0
 
     # -- the run -----------------------------------------------------------------------
 
@@ -199,9 +215,13 @@ class BrainRun:
             timeout=brain.timeout,
         ))
         try:
+            await self._take_earlier_decisions()
             await self._commit(self.message)
             with observe_llm_calls(self.budget):
                 await self._drive()
+        except RunSuspended:
+            recorder.close()  # its requests are out: another execution goes on
+            raise
         except BaseException as exc:
             self._close_open_calls("error" if isinstance(exc, Exception) else "aborted")
             recorder.emit(ErrorEvent(source="brain", error=f"{type(exc).__name__}: {exc}"))
@@ -366,10 +386,56 @@ class BrainRun:
             and ir.interpreter_err is None
 
     async def on_enter_running(self, event: EventData) -> None:
-        """Check and run the plan; recoverable errors become ``interpreter_err``."""
+        """Check and run the plan; recoverable errors become ``interpreter_err``.
+
+        A plan that reached calls needing approval stops there; once they are decided it
+        runs again from the journal (its finished calls are not made again).
+        """
         if self.ir.current_plan is None:
             return
-        await run_plan(self.ir, self._interpreter(self.plan_calls), self.recorder, self.control)
+        while True:
+            self.gate.take_pending()
+            await run_plan(self.ir, self._interpreter(self.plan_calls), self.recorder,
+                           self.control)
+            requests = self.gate.take_pending()
+            if not requests or self.ir.current_result is not None \
+                    or self.ir.interpreter_err is not None:
+                return
+            await self._wait_for_approvals(requests)
+
+    async def _wait_for_approvals(self, requests: list[ApprovalRequest]) -> None:
+        """Ask for decisions on ``requests`` and wait for them (status ``waiting``)."""
+        requests = with_plan(requests, self.ir.current_plan or "")
+        await self.desk.open(self.run_id, requests)
+        for request in requests:
+            self.recorder.emit(ApprovalRequested(
+                call_id=request.call_id, kind=request.kind,  # type: ignore[arg-type]
+                tool=request.tool, arguments=request.arguments, args_hash=request.args_hash,
+                line=request.line, col=request.col, why=request.why, plan=request.plan,
+                expires_at=request.expires_at))
+        decisions = await self.control.interruptible(
+            "run", self.desk.wait(self.run_id, requests, clock=self.clock))
+        self.waited_s += max((decision.waited_s for decision in decisions), default=0.0)
+        for decision in decisions:
+            self._take_decision(decision)
+
+    async def _take_earlier_decisions(self) -> None:
+        """The decisions earlier executions of this run waited for (a durable run's)."""
+        decisions = await self.desk.decisions(self.run_id)
+        if not decisions:
+            return
+        self.waited_s = waited_s(decisions)
+        announced = self.resumed.decided if self.resumed is not None else frozenset()
+        for decision in decisions:
+            self._take_decision(decision, announce=decision.call_id not in announced)
+
+    def _take_decision(self, decision: ApprovalDecision, *, announce: bool = True) -> None:
+        self.gate.add(decision)
+        if announce:
+            self.recorder.emit(ApprovalDecided(
+                call_id=decision.call_id, tool=decision.tool, approved=decision.approved,
+                reason=decision.reason, decided_by=decision.decided_by,
+                decided_at=decision.decided_at))
 
     def _interpreter(self, observer: Any) -> TFChainInterpreter:
         brain, context = self.brain, self.context
@@ -388,6 +454,7 @@ class BrainRun:
             attempt=self.ir.iterations,
             run_id=self.run_id,
             isolation=brain.isolation,
+            approvals=self.gate,
         )
 
     # -- machine callbacks: validation -------------------------------------------------

@@ -14,7 +14,12 @@ from dcbrain.brain.control import RunControl
 from dcbrain.brain.trace import RunRecorder
 from dcbrain.chain import TFChainInterpreter
 from dcbrain.events import PlanFinished, clip
-from dcbrain.exceptions import TFChainError, TFLLMInterrupt, TFTokenBudgetExceeded
+from dcbrain.exceptions import (
+    ApprovalRequired,
+    TFChainError,
+    TFLLMInterrupt,
+    TFTokenBudgetExceeded,
+)
 from dcbrain.tfplan.errors import TFInterpreterError
 
 #: Errors of a plan run the brain recovers from by replanning.
@@ -27,11 +32,14 @@ async def run_plan(
     recorder: RunRecorder,
     control: RunControl,
 ) -> None:
-    """Run ``ir.current_plan``; its result or its recoverable error lands on ``ir``."""
+    """Run ``ir.current_plan``; its result or its recoverable error lands on ``ir``
+    (neither, when it stopped at calls waiting for approval)."""
     assert ir.current_plan is not None
     started = time.perf_counter()
     try:
         result = await control.interruptible("run", interpreter.aevaluate(ir.current_plan))
+    except ApprovalRequired:
+        return  # it runs again once its calls are decided: no result, no error yet
     except TFTokenBudgetExceeded:
         raise  # an LLM interrupt, but no replanning helps when the budget is spent
     except RECOVERABLE_ERRORS as exc:

@@ -52,6 +52,10 @@ class CallAnnouncer:
     def on_call_start(self, record: CallRecord) -> None:
         self._reported.record = record
 
+    def pending(self) -> CallRecord | None:
+        """The record of the call this thread is entering, not announced yet."""
+        return getattr(self._reported, "record", None)
+
     def announce(
         self, kind: PlanCallKind, *, reused: bool = False, path: str = ""
     ) -> CallRecord | None:

@@ -8,7 +8,12 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, TypedDict, TypeVar, Unpack
 
-from dcbrain.exceptions import TFRecordedCallError, TFTokenBudgetExceeded, TFUserNewInputError
+from dcbrain.exceptions import (
+    ApprovalRequired,
+    TFRecordedCallError,
+    TFTokenBudgetExceeded,
+    TFUserNewInputError,
+)
 from dcbrain.journal import (
     CallContext,
     CallJournal,
@@ -21,9 +26,11 @@ from dcbrain.journal import (
 from dcbrain.retries import is_transient
 from dcbrain.tfplan import call_may_finish
 
-#: Errors that end a plan as they are instead of becoming a plan error (no replan helps);
-#: they are not recorded either: the call did not finish.
-PASSTHROUGH: tuple[type[BaseException], ...] = (TFUserNewInputError, TFTokenBudgetExceeded)
+#: Errors that end a plan as they are instead of becoming a plan error (no replan helps,
+#: or none is needed: a call waiting for approval); they are not recorded either: the call
+#: did not finish.
+PASSTHROUGH: tuple[type[BaseException], ...] = (TFUserNewInputError, TFTokenBudgetExceeded,
+                                                ApprovalRequired)
 
 T = TypeVar("T")
 

@@ -38,7 +38,15 @@ from dcbrain.llm.base import ChatLLM, LLMReply, ToolCall
 from dcbrain.messages import TextMessage, as_message
 from dcbrain.retries import Backoff, RetryPolicy
 from dcbrain.schemas import CompiledSchema, compile_schema, describe_schema_error
-from dcbrain.tools import Tool, ToolLike, ToolProvider, as_tool, checked_timeout
+from dcbrain.tools import (
+    ApprovalRule,
+    Tool,
+    ToolLike,
+    ToolProvider,
+    as_tool,
+    checked_approval_rule,
+    checked_timeout,
+)
 
 PromptArg = str | BasePrompt | Iterable[BasePrompt] | None
 
@@ -63,6 +71,8 @@ class Chain(Runnable):
     ``retries``/``retry_on``/``backoff`` try a plan's failed call of the chain again, as for
     a :class:`~dcbrain.tools.Tool` (the provider's own retries of one LLM request are the
     LLM's, e.g. ``OpenAILLM(max_retries=...)``).
+    ``requires_approval``/``approval_timeout_s``: a plan's call of the chain waits for a
+    person's decision first, as for a :class:`~dcbrain.tools.Tool`.
     """
 
     def __init__(
@@ -88,10 +98,15 @@ class Chain(Runnable):
         retries: int = 0,
         retry_on: Iterable[type[BaseException]] | None = None,
         backoff: Backoff | float | None = None,
+        requires_approval: ApprovalRule = False,
+        approval_timeout_s: float | None = None,
     ) -> None:
         if not isinstance(name, str) or not name:
             raise TFChainError(f"a chain needs a non-empty name, got {name!r}")
         self.timeout_s = checked_timeout(timeout_s, f"chain {name!r}")
+        self.requires_approval = checked_approval_rule(requires_approval, f"chain {name!r}")
+        self.approval_timeout_s = checked_timeout(approval_timeout_s, f"chain {name!r}",
+                                                  "approval_timeout_s")
         self.name = name
         self.description = description
         self.llm = llm
@@ -278,7 +293,11 @@ class Chain(Runnable):
             record["error"] = f"unknown tool {call.name!r} (available: {known})"
         else:
             try:
-                record["result"] = await tool.acall(**call.arguments)
+                if tool.needs_approval(call.arguments):  # nobody to ask: never unasked
+                    record["error"] = (f"tool {call.name!r} requires a person's approval: "
+                                       "call it from the plan, not from a chain")
+                else:
+                    record["result"] = await tool.acall(**call.arguments)
             except TFToolError as exc:  # the model can fix its arguments: tell it
                 record["error"] = str(exc)
             except TFError:

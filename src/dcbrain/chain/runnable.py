@@ -13,7 +13,7 @@ from dcbrain.chain.result import ChainResult
 from dcbrain.messages import TextMessage, as_message
 from dcbrain.retries import RetryPolicy
 from dcbrain.tfplan.errors import TFToolTimeout
-from dcbrain.tools import SchemaTool, Tool, ToolLike, within_timeout
+from dcbrain.tools import ApprovalRule, SchemaTool, Tool, ToolLike, within_timeout
 
 MessageLike = TextMessage | dict[str, Any]
 
@@ -33,6 +33,10 @@ class Runnable(ABC):
     timeout_s: float | None = None
     #: How a plan tries a failed call of this chain again (``None``: it does not).
     retry: RetryPolicy | None = None
+    #: Whether a plan's call waits for a person's decision (``True`` or a predicate).
+    requires_approval: ApprovalRule = False
+    #: Seconds a call waits for a decision before it is denied; ``None``: the brain's.
+    approval_timeout_s: float | None = None
 
     @property
     @abstractmethod
@@ -73,6 +77,8 @@ class Runnable(ABC):
             check_values=False,
         )
         tool.retry = self.retry
+        tool.requires_approval = self.requires_approval
+        tool.approval_timeout_s = self.approval_timeout_s
         return tool
 
     def run(

@@ -33,6 +33,7 @@ from dcbrain.chain._plan_result import (
 from dcbrain.chain._plan_scope import BranchHooks, PlanScope, current_scope, text_bytes
 from dcbrain.chain._retrying import JournaledTries
 from dcbrain.chain._usage import UsageCollector
+from dcbrain.chain.approval_gate import ApprovalGate, approval_reason
 from dcbrain.chain.chain import Chain
 from dcbrain.chain.construct import CONSTRUCT_CHAIN_SPEC, built_by_plan, construct_plan_chain
 from dcbrain.chain.containers import Chains
@@ -57,9 +58,10 @@ from dcbrain.tfplan import (
     check,
     compile_source,
 )
+from dcbrain.tfplan.errors import TFApprovalDenied
 from dcbrain.tfplan.host_budget import HostBudget
 from dcbrain.tfplan.interpreter import Isolation, off_the_loop
-from dcbrain.tools import Tool, as_tool
+from dcbrain.tools import Tool, as_tool, needs_approval
 
 #: Keyword arguments that become the text (``content``) of a chain's ``current_input``.
 INPUT_KWARGS = TEXT_KWARGS
@@ -121,9 +123,13 @@ class _ToolCallable:
         arguments = self.tool.keyword_arguments(args, kwargs)
         tool = self.tool
         key, entry = owner._journaled(self.name, arguments, reuse=tool.reuse)
+        denied = owner._approval("tool", self.name, tool, arguments, key) \
+            if entry is None else None
         record = owner._announce("tool", key, entry)
         if entry is not None:
             return replayed(entry)
+        if denied is not None:
+            raise denied
         journal = owner._journal
         policy = tool.retry
         if policy is None:
@@ -155,7 +161,9 @@ class TFChainInterpreter:
     journal holds returns its recorded result (``PlanCall.reused``); ``run_id``
     goes into each call's idempotency key (:func:`~dcbrain.journal.current_call`).
     ``isolation`` is where plans run: ``"process"`` (sandbox worker processes, the
-    default) or ``"inprocess"`` (trusted plans).
+    default) or ``"inprocess"`` (trusted plans). ``approvals`` decides the calls of tools
+    and chains declared ``requires_approval`` (:class:`ApprovalGate`); without it such a
+    call is denied (:class:`~dcbrain.tfplan.TFApprovalDenied`): nobody can be asked.
     """
 
     def __init__(
@@ -175,8 +183,10 @@ class TFChainInterpreter:
         attempt: int = 0,
         run_id: str | None = None,
         isolation: Isolation = "process",
+        approvals: ApprovalGate | None = None,
     ) -> None:
         self.chains_map: dict[str, Chain | Chains] = dict(chains_map)
+        self._approvals = approvals
         self._journal = PlanJournal(journal, attempt, run_id)
         self.tools: list[Tool] = [as_tool(item) for item in tools]
         self.additional_info: dict[str, Any] = additional_info if additional_info is not None \
@@ -324,12 +334,16 @@ class TFChainInterpreter:
             self.neural.raise_if_new_input(self.conversation_id)
         chain = callable_.chain
         key, entry = self._journaled(callable_.journal_name, kwargs, reuse=chain.reuse)
+        denied = self._approval("chain", callable_.name, chain, kwargs, key) \
+            if entry is None else None
         record = self._announce("chain", key, entry)
         scope = self._scope()
         if entry is not None:
             if entry.ok and entry.intermediate:
                 scope.write(entry.intermediate)
             return replayed(entry)
+        if denied is not None:
+            raise denied
         message = self.construct_chain_run_input(kwargs, additional_info=scope.chain_info())
         return self._run_chain(chain, message, scope, key, record)
 
@@ -430,6 +444,23 @@ class TFChainInterpreter:
             return None
         return self._announcer.announce(
             kind, reused=entry is not None, path=key.path if key is not None else "")
+
+    def _approval(self, kind: PlanCallKind, name: str, owner: Any,
+                  arguments: Mapping[str, Any], key: JournalKey | None
+                  ) -> TFApprovalDenied | None:
+        """Whether the call may run: ``None``, or the denial to raise once it is announced;
+        a call waiting for a decision raises :class:`ApprovalRequired` (unannounced)."""
+        if not needs_approval(owner, arguments):
+            return None
+        if self._approvals is None:
+            return TFApprovalDenied(
+                f"{name}() requires a person's approval, and this plan has nobody to ask "
+                "(run it in a DCBrain, or give TFChainInterpreter approvals=...)")
+        record = self._announcer.pending() if self._announcer is not None else None
+        return self._approvals.check(
+            name, kind, arguments, key, record=record,
+            why=approval_reason(kind, name, owner.requires_approval),
+            timeout_s=getattr(owner, "approval_timeout_s", None))
 
     def _journaled(
         self, name: str, arguments: Mapping[str, Any], *, reuse: bool

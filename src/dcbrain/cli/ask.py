@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
@@ -42,8 +42,19 @@ def ask(
         typer.Option("--trace", help="Append every event of the run to this JSONL file.",
                      show_default=False),
     ] = None,
+    approve_all: Annotated[
+        bool, typer.Option("--approve-all", help="Approve every call that needs approval "
+                           "without asking (scripts).")
+    ] = False,
+    deny_all: Annotated[
+        bool, typer.Option("--deny-all", help="Deny every call that needs approval without "
+                           "asking (scripts).")
+    ] = False,
 ) -> None:
     """Answer QUESTION: plan in tf_plan, run, validate, replan; show it live.
+
+    A call that needs approval is shown and asked about (y/n, then an optional reason);
+    --approve-all or --deny-all answer for scripts.
 
     Exit codes: 0 succeeded, 1 failed, 2 usage or config error, 3 aborted or timed out,
     130 interrupted.
@@ -53,6 +64,7 @@ def ask(
     from rich.console import Console
 
     from dcbrain.brain.deps import RunDeps
+    from dcbrain.cli._approvals import terminal_desk
     from dcbrain.cli.progress import ProgressView
     from dcbrain.composition import build_brain
     from dcbrain.runs import RunRequest, execute_run
@@ -61,6 +73,8 @@ def ask(
         fail_usage("the question is empty: dcbrain ask \"your question\"")
     if json_output and text_output:
         fail_usage("--json and --text exclude each other")
+    if approve_all and deny_all:
+        fail_usage("--approve-all and --deny-all exclude each other")
     as_json = json_output or (not text_output and not sys.stdout.isatty())
     loaded = load_config_or_exit(config)
     with config_errors_exit():
@@ -69,11 +83,16 @@ def ask(
     view = ProgressView(console)
     descriptions = _model_descriptions(brain)
     request = RunRequest(uuid.uuid4().hex, conversation, question)
-    if as_json:
-        outcome = asyncio.run(execute_run(brain, request, RunDeps(), lambda event: None))
+    mode: Literal["ask", "approve", "deny"] = "approve" if approve_all \
+        else "deny" if deny_all else "ask"
+    if as_json:  # prompts go to stderr: stdout is the JSON object
+        desk = terminal_desk(mode, Console(stderr=True, highlight=False))
+        outcome = asyncio.run(execute_run(brain, request, RunDeps(approvals=desk),
+                                          lambda event: None))
     else:
         with view:
-            outcome = asyncio.run(execute_run(brain, request, RunDeps(), view.handle))
+            deps = RunDeps(approvals=terminal_desk(mode, console, view))
+            outcome = asyncio.run(execute_run(brain, request, deps, view.handle))
     result = outcome.result
     if result is None:  # the run ended without a result of the brain's (it failed around it)
         write_text(f"error: {outcome.error or outcome.reason}\n", sys.stderr)

@@ -10,7 +10,9 @@ read as rich markup.
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 from rich.console import Console, Group
@@ -79,6 +81,19 @@ class ProgressView:
         if self._status is not None:
             self._status.stop()
             self._status = None
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """No status line while the block runs (a prompt owns the terminal)."""
+        with self._lock:
+            status = self._status
+            if status is not None:
+                status.stop()
+        try:
+            yield
+        finally:
+            if status is not None:
+                status.start()
 
     def _status_text(self) -> Text:
         budget = f"{self.tokens_used:,}/{self.max_tokens:,} tokens" if self.max_tokens else ""

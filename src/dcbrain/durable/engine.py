@@ -33,6 +33,7 @@ from dcbrain.durable._dbos import (
     wait_until_polled,
 )
 from dcbrain.durable._urls import dbos_url, is_postgres
+from dcbrain.durable.approvals import run_id_of
 from dcbrain.durable.control import ControlChannel
 from dcbrain.durable.executor import RunExecutor
 from dcbrain.durable.store import DurableStore, PostgresDurableStore
@@ -97,6 +98,7 @@ class DurableEngine:
         self.executor_id = executor_id or (new_executor_id() if postgres else "local")
         if executor is not None:
             executor.executor_id = self.executor_id
+            executor.requeue = self.enqueue  # a run whose approvals were decided meanwhile
         self.control = ControlChannel(db_url if postgres else None,
                                       executor.handle if executor is not None else None)
         self._client: DBOSClient | None = None
@@ -189,12 +191,14 @@ class DurableEngine:
 
     # -- commands ------------------------------------------------------------------------
 
-    def enqueue(self, run_id: str, conversation_id: str, question: str) -> None:
-        """Queue the run (its id is the workflow id); it starts after the conversation's last."""
+    def enqueue(self, run_id: str, conversation_id: str, question: str,
+                workflow_id: str | None = None) -> None:
+        """Queue the run (its id is the workflow id unless ``workflow_id`` says otherwise:
+        a continuation's); it starts after the conversation's last."""
         options: EnqueueOptions = {
             "workflow_name": WORKFLOW_NAME,
             "queue_name": QUEUE_NAME,
-            "workflow_id": run_id,
+            "workflow_id": workflow_id or run_id,
             "queue_partition_key": conversation_id,
             "app_version": self.app_version,
             "serialization_type": WorkflowSerializationFormat.PORTABLE,
@@ -204,12 +208,13 @@ class DurableEngine:
         else:
             DBOS.enqueue_workflow_with_options(options, conversation_id, question)
 
-    def cancel(self, run_id: str) -> None:
-        """Tell DBOS the run is over (a queued run then never starts)."""
+    def cancel(self, run_id: str, workflow_id: str | None = None) -> None:
+        """Tell DBOS the run is over (a queued run then never starts); ``workflow_id``
+        for a continuation of the run."""
         if self._client is not None:
-            self._client.cancel_workflow(run_id)
+            self._client.cancel_workflow(workflow_id or run_id)
         else:
-            DBOS.cancel_workflow(run_id)
+            DBOS.cancel_workflow(workflow_id or run_id)
 
     def send(self, message: dict[str, Any]) -> None:
         """A control message to the worker executing ``message["run_id"]``."""
@@ -230,7 +235,10 @@ class DurableEngine:
         workers'. Raises :class:`RunConflict` when the workflow is queued or executing
         already, has ended, or does not exist.
         """
-        status = self.workflow_statuses([run_id]).get(run_id)
+        record = self.store.get_run(run_id)
+        workflow_id = str((record.data if record is not None else {}).get("workflow_id")
+                          or run_id)  # a run that waited for approval goes on in another
+        status = self._statuses(self._list(workflow_ids=[workflow_id])).get(workflow_id)
         if status is None:
             raise RunConflict(f"run {run_id} has no durable workflow to resume")
         if status not in RESUMABLE_WORKFLOWS:
@@ -239,34 +247,43 @@ class DurableEngine:
                          status, f"has ended (its workflow is {status})")
             raise RunConflict(f"run {run_id} {state}: there is nothing to resume")
         if self._client is not None:
-            self._client.resume_workflow(run_id, queue_name=QUEUE_NAME)
+            self._client.resume_workflow(workflow_id, queue_name=QUEUE_NAME)
         else:
-            DBOS.resume_workflow(run_id, queue_name=QUEUE_NAME)
+            DBOS.resume_workflow(workflow_id, queue_name=QUEUE_NAME)
 
     def workflow_statuses(self, run_ids: Sequence[str]) -> dict[str, str]:
-        """DBOS's status of each run's workflow (runs without one are left out)."""
-        ids = list(run_ids)
-        if self._client is not None:
-            found = self._client.list_workflows(workflow_ids=ids, load_input=False,
-                                                load_output=False)
-        else:
-            found = DBOS.list_workflows(workflow_ids=ids, load_input=False, load_output=False)
-        return {status.workflow_id: str(status.status) for status in found}
+        """DBOS's status of each run's first workflow (runs without one are left out)."""
+        return self._statuses(self._list(workflow_ids=list(run_ids)))
 
     def forget(self, run_ids: Sequence[str]) -> list[str]:
-        """Delete DBOS's rows of the runs' ended workflows (status, inputs, outputs, steps,
-        messages, events, streams); returns the runs done with. A workflow still queued or
-        executing is kept, and its run is left out."""
-        statuses = self.workflow_statuses(run_ids)
-        done = [run_id for run_id in run_ids if statuses.get(run_id, "SUCCESS")
-                in ENDED_WORKFLOWS]
-        present = [run_id for run_id in done if run_id in statuses]
-        if present:
+        """Delete DBOS's rows of the runs' workflows, each run's continuations too (status,
+        inputs, outputs, steps, messages, events, streams) once all have ended; returns the
+        runs done with. A run with a workflow still queued or executing is left out."""
+        workflows = self._statuses(self._list(workflow_id_prefix=list(run_ids)))
+        busy = {run_id_of(workflow_id) for workflow_id, status in workflows.items()
+                if status not in ENDED_WORKFLOWS}
+        done = [run_id for run_id in run_ids if run_id not in busy]
+        ended = [workflow_id for workflow_id in workflows if run_id_of(workflow_id) in done]
+        if ended:
             if self._client is not None:
-                self._client.delete_workflows(present)
+                self._client.delete_workflows(ended)
             else:
-                DBOS.delete_workflows(present)
+                DBOS.delete_workflows(ended)
         return done
+
+    def _list(self, *, workflow_ids: list[str] | None = None,
+              workflow_id_prefix: list[str] | None = None) -> list[Any]:
+        if self._client is not None:
+            return self._client.list_workflows(
+                workflow_ids=workflow_ids, workflow_id_prefix=workflow_id_prefix,
+                load_input=False, load_output=False)
+        return DBOS.list_workflows(workflow_ids=workflow_ids,
+                                   workflow_id_prefix=workflow_id_prefix,
+                                   load_input=False, load_output=False)
+
+    @staticmethod
+    def _statuses(found: Sequence[Any]) -> dict[str, str]:
+        return {status.workflow_id: str(status.status) for status in found}
 
     # -- dead workers --------------------------------------------------------------------
 

@@ -21,11 +21,13 @@ from typing import Any, Protocol
 from dcbrain._text import encodable
 from dcbrain.brain import RunDeps
 from dcbrain.brain.deps import Resumption
+from dcbrain.durable.approvals import Requeue, StoredApprovals, requeue_if_decided
 from dcbrain.durable.journal import RecordedMemory, RunJournal
 from dcbrain.durable.loop import RunLoop
 from dcbrain.durable.sink import EventSink
 from dcbrain.durable.store import DurableStore
 from dcbrain.durable.writer import StoreWriter
+from dcbrain.events import EventType
 from dcbrain.exceptions import DurableRunError
 from dcbrain.memory import RunRecord
 from dcbrain.neural import Neural
@@ -33,6 +35,7 @@ from dcbrain.runs import (
     DEFAULT_SUPERSEDE_GRACE_S,
     QUEUED,
     RUNNING,
+    WAITING,
     RunnableBrain,
     RunOutcome,
     RunRequest,
@@ -40,7 +43,7 @@ from dcbrain.runs import (
     end_unstarted,
     execute_run,
 )
-from dcbrain.runs.resume import resumption
+from dcbrain.runs.resume import APPROVALS_DECIDED, WORKER_LOST, resumption
 
 logger = logging.getLogger("dcbrain.durable")
 
@@ -85,6 +88,9 @@ class RunExecutor:
         self.runs = RunLoop(max_threads=max_threads)
         #: Events and journal rows of every run of this process, written in batches.
         self.writer = StoreWriter(store)
+        #: Queues a run again (the engine's): one whose approvals were all decided while
+        #: its execution was still ending.
+        self.requeue: Requeue | None = None
 
     def warm_up(self) -> None:
         """Build one brain and have it load what its first run would load lazily.
@@ -183,7 +189,9 @@ class RunExecutor:
         execution = int(run.data.get("executions") or 1)
         if execution <= 1:
             return None
-        return resumption(self.store.events(run.run_id), execution)
+        events = self.store.events(run.run_id)
+        waited = bool(events) and events[-1].get("type") == EventType.APPROVAL_REQUESTED
+        return resumption(events, execution, APPROVALS_DECIDED if waited else WORKER_LOST)
 
     async def _contained(self, live: LiveRun) -> RunOutcome:
         """The run on the run loop, where anything it raises is an ``Exception``.
@@ -197,15 +205,29 @@ class RunExecutor:
             deps = RunDeps(
                 memory=None if memory is None else RecordedMemory(memory, live.journal),
                 run_store=self.store, journal=live.journal.calls, clock=live.journal.clock,
-                mailbox=live.mailbox, resumed=live.resumed)
+                mailbox=live.mailbox, resumed=live.resumed,
+                approvals=StoredApprovals(self.store, live.journal))
             return await execute_run(brain, live.request, deps, live.sink)
         except asyncio.CancelledError:
             raise
         except BaseException as exc:
             raise DurableRunError(f"{type(exc).__name__}: {exc}") from None
 
+    async def _suspend(self, live: LiveRun) -> dict[str, Any]:
+        """The run waits for people's decisions: stored as ``waiting``, no ``final``."""
+        request, sink = live.request, live.sink
+        await asyncio.to_thread(sink.close)
+        run_id = request.run_id
+        await asyncio.to_thread(self.store.update_run, run_id, WAITING,
+                                {"event_count": request.next_seq}, only_from=(RUNNING,))
+        if self.requeue is not None:
+            await asyncio.to_thread(requeue_if_decided, self.store, self.requeue, run_id)
+        return {"run_id": run_id, "status": WAITING, "reason": "approval", "executed": True}
+
     async def _close(self, live: LiveRun, outcome: RunOutcome) -> dict[str, Any]:
         request, sink = live.request, live.sink
+        if outcome.status == WAITING:
+            return await self._suspend(live)
         if not request.ended:  # after every event an earlier execution stored
             request.next_seq = await asyncio.to_thread(sink.next_free_seq, request.next_seq)
             end_unstarted(request, sink, outcome.status, outcome.reason, error=outcome.error)

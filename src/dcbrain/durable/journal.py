@@ -7,7 +7,9 @@ Everything goes to the store's journal rows of the run, keyed by text, first wri
 - ``clock|<n>``: the n-th reading of the run's clock (:class:`RecordedClock`), so the
   wall-time budget is decided on the same times;
 - ``commit|<n>`` and ``recall|<n>``: the run's memory writes and reads
-  (:class:`RecordedMemory`): a message is committed once, a recall answers the same.
+  (:class:`RecordedMemory`): a message is committed once, a recall answers the same;
+- ``approval|<call_id>``: a person's decision on a call the run waited for
+  (:mod:`dcbrain.durable.approvals`): a call is decided once.
 
 A replay that asks, in a branch of a plan attempt, for a call that is not the recorded one
 (nor one an earlier attempt answers) while recorded calls of that branch are still unused
@@ -24,6 +26,7 @@ import time
 from collections import defaultdict
 from typing import Any
 
+from dcbrain.approvals import ApprovalDecision
 from dcbrain.durable.store import DurableStore
 from dcbrain.durable.writer import StoreWriter
 from dcbrain.exceptions import JournalDivergence
@@ -48,6 +51,8 @@ class RunJournal:
         self.clock = RecordedClock(self, [float(r["value"]) for r in rows["clock"]])
         self.commits = {int(r["n"]) for r in rows["commit"]}
         self.recalls = {int(r["n"]): r["recall"] for r in rows["recall"]}
+        #: Decisions people took on the run's approval requests (``approval|<call_id>``).
+        self.approvals = [ApprovalDecision.from_dict(r["decision"]) for r in rows["approval"]]
 
     @property
     def replaying(self) -> bool:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import fnmatch
 import shlex
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -56,6 +57,9 @@ class MCPTools(Sequence[Tool]):
     ``timeout_s`` (every tool) and ``tool_timeout_s`` (by the server's tool name) are the
     tools' own limits as for :class:`~dcbrain.tools.Tool`: a call past it fails with
     :class:`~dcbrain.tfplan.TFToolTimeout`, a failure the planner sees at the call.
+    ``require_approval`` lists patterns (``fnmatch``: ``["delete_*", "send_email"]``) of
+    the server's tool names whose calls wait for a person's decision
+    (``Tool(requires_approval=True)``).
 
     A call whose connection fails (lost, cut, refused, timed out) raises
     :class:`~dcbrain.exceptions.TFMCPTransportError`, a transient error: by default it is
@@ -90,6 +94,7 @@ class MCPTools(Sequence[Tool]):
         retries: int = 2,
         retry_on: Iterable[type[BaseException]] | None = None,
         backoff: Backoff | float | None = None,
+        require_approval: Iterable[str] = (),
     ) -> None:
         if (command is None) == (url is None):
             raise ValueError("MCPTools needs exactly one of command=[...] (stdio) or url=...")
@@ -118,6 +123,10 @@ class MCPTools(Sequence[Tool]):
             tool: checked_timeout(value, f"MCP server {self.name!r} tool {tool!r}")
             for tool, value in (tool_timeout_s or {}).items()}
         self.retry = RetryPolicy.of(retries, retry_on, backoff)
+        if isinstance(require_approval, str):
+            raise TypeError(f"MCPTools {self.name!r}: require_approval is a list of tool-name "
+                            f"patterns, got the string {require_approval!r}")
+        self.require_approval = tuple(require_approval)
         self._tools: list[Tool] | None = None
         self._result_schemas: dict[str, CompiledSchema] = {}
         self._lock = threading.Lock()
@@ -353,6 +362,8 @@ class MCPTools(Sequence[Tool]):
             raise TFMCPError(str(exc)) from None
         tool.origin = f"MCP server {self.name!r}"
         tool.retry = self.retry
+        tool.requires_approval = any(fnmatch.fnmatchcase(server_name, pattern)
+                                     for pattern in self.require_approval)
         # readers of plain functions (the embedded planner's prompt) see the real arguments
         call.__signature__ = tool.signature  # type: ignore[attr-defined]
         call.__doc__ = tool.description

@@ -4,7 +4,8 @@ Any MCP client can then use a planning brain as one tool. While a question runs,
 brain's events (state changes, plans, calls, validation) are sent as MCP progress
 notifications to clients that asked for progress; the result carries the answer and
 how the run ended. One brain answers one question at a time: concurrent ``ask`` calls
-wait their turn.
+wait their turn. A call that needs a person's approval is asked of the client's user
+through MCP elicitation (``approved``, ``reason``); a client without elicitation denies it.
 """
 
 # no ``from __future__ import annotations``: the SDK reads the ``ask`` tool's annotations,
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, Field
 
 from dcbrain._jsonsafe import dumps, plain
+from dcbrain.approvals import ApprovalRequest, Asker, AskingDesk
 from dcbrain.brain.deps import RunDeps
 from dcbrain.events import (
     BrainRunStarted,
@@ -81,7 +83,8 @@ def create_server(brain: "DCBrain", *, name: str = "dcbrain",
             progress.start()
             request = RunRequest(uuid.uuid4().hex, conversation_id, question)
             try:
-                outcome = await execute_run(brain, request, RunDeps(), progress.on_event)
+                deps = RunDeps(approvals=AskingDesk(_elicitation(ctx), by="mcp_client"))
+                outcome = await execute_run(brain, request, deps, progress.on_event)
             finally:
                 await progress.finish()
         result = outcome.result
@@ -98,6 +101,31 @@ def create_server(brain: "DCBrain", *, name: str = "dcbrain",
         )
 
     return server
+
+
+class ApprovalAnswer(BaseModel):
+    """What the MCP client's user answers when a call needs approval."""
+
+    approved: bool = Field(description="run the call")
+    reason: str = Field(default="", description="why not (optional)")
+
+
+def _elicitation(ctx: Any) -> Asker:
+    """Ask the MCP client's user about a call through elicitation; a client that cannot
+    ask (no elicitation), declines or cancels denies it."""
+
+    async def ask(request: ApprovalRequest) -> tuple[bool, str]:
+        message = (f"dcbrain wants to call {request.tool}({dumps(request.arguments)[:2000]}) "
+                   f"at plan line {request.line}: {request.why}. Run it?")
+        try:
+            answer = await ctx.elicit(message, ApprovalAnswer)
+        except Exception as exc:  # the client has no elicitation, or the session failed
+            return False, f"the MCP client could not ask its user ({type(exc).__name__})"
+        if answer.action != "accept" or answer.data is None:
+            return False, f"the MCP client's user chose {answer.action}"
+        return bool(answer.data.approved), answer.data.reason
+
+    return ask
 
 
 class _ProgressForwarder:

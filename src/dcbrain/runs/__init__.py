@@ -22,6 +22,7 @@ from dcbrain.runs.status import (
     RUN_REASONS,
     RUNNING,
     TERMINAL_STATUSES,
+    WAITING,
     RunReason,
     RunStatus,
 )
@@ -33,6 +34,7 @@ __all__ = [
     "RUNNING",
     "RUN_REASONS",
     "TERMINAL_STATUSES",
+    "WAITING",
     "RunOutcome",
     "RunReason",
     "RunRecord",

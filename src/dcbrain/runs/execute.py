@@ -22,7 +22,8 @@ from typing import Any, Protocol
 from dcbrain._text import encodable
 from dcbrain.brain import BrainResult, RunDeps
 from dcbrain.events import Event, EventType, Final, PlanCreated, PlanRevised
-from dcbrain.exceptions import TFUserNewInputError
+from dcbrain.exceptions import RunSuspended, TFUserNewInputError
+from dcbrain.runs.status import WAITING
 
 logger = logging.getLogger("dcbrain.runs")
 
@@ -148,8 +149,10 @@ async def execute_run(brain: RunnableBrain, request: RunRequest, deps: RunDeps,
     """Run ``request`` on ``brain`` with ``deps``; every event goes to ``sink``.
 
     Returns on every stop with the run's outcome, and the last event ``sink`` got is
-    the run's ``final``. A cancellation (a server or worker stopping) propagates: the
-    caller decides whether the run ends (:func:`end_unstarted`) or stays to be resumed.
+    the run's ``final`` — but for a run whose desk suspended it until its approvals are
+    decided (status ``waiting``, no ``final`` yet). A cancellation (a server or worker
+    stopping) propagates: the caller decides whether the run ends (:func:`end_unstarted`)
+    or stays to be resumed.
     """
     if request.abort_requested:
         return end_unstarted(request, sink, "aborted", "aborted")
@@ -170,6 +173,8 @@ async def execute_run(brain: RunnableBrain, request: RunRequest, deps: RunDeps,
         finally:
             request._run = None
             request.cancel_timers()
+    except RunSuspended:  # its calls wait for people; a decision makes it execute again
+        return RunOutcome(request.run_id, WAITING, "approval")
     except TFUserNewInputError as exc:
         if deps.mailbox is not None:
             deps.mailbox.take_user_input(request.conversation_id)  # it was for this run

@@ -41,13 +41,16 @@ class RunRecord:
     superseded_by: str | None = None
     supersedes: str | None = None
     event_count: int = 0
+    #: Calls the run asked a person about: each request's fields and its ``decision``
+    #: (``None`` while it waits), in the order they were asked.
+    approvals: list[dict[str, Any]] = field(default_factory=list)
     created_at: float = field(default_factory=time.time)
     updated_at: float = field(default_factory=time.time)
     #: Fields a surface keeps beside these (a worker's id, whether an abort was asked).
     extra: dict[str, Any] = field(default_factory=dict)
 
     _FIELDS = ("question", "reason", "result", "error", "superseded_by", "supersedes",
-               "event_count")
+               "event_count", "approvals")
 
     @classmethod
     def from_stored(cls, row: StoredRun) -> RunRecord:
@@ -59,6 +62,7 @@ class RunRecord:
             result=data.get("result"), error=data.get("error"),
             superseded_by=data.get("superseded_by"), supersedes=data.get("supersedes"),
             event_count=int(data.get("event_count") or 0),
+            approvals=list(data.get("approvals") or []),
             created_at=row.created_at, updated_at=row.updated_at, extra=extra,
         )
 
@@ -67,7 +71,7 @@ class RunRecord:
         return {**self.extra, "question": self.question, "reason": self.reason,
                 "result": self.result, "error": self.error,
                 "superseded_by": self.superseded_by, "supersedes": self.supersedes,
-                "event_count": self.event_count}
+                "event_count": self.event_count, "approvals": self.approvals}
 
     def summary(self) -> dict[str, Any]:
         """The public shape of a run (``GET /v1/runs/{id}``), the same on every surface."""
@@ -75,8 +79,13 @@ class RunRecord:
                 "status": self.status, "reason": self.reason, "question": self.question,
                 "result": self.result, "error": self.error,
                 "superseded_by": self.superseded_by, "supersedes": self.supersedes,
-                "event_count": self.event_count, "created_at": self.created_at,
-                "updated_at": self.updated_at}
+                "event_count": self.event_count, "approvals": self.approvals,
+                "created_at": self.created_at, "updated_at": self.updated_at}
+
+    @property
+    def pending_approvals(self) -> list[dict[str, Any]]:
+        """The requests still waiting for a decision."""
+        return [item for item in self.approvals if item.get("decision") is None]
 
 
 def conversations(

@@ -17,12 +17,15 @@ from dcbrain.usage import Usage
 
 #: Why a run executes again: the process that executed it stopped before it ended.
 WORKER_LOST = "the process executing the run stopped before the run ended"
+#: Why a run executes again: people decided the calls it waited for.
+APPROVALS_DECIDED = "the calls the run waited for were decided"
 
 
 def resumption(events: Sequence[dict[str, Any]], execution: int,
                reason: str = WORKER_LOST) -> Resumption:
     """The :class:`Resumption` of execution ``execution`` after the stored ``events``."""
     open_calls: dict[str, dict[str, Any]] = {}
+    decided: set[str] = set()
     usage = Usage()
     duration_s = 0.0
     segment_start: float | None = None
@@ -49,12 +52,15 @@ def resumption(events: Sequence[dict[str, Any]], execution: int,
                                               int(event.get("completion_tokens") or 0))
         elif kind == EventType.RUN_RESUMED:
             open_calls.clear()  # closed as interrupted right before it
+        elif kind == EventType.APPROVAL_DECIDED:
+            decided.add(str(event.get("call_id")))
     if segment_start is not None and last_ts is not None:
         duration_s += last_ts - segment_start
     interrupted = tuple(_interrupted(call, last_ts) for call in open_calls.values())
     first_seq = max((int(event["seq"]) + 1 for event in events), default=0)
     return Resumption(execution=execution, reason=reason, first_seq=first_seq, usage=usage,
-                      duration_s=duration_s, interrupted=interrupted)
+                      duration_s=duration_s, interrupted=interrupted,
+                      decided=frozenset(decided))
 
 
 def _interrupted(call: dict[str, Any], last_ts: float | None) -> CallFinished:

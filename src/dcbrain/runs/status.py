@@ -10,12 +10,15 @@ import sys
 from pathlib import Path
 from typing import Final, Literal, get_args
 
-RunStatus = Literal["queued", "running", "succeeded", "failed", "aborted", "interrupted"]
+RunStatus = Literal["queued", "running", "waiting", "succeeded", "failed", "aborted",
+                    "interrupted"]
 
 QUEUED: Final = "queued"
 RUNNING: Final = "running"
+#: Waiting for a person's decision on a call (human approval): it holds no worker.
+WAITING: Final = "waiting"
 #: Statuses a run may still leave.
-LIVE_STATUSES: Final[tuple[RunStatus, ...]] = (QUEUED, RUNNING)
+LIVE_STATUSES: Final[tuple[RunStatus, ...]] = (QUEUED, RUNNING, WAITING)
 TERMINAL_STATUSES: Final[frozenset[str]] = frozenset(
     {"succeeded", "failed", "aborted", "interrupted"})
 

@@ -30,7 +30,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from dcbrain.exceptions import ApiError as ApiError
-from dcbrain.exceptions import InvalidRunQuery, RunConflict, TooManyRuns
+from dcbrain.exceptions import InvalidRunQuery, RunConflict, TFApprovalError, TooManyRuns
 from dcbrain.memory import Memory, RunStore
 from dcbrain.messages import TextMessage
 from dcbrain.neural import Neural
@@ -57,6 +57,7 @@ LOOPBACK_HOSTS: Final = ("127.0.0.1", "localhost", "::1")
 #: Conversation ids are chosen by clients: short, printable, no path tricks.
 CONVERSATION_ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}")
 RUN_ID: Final = re.compile(r"[0-9a-f]{32}")
+APPROVAL_CALL_ID: Final = re.compile(r"ap-[0-9a-f]{20}")
 #: The one path that takes ?access_token= (EventSource cannot send headers).
 EVENT_STREAM_PATH: Final = re.compile(r"/v1/runs/[0-9a-f]{32}/events")
 #: Runs shown with a conversation (newest first).
@@ -161,6 +162,7 @@ def create_app(
         Route("/v1/runs/{run_id}/abort", api.abort_run, methods=["POST"]),
         Route("/v1/runs/{run_id}/cancel", api.abort_run, methods=["POST"]),
         Route("/v1/runs/{run_id}/resume", api.resume_run, methods=["POST"]),
+        Route("/v1/runs/{run_id}/approvals/{call_id}", api.decide, methods=["POST"]),
     ]
     app = Starlette(
         routes=routes,
@@ -335,6 +337,32 @@ class _Api:
         if not isinstance(body, dict):
             raise ApiError(422, "invalid_body", "the body must be a JSON object")
         return body
+
+    async def decide(self, request: Request) -> Response:
+        """``{"approved": bool, "reason": str, "args_hash": str}``: a person's decision on
+        a call the run waits on; 404 unknown run or call, 409 decided or other arguments."""
+        run_id = _run_id(request)
+        call_id = request.path_params["call_id"]
+        if not APPROVAL_CALL_ID.fullmatch(call_id):
+            raise ApiError(404, "not_found", f"no call {call_id!r} waits for a decision")
+        body = await self._json_body(request)
+        if not isinstance(body, dict) or not isinstance(body.get("approved"), bool):
+            raise ApiError(400, "invalid_decision",
+                           'send {"approved": true} or {"approved": false, "reason": "..."}')
+        reason, digest = body.get("reason", ""), body.get("args_hash")
+        if not isinstance(reason, str) or len(reason) > 2000:
+            raise ApiError(400, "invalid_decision", "reason must be a string of at most "
+                           "2000 characters")
+        if digest is not None and not (isinstance(digest, str) and len(digest) == 64):
+            raise ApiError(400, "invalid_decision", "args_hash must be the request's "
+                           "64-character args_hash")
+        try:
+            decision = await self.runs.decide(run_id, call_id, approved=body["approved"],
+                                              reason=reason, args_hash=digest)
+        except TFApprovalError as exc:
+            code = "not_found" if exc.status == 404 else "approval_conflict"
+            raise ApiError(exc.status, code, str(exc)) from None
+        return JSONResponse({"run_id": run_id, **decision})
 
     async def _json_body(self, request: Request) -> Any:
         if _media_type(request) != "application/json":

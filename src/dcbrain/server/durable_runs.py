@@ -12,6 +12,8 @@ conversation at a time, so the new run starts after the old one's final event.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dcbrain.durable import DurableEngine, DurableStore, EventHub
+from dcbrain.durable.approvals import approvals_of, decide, deny_expired
 from dcbrain.durable.journal import record_question_kept
 from dcbrain.events import Event
 from dcbrain.exceptions import RunConflict, TooManyRuns
@@ -28,6 +31,7 @@ from dcbrain.runs import (
     LIVE_STATUSES,
     QUEUED,
     RUNNING,
+    WAITING,
     RunRecord,
     RunRequest,
     conversations,
@@ -36,7 +40,11 @@ from dcbrain.runs import (
 from dcbrain.runs.listing import RunPage, RunQuery, page_of
 from dcbrain.runs.retention import prune_runs
 
+logger = logging.getLogger("dcbrain.server")
+
 _LIVE = LIVE_STATUSES
+#: How often (seconds) an API node denies approval requests nobody decided in time.
+APPROVAL_SWEEP_S = 5.0
 #: How long a stream waits after a run's final event for its terminal status (seconds).
 _STATUS_AFTER_FINAL_S = 5.0
 
@@ -52,9 +60,11 @@ class DurableRuns:
     """:class:`~dcbrain.server.service.RunService` over a :class:`DurableEngine`."""
 
     def __init__(self, engine: DurableEngine, store: DurableStore, hub: EventHub, *,
-                 memory: Memory | None = None, max_concurrent_runs: int = 16) -> None:
+                 memory: Memory | None = None, max_concurrent_runs: int = 16,
+                 approval_sweep_s: float = APPROVAL_SWEEP_S) -> None:
         """``memory`` keeps the conversations (the one the workers' brains use): each
-        message goes in when it is taken, so one superseded before it ran is kept too."""
+        message goes in when it is taken, so one superseded before it ran is kept too.
+        Every ``approval_sweep_s`` seconds, requests nobody decided in time are denied."""
         if max_concurrent_runs < 1:
             raise ValueError("max_concurrent_runs must be at least 1")
         self.engine = engine
@@ -64,12 +74,16 @@ class DurableRuns:
         self.memory = memory
         self._active: set[str] = set()  # conversations with a live run submitted here
         self._submitting: dict[str, asyncio.Lock] = {}
+        self._sweeper: asyncio.Task[None] | None = None
+        self.approval_sweep_s = approval_sweep_s
 
     @property
     def active_count(self) -> int:
         return len(self._active)
 
     async def start(self) -> list[str]:
+        self._sweeper = asyncio.create_task(self._deny_expired_approvals(),
+                                            name="approval timeouts")
         previous = self.store.on_append
         wake = self.hub.wake
 
@@ -84,6 +98,10 @@ class DurableRuns:
         return []
 
     async def stop(self) -> None:
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sweeper
         await self.hub.close()
         await asyncio.to_thread(self.engine.stop)
 
@@ -123,10 +141,10 @@ class DurableRuns:
     def _supersede(self, old: StoredRun, by: str, text: str) -> None:
         ended = self.store.update_run(old.run_id, "aborted",
                                       {"reason": "superseded", "superseded_by": by},
-                                      only_from=(QUEUED,))
-        if ended is not None:  # it never started: end it here
+                                      only_from=(QUEUED, WAITING))
+        if ended is not None:  # not executing anywhere: end it here
             self._final(old, "aborted", "aborted", superseded_by=by)  # said as superseded
-            self.engine.cancel(old.run_id)
+            self.engine.cancel(old.run_id, ended.data.get("workflow_id"))
             return
         # Running (or just claimed by a worker): recorded first, so a recovered run sees it.
         if self.store.update_run(old.run_id, RUNNING, {"superseded_by": by},
@@ -138,10 +156,10 @@ class DurableRuns:
 
     def _abort(self, run_id: str) -> bool:
         ended = self.store.update_run(run_id, "aborted", {"reason": "aborted"},
-                                      only_from=(QUEUED,))
-        if ended is not None:
+                                      only_from=(QUEUED, WAITING))
+        if ended is not None:  # not executing anywhere: end it here
             self._final(ended, "aborted", "aborted")
-            self.engine.cancel(run_id)
+            self.engine.cancel(run_id, ended.data.get("workflow_id"))
             return True
         if self.store.update_run(run_id, RUNNING, {"abort_requested": True},
                                  only_from=(RUNNING,)) is None:
@@ -159,6 +177,10 @@ class DurableRuns:
         if record.status not in _LIVE:
             raise RunConflict(f"run {run_id} has ended ({record.status}): there is nothing to "
                               "resume; send the message again for a new run")
+        if record.status == WAITING:
+            raise RunConflict(f"run {run_id} waits for decisions on its calls (POST "
+                              f"/v1/runs/{run_id}/approvals/CALL_ID): it goes on once they "
+                              "are decided")
         self.engine.resume(run_id, any_version=any_version)
 
     def prune(self, older_than_s: float) -> int:
@@ -190,8 +212,32 @@ class DurableRuns:
     # -- queries -------------------------------------------------------------------------
 
     async def describe(self, run_id: str) -> dict[str, Any] | None:
-        record = await asyncio.to_thread(self.store.get_run, run_id)
-        return None if record is None else RunRecord.from_stored(record).summary()
+        return await asyncio.to_thread(self._describe, run_id)
+
+    def _describe(self, run_id: str) -> dict[str, Any] | None:
+        record = self.store.get_run(run_id)
+        if record is None:
+            return None
+        summary = RunRecord.from_stored(record).summary()
+        summary["approvals"] = approvals_of(self.store, record)
+        return summary
+
+    async def decide(self, run_id: str, call_id: str, *, approved: bool, reason: str = "",
+                     args_hash: str | None = None, by: str = "user") -> dict[str, Any]:
+        decision = await asyncio.to_thread(
+            decide, self.store, self.engine.enqueue, run_id, call_id, approved=approved,
+            reason=reason, by=by, args_hash=args_hash)
+        return decision.to_dict()
+
+    async def _deny_expired_approvals(self) -> None:
+        """Deny, every ``approval_sweep_s``, what nobody decided in time (any API node may:
+        a call is decided once)."""
+        while True:
+            await asyncio.sleep(self.approval_sweep_s)
+            try:
+                await asyncio.to_thread(deny_expired, self.store, self.engine.enqueue)
+            except Exception:  # the store is away: next time
+                logger.warning("could not deny expired approvals", exc_info=True)
 
     async def exists(self, run_id: str) -> bool:
         return await asyncio.to_thread(self.store.get_run, run_id) is not None

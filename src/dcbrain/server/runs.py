@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from dcbrain._text import encodable
+from dcbrain.approvals import ApprovalBoard
 from dcbrain.brain import RunDeps
-from dcbrain.events import Event
-from dcbrain.exceptions import RunConflict
+from dcbrain.events import ApprovalDecided, ApprovalRequested, Event
+from dcbrain.exceptions import RunConflict, TFApprovalError
 from dcbrain.exceptions import TooManyRuns as TooManyRuns
 from dcbrain.memory import Memory, RunStore
 from dcbrain.memory import RunRecord as StoredRun
@@ -33,6 +34,7 @@ from dcbrain.runs import (
     QUEUED,
     RUNNING,
     TERMINAL_STATUSES,
+    WAITING,
     RunnableBrain,
     RunOutcome,
     RunRecord,
@@ -120,6 +122,9 @@ class RunManager:
         self._runs: dict[str, ServerRun] = {}  # unfinished runs (and ones still flushing)
         self._active: dict[str, ServerRun] = {}  # the newest unfinished run per conversation
         self._stopping = False
+        #: Where this server's runs wait for people's decisions.
+        self.approvals = ApprovalBoard()
+        self._saving: set[asyncio.Future[None]] = set()
 
     @property
     def supersede_grace_s(self) -> float:
@@ -288,7 +293,7 @@ class RunManager:
         loop = asyncio.get_running_loop()
 
         def sink(event: Event) -> None:  # where the event happens (maybe a plan's thread)
-            loop.call_soon_threadsafe(run.log.add, event)
+            loop.call_soon_threadsafe(self._add_event, run, event)
 
         try:
             if await self._wait_turn(run, waits_for):
@@ -306,6 +311,32 @@ class RunManager:
             self._end(run, end_unstarted(run.request, sink, "failed", "error",
                                          error=f"{type(exc).__name__}: {exc}"))
         await self._finish(run, writer)
+
+    def _add_event(self, run: ServerRun, event: Event) -> None:
+        """Log the event; an approval asked or decided changes the run's status."""
+        run.log.add(event)
+        payload = event.payload
+        if isinstance(payload, ApprovalRequested | ApprovalDecided) and not run.done:
+            approvals = {item["call_id"]: item for item in run.record.approvals}
+            if isinstance(payload, ApprovalRequested):
+                approvals[payload.call_id] = {**payload.model_dump(), "decision": None}
+            elif payload.call_id in approvals:
+                approvals[payload.call_id]["decision"] = payload.model_dump()
+            run.record.approvals = list(approvals.values())
+            run.record.status = WAITING if run.record.pending_approvals else RUNNING
+            saving = asyncio.ensure_future(self._save(run))
+            self._saving.add(saving)
+            saving.add_done_callback(self._saving.discard)
+
+    async def decide(self, run_id: str, call_id: str, *, approved: bool, reason: str = "",
+                     args_hash: str | None = None, by: str = "user") -> dict[str, Any]:
+        """Decide a call a live run waits on; :class:`TFApprovalError` when it waits on
+        no such call (404) or it is decided or has other arguments (409)."""
+        if run_id not in self._runs and await self.store.aget_run(run_id) is None:
+            raise TFApprovalError(f"unknown run {run_id}", status=404)
+        decision = self.approvals.decide(run_id, call_id, approved=approved, reason=reason,
+                                         by=by, args_hash=args_hash)
+        return decision.to_dict()
 
     async def _wait_turn(self, run: ServerRun, waits_for: Sequence[ServerRun]) -> bool:
         """Wait until earlier runs of the conversation ended; ``False`` if told to stop."""
@@ -340,7 +371,7 @@ class RunManager:
         self.neural.take_user_input(run.conversation_id)  # input meant for a run that ended
         run.record.status = RUNNING
         await self._save(run)
-        deps = RunDeps(run_store=self.store, mailbox=self.neural)
+        deps = RunDeps(run_store=self.store, mailbox=self.neural, approvals=self.approvals)
         try:
             outcome = await execute_run(brain, run.request, deps, sink)
         finally:

@@ -64,6 +64,14 @@ class RunService(Protocol):
         """Runs newest first, filtered and paged as ``query`` says."""
         ...
 
+    async def decide(self, run_id: str, call_id: str, *, approved: bool, reason: str = "",
+                     args_hash: str | None = None, by: str = "user") -> dict[str, Any]:
+        """Decide a call the run waits on (human approval); the decision's fields.
+
+        Raises :class:`~dcbrain.exceptions.TFApprovalError` (``status`` 404 or 409).
+        """
+        ...
+
     async def describe(self, run_id: str) -> dict[str, Any] | None: ...
 
     async def exists(self, run_id: str) -> bool: ...

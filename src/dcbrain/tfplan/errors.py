@@ -175,6 +175,13 @@ class TFToolTimeout(TFCallError):
     default_kind = "TFToolTimeout"
 
 
+class TFApprovalDenied(TFCallError):
+    """A call that needed a person's approval was denied (by the person, or because nobody
+    decided in time): the plan fails at the call, and the planner sees why."""
+
+    default_kind = "TFApprovalDenied"
+
+
 class TFLimitError(TFInterpreterError):
     """A sandbox limit was hit. ``limit`` names it as in :class:`Limits`."""
 

@@ -24,6 +24,7 @@ from dcbrain.tfplan.errors import (
     CallLimitExceeded,
     HostMemoryExceeded,
     SizeLimitExceeded,
+    TFApprovalDenied,
     TFCallError,
     TFInterpreterError,
     TFToolTimeout,
@@ -233,8 +234,8 @@ class Dispatcher:
             record.error = f"{exc.kind}: {exc.message}"
             if isinstance(exc, HostMemoryExceeded) and exc.budget is state.host_budget:
                 raise  # the callee kept this run's values (a chain's intermediate results)
-            if isinstance(exc, TFToolTimeout):
-                raise  # the call's own limit: the plan fails with it at the call
+            if isinstance(exc, TFToolTimeout | TFApprovalDenied):
+                raise  # the call's own limit, or a person's no: the plan fails at the call
             raise TFCallError(f"{name}() failed: {exc.headline()}", kind=exc.kind) from exc
         except Exception as exc:
             record.error = f"{type(exc).__name__}: {exc}"

@@ -311,6 +311,12 @@ async function sendMessage(event) {
 
 // -- the current run ---------------------------------------------------------------------
 
+// A person's decision on a call the run waits for (bound to the arguments they saw).
+async function decideApproval(runId, callId, approved, reason, argsHash) {
+  const path = `/v1/runs/${runId}/approvals/${encodeURIComponent(callId)}`;
+  return api(path, { method: "POST", body: { approved, reason, args_hash: argsHash } });
+}
+
 function watchRun(runId) {
   if (app.source) app.source.close();
   app.run = newRun(runId);

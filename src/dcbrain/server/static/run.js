@@ -42,6 +42,7 @@ function newRun(runId) {
     validations: [],
     errors: [],
     startedAt: null,
+    approvals: new Map(), // call_id -> approval_requested event, with its decision once decided
   };
 }
 
@@ -98,6 +99,18 @@ function apply(run, event) {
         kind: "verdict", solved: event.is_solved, suggestion: event.suggestion || "",
       });
       break;
+    case "approval_requested":
+      run.approvals.set(event.call_id, Object.assign({}, event, { decision: null }));
+      run.timeline.push({ kind: "phase", label: `⏸ waiting for approval: ${event.tool}() at line ${event.line}` });
+      break;
+    case "approval_decided": {
+      const asked = run.approvals.get(event.call_id);
+      if (asked) asked.decision = event;
+      const verdict = event.approved ? "✓ approved" : "✗ denied";
+      const why = event.reason ? `: ${event.reason}` : "";
+      run.timeline.push({ kind: "phase", label: `${verdict} ${event.tool}() by ${event.decided_by}${why}` });
+      break;
+    }
     case "error":
       run.errors.push(event.error);
       break;
@@ -180,6 +193,7 @@ function renderRun(run) {
   renderRevisions(run);
   renderTimeline(run);
   renderFinal(run);
+  renderApprovals(run);
   for (const chip of document.querySelectorAll(".run-chip")) {
     chip.classList.toggle("active", chip.dataset.runId === run.id);
   }
@@ -475,6 +489,53 @@ function renderFinal(run) {
   const text = answered ? formatValue(final.final_result) || "No answer." : stopNote(final);
   $("final-answer").textContent = text;
   $("final-answer").classList.toggle("muted", !answered);
+}
+
+// The calls waiting for a person: tool, arguments, plan line and why, with Approve / Deny.
+function renderApprovals(run) {
+  const card = $("approvals");
+  const pending = [...run.approvals.values()].filter((a) => !a.decision && !run.final);
+  card.hidden = pending.length === 0;
+  $("approvals-meta").textContent = pending.length ? `${pending.length} waiting` : "";
+  const list = $("approval-list");
+  const shown = new Set(pending.map((a) => a.call_id));
+  for (const node of [...list.children]) if (!shown.has(node.dataset.callId)) node.remove();
+  for (const asked of pending) {
+    if (list.querySelector(`[data-call-id="${asked.call_id}"]`)) continue; // keep typed reasons
+    const lines = (asked.plan || "").split("\n");
+    const line = asked.line > 0 && asked.line <= lines.length ? lines[asked.line - 1] : "";
+    const reason = el("input", { type: "text", class: "approval-reason", placeholder: "Reason (optional)", "aria-label": "Reason" });
+    const status = el("span", { class: "muted approval-status" });
+    const decide = (approved) => async () => {
+      for (const button of item.querySelectorAll("button")) button.disabled = true;
+      status.textContent = approved ? "approving…" : "denying…";
+      try {
+        await decideApproval(run.id, asked.call_id, approved, reason.value.trim(), asked.args_hash);
+        status.textContent = approved ? "approved" : "denied";
+      } catch (error) {
+        status.textContent = error.message;
+        for (const button of item.querySelectorAll("button")) button.disabled = false;
+      }
+    };
+    const item = el("div", { class: "approval", "data-call-id": asked.call_id }, [
+      el("div", { class: "approval-call" }, [
+        el("span", { class: "tok-callable", text: asked.tool }),
+        el("span", { text: `(${JSON.stringify(asked.arguments)})` }),
+      ]),
+      el("div", { class: "approval-line" }, [
+        el("span", { class: "muted", text: `line ${asked.line}: ` }),
+        el("code", { text: line.trim() }),
+      ]),
+      el("div", { class: "muted approval-why", text: asked.why }),
+      el("div", { class: "composer-row" }, [
+        reason,
+        status,
+        el("button", { type: "button", class: "ghost", text: "Deny", onclick: decide(false) }),
+        el("button", { type: "button", class: "primary", text: "Approve", onclick: decide(true) }),
+      ]),
+    ]);
+    list.append(item);
+  }
 }
 
 // -- a tiny Python-ish highlighter ----------------------------------------------------------

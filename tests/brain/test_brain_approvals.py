@@ -1,0 +1,300 @@
+"""Human approval in an in-process brain: a call declared ``requires_approval`` waits for
+``approve``/``deny``; the plan runs again from its journal, so nothing runs twice."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from dcbrain import DCBrain, ScriptedLLM
+from dcbrain.approvals import TIMED_OUT, ApprovalBoard, args_hash
+from dcbrain.brain import RunDeps
+from dcbrain.exceptions import TFApprovalError
+from dcbrain.tfplan.interpreter import Isolation
+from dcbrain.tools import Tool
+from support.brain_scripts import plan, verdict
+
+ISOLATIONS: list[Isolation] = ["process", "inprocess"]
+
+
+class Bank:
+    """Counts every call, so a test sees what ran and how often."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, Any]] = []
+        self._lock = threading.Lock()
+
+    def balance(self, account: str) -> int:
+        """The balance of ``account``."""
+        with self._lock:
+            self.calls.append(("balance", account))
+        return 500
+
+    def send_money(self, recipient: str, amount: int) -> str:
+        """Send ``amount`` to ``recipient``."""
+        with self._lock:
+            self.calls.append(("send_money", (recipient, amount)))
+        return f"sent {amount} to {recipient}"
+
+    def count(self, name: str) -> int:
+        return sum(1 for called, _ in self.calls if called == name)
+
+
+def bank_brain(bank: Bank, plans: list[Any], verdicts: list[Any], *,
+               isolation: Isolation = "inprocess",
+               rule: Any = True, **options: Any) -> DCBrain:
+    tools = [Tool(bank.balance), Tool(bank.send_money, requires_approval=rule)]
+    return DCBrain(default_llm=ScriptedLLM(plans), default_validate_llm=ScriptedLLM(verdicts),
+                   tools=tools, isolation=isolation, **options)
+
+
+PAY = ('b = balance(account="main")\n'
+       'r = send_money(recipient="alice", amount=b // 5)\n'
+       'return r')
+
+
+def deciding(brain: DCBrain, decide: Callable[[DCBrain, dict[str, Any]], None]
+             ) -> list[dict[str, Any]]:
+    """Decide every request as it is announced (from another thread, as a person would)."""
+    requests: list[dict[str, Any]] = []
+
+    def on_event(event: Any) -> None:
+        data = event.to_dict()
+        if data["type"] == "approval_requested":
+            requests.append(data)
+            threading.Timer(0.05, decide, (brain, data)).start()
+
+    brain.subscribe(on_event)
+    return requests
+
+
+def approve(brain: DCBrain, request: dict[str, Any]) -> None:
+    brain.approve_sync(request["run_id"], request["call_id"], args_hash=request["args_hash"])
+
+
+def of_type(result: Any, kind: str) -> list[dict[str, Any]]:
+    return [event for event in result.events if event["type"] == kind]
+
+
+@pytest.mark.parametrize("isolation", ISOLATIONS)
+def test_an_approved_call_runs_once_and_the_calls_before_it_are_not_made_again(
+    isolation: Isolation,
+) -> None:
+    bank = Bank()
+    brain = bank_brain(bank, [plan(PAY)], [verdict(True)], isolation=isolation)
+    requests = deciding(brain, approve)
+    result = brain.run("pay alice a fifth of the balance", conversation_id="c1")
+    assert (result.status, result.final_result) == ("succeeded", "sent 100 to alice")
+    assert bank.calls == [("balance", "main"), ("send_money", ("alice", 100))]
+    [request] = requests
+    assert request["tool"] == "send_money" and request["kind"] == "tool"
+    assert request["arguments"] == {"recipient": "alice", "amount": 100}
+    assert request["args_hash"] == args_hash({"recipient": "alice", "amount": 100})
+    assert (request["line"], request["plan"]) == (2, PAY)
+    assert "requires approval" in request["why"]
+    [decided] = of_type(result, "approval_decided")
+    assert (decided["call_id"], decided["approved"], decided["decided_by"]) == (
+        request["call_id"], True, "user")
+    types = [event["type"] for event in result.events]
+    assert types.index("approval_requested") < types.index("approval_decided")
+    assert result.iterations == 1  # the plan ran again without asking the planner again
+
+
+def test_a_denied_call_fails_at_its_line_and_the_planner_replans_with_the_reason() -> None:
+    bank = Bank()
+    second = 'return "asked the user first"'
+    planner = ScriptedLLM([plan(PAY), plan(second)])
+    brain = DCBrain(default_llm=planner, default_validate_llm=ScriptedLLM([verdict(True)]),
+                    tools=[Tool(bank.balance), Tool(bank.send_money, requires_approval=True)],
+                    isolation="inprocess")
+
+    def deny(brain: DCBrain, request: dict[str, Any]) -> None:
+        brain.deny_sync(request["run_id"], request["call_id"], reason="not this month")
+
+    deciding(brain, deny)
+    result = brain.run("pay alice", conversation_id="c1")
+    assert (result.status, result.final_result) == ("succeeded", "asked the user first")
+    assert bank.count("send_money") == 0
+    [finished] = [e for e in of_type(result, "plan_finished") if not e["ok"]]
+    assert finished["error_kind"] == "TFApprovalDenied"
+    assert "2:" in finished["error"] and "denied by the user: not this month" in \
+        finished["error"]
+    second_prompt = str(planner.calls[1])
+    assert "denied by the user: not this month" in second_prompt
+    [decided] = of_type(result, "approval_decided")
+    assert (decided["approved"], decided["reason"]) == (False, "not this month")
+
+
+def test_a_predicate_asks_only_for_the_calls_it_matches() -> None:
+    bank = Bank()
+    two = ('a = send_money(recipient="bob", amount=20)\n'
+           'b = send_money(recipient="carol", amount=300)\n'
+           'return [a, b]')
+    brain = bank_brain(bank, [plan(two)], [verdict(True)],
+                       rule=lambda args: args["amount"] > 100)
+    requests = deciding(brain, approve)
+    result = brain.run("pay bob and carol", conversation_id="c1")
+    assert result.status == "succeeded"
+    assert [r["arguments"] for r in requests] == [{"recipient": "carol", "amount": 300}]
+    assert bank.count("send_money") == 2
+
+
+@pytest.mark.parametrize("isolation", ISOLATIONS)
+def test_two_approvals_in_one_parallel_are_asked_together(isolation: Isolation) -> None:
+    bank = Bank()
+    both = ('r = parallel(send_money(recipient="bob", amount=1), '
+            'send_money(recipient="carol", amount=2))\n'
+            'return r')
+    brain = bank_brain(bank, [plan(both)], [verdict(True)], isolation=isolation)
+    requests = deciding(brain, approve)
+    result = brain.run("pay both", conversation_id="c1")
+    assert result.status == "succeeded", result.error
+    assert sorted(r["arguments"]["recipient"] for r in requests) == ["bob", "carol"]
+    assert len({r["call_id"] for r in requests}) == 2
+    assert bank.count("send_money") == 2
+
+
+def test_nobody_deciding_in_time_denies_the_call_on_the_runs_clock() -> None:
+    bank = Bank()
+    now = [1000.0]
+    board = ApprovalBoard()
+    planner = ScriptedLLM([plan(PAY), plan('return "gave up"')])
+    brain = DCBrain(default_llm=planner, default_validate_llm=ScriptedLLM([verdict(True)]),
+                    tools=[Tool(bank.balance),
+                           Tool(bank.send_money, requires_approval=True,
+                                approval_timeout_s=3600)],
+                    isolation="inprocess", approvals=board, approval_timeout_s=60)
+
+    def later() -> None:
+        now[0] += 3601  # an hour passes on the run's clock while it waits
+
+    def on_event(event: Any) -> None:
+        if event.to_dict()["type"] == "approval_requested":
+            threading.Timer(0.2, later).start()
+
+    brain.subscribe(on_event)
+    result = asyncio.run(brain.async_run("pay", conversation_id="c1",
+                                         deps=RunDeps(clock=lambda: now[0])))
+    assert result.final_result == "gave up"
+    [decided] = of_type(result, "approval_decided")
+    assert (decided["approved"], decided["decided_by"], decided["reason"]) == (
+        False, "timeout", TIMED_OUT)
+    assert TIMED_OUT in str(planner.calls[1])
+    assert bank.count("send_money") == 0
+
+
+def test_a_replan_making_the_same_approved_call_is_not_asked_again() -> None:
+    bank = Bank()
+    # the first plan fails after its approved call; the replan makes the same call again
+    first = ('r = send_money(recipient="alice", amount=5)\n'
+             'x = 1 // 0\n'
+             'return r')
+    again = 'return send_money(recipient="alice", amount=5)'
+    brain = bank_brain(bank, [plan(first), plan(again)], [verdict(True)])
+    requests = deciding(brain, approve)
+    result = brain.run("pay alice 5", conversation_id="c1")
+    assert result.status == "succeeded"
+    assert len(requests) == 1
+    assert bank.count("send_money") == 1  # the replan got the journal's result
+
+
+def test_a_denial_answers_the_identical_call_at_once_but_not_other_arguments() -> None:
+    bank = Bank()
+    first = 'return send_money(recipient="mallory", amount=900)'
+    same = 'return send_money(recipient="mallory", amount=900)'
+    other = 'return send_money(recipient="alice", amount=9)'
+    brain = bank_brain(bank, [plan(first), plan(same), plan(other)], [verdict(True)])
+    decisions: list[str] = []
+
+    def decide(brain: DCBrain, request: dict[str, Any]) -> None:
+        decisions.append(request["arguments"]["recipient"])
+        if request["arguments"]["recipient"] == "mallory":
+            brain.deny_sync(request["run_id"], request["call_id"], reason="unknown payee")
+        else:
+            approve(brain, request)
+
+    deciding(brain, decide)
+    result = brain.run("pay", conversation_id="c1")
+    assert result.final_result == "sent 9 to alice"
+    assert decisions == ["mallory", "alice"]  # the second mallory call was denied at once
+    assert bank.calls == [("send_money", ("alice", 9))]
+
+
+def test_deciding_what_nobody_waits_for_is_a_clear_error() -> None:
+    bank = Bank()
+    brain = bank_brain(bank, [plan(PAY)], [verdict(True)])
+    errors: list[TFApprovalError] = []
+
+    def decide(brain: DCBrain, request: dict[str, Any]) -> None:
+        for wrong in (lambda: brain.approve_sync(request["run_id"], "ap-nope"),
+                      lambda: brain.approve_sync(request["run_id"], request["call_id"],
+                                                 args_hash="0" * 64)):
+            try:
+                wrong()
+            except TFApprovalError as exc:
+                errors.append(exc)
+        approve(brain, request)
+        try:
+            approve(brain, request)
+        except TFApprovalError as exc:
+            errors.append(exc)
+
+    deciding(brain, decide)
+    assert brain.run("pay", conversation_id="c1").status == "succeeded"
+    assert [e.status for e in errors] == [404, 409, 409]
+    assert "args_hash differs" in str(errors[1])
+    assert "already decided" in str(errors[2])
+
+
+def test_a_waiting_run_can_be_aborted_and_waiting_does_not_count_against_the_timeout(
+) -> None:
+    bank = Bank()
+    brain = bank_brain(bank, [plan(PAY), plan(PAY)], [verdict(True)], timeout=0.5)
+
+    async def main() -> None:
+        task = asyncio.create_task(brain.async_run("pay", conversation_id="c1"))
+        while not brain.pending_approvals():
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.8)  # past the run's timeout: waiting does not count
+        [request] = brain.pending_approvals()
+        await brain.approve(brain.runs[0].run_id, request.call_id)
+        result = await task
+        assert result.status == "succeeded", result.reason
+
+    asyncio.run(main())
+
+    async def aborted() -> None:
+        task = asyncio.create_task(brain.async_run("pay", conversation_id="c2"))
+        while not brain.pending_approvals():
+            await asyncio.sleep(0.01)
+        assert brain.abort()
+        result = await task
+        assert (result.status, result.reason) == ("aborted", "aborted")
+        assert brain.pending_approvals() == []
+
+    asyncio.run(aborted())
+
+
+def test_without_a_gate_a_call_needing_approval_is_denied_and_a_chain_cannot_make_it(
+) -> None:
+    from dcbrain import Chain, TFChainInterpreter
+    from dcbrain.llm.base import ToolCall
+    from dcbrain.tfplan import TFApprovalDenied
+
+    bank = Bank()
+    send = Tool(bank.send_money, requires_approval=True)
+    interpreter = TFChainInterpreter({}, tools=[send], isolation="inprocess")
+    with pytest.raises(TFApprovalDenied, match="nobody to ask") as denied:
+        interpreter.evaluate('return send_money(recipient="x", amount=1)')
+    assert denied.value.line == 1
+    model = ScriptedLLM([ToolCall("t1", "send_money", {"recipient": "x", "amount": 1}),
+                         "could not pay"])
+    chain = Chain(name="payer", llm=model, tools=[send])
+    result = chain.run("pay x")
+    assert result.content == "could not pay"
+    assert "requires a person's approval" in result.tool_returns[0]["error"]
+    assert bank.calls == []

@@ -1,0 +1,118 @@
+"""Human approval of durable runs (SQLite and PostgreSQL): a waiting run holds no worker,
+a decision posted to the API queues it again, and no finished call runs twice."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from dcbrain import SQLiteMemory
+from support.durable_brains import CountingTools
+from support.durable_harness import Backend, durable_server
+
+
+def wait_for_status(api: Any, run_id: str, status: str, timeout_s: float = 30) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        run: dict[str, Any] = api.http.get(f"/v1/runs/{run_id}").json()
+        if run["status"] == status:
+            return run
+        time.sleep(0.02)
+    raise AssertionError(f"run {run_id} is not {status}: {api.http.get(f'/v1/runs/{run_id}')}")
+
+
+def decide(api: Any, run_id: str, call_id: str, **body: Any) -> Any:
+    return api.http.post(f"/v1/runs/{run_id}/approvals/{call_id}", json=body)
+
+
+def test_an_approval_posted_to_the_api_resumes_the_waiting_run_without_repeating_calls(
+    backend: Backend, counting: CountingTools, tmp_path: Path
+) -> None:
+    counting.approval = {"step_two"}
+    memory = SQLiteMemory(tmp_path / "conversations.db")
+    with durable_server(backend, counting.brain, memory) as api:
+        run_id = api.send("c1", "count")
+        run = wait_for_status(api, run_id, "waiting")
+        [pending] = run["approvals"]
+        assert (pending["tool"], pending["arguments"], pending["decision"]) == (
+            "step_two", {"x": 2}, None)
+        assert (pending["line"], pending["kind"]) == (2, "tool")
+        assert counting.count("step_one", "finished") == 1
+        assert counting.count("step_two", "started") == 0
+        assert decide(api, run_id, pending["call_id"], approved=True,
+                      args_hash=pending["args_hash"]).status_code == 200
+        stream = api.stream(run_id)
+        assert stream.end == {"run_id": run_id, "status": "succeeded"}
+        assert [int(i or -1) for i in stream.ids] == list(range(len(stream.events)))
+        types = [event["type"] for event in stream.events]
+        assert types.count("approval_requested") == 1 and types.count("approval_decided") == 1
+        assert types.index("approval_requested") < types.index("run_resumed") < \
+            types.index("approval_decided")
+        resumed = next(e for e in stream.events if e["type"] == "run_resumed")
+        assert resumed["reason"] == "the calls the run waited for were decided"
+        final = api.http.get(f"/v1/runs/{run_id}").json()
+        assert final["result"]["final_result"] == 4
+        assert final["approvals"][0]["decision"]["approved"] is True
+    assert [counting.count(name, "started") for name in ("step_one", "step_two", "step_three")
+            ] == [1, 1, 1]
+    memory.close()
+
+
+def test_decisions_that_cannot_be_taken_are_clear_4xx_and_a_denial_reaches_the_planner(
+    backend: Backend, counting: CountingTools, tmp_path: Path
+) -> None:
+    counting.approval = {"step_two"}
+    memory = SQLiteMemory(tmp_path / "conversations.db")
+    with durable_server(backend, counting.brain, memory) as api:
+        run_id = api.send("c1", "count")
+        [pending] = wait_for_status(api, run_id, "waiting")["approvals"]
+        call_id = pending["call_id"]
+        assert decide(api, run_id, "ap-" + "0" * 20, approved=True).status_code == 404
+        assert decide(api, "f" * 32, call_id, approved=True).status_code == 404
+        assert decide(api, run_id, call_id, approved="yes").status_code == 400
+        wrong = decide(api, run_id, call_id, approved=True, args_hash="0" * 64)
+        assert wrong.status_code == 409 and "args_hash differs" in wrong.json()["detail"]
+        denied = decide(api, run_id, call_id, approved=False, reason="not today")
+        assert denied.status_code == 200 and denied.json()["approved"] is False
+        again = decide(api, run_id, call_id, approved=True)
+        assert again.status_code == 409 and "already decided" in again.json()["detail"]
+        stream = api.stream(run_id)
+        assert stream.end is not None
+        failed = [e for e in stream.events if e["type"] == "plan_finished" and not e["ok"]]
+        assert failed and failed[0]["error_kind"] == "TFApprovalDenied"
+        assert "denied by the user: not today" in failed[0]["error"]
+    assert counting.count("step_two", "started") == 0
+    memory.close()
+
+
+def test_a_request_nobody_decides_in_time_is_denied(
+    backend: Backend, counting: CountingTools, tmp_path: Path
+) -> None:
+    counting.approval = {"step_two"}
+    counting.approval_timeout_s = 0.3
+    memory = SQLiteMemory(tmp_path / "conversations.db")
+    with durable_server(backend, counting.brain, memory, approval_sweep_s=0.1) as api:
+        run_id = api.send("c1", "count")
+        stream = api.stream(run_id)
+        assert stream.end is not None
+        [decided] = [e for e in stream.events if e["type"] == "approval_decided"]
+        assert (decided["approved"], decided["decided_by"], decided["reason"]) == (
+            False, "timeout", "approval timed out")
+    assert counting.count("step_two", "started") == 0
+    memory.close()
+
+
+def test_a_waiting_run_is_aborted_at_once_on_the_api_node(
+    backend: Backend, counting: CountingTools, tmp_path: Path
+) -> None:
+    counting.approval = {"step_two"}
+    memory = SQLiteMemory(tmp_path / "conversations.db")
+    with durable_server(backend, counting.brain, memory) as api:
+        run_id = api.send("c1", "count")
+        wait_for_status(api, run_id, "waiting")
+        assert api.http.post(f"/v1/runs/{run_id}/abort", json={}).status_code == 202
+        stream = api.stream(run_id)
+        assert stream.end == {"run_id": run_id, "status": "aborted"}
+    assert counting.count("step_two", "started") == 0
+    memory.close()
