@@ -9,7 +9,6 @@ Every error is a JSON body ``{"error": code, "detail": message}`` with a 4xx sta
 
 from __future__ import annotations
 
-import asyncio
 import hmac
 import json
 import logging
@@ -30,14 +29,14 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from dcbrain.exceptions import ApiError as ApiError
-from dcbrain.exceptions import InvalidRunQuery, RunConflict, TFApprovalError, TooManyRuns
+from dcbrain.exceptions import TFApprovalError, TooManyRuns
 from dcbrain.memory import Memory, RunStore
 from dcbrain.messages import TextMessage
 from dcbrain.neural import Neural
 from dcbrain.runs import DEFAULT_SUPERSEDE_GRACE_S, RunRecord
-from dcbrain.runs.listing import RunQuery
-from dcbrain.runs.retention import DEFAULT_CHECK_EVERY_S, RetentionSchedule, parse_duration
+from dcbrain.runs.retention import DEFAULT_CHECK_EVERY_S, RetentionSchedule
 from dcbrain.server._responses import JSONResponse
+from dcbrain.server.admin import AdminEndpoints
 from dcbrain.server.runs import DEFAULT_MAX_CONCURRENT_RUNS, BrainFactory, RunManager
 from dcbrain.server.service import RunService
 from dcbrain.server.sse import (
@@ -133,6 +132,7 @@ def create_app(
                list_conversations=list_conversations,
                streams=StreamSlots(max_streams_per_client, max_streams))
 
+    admin = AdminEndpoints(runs, api.optional_json_object, _run_id, CONVERSATION_ID)
     retention = None if retention_s is None else RetentionSchedule(
         runs.prune, retention_s, retention_check_s)
 
@@ -155,13 +155,13 @@ def create_app(
         Route("/v1/conversations", api.list_conversations, methods=["GET"]),
         Route("/v1/conversations/{cid}", api.get_conversation, methods=["GET"]),
         Route("/v1/conversations/{cid}/messages", api.post_message, methods=["POST"]),
-        Route("/v1/runs", api.page_runs, methods=["GET"]),
-        Route("/v1/runs/prune", api.prune_runs, methods=["POST"]),
+        Route("/v1/runs", admin.page_runs, methods=["GET"]),
+        Route("/v1/runs/prune", admin.prune_runs, methods=["POST"]),
         Route("/v1/runs/{run_id}", api.get_run, methods=["GET"]),
         Route("/v1/runs/{run_id}/events", api.run_events, methods=["GET"]),
         Route("/v1/runs/{run_id}/abort", api.abort_run, methods=["POST"]),
         Route("/v1/runs/{run_id}/cancel", api.abort_run, methods=["POST"]),
-        Route("/v1/runs/{run_id}/resume", api.resume_run, methods=["POST"]),
+        Route("/v1/runs/{run_id}/resume", admin.resume_run, methods=["POST"]),
         Route("/v1/runs/{run_id}/approvals/{call_id}", api.decide, methods=["POST"]),
     ]
     app = Starlette(
@@ -287,47 +287,7 @@ class _Api:
         raise ApiError(409, "run_finished", f"run {run_id!r} has already ended "
                        f"({summary['status']})")
 
-    async def page_runs(self, request: Request) -> Response:
-        params = request.query_params
-        cid = params.get("conversation_id")
-        if cid and not CONVERSATION_ID.fullmatch(cid):
-            raise ApiError(400, "invalid_query", "conversation_id: not a conversation id (1-128 "
-                           "letters, digits and _ . : @ -)")
-        try:
-            query = RunQuery.parse(params.get("status"), cid, params.get("limit"),
-                                   params.get("cursor"))
-        except InvalidRunQuery as exc:
-            raise ApiError(400, "invalid_query", str(exc)) from None
-        return JSONResponse((await self.runs.page_runs(query)).to_dict())
-
-    async def resume_run(self, request: Request) -> Response:
-        run_id = _run_id(request)
-        body = await self._optional_json_object(request)
-        any_version = body.get("any_version", False)
-        if not isinstance(any_version, bool):
-            raise ApiError(422, "invalid_body", "any_version must be true or false")
-        if not await self.runs.exists(run_id):
-            raise ApiError(404, "not_found", f"no run {run_id!r}")
-        try:
-            await self.runs.resume_run(run_id, any_version=any_version)
-        except RunConflict as exc:
-            raise ApiError(409, "not_resumable", str(exc)) from None
-        return JSONResponse({"run_id": run_id, "resuming": True}, status_code=202)
-
-    async def prune_runs(self, request: Request) -> Response:
-        body = await self._optional_json_object(request)
-        older_than = body.get("older_than")
-        if not isinstance(older_than, str):
-            raise ApiError(422, "invalid_body", 'the body must be {"older_than": "30d"} (a '
-                           "duration: d, h, m or s)")
-        try:
-            seconds = parse_duration(older_than)
-        except ValueError as exc:
-            raise ApiError(422, "invalid_body", f"older_than: {exc}") from None
-        pruned = await asyncio.to_thread(self.runs.prune, seconds)
-        return JSONResponse({"pruned": pruned, "older_than_s": seconds})
-
-    async def _optional_json_object(self, request: Request) -> dict[str, Any]:
+    async def optional_json_object(self, request: Request) -> dict[str, Any]:
         """A state-changing request's JSON object body; none (or an empty one) is ``{}``."""
         _require_json_or_token(request)
         if _media_type(request) != "application/json" or \
