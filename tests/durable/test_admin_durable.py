@@ -80,7 +80,8 @@ def _age(backend: Backend, run_ids: list[str], seconds: float) -> None:
 
 
 def _dbos_rows(backend: Backend, run_ids: list[str]) -> dict[str, int]:
-    """Rows of DBOS's system tables that name one of the runs, by table."""
+    """Rows of DBOS's system tables that name one of the runs' workflows (``<run>`` and its
+    continuations ``<run>~<n>``), by table."""
     if backend.name == "sqlite":
         path = backend.url.removeprefix("sqlite:///")
         with sqlite3.connect(path) as conn:
@@ -90,10 +91,10 @@ def _dbos_rows(backend: Backend, run_ids: list[str]) -> dict[str, int]:
             for table in tables:
                 columns = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
                 for column in columns & {"workflow_uuid", "destination_uuid", "workflow_id"}:
-                    marks = ", ".join("?" * len(run_ids))
-                    found[table] = found.get(table, 0) + conn.execute(
-                        f"SELECT count(*) FROM {table} WHERE {column} IN ({marks})",
-                        run_ids).fetchone()[0]
+                    for run_id in run_ids:
+                        found[table] = found.get(table, 0) + conn.execute(
+                            f"SELECT count(*) FROM {table} WHERE {column} = ? OR {column} "
+                            "LIKE ?", (run_id, run_id + "~%")).fetchone()[0]
             return found
     import psycopg
 
@@ -104,8 +105,9 @@ def _dbos_rows(backend: Backend, run_ids: list[str]) -> dict[str, int]:
             "'workflow_id')").fetchall()
         pg_found: dict[str, int] = {}
         for table, column in columns:
-            row: Any = conn.execute(f'SELECT count(*) FROM dbos."{table}" WHERE "{column}" = '
-                                    "ANY(%s)", (run_ids,)).fetchone()
+            row: Any = conn.execute(
+                f'SELECT count(*) FROM dbos."{table}" WHERE "{column}" = ANY(%s) OR '
+                f'"{column}" LIKE ANY(%s)', (run_ids, [r + "~%" for r in run_ids])).fetchone()
             pg_found[table] = pg_found.get(table, 0) + int(row[0])
         return pg_found
 
@@ -199,3 +201,30 @@ def test_pages_of_the_store_never_repeat_or_skip_a_run(backend: Backend) -> None
     assert seen == expected
     only_c1 = backend.store.page_runs(("succeeded",), "c1", 100, None)
     assert [row.run_id for row in only_c1] == [r for r in expected if int(r, 16) % 2 == 0]
+
+
+def test_a_run_that_waited_for_approval_is_pruned_with_its_continuation_workflow(
+    backend: Backend, counting: CountingTools, tmp_path: Path
+) -> None:
+    from support.server_app import PATIENCE_S
+
+    counting.approval = {"step_two"}
+    memory = SQLiteMemory(tmp_path / "conversations.db")
+    with durable_server(backend, counting.brain, memory) as api:
+        run_id = api.send("c1", "count")
+        wait_until(lambda: api.http.get(f"/v1/runs/{run_id}").json()["status"] == "waiting",
+                   timeout_s=PATIENCE_S, what="the run's wait for approval")
+        waiting = api.http.post(f"/v1/runs/{run_id}/resume", json={})
+        [pending] = api.http.get(f"/v1/runs/{run_id}").json()["approvals"]
+        api.http.post(f"/v1/runs/{run_id}/approvals/{pending['call_id']}",
+                      json={"approved": True})
+        assert api.wait_for(run_id)["status"] == "succeeded"
+        wait_until(lambda: _dbos_rows(backend, [run_id])["workflow_status"] == 2 and set(
+            api.engine.workflow_statuses([run_id, run_id + "~1"]).values()) == {"SUCCESS"},
+            what="both workflows' ends")
+        _age(backend, [run_id], 40 * 86400)
+        pruned = api.http.post("/v1/runs/prune", json={"older_than": "30d"}).json()
+    memory.close()
+    assert waiting.status_code == 409 and "waits for decisions" in waiting.json()["detail"]
+    assert pruned["pruned"] == 1
+    assert set(_dbos_rows(backend, [run_id]).values()) == {0}
