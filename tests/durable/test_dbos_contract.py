@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import inspect
 import re
+import time
 import tomllib
 from importlib.metadata import version
 from pathlib import Path
@@ -63,6 +64,21 @@ def test_a_launched_worker_sees_dbos_poll_its_queue_and_recovers_an_unknown_exec
             f"no thread named {_dbos.QUEUE_THREAD_PREFIX}{QUEUE_NAME}: DBOS renamed its "
             "queue thread (durable/_dbos.py QUEUE_THREAD_PREFIX)")
         assert _dbos.recover_pending_workflows(["no-such-executor"]) == []
+
+
+def test_a_draining_worker_stops_dbos_polling_its_queue_through_the_threads_stop_event(
+    backend: Backend, counting: CountingTools
+) -> None:
+    # The adapter sets the stop event DBOS passes its queue threads as first argument.
+    with running_engine(backend, counting.brain):
+        assert _dbos.stop_dequeuing(QUEUE_NAME), f"no thread polls {QUEUE_NAME}"
+        deadline = time.monotonic() + 30
+        while _dbos.queue_is_polled(QUEUE_NAME):
+            assert time.monotonic() < deadline, (
+                "DBOS's queue thread ignored its stop event: a draining worker would go on "
+                "taking runs (durable/_dbos.py stop_dequeuing)")
+            time.sleep(0.02)
+        assert not _dbos.stop_dequeuing(QUEUE_NAME)  # nothing left to stop
 
 
 def test_no_module_but_the_adapter_imports_dbos() -> None:

@@ -191,7 +191,7 @@ def test_runs_beyond_the_cap_get_a_clear_429(serve: ServeFn, brains: BrainScript
     assert "2 runs are already active" in refused.json()["detail"]
     assert refused.headers["retry-after"] == "1"
     assert health == {"ok": True, "active_runs": 2, "max_concurrent_runs": 2,
-                      "list_conversations": False}
+                      "list_conversations": False, "draining": False}
     assert replacing.status_code == 202 and admitted.status_code == 202
 
 

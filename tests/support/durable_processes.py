@@ -110,9 +110,13 @@ def planner_requests(llm: FakeOpenAIServer) -> int:
     return sum(1 for request in llm.requests if request.response_format is None)
 
 
-def start(args: list[str], log: Path) -> subprocess.Popen[bytes]:
-    """``python -m dcbrain.cli ARGS`` with this test's code and a log file."""
-    env = dict(os.environ, FAKE_API_KEY="sk-test", PYTHONPATH=os.pathsep.join(sys.path))
+def start(args: list[str], log: Path, extra_path: str | None = None, *,
+          env_vars: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """``python -m dcbrain.cli ARGS`` with this test's code (after ``extra_path``, if
+    given), ``env_vars`` set and a log file."""
+    paths = [extra_path] if extra_path else []
+    env = dict(os.environ, FAKE_API_KEY="sk-test", PYTHONPATH=os.pathsep.join([*paths, *sys.path]),
+               **(env_vars or {}))
     env.pop("DCBRAIN_API_TOKEN", None)
     with log.open("ab") as out:
         return subprocess.Popen([sys.executable, "-m", "dcbrain.cli", *args], env=env,

@@ -54,3 +54,12 @@ def load_config_or_exit(path: Path | None, *, required: bool = False) -> Config:
     for message in loaded.deprecations:
         sys.stderr.write(f"warning: {loaded.source}: {message}\n")
     return loaded
+
+
+AppVersionOption = Annotated[
+    str | None,
+    typer.Option("--app-version", envvar="DCBRAIN_APP_VERSION", show_default=False,
+                 help="Application version of this process's runs (e.g. a release tag). "
+                 "Default: dcbrain-<version>-<hash of the config and its tool files>. A run "
+                 "resumes only on a worker of its version."),
+]

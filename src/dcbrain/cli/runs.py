@@ -20,7 +20,12 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
-from dcbrain.cli._config import ConfigOption, config_errors_exit, load_config_or_exit
+from dcbrain.cli._config import (
+    AppVersionOption,
+    ConfigOption,
+    config_errors_exit,
+    load_config_or_exit,
+)
 from dcbrain.cli._output import ExitCode, fail_usage, print_json, write_text
 
 if TYPE_CHECKING:
@@ -43,6 +48,15 @@ DbOption = Annotated[str | None, typer.Option(
     "the SQLite file of --config.", show_default=False)]
 RunArgument = Annotated[str, typer.Argument(help="The run id.")]
 
+ANY_VERSION_HELP = (
+    "Resume the run under this command's application version (--app-version, else the "
+    "config's) instead of the one it started under, which no live worker may run. Divergence "
+    "risk: the run executes from its start on its journal, so its finished calls are "
+    "answered from the journal and never run again, but the new version may plan "
+    "differently (other prompts, tools or models): a call the journal does not hold runs "
+    "for the first time, and a different call where one is recorded fails the run "
+    "(JournalDivergence).")
+
 
 @dataclass
 class _Target:
@@ -50,6 +64,7 @@ class _Target:
     token: str | None
     db: str | None
     config: Path | None
+    app_version: str | None = None
 
 
 def _refused(message: str) -> NoReturn:
@@ -125,7 +140,13 @@ def _database(target: _Target) -> Iterator[_Local]:
             db_url, store = open_store(target.db, runs or SQLiteRunStore(":memory:"))
         except (OSError, ValueError) as exc:
             fail_usage(str(exc))
-    engine, hub = build_engine(db_url, store, loaded, None)
+    with config_errors_exit():
+        try:
+            engine, hub = build_engine(db_url, store, loaded, None,
+                                       app_version=target.app_version)
+        except (OSError, ValueError) as exc:
+            store.close()
+            fail_usage(str(exc))
     engine.start()
     try:
         yield _Local(DurableRuns(engine, store, hub), durable=True, shared=target.db is not None)
@@ -262,28 +283,32 @@ def cancel(run_id: RunArgument, url: UrlOption = None, token: TokenOption = None
 @runs_app.command("resume")
 def resume(
     run_id: RunArgument,
-    any_version: Annotated[bool, typer.Option(
-        "--any-version", help="Resume even when the run's application version differs.")
-    ] = False,
+    any_version: Annotated[bool, typer.Option("--any-version", help=ANY_VERSION_HELP)] = False,
+    app_version: AppVersionOption = None,
     url: UrlOption = None, token: TokenOption = None, db: DbOption = None,
     config: ConfigOption = None,
 ) -> None:
-    """Queue a durable run whose workflow stopped (cancelled, or given up after crashes)."""
+    """Put a durable run that no worker executes back on the queue (stranded: no live worker
+    runs its version; or its workflow stopped: cancelled, or given up after crashes); prints
+    its record."""
     from dcbrain.exceptions import RunConflict
 
     target = _target(url, token, db, config)
+    target.app_version = app_version
     if target.url is not None:
         with _http(target) as client:
-            _answer(client.post(f"/v1/runs/{run_id}/resume", json={"any_version": any_version}))
+            resumed = _answer(client.post(f"/v1/runs/{run_id}/resume",
+                                          json={"any_version": any_version}))
     else:
         with _database(target) as local:
             if asyncio.run(local.service.describe(run_id)) is None:
                 _refused(f"no run {run_id!r}")
             try:
-                asyncio.run(local.service.resume_run(run_id, any_version=any_version))
+                resumed = asyncio.run(local.service.resume_run(run_id, any_version=any_version))
             except RunConflict as exc:
                 _refused(str(exc))
-    write_text(f"resuming {run_id}\n")
+    print_json({key: resumed.get(key) for key in
+                ("run_id", "status", "resumed_from_version", "resumed_under_version")})
 
 
 @runs_app.command("prune")
@@ -310,3 +335,7 @@ def prune(
         with _database(target) as local:
             pruned = local.service.prune(seconds)
     write_text(f"pruned {pruned} run(s)\n")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(runs_app, name="runs")

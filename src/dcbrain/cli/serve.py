@@ -3,12 +3,16 @@
 Exit codes: 2 for a bad config, a port that cannot be bound, or a non-loopback address
 without a token (unless ``--insecure-no-token``); 130 once stopped with Ctrl-C (after a
 graceful shutdown).
+
+SIGTERM or Ctrl-C drains the server first (:mod:`dcbrain.server.drain`): new messages get
+``503``, runs in flight get ``--drain-timeout`` seconds to finish, event streams their end.
 """
 
 from __future__ import annotations
 
 import errno
 import ipaddress
+import math
 import os
 import socket
 import sys
@@ -20,6 +24,7 @@ import typer
 
 from dcbrain.cli._config import ConfigOption, load_config_or_exit
 from dcbrain.server.connections import ConnectionLimits
+from dcbrain.server.drain import DEFAULT_DRAIN_TIMEOUT_S
 
 if TYPE_CHECKING:
     from dcbrain.brain import DCBrain
@@ -100,6 +105,18 @@ def serve(
     body_timeout: Annotated[
         float, typer.Option(help="Seconds for a request's body to arrive after its headers.")
     ] = ConnectionLimits.body_timeout_s,
+    drain_timeout: Annotated[
+        float, typer.Option(help="Seconds a stopping server (SIGTERM, Ctrl-C) lets its runs "
+                            "in flight finish while refusing new ones (503); then in-process "
+                            "runs end interrupted and durable ones resume at the next start.")
+    ] = DEFAULT_DRAIN_TIMEOUT_S,
+    forwarded_allow_ips: Annotated[
+        str | None,
+        typer.Option("--forwarded-allow-ips",
+                     help="Proxies (comma-separated IPs or CIDR networks, * for any) whose "
+                     "X-Forwarded-For names the client; default: none, the client is the "
+                     "socket's peer (what per-client limits count).", show_default=False),
+    ] = None,
     insecure_no_token: Annotated[
         bool, typer.Option("--insecure-no-token",
                            help="Serve a non-loopback address without DCBRAIN_API_TOKEN "
@@ -111,21 +128,23 @@ def serve(
     Exit codes: 2 bad config, port in use, or a non-loopback address without a token;
     130 stopped with Ctrl-C.
     """
-    import uvicorn
-
     from dcbrain.composition import brain_factory_from_config, retention_periods, shared_memory
     from dcbrain.config import ConfigError
     from dcbrain.runs.retention import DEFAULT_CHECK_EVERY_S
     from dcbrain.server.app import API_TOKEN_ENV, LOOPBACK_HOSTS, create_app
     from dcbrain.server.connections import fit_open_file_limit
-    from dcbrain.server.protocol import uvicorn_config
+    from dcbrain.server.drain import SHUTDOWN_GRACE_S, DrainingServer
+    from dcbrain.server.protocol import trusted_proxies, uvicorn_config
 
     loaded = load_config_or_exit(config)
     try:
         limits = ConnectionLimits(max_connections=max_connections,
                                   head_timeout_s=head_timeout, body_timeout_s=body_timeout)
+        proxies = trusted_proxies(forwarded_allow_ips) or None
     except ValueError as exc:
         _fail(str(exc))
+    if not (math.isfinite(drain_timeout) and drain_timeout >= 0):
+        _fail(f"--drain-timeout must be a number of seconds >= 0, not {drain_timeout}")
     limits = fit_open_file_limit(limits)
     token = os.environ.get(API_TOKEN_ENV) or None
     loopback = is_loopback(host)
@@ -176,7 +195,10 @@ def serve(
     sys.stderr.write(f"dcbrain serving on http://{shown}:{bound_port}/ (store: {store!r})\n")
     sys.stderr.write(durability_notice(runs, db, role) + "\n")
     # No access log: the event stream may carry ?access_token= in its URL.
-    server = uvicorn.Server(uvicorn_config(app, limits, access_log=False, log_level="info"))
+    server = DrainingServer(
+        uvicorn_config(app, limits, forwarded_allow_ips=proxies, access_log=False,
+                       log_level="info", timeout_graceful_shutdown=SHUTDOWN_GRACE_S),
+        app.state.drain, drain_timeout)
     server.run(sockets=[sock])
 
 

@@ -1,7 +1,15 @@
-"""``dcbrain worker``: execute durable runs from a PostgreSQL queue (DBOS)."""
+"""``dcbrain worker``: execute durable runs from a PostgreSQL queue (DBOS).
+
+SIGTERM (or Ctrl-C) drains the worker: it takes no more runs from the queue, lets the
+runs in flight finish for up to ``--drain-timeout`` seconds, then stops; the runs still
+in flight stay pending, resumed by this worker's next start under the same
+``--executor-id`` or by a live peer once this worker's heartbeat is stale. A second
+signal ends the wait at once.
+"""
 
 from __future__ import annotations
 
+import math
 import signal
 import sys
 import threading
@@ -9,8 +17,14 @@ from typing import Annotated
 
 import typer
 
-from dcbrain.cli._config import ConfigOption, config_errors_exit, load_config_or_exit
+from dcbrain.cli._config import (
+    AppVersionOption,
+    ConfigOption,
+    config_errors_exit,
+    load_config_or_exit,
+)
 from dcbrain.cli._output import fail_usage
+from dcbrain.server.drain import DEFAULT_DRAIN_TIMEOUT_S
 
 
 def worker(
@@ -23,8 +37,16 @@ def worker(
         typer.Option(help="A stable id (e.g. the pod name): a restart under the same id "
                      "resumes its runs at once. Default: host-pid-random."),
     ] = None,
+    app_version: AppVersionOption = None,
+    drain_timeout: Annotated[
+        float, typer.Option(help="Seconds a stopping worker (SIGTERM) lets its runs in "
+                            "flight finish; the rest resume elsewhere or at restart.")
+    ] = DEFAULT_DRAIN_TIMEOUT_S,
 ) -> None:
-    """Execute runs from the queue until SIGTERM or Ctrl-C; runs in flight resume elsewhere."""
+    """Execute runs from the queue until SIGTERM or Ctrl-C, then drain: runs in flight
+    finish within --drain-timeout, or resume elsewhere."""
+    if not (math.isfinite(drain_timeout) and drain_timeout >= 0):
+        fail_usage(f"--drain-timeout must be a number of seconds >= 0, not {drain_timeout}")
     try:
         from dcbrain.durable.setup import build_engine, open_store
     except ImportError:
@@ -43,10 +65,14 @@ def worker(
         except (OSError, ValueError) as exc:
             fail_usage(str(exc))
     engine, _ = build_engine(db_url, store, loaded, factory, concurrency=concurrency,
-                             executor_id=executor_id)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
+                             executor_id=executor_id, app_version=app_version)
+    stop, hurry = threading.Event(), threading.Event()
+
+    def on_signal(*_: object) -> None:
+        (hurry if stop.is_set() else stop).set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
     engine.start()
     periods = retention_periods(loaded)
     retention = None if periods is None else RetentionSchedule(
@@ -57,6 +83,13 @@ def worker(
     sys.stderr.write(f"dcbrain worker {engine.executor_id} ready (version "
                      f"{engine.app_version}, concurrency {concurrency})\n")
     stop.wait()
+    in_flight = len(engine.in_flight())
+    sys.stderr.write(f"dcbrain worker {engine.executor_id} draining: no new runs; {in_flight} "
+                     f"in flight get up to {drain_timeout:g} s\n")
+    left = engine.drain(drain_timeout, hurry)
+    sys.stderr.write(f"dcbrain worker {engine.executor_id} stopping: {len(left)} run(s) "
+                     "left to resume\n" if left else
+                     f"dcbrain worker {engine.executor_id} stopping: every run in flight ended\n")
     if retention is not None:
         retention.stop()
     engine.stop()

@@ -19,6 +19,7 @@ from dcbrain.durable.store import (
     PostgresDurableStore,
     SQLiteDurableStore,
 )
+from dcbrain.durable.workers import WorkerRegistry, stranded_runs
 from dcbrain.durable.writer import StoreWriter
 from dcbrain.exceptions import DurableRunError, JournalDivergence, StoreWriteError
 
@@ -40,5 +41,7 @@ __all__ = [
     "SQLiteDurableStore",
     "StoreWriteError",
     "StoreWriter",
+    "WorkerRegistry",
     "application_version",
+    "stranded_runs",
 ]

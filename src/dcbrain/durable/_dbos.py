@@ -1,6 +1,6 @@
 """DBOS behind one adapter: the only module of dcbrain that imports ``dbos``.
 
-DBOS's public API covers most of what durable runs need; three things it does not, and
+DBOS's public API covers most of what durable runs need; four things it does not, and
 this module is where they are reached, so an upgrade that moves them breaks here (and in
 ``tests/durable/test_dbos_contract.py``) rather than somewhere in the engine:
 
@@ -8,6 +8,9 @@ this module is where they are reached, so an upgrade that moves them breaks here
   its Conductor service, through a private class method);
 - knowing that a queue registered after launch is polled (DBOS starts the queue's thread at
   its next look at the queue table and says nothing; the thread's name is DBOS's);
+- stopping this process from starting queued workflows while the ones it runs go on (a
+  draining worker: DBOS stops polling only in ``destroy``, which abandons running ones;
+  the queue threads share one stop event, passed to them as their first argument);
 - reaching this process's run executor from a workflow function (DBOS registers workflows as
   module-level functions, one DBOS per process, so the executor lives in a process-wide slot).
 
@@ -76,6 +79,25 @@ def wait_until_polled(queue_name: str, timeout_s: float = 3.0) -> bool:
     return False
 
 
+def stop_dequeuing(queue_name: str) -> bool:
+    """Stop this process's DBOS from starting workflows queued on ``queue_name`` (and its
+    other queues); workflows it runs go on. ``False`` when no polling thread was found."""
+    name = QUEUE_THREAD_PREFIX + queue_name
+    for thread in threading.enumerate():
+        if thread.name != name:
+            continue
+        arguments = getattr(thread, "_args", ())
+        stop_event = arguments[0] if arguments else None
+        if not isinstance(stop_event, threading.Event):
+            raise DBOSContractError(
+                f"DBOS's thread {name} no longer takes its stop event as first argument: a "
+                "draining worker cannot stop taking runs; pin dbos to the version dcbrain "
+                "was tested with")
+        stop_event.set()
+        return True
+    return False
+
+
 class _ExecutorSlot:
     """The run executor this process's workflows use (``None``: this process runs none)."""
 
@@ -105,5 +127,6 @@ __all__ = [
     "WorkflowSerializationFormat",
     "queue_is_polled",
     "recover_pending_workflows",
+    "stop_dequeuing",
     "wait_until_polled",
 ]

@@ -4,7 +4,9 @@ DBOS is one per process, so is :class:`DurableEngine`. A worker launches DBOS wi
 workflow and the queue; an API-only node talks to the same database through a
 ``DBOSClient`` and never executes a run. Workers on PostgreSQL write a heartbeat every
 :data:`HEARTBEAT_S`; a worker silent for :data:`DEAD_AFTER_S` is claimed by one live
-worker, which hands its pending runs back to the queue (DBOS's recovery of an executor).
+worker of its application version, which hands its pending runs back to the queue (DBOS's
+recovery of an executor). Runs no live worker's version can resume are marked stranded
+until one starts or an operator resumes them (``workers.py``, :meth:`DurableEngine.resume`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from dcbrain.durable._dbos import (
     EnqueueOptions,
     WorkflowSerializationFormat,
     recover_pending_workflows,
+    stop_dequeuing,
     wait_until_polled,
 )
 from dcbrain.durable._urls import dbos_url, is_postgres
@@ -37,8 +40,11 @@ from dcbrain.durable.approvals import run_id_of
 from dcbrain.durable.control import ControlChannel
 from dcbrain.durable.executor import RunExecutor
 from dcbrain.durable.store import DurableStore, PostgresDurableStore
+from dcbrain.durable.workers import PendingRun, WorkerRegistry, mark_stranded, stranded
 from dcbrain.durable.workflow import QUEUE_NAME, WORKFLOW_NAME
 from dcbrain.exceptions import RunConflict
+from dcbrain.memory import RunRecord
+from dcbrain.runs import QUEUED, STRANDED, TERMINAL_STATUSES
 
 logger = logging.getLogger("dcbrain.durable")
 
@@ -48,16 +54,18 @@ HEARTBEAT_S: Final = 2.0
 DEAD_AFTER_S: Final = 15.0
 #: How often a worker looks at the queue for runs to start (seconds).
 QUEUE_POLL_S: Final = 0.1
+#: How often a draining worker looks whether its runs in flight have ended (seconds).
+DRAIN_POLL_S: Final = 0.05
 #: Python's thread switch interval in a process that executes runs (default 5 ms): the
 #: store writer, DBOS's queue thread and the control listener each wait for the run loop
 #: to give the GIL back before they go on; with hundreds of runs on the loop, 5 ms per
 #: hand-over added up to seconds of event latency and of queue lag.
 SWITCH_INTERVAL_S: Final = 0.001
 _PYTHON_SWITCH_INTERVAL_S: Final = 0.005
-#: DBOS statuses of a workflow that stopped before its run ended: resuming queues it again.
-RESUMABLE_WORKFLOWS: Final = frozenset({"CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"})
-#: DBOS statuses of a workflow no worker executes or will start by itself.
-ENDED_WORKFLOWS: Final = RESUMABLE_WORKFLOWS | {"SUCCESS", "ERROR"}
+#: DBOS statuses of a workflow that is queued or executing (or was, on a dead worker).
+_ACTIVE_WORKFLOWS: Final = frozenset({"ENQUEUED", "PENDING", "DELAYED"})
+#: DBOS statuses of a workflow whose run ended: there is nothing to resume.
+_FINISHED_WORKFLOWS: Final = frozenset({"SUCCESS", "ERROR"})
 
 
 def application_version(config_text: str | bytes | None = None) -> str:
@@ -101,6 +109,8 @@ class DurableEngine:
             executor.requeue = self.enqueue  # a run whose approvals were decided meanwhile
         self.control = ControlChannel(db_url if postgres else None,
                                       executor.handle if executor is not None else None)
+        self.workers = (WorkerRegistry(store) if isinstance(store, PostgresDurableStore)
+                        else None)
         self._client: DBOSClient | None = None
         self._launched = False
         self._stop = threading.Event()
@@ -148,10 +158,15 @@ class DurableEngine:
             logger.warning("DBOS did not start polling %s; the worker may start runs late",
                            QUEUE_NAME)
         self.control.start()
-        if isinstance(self.store, PostgresDurableStore):
-            self._heartbeat = threading.Thread(target=self._beat, args=(self.store,),
+        if self.workers is not None:
+            self._heartbeat = threading.Thread(target=self._beat, args=(self.workers,),
                                                name="dcbrain-heartbeat", daemon=True)
             self._heartbeat.start()
+        else:  # one process: runs of an earlier version of it are stranded from the start
+            try:
+                self.report_stranded({self.app_version})
+            except Exception:
+                logger.exception("looking for stranded runs failed")
 
     def wait_warm(self, timeout_s: float | None = None) -> None:
         """Wait until the worker's brain has loaded what a first run loads lazily."""
@@ -164,6 +179,27 @@ class DurableEngine:
             self.executor.warm_up()
         except Exception:  # the first run meets the same problem and reports it
             logger.exception("warming the brain up failed")
+
+    def stop_taking_runs(self) -> None:
+        """Start no more runs from the queue (they wait for another worker, or this one's
+        next start); the runs in flight go on."""
+        if self._launched and not stop_dequeuing(QUEUE_NAME):
+            logger.warning("DBOS was not polling %s: nothing to stop", QUEUE_NAME)
+
+    def in_flight(self) -> list[str]:
+        """The ids of the runs this process executes now."""
+        return [] if self.executor is None else list(self.executor.live)
+
+    def drain(self, timeout_s: float, hurry: threading.Event | None = None) -> list[str]:
+        """Stop taking runs and wait up to ``timeout_s`` (or until ``hurry`` is set) for
+        the runs in flight to end; returns the ids still in flight."""
+        self.stop_taking_runs()
+        deadline = time.monotonic() + timeout_s
+        hurry = hurry if hurry is not None else threading.Event()
+        while self.in_flight() and time.monotonic() < deadline:
+            if hurry.wait(min(DRAIN_POLL_S, max(0.0, deadline - time.monotonic()))):
+                break
+        return self.in_flight()
 
     def stop(self) -> None:
         """Stop executing; runs in flight stay pending and resume elsewhere or at restart."""
@@ -222,34 +258,13 @@ class DurableEngine:
 
     def workflow_status(self, run_id: str) -> str | None:
         """DBOS's status of the run's workflow (``ENQUEUED``, ``PENDING``, ``SUCCESS``, …)."""
-        if self._client is not None:
-            return str(self._client.retrieve_workflow(run_id).get_status().status)
-        status = DBOS.get_workflow_status(run_id)
-        return None if status is None else str(status.status)
+        workflow = self._workflow(run_id)
+        return None if workflow is None else str(workflow.status)
 
-    def resume(self, run_id: str, *, any_version: bool = False) -> None:
-        """Put the run's stopped workflow (cancelled, or given up after repeated crashes) back
-        on the run queue, where a worker resumes it from its journal.
-
-        ``any_version``: resume even when the run's application version differs from the
-        workers'. Raises :class:`RunConflict` when the workflow is queued or executing
-        already, has ended, or does not exist.
-        """
-        record = self.store.get_run(run_id)
-        workflow_id = str((record.data if record is not None else {}).get("workflow_id")
-                          or run_id)  # a run that waited for approval goes on in another
-        status = self._statuses(self._list(workflow_ids=[workflow_id])).get(workflow_id)
-        if status is None:
-            raise RunConflict(f"run {run_id} has no durable workflow to resume")
-        if status not in RESUMABLE_WORKFLOWS:
-            state = {"ENQUEUED": "is queued already", "DELAYED": "is queued already",
-                     "PENDING": "is being executed by a worker"}.get(
-                         status, f"has ended (its workflow is {status})")
-            raise RunConflict(f"run {run_id} {state}: there is nothing to resume")
-        if self._client is not None:
-            self._client.resume_workflow(workflow_id, queue_name=QUEUE_NAME)
-        else:
-            DBOS.resume_workflow(workflow_id, queue_name=QUEUE_NAME)
+    def _workflow(self, run_id: str) -> Any:
+        """DBOS's record of the run's workflow (``status``, ``app_version``, …), if any."""
+        found = self._list(workflow_ids=[run_id])
+        return found[0] if found else None
 
     def workflow_statuses(self, run_ids: Sequence[str]) -> dict[str, str]:
         """DBOS's status of each run's first workflow (runs without one are left out)."""
@@ -261,7 +276,7 @@ class DurableEngine:
         runs done with. A run with a workflow still queued or executing is left out."""
         workflows = self._statuses(self._list(workflow_id_prefix=list(run_ids)))
         busy = {run_id_of(workflow_id) for workflow_id, status in workflows.items()
-                if status not in ENDED_WORKFLOWS}
+                if status in _ACTIVE_WORKFLOWS}
         done = [run_id for run_id in run_ids if run_id not in busy]
         ended = [workflow_id for workflow_id in workflows if run_id_of(workflow_id) in done]
         if ended:
@@ -285,20 +300,118 @@ class DurableEngine:
     def _statuses(found: Sequence[Any]) -> dict[str, str]:
         return {status.workflow_id: str(status.status) for status in found}
 
-    # -- dead workers --------------------------------------------------------------------
+    def resume(self, run_id: str, *, any_version: bool = False) -> RunRecord:
+        """Put a live run that no worker executes back on the queue: a stranded run, or
+        one whose workflow stopped (cancelled, or given up after repeated crashes).
 
-    def _beat(self, store: PostgresDurableStore) -> None:
+        It resumes under its own application version, which a live worker must run; with
+        ``any_version``, under this engine's version instead. Either way it executes from
+        its start on its journal: finished calls are answered from the journal and never
+        run again. Under another version the plan may differ from the journal's (other
+        prompts, tools or models): a call the journal does not hold runs for the first
+        time, and a different call where one is recorded fails the run
+        (``JournalDivergence``). Returns the run's record; raises :class:`RunConflict`
+        naming what stands in the way.
+        """
+        record = self.store.get_run(run_id)
+        if record is None:
+            raise RunConflict(f"run {run_id}: no such run")
+        if record.status in TERMINAL_STATUSES:
+            raise RunConflict(f"run {run_id} has ended ({record.status}): nothing to "
+                                  "resume")
+        workflow_id = str(record.data.get("workflow_id") or run_id)  # a continuation's
+        workflow = self._workflow(workflow_id)
+        if workflow is None:
+            raise RunConflict(f"run {run_id} has no durable workflow to resume")
+        status, version = str(workflow.status), workflow.app_version
+        if status in _FINISHED_WORKFLOWS:
+            raise RunConflict(f"run {run_id} has ended (its workflow is {status}): nothing "
+                              "to resume")
+        target = self.app_version if any_version else version
+        live = self._live_versions()
+        if live is not None and target not in live:
+            known = ", ".join(sorted(v for v in live if v)) or "none"
+            hint = "" if any_version else (
+                "; resume it under a live worker's version with any_version "
+                "(--any-version), if its plan may run there")
+            raise RunConflict(f"run {run_id}: no live worker runs application version "
+                              f"{target} (live: {known}){hint}")
+        active = status in _ACTIVE_WORKFLOWS
+        if active and record.status != STRANDED and (live is None or version in live):
+            raise RunConflict(
+                f"run {run_id} is {record.status} under version {version}, which a live "
+                f"worker runs (a dead worker's runs move after {DEAD_AFTER_S:.0f} s of "
+                "silence): nothing to resume")
+        if version == target:  # stranded, cancelled, or given up after repeated crashes
+            self._requeue(workflow_id)
+        else:
+            if active:
+                self.cancel(run_id, workflow_id)  # only a workflow that stopped can be rewound
+            self._rewind(workflow_id, str(target), record.conversation_id)
+        resumed = self.store.update_run(
+            run_id, QUEUED, {"resumed_from_version": version, "resumed_under_version": target,
+                             "resumed_at": time.time()},
+            only_from=(STRANDED,))
+        logger.warning("run %s resumed under application version %s (it started under %s)",
+                       run_id, target, version)
+        return resumed or self.store.get_run(run_id) or record
+
+    def _requeue(self, workflow_id: str) -> None:
+        if self._client is not None:
+            self._client.resume_workflow(workflow_id, queue_name=QUEUE_NAME)
+        else:
+            DBOS.resume_workflow(workflow_id, queue_name=QUEUE_NAME)
+
+    def _rewind(self, workflow_id: str, app_version: str, conversation_id: str | None) -> None:
+        if self._client is not None:
+            self._client.rewind_workflow(workflow_id, application_version=app_version,
+                                         queue_name=QUEUE_NAME,
+                                         queue_partition_key=conversation_id)
+        else:
+            DBOS.rewind_workflow(workflow_id, application_version=app_version,
+                                 queue_name=QUEUE_NAME, queue_partition_key=conversation_id)
+
+    def _live_versions(self) -> set[str | None] | None:
+        """Versions of live workers (``None``: not known, no heartbeats in one process)."""
+        if self.workers is None:
+            return None
+        return set(self.workers.versions(DEAD_AFTER_S).values())
+
+    # -- dead workers and stranded runs ----------------------------------------------------
+
+    def report_stranded(self, live_versions: set[str | None]) -> dict[str, list[str]]:
+        """Mark the runs none of ``live_versions`` can resume stranded; warns about each
+        run newly stranded and returns those, by version."""
+        # Only versions a worker ever launched can have started runs: in the steady state
+        # that leaves the live ones, and no runs to list.
+        unserved = [v["version_name"] for v in DBOS.list_application_versions()
+                    if v["version_name"] not in live_versions]
+        if not unserved or None in live_versions:
+            return {}
+        pending = [PendingRun(run_id_of(str(w.workflow_id)), w.app_version)
+                   for w in DBOS.list_workflows(status="PENDING", name=WORKFLOW_NAME,
+                                                app_version=unserved, load_input=False,
+                                                load_output=False)]
+        newly = mark_stranded(self.store, stranded(pending, live_versions))
+        for app_version, run_ids in newly.items():
+            logger.warning(
+                "stranded run(s) %s: application version %s has no live worker to resume "
+                "them; start a worker of that version, or resume them under another one "
+                "(dcbrain runs resume RUN --any-version)", ", ".join(run_ids), app_version)
+        return newly
+
+    def _beat(self, workers: WorkerRegistry) -> None:
         while not self._stop.is_set():
             try:
-                store.heartbeat(self.executor_id)
-                for dead in store.claim_dead_workers(DEAD_AFTER_S):
+                workers.heartbeat(self.executor_id, self.app_version)
+                for dead in workers.claim_dead(DEAD_AFTER_S, self.app_version):
                     if dead == self.executor_id:
                         continue
                     started = time.monotonic()
                     handles = recover_pending_workflows([dead])
                     logger.warning("worker %s is silent: %d run(s) back on the queue (%.2f s)",
                                    dead, len(handles), time.monotonic() - started)
+                self.report_stranded(set(workers.versions(DEAD_AFTER_S).values()))
             except Exception:
                 logger.exception("heartbeat failed")
             self._stop.wait(HEARTBEAT_S)
-

@@ -35,6 +35,7 @@ from dcbrain.runs import (
     DEFAULT_SUPERSEDE_GRACE_S,
     QUEUED,
     RUNNING,
+    STRANDED,
     WAITING,
     RunnableBrain,
     RunOutcome,
@@ -176,10 +177,10 @@ class RunExecutor:
         if before is None:
             return None, None
         earlier = int(before.data.get("executions") or (1 if before.status == RUNNING else 0))
-        claimed = self.store.update_run(
+        claimed = self.store.update_run(  # a stranded run is resumed by this execution
             run_id, RUNNING, {"executor_id": self.executor_id, "started_at": time.time(),
                               "executions": earlier + 1},
-            only_from=(QUEUED, RUNNING))
+            only_from=(QUEUED, RUNNING, STRANDED))
         if claimed is None:
             return None, None
         return claimed, RunJournal(self.store, run_id, writer=self.writer)
@@ -236,8 +237,9 @@ class RunExecutor:
                    "error": encodable(outcome.error), "superseded_by": request.superseded_by,
                    "event_count": request.next_seq, "finished_at": time.time()}
         try:
+            # Stranded too: a worker silent too long (not dead) may be called stranded.
             await asyncio.to_thread(self.store.update_run, request.run_id, outcome.status,
-                                    changes, only_from=(RUNNING, QUEUED))
+                                    changes, only_from=(RUNNING, QUEUED, STRANDED))
         except Exception:  # the run stays running in the store: a peer resumes it
             logger.exception("could not record the end (%s) of run %s", outcome.status,
                              request.run_id)

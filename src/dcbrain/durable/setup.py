@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
+from typing import Final
 
 from dcbrain.config import Config
 from dcbrain.durable._urls import is_postgres, sqlite_url
@@ -13,6 +15,24 @@ from dcbrain.durable.hub import EventHub
 from dcbrain.durable.memory import PostgresMemory
 from dcbrain.durable.store import DurableStore, PostgresDurableStore, SQLiteDurableStore
 from dcbrain.memory import RunStore, SQLiteMemory, SQLiteRunStore
+
+#: Sets the application version of every process in place of the config's hash.
+APP_VERSION_ENV: Final = "DCBRAIN_APP_VERSION"
+
+
+def chosen_version(config: Config | None, app_version: str | None = None) -> str:
+    """``app_version`` if given, else ``$DCBRAIN_APP_VERSION``, else the config's version.
+
+    Naming versions (``v41``, a release tag) lets an operator tell the runs of one
+    deployment from another's; every worker that may resume a run must have its version.
+    """
+    chosen = app_version or os.environ.get(APP_VERSION_ENV)
+    if chosen:
+        return chosen
+    if config is None:
+        raise ValueError(f"no application version: pass --app-version, set {APP_VERSION_ENV} "
+                         "or give the config")
+    return config_version(config)
 
 
 def config_version(config: Config) -> str:
@@ -56,10 +76,13 @@ def build_engine(
     *,
     concurrency: int = 16,
     executor_id: str | None = None,
+    app_version: str | None = None,
 ) -> tuple[DurableEngine, EventHub]:
-    """The engine (a worker when ``factory`` is given) and an event hub on ``store``."""
+    """The engine (a worker when ``factory`` is given) and an event hub on ``store``;
+    the application version as :func:`chosen_version` chooses it."""
     executor = None if factory is None else RunExecutor(store, factory)
-    engine = DurableEngine(db_url, store, app_version=config_version(config), executor=executor,
-                           concurrency=concurrency, executor_id=executor_id)
+    engine = DurableEngine(db_url, store, app_version=chosen_version(config, app_version),
+                           executor=executor, concurrency=concurrency,
+                           executor_id=executor_id)
     hub = EventHub(store, listen_url=db_url if is_postgres(db_url) else None)
     return engine, hub

@@ -174,6 +174,7 @@ CREATE TABLE IF NOT EXISTS dcbrain_workers (
     started_at double precision NOT NULL,
     heartbeat_at double precision NOT NULL
 );
+ALTER TABLE dcbrain_workers ADD COLUMN IF NOT EXISTS app_version text;
 """
 #: Serializes schema creation between processes starting at once.
 _SCHEMA_LOCK_ID: Final = 0x6463_6272  # "dcbr"
@@ -343,33 +344,6 @@ class PostgresDurableStore(PostgresRunAdmin, DurableStore):
         with self._connection() as conn:
             cursor = conn.execute("DELETE FROM dcbrain_values WHERE key = %s", (key,))
             return cursor.rowcount > 0
-
-    # -- workers (heartbeats for recovery of dead ones) ---------------------------------
-
-    def heartbeat(self, executor_id: str) -> None:
-        now = time.time()
-        with self._connection() as conn:
-            conn.execute(
-                "INSERT INTO dcbrain_workers VALUES (%s, %s, %s) ON CONFLICT (executor_id) "
-                "DO UPDATE SET heartbeat_at = excluded.heartbeat_at", (executor_id, now, now),
-            )
-
-    def forget_worker(self, executor_id: str) -> None:
-        with self._connection() as conn:
-            conn.execute("DELETE FROM dcbrain_workers WHERE executor_id = %s", (executor_id,))
-
-    def claim_dead_workers(self, silent_for_s: float) -> list[str]:
-        """Remove and return workers whose last heartbeat is older than ``silent_for_s``.
-
-        The delete is the claim: when several live workers look at once, each dead one is
-        returned to one of them only.
-        """
-        with self._connection() as conn:
-            rows = conn.execute(
-                "DELETE FROM dcbrain_workers WHERE heartbeat_at < %s RETURNING executor_id",
-                (time.time() - silent_for_s,),
-            ).fetchall()
-        return [row[0] for row in rows]
 
 
 # -- SQLite ------------------------------------------------------------------------------

@@ -14,16 +14,13 @@ import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Protocol, TypeVar, get_args
+from typing import Any, Final, Protocol, TypeVar
 
 from dcbrain.exceptions import InvalidRunQuery
-from dcbrain.runs.status import RunStatus
+from dcbrain.runs.status import RUN_STATUSES
 
 DEFAULT_PAGE_SIZE: Final = 50
 MAX_PAGE_SIZE: Final = 500
-
-#: Every status a run can have, in the order the docs list them.
-RUN_STATUSES: Final[tuple[str, ...]] = get_args(RunStatus)
 
 
 @dataclass(frozen=True)

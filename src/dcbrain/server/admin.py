@@ -59,10 +59,10 @@ class AdminEndpoints:
         if not await self.runs.exists(run_id):
             raise ApiError(404, "not_found", f"no run {run_id!r}")
         try:
-            await self.runs.resume_run(run_id, any_version=any_version)
+            resumed = await self.runs.resume_run(run_id, any_version=any_version)
         except RunConflict as exc:
             raise ApiError(409, "not_resumable", str(exc)) from None
-        return JSONResponse({"run_id": run_id, "resuming": True}, status_code=202)
+        return JSONResponse({**resumed, "resuming": True}, status_code=202)
 
     async def prune_runs(self, request: Request) -> Response:
         body = await self.json_object(request)

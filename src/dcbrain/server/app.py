@@ -4,7 +4,8 @@
 builds a fresh brain per run, ``store`` (a :class:`~dcbrain.memory.RunStore`) keeps runs
 and their events, and the conversations come from ``memory`` (by default the store itself
 when it is also a :class:`~dcbrain.memory.Memory`, as ``SQLiteMemory`` is).
-Every error is a JSON body ``{"error": code, "detail": message}`` with a 4xx status.
+Every error is a JSON body ``{"error": code, "detail": message}`` with a 4xx status (or
+``503`` while the server drains before it stops, see :mod:`dcbrain.server.drain`).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from dcbrain.runs import DEFAULT_SUPERSEDE_GRACE_S, RunRecord
 from dcbrain.runs.retention import DEFAULT_CHECK_EVERY_S, RetentionSchedule
 from dcbrain.server._responses import JSONResponse
 from dcbrain.server.admin import AdminEndpoints
+from dcbrain.server.drain import Drain
 from dcbrain.server.runs import DEFAULT_MAX_CONCURRENT_RUNS, BrainFactory, RunManager
 from dcbrain.server.service import RunService
 from dcbrain.server.sse import (
@@ -59,6 +61,8 @@ RUN_ID: Final = re.compile(r"[0-9a-f]{32}")
 APPROVAL_CALL_ID: Final = re.compile(r"ap-[0-9a-f]{20}")
 #: The one path that takes ?access_token= (EventSource cannot send headers).
 EVENT_STREAM_PATH: Final = re.compile(r"/v1/runs/[0-9a-f]{32}/events")
+#: Seconds a client is told to wait before sending a message again to a draining server.
+DRAINING_RETRY_S: Final = 5
 #: Runs shown with a conversation (newest first).
 MAX_LISTED_RUNS: Final = 100
 
@@ -128,9 +132,10 @@ def create_app(
             max_concurrent_runs=max_concurrent_runs,
             supersede_grace_s=supersede_grace_s,
         )
+    streams = StreamSlots(max_streams_per_client, max_streams)
+    drain = Drain(runs, streams)
     api = _Api(runs, memory, max_body_bytes=max_body_bytes,
-               list_conversations=list_conversations,
-               streams=StreamSlots(max_streams_per_client, max_streams))
+               list_conversations=list_conversations, streams=streams, drain=drain)
 
     admin = AdminEndpoints(runs, api.optional_json_object, _run_id, CONVERSATION_ID)
     retention = None if retention_s is None else RetentionSchedule(
@@ -174,6 +179,7 @@ def create_app(
         },
     )
     app.state.runs = runs
+    app.state.drain = drain  # what a DrainingServer drains on SIGTERM
     app.add_middleware(_Guard, token=token, allowed_hosts=tuple(allowed_hosts))
     return app
 
@@ -188,18 +194,20 @@ class _Api:
 
     def __init__(
         self, runs: RunService, memory: Memory | None, *, max_body_bytes: int,
-        list_conversations: bool, streams: StreamSlots,
+        list_conversations: bool, streams: StreamSlots, drain: Drain,
     ) -> None:
         self.runs = runs
         self.memory = memory
         self.max_body_bytes = max_body_bytes
         self.allow_listing = list_conversations
         self.streams = streams
+        self.drain = drain
 
     async def health(self, request: Request) -> Response:
         return JSONResponse({"ok": True, "active_runs": self.runs.active_count,
                              "max_concurrent_runs": self.runs.max_concurrent_runs,
-                             "list_conversations": self.allow_listing})
+                             "list_conversations": self.allow_listing,
+                             "draining": self.drain.draining})
 
     async def list_conversations(self, request: Request) -> Response:
         if not self.allow_listing:
@@ -237,6 +245,10 @@ class _Api:
             raise ApiError(422, "invalid_message",
                            f"the content is not valid Unicode text (not encodable as UTF-8: "
                            f"{exc.reason} at position {exc.start})") from None
+        if self.drain.draining:
+            raise ApiError(503, "draining", "this server is shutting down and takes no new "
+                           "runs; send the message again (to another server, or to this one "
+                           "once it is back)", headers={"Retry-After": str(DRAINING_RETRY_S)})
         try:
             run = await self.runs.submit(cid, content)
         except TooManyRuns as exc:

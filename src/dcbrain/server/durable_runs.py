@@ -2,7 +2,8 @@
 
 The run's record, events and status live in the durable store, so any API node answers
 for any run. A new message of a conversation with a live run supersedes it: a run still
-queued ends at once (``aborted``/``superseded``, and DBOS never starts it); a running one
+queued, or stranded (no worker of its version is left), ends at once
+(``aborted``/``superseded``, and DBOS never starts it); a running one
 gets a control message and the worker running it stops it. The messages of a conversation
 are taken one at a time (per API node), and each is added to the conversation as it is
 taken, whether or not its run ever starts. The queue runs one run per
@@ -31,6 +32,7 @@ from dcbrain.runs import (
     LIVE_STATUSES,
     QUEUED,
     RUNNING,
+    STRANDED,
     WAITING,
     RunRecord,
     RunRequest,
@@ -43,6 +45,8 @@ from dcbrain.runs.retention import prune_runs
 logger = logging.getLogger("dcbrain.server")
 
 _LIVE = LIVE_STATUSES
+#: Live runs no worker executes: the API node ends them itself (and DBOS never runs them).
+_NOT_EXECUTING = (QUEUED, WAITING, STRANDED)
 #: How often (seconds) an API node denies approval requests nobody decided in time.
 APPROVAL_SWEEP_S = 5.0
 #: How long a stream waits after a run's final event for its terminal status (seconds).
@@ -105,6 +109,18 @@ class DurableRuns:
         await self.hub.close()
         await asyncio.to_thread(self.engine.stop)
 
+    @property
+    def in_flight(self) -> int:
+        return len(self.engine.in_flight())
+
+    async def stop_taking_runs(self) -> None:
+        await asyncio.to_thread(self.engine.stop_taking_runs)
+
+    async def release_in_flight(self) -> list[str]:
+        # Nothing to do: a workflow left running stays pending, and DBOS resumes it at
+        # this node's next start (or a live peer once this node's heartbeat is stale).
+        return self.engine.in_flight()
+
     # -- commands ------------------------------------------------------------------------
 
     async def submit(self, conversation_id: str, content: str) -> DurableSubmittedRun:
@@ -141,7 +157,7 @@ class DurableRuns:
     def _supersede(self, old: StoredRun, by: str, text: str) -> None:
         ended = self.store.update_run(old.run_id, "aborted",
                                       {"reason": "superseded", "superseded_by": by},
-                                      only_from=(QUEUED, WAITING))
+                                      only_from=_NOT_EXECUTING)
         if ended is not None:  # not executing anywhere: end it here
             self._final(old, "aborted", "aborted", superseded_by=by)  # said as superseded
             self.engine.cancel(old.run_id, ended.data.get("workflow_id"))
@@ -156,7 +172,7 @@ class DurableRuns:
 
     def _abort(self, run_id: str) -> bool:
         ended = self.store.update_run(run_id, "aborted", {"reason": "aborted"},
-                                      only_from=(QUEUED, WAITING))
+                                      only_from=_NOT_EXECUTING)
         if ended is not None:  # not executing anywhere: end it here
             self._final(ended, "aborted", "aborted")
             self.engine.cancel(run_id, ended.data.get("workflow_id"))
@@ -167,10 +183,10 @@ class DurableRuns:
         self.engine.send({"op": "abort", "run_id": run_id})
         return True
 
-    async def resume_run(self, run_id: str, *, any_version: bool = False) -> None:
-        await asyncio.to_thread(self._resume, run_id, any_version)
+    async def resume_run(self, run_id: str, *, any_version: bool = False) -> dict[str, Any]:
+        return await asyncio.to_thread(self._resume, run_id, any_version)
 
-    def _resume(self, run_id: str, any_version: bool) -> None:
+    def _resume(self, run_id: str, any_version: bool) -> dict[str, Any]:
         record = self.store.get_run(run_id)
         if record is None:
             raise RunConflict(f"no run {run_id!r}")
@@ -181,7 +197,10 @@ class DurableRuns:
             raise RunConflict(f"run {run_id} waits for decisions on its calls (POST "
                               f"/v1/runs/{run_id}/approvals/CALL_ID): it goes on once they "
                               "are decided")
-        self.engine.resume(run_id, any_version=any_version)
+        resumed = self.engine.resume(run_id, any_version=any_version)
+        return {"run_id": run_id, "status": resumed.status,
+                "resumed_from_version": resumed.data.get("resumed_from_version"),
+                "resumed_under_version": resumed.data.get("resumed_under_version")}
 
     def prune(self, older_than_s: float) -> int:
         return prune_runs(self.store, older_than_s, forget_workflows=self.engine.forget)

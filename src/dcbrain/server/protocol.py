@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import weakref
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -94,16 +95,47 @@ def guarded_protocol(limits: ConnectionLimits) -> type[GuardedH11Protocol]:
     return type("GuardedH11Protocol", (GuardedH11Protocol,), {"limits": limits})
 
 
-def uvicorn_config(app: ASGIApp | Callable[..., Any], limits: ConnectionLimits,
-                   **options: Any) -> uvicorn.Config:
+def uvicorn_config(app: ASGIApp | Callable[..., Any], limits: ConnectionLimits, *,
+                   forwarded_allow_ips: str | None = None, **options: Any) -> uvicorn.Config:
     """A uvicorn configuration serving ``app`` within ``limits`` (``options`` as for
-    :class:`uvicorn.Config`)."""
+    :class:`uvicorn.Config`).
+
+    A client is the socket's peer: ``X-Forwarded-For`` and ``X-Forwarded-Proto`` are read
+    only from the proxies ``forwarded_allow_ips`` lists (see :func:`trusted_proxies`).
+    """
     return uvicorn.Config(
         app,
         http=guarded_protocol(limits),
+        # uvicorn trusts these headers from loopback by default: any local client could
+        # then claim any address, and the caps per client would count nothing.
+        proxy_headers=forwarded_allow_ips is not None,
+        forwarded_allow_ips=trusted_proxies(forwarded_allow_ips) or None,
         h11_max_incomplete_event_size=limits.max_head_bytes,
         backlog=limits.backlog,
         # Idle keep-alive connections close at the head deadline, or uvicorn's 5 s.
         timeout_keep_alive=5,
         **options,
     )
+
+
+def trusted_proxies(value: str | None) -> str:
+    """``--forwarded-allow-ips`` checked: comma-separated IP addresses and networks (CIDR),
+    or ``*`` for any peer (uvicorn's semantics); ``""`` for none.
+
+    Raises ``ValueError`` naming the entry that is neither.
+    """
+    if value is None:
+        return ""
+    entries = [entry.strip() for entry in value.split(",") if entry.strip()]
+    if not entries:
+        raise ValueError("--forwarded-allow-ips is empty: list the proxies' addresses "
+                         "(e.g. 10.0.0.5,10.1.0.0/16) or * for any")
+    for entry in entries:
+        if entry == "*":
+            continue
+        try:
+            ipaddress.ip_network(entry, strict=False)
+        except ValueError:
+            raise ValueError(f"--forwarded-allow-ips: {entry!r} is not an IP address, a "
+                             "network such as 10.0.0.0/8, or *") from None
+    return ",".join(entries)

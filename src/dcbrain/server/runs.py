@@ -155,7 +155,19 @@ class RunManager:
 
     async def stop(self) -> None:
         """Stop every run (they end ``interrupted``) and wait until they are recorded."""
+        await self.stop_taking_runs()
+        await self.release_in_flight()
+
+    @property
+    def in_flight(self) -> int:
+        """Runs a drain waits for: not the ones waiting for a person, who may take days."""
+        return sum(1 for run in self._runs.values() if run.record.status != WAITING)
+
+    async def stop_taking_runs(self) -> None:
         self._stopping = True
+
+    async def release_in_flight(self) -> list[str]:
+        """End every unfinished run ``interrupted`` and wait until each is recorded."""
         runs = list(self._runs.values())
         for run in runs:
             if run.task is not None and not run.task.done():
@@ -169,6 +181,7 @@ class RunManager:
                 pass  # how a stopped run ends; it recorded itself as interrupted
             except Exception:
                 logger.exception("run %s did not stop cleanly", run.run_id)
+        return [run.run_id for run in runs]
 
     # -- queries -----------------------------------------------------------------------
 
@@ -271,7 +284,7 @@ class RunManager:
 
         return page_of(rows, query, summary)
 
-    async def resume_run(self, run_id: str, *, any_version: bool = False) -> None:
+    async def resume_run(self, run_id: str, *, any_version: bool = False) -> dict[str, Any]:
         raise RunConflict("runs of this server are not durable (it executes them in its own "
                           "process): a run that stopped cannot be resumed; send the message "
                           "again")

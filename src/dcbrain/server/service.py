@@ -39,6 +39,23 @@ class RunService(Protocol):
 
     async def stop(self) -> None: ...
 
+    @property
+    def in_flight(self) -> int:
+        """Runs this process executes (or has accepted to) that have not ended."""
+        ...
+
+    async def stop_taking_runs(self) -> None:
+        """Start no more runs (draining); the runs in flight go on."""
+        ...
+
+    async def release_in_flight(self) -> list[str]:
+        """Give up the runs still in flight; returns their ids.
+
+        A run executed in this process ends ``interrupted`` (its readers get its ``final``
+        event); a durable one stays pending, for a restarted or another worker to resume.
+        """
+        ...
+
     async def submit(self, conversation_id: str, content: str) -> SubmittedRun:
         """Start a run for a new message (superseding the conversation's active run).
 
@@ -50,8 +67,9 @@ class RunService(Protocol):
         """Ask a live run to stop; ``False`` when it is not live (unknown or ended)."""
         ...
 
-    async def resume_run(self, run_id: str, *, any_version: bool = False) -> None:
-        """Queue a known run whose execution stopped again; raises
+    async def resume_run(self, run_id: str, *, any_version: bool = False) -> dict[str, Any]:
+        """Queue again a known run no worker executes; its ``run_id``, ``status``,
+        ``resumed_from_version`` and ``resumed_under_version``. Raises
         :class:`~dcbrain.exceptions.RunConflict` when there is nothing to resume."""
         ...
 

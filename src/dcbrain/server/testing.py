@@ -16,14 +16,17 @@ from dcbrain.server.protocol import uvicorn_config
 
 @contextmanager
 def serve_in_thread(app: ASGIApp, *, host: str = "127.0.0.1", port: int = 0,
-                    limits: ConnectionLimits | None = None) -> Iterator[str]:
+                    limits: ConnectionLimits | None = None,
+                    forwarded_allow_ips: str | None = None) -> Iterator[str]:
     """Serve ``app`` with uvicorn until the block ends; yields the base URL.
 
-    ``port=0`` picks a free port; ``limits`` bound the connections as ``dcbrain serve``
-    does (default: its defaults). Leaving the block shuts the server down gracefully
-    (the app's shutdown runs, so live runs end ``interrupted``).
+    ``port=0`` picks a free port; ``limits`` bound the connections and
+    ``forwarded_allow_ips`` names trusted proxies as ``dcbrain serve`` does (default: its
+    defaults). Leaving the block shuts the server down gracefully (the app's shutdown
+    runs, so live runs end ``interrupted``).
     """
     config = uvicorn_config(app, limits or ConnectionLimits(), host=host, port=port,
+                            forwarded_allow_ips=forwarded_allow_ips,
                             log_level="warning", access_log=False, lifespan="on",
                             timeout_graceful_shutdown=10)
     server = uvicorn.Server(config)
