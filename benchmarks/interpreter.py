@@ -5,7 +5,9 @@
 Prints, per script, the best-of-N time under CPython (``exec`` of the same source), under
 dcbrain's interpreter, and the ratio (the runners take turns, so load on the machine
 slows them alike); then the geometric mean of the ratios and the
-overhead of one call to a registered sync callable. With the ``bench`` extra installed
+overhead of one call to a registered sync callable. The ``+labels`` and ``+strict``
+columns are the cost of provenance tracking (``tracking="on"`` / ``"strict"``) against
+the same interpreter without it, measured in the same turns. With the ``bench`` extra installed
 (``pip install -e ".[bench]"``) pydantic-monty (a worker session fed each script) and
 smolagents' LocalPythonExecutor are measured side by side.
 """
@@ -99,18 +101,24 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     interpreter = Interpreter(limits=Limits(max_operations=50_000_000))
+    tracked = {mode: Interpreter(limits=Limits(max_operations=50_000_000), tracking=mode)
+               for mode in ("on", "strict")}
     with contextlib.ExitStack() as stack:
         others = {name: runner for name, runner in (
             ("monty", _monty_runner(stack)), ("smolagents", _smolagents_executor()),
         ) if runner is not None}
-        header = f"{'script':<16}{'cpython ms':>12}{'dcbrain ms':>12}{'ratio':>8}"
+        header = (f"{'script':<16}{'cpython ms':>12}{'dcbrain ms':>12}{'ratio':>8}"
+                  f"{'+labels':>9}{'+strict':>9}")
         for name in others:
             header += f"{name + ' ms':>15}{'ratio':>8}"
         print(header)
         ratios: dict[str, list[float]] = {"dcbrain": [], **{name: [] for name in others}}
+        overheads: dict[str, list[float]] = {mode: [] for mode in tracked}
         for script, source in SCRIPTS.items():
             runners = {"cpython": cpython_runner(source),
                        "dcbrain": lambda source=source: interpreter.run(source),
+                       **{f"tracking {mode}": lambda source=source, run=run: run.run(source)
+                          for mode, run in tracked.items()},
                        **{name: lambda source=source, run=run: run(source)
                           for name, run in others.items()}}
             best = interleaved_best(args.repeat, runners)
@@ -120,9 +128,18 @@ def main() -> None:
                 ratios[name].append(best[name] / reference)
                 width = 12 if name == "dcbrain" else 15
                 row += f"{best[name] * 1e3:>{width}.2f}{best[name] / reference:>8.2f}"
+                if name == "dcbrain":
+                    for mode in tracked:
+                        overhead = best[f"tracking {mode}"] / best["dcbrain"]
+                        overheads[mode].append(overhead)
+                        row += f"{(overhead - 1) * 100:>8.1f}%"
             print(row)
         for name, values in ratios.items():
             print(f"geometric mean ratio ({name} / CPython): {_geomean(values):.2f}")
+        for mode, values in overheads.items():
+            print(f"provenance tracking {mode!r}: geometric mean overhead "
+                  f"{(_geomean(values) - 1) * 100:.1f}% (tracking off compiles the plan "
+                  "without it: no overhead)")
     print(f"host-call overhead per sync call: {_host_call_overhead(args.repeat):.1f} us")
 
 

@@ -24,6 +24,7 @@ import contextlib
 import hashlib
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
@@ -41,6 +42,8 @@ BY_TIMEOUT = "timeout"
 #: At most this often (seconds) a waiting run looks at its clock again: a clock that is
 #: not the wall clock (a test's) is read, not slept on.
 _CLOCK_CHECK_S = 1.0
+#: Decided calls of runs that stopped waiting, remembered to refuse a second decision.
+_REMEMBERED_DECISIONS = 10_000
 #: Arguments shown to the person deciding: whole up to these sizes (characters).
 _SHOWN_ARGUMENT = 20_000
 _SHOWN_ARGUMENTS = 100_000
@@ -193,6 +196,8 @@ class ApprovalBoard:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._runs: dict[str, _Waiting] = {}
+        #: Calls decided for runs that went on, so a late second decision is told so.
+        self._decided: OrderedDict[tuple[str, str], None] = OrderedDict()
         #: Called with ``(run_id, request)`` when a request opens (a terminal prompt, an
         #: MCP elicitation): it may decide it right away.
         self.on_request: list[Callable[[str, ApprovalRequest], None]] = []
@@ -241,7 +246,12 @@ class ApprovalBoard:
                         for request in requests]
         finally:
             with self._lock:
-                self._runs.pop(run_id, None)
+                ended = self._runs.pop(run_id, None)
+                if ended is not None:  # a second decision on these is a conflict, not unknown
+                    for call_id in ended.decided:
+                        self._decided[(run_id, call_id)] = None
+                    while len(self._decided) > _REMEMBERED_DECISIONS:
+                        self._decided.popitem(last=False)
 
     def pending(self, run_id: str | None = None) -> list[tuple[str, ApprovalRequest]]:
         """``(run_id, request)`` of every undecided request (of ``run_id`` only, if given)."""
@@ -262,6 +272,9 @@ class ApprovalBoard:
         with self._lock:
             waiting = self._runs.get(run_id)
             request = waiting.requests.get(call_id) if waiting is not None else None
+            if request is None and (run_id, call_id) in self._decided:
+                raise TFApprovalError(f"call {call_id} of run {run_id} is already decided",
+                                      status=409)
             if waiting is None or request is None:
                 raise TFApprovalError(f"run {run_id} waits for no decision on call {call_id}",
                                       status=404)

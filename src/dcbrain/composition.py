@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import inspect
 import os
@@ -21,6 +22,7 @@ from dcbrain.config import (
     BackoffConfig,
     Config,
     ConfigError,
+    ToolConfig,
     environment_problems,
 )
 from dcbrain.retries import Backoff
@@ -97,11 +99,15 @@ def _tool_file(config: Config, item: Callable[..., Any] | Tool) -> str:
 
 
 # -- tools -------------------------------------------------------------------------------
-def load_tool_file(path: str | Path) -> dict[str, Callable[..., Any]]:
-    """The public functions defined in the Python file ``path``, by name.
+def load_tool_file(path: str | Path) -> dict[str, Callable[..., Any] | Tool]:
+    """The tools the Python file ``path`` defines, by tool name: its ``Tool(...)`` objects
+    (each under its own name, with its own options) and its other public functions.
 
-    Functions imported into the file, and names starting with ``_``, are not tools.
+    Functions imported into the file, names starting with ``_`` and functions a ``Tool``
+    of the file wraps (they are that tool) are not tools of their own.
     """
+    from dcbrain.tools import Tool
+
     path = Path(path)
     if not path.is_file():
         raise ConfigError(str(path), ["tools file not found"])
@@ -116,17 +122,28 @@ def load_tool_file(path: str | Path) -> dict[str, Callable[..., Any]]:
     except Exception as exc:
         sys.modules.pop(module_name, None)
         raise ConfigError(str(path), [f"importing failed: {type(exc).__name__}: {exc}"]) from None
-    functions: dict[str, Callable[..., Any]] = {
-        name: value
-        for name, value in vars(module).items()
-        if not name.startswith("_")
-        and inspect.isfunction(value)
-        and value.__module__ == module_name
+    public = {name: value for name, value in vars(module).items() if not name.startswith("_")}
+    declared = [value for value in public.values() if isinstance(value, Tool)]
+    wrapped = {id(tool.func) for tool in declared}
+    tools: dict[str, Callable[..., Any] | Tool] = {}
+    problems: list[str] = []
+    for variable, tool in ((name, value) for name, value in public.items()
+                           if isinstance(value, Tool)):
+        if tool.name in tools and tools[tool.name] is not tool:
+            problems.append(f"{variable}: a second Tool named {tool.name!r}; "
+                            "give one of them another name")
+        tools.setdefault(tool.name, tool)
+    functions = {
+        name: value for name, value in public.items()
+        if inspect.isfunction(value) and value.__module__ == module_name
+        and id(value) not in wrapped
     }
-    problems = _tool_problems(functions)
+    for name in functions.keys() & tools.keys():
+        problems.append(f"{name}: both a function and a Tool of that name; rename one")
+    problems.extend(_tool_problems(functions))
     if problems:
         raise ConfigError(str(path), problems)
-    return functions
+    return {**tools, **{name: func for name, func in functions.items() if name not in tools}}
 
 
 def _tool_problems(functions: Mapping[str, Callable[..., Any]]) -> list[str]:
@@ -184,6 +201,7 @@ def _start_mcp_servers(config: Config, *,
             max_list_pages=spec.max_list_pages, max_list_bytes=spec.max_list_bytes,
             timeout_s=spec.timeout_s, tool_timeout_s=spec.tool_timeout_s,
             retries=spec.retries, backoff=_backoff(spec.backoff),
+            require_approval=spec.require_approval,
         )
         try:
             server.connect()
@@ -198,10 +216,10 @@ def _start_mcp_servers(config: Config, *,
     return servers, problems
 
 
-def load_tools(config: Config) -> dict[str, Callable[..., Any]]:
-    """Every tool of the config's tool files, by name; two files defining one name are
-    refused, naming both."""
-    tools: dict[str, Callable[..., Any]] = {}
+def load_tools(config: Config) -> dict[str, Callable[..., Any] | Tool]:
+    """Every tool of the config's tool files, by name, with its ``[tool.NAME]`` table's
+    options; two files defining one name, or a table no file's tool has, are refused."""
+    tools: dict[str, Callable[..., Any] | Tool] = {}
     defined_in: dict[str, str] = {}
     problems: list[str] = []
     for tool_file in config.tools:
@@ -211,9 +229,44 @@ def load_tools(config: Config) -> dict[str, Callable[..., Any]]:
                                 f"{tool_file}; rename one of them")
             defined_in.setdefault(name, tool_file)
             tools.setdefault(name, func)
+    for name, options in config.tool.items():
+        if name not in tools:
+            problems.append(f"tool.{name}: no tools file defines a tool {name!r} (tools: "
+                            f"{', '.join(tools) or 'none'})")
+            continue
+        try:
+            tools[name] = configured_tool(tools[name], options)
+        except (TypeError, ValueError) as exc:
+            problems.append(f"tool.{name}: {exc}")
     if problems:
         raise ConfigError(config.source, problems)
     return tools
+
+
+def configured_tool(item: Callable[..., Any] | Tool, options: ToolConfig) -> Tool:
+    """``item`` as a :class:`Tool` with the options its ``[tool.NAME]`` table sets; the
+    ones the table leaves out keep the tool's own (a ``Tool`` object) or the defaults."""
+    from dcbrain.retries import RetryPolicy
+    from dcbrain.tools import Tool, checked_timeout, set_call_rules
+
+    tool = copy.copy(item) if isinstance(item, Tool) else Tool(item)
+    given = options.model_dump(exclude_none=True)
+    set_call_rules(tool, tool.name, given.get("requires_approval", tool.requires_approval),
+                   given.get("approval_timeout_s", tool.approval_timeout_s),
+                   given.get("side_effects", tool.side_effects),
+                   given.get("trusted_output", tool.trusted_output),
+                   given.get("trusted_args", tool.trusted_args))
+    tool.timeout_s = checked_timeout(given.get("timeout_s", tool.timeout_s),
+                                     f"tool {tool.name!r}")
+    tool.reuse = given.get("reuse", tool.reuse)
+    if "retries" in given or "backoff" in given:
+        current = tool.retry
+        backoff = _backoff(options.backoff)
+        tool.retry = RetryPolicy.of(
+            given.get("retries", current.retries if current else 0),
+            current.retry_on if current else None,
+            backoff if backoff is not None else (current.backoff if current else None))
+    return tool
 
 
 # -- building ----------------------------------------------------------------------------
@@ -282,6 +335,8 @@ def build_chains(config: Config, llms: dict[str, ChatLLM], default: ChatLLM) -> 
             timeout_s=spec.timeout_s,
             retries=spec.retries,
             backoff=_backoff(spec.backoff),
+            requires_approval=spec.requires_approval,
+            approval_timeout_s=spec.approval_timeout_s,
         )
         for name, spec in config.chains.items()
     }
@@ -383,15 +438,18 @@ def build_brain(config: Config, *, trace_path: str | Path | None = None,
         max_tokens=config.brain.max_tokens,
         timeout=config.brain.timeout,
         validate_direct_answers=config.brain.validate_direct_answers,
+        approval_timeout_s=config.brain.approval_timeout_s,
         trace_path=str(trace_path) if trace_path is not None else None,
         planner=planner,
     )
 
 
 # -- serving: the server and the workers ----------------------------------------------
-def shared_memory(config: Config, db: str | None) -> Memory | None:
+def shared_memory(config: Config, db: str | None, *,
+                  outage_wait_s: float = 0.0) -> Memory | None:
     """With ``--db``, conversation memory in that PostgreSQL database, shared by every
-    worker and API node (``None``: the config's SQLite file, or memory turned off)."""
+    worker and API node (``None``: the config's SQLite file, or memory turned off);
+    ``outage_wait_s``: how long it waits out a database outage."""
     if db is None or not config.memory.path:
         return None
     try:
@@ -399,7 +457,7 @@ def shared_memory(config: Config, db: str | None) -> Memory | None:
     except ImportError as exc:
         raise ValueError(f"--db needs DBOS and psycopg, which cannot be imported ({exc})") \
             from None
-    return open_memory(db)
+    return open_memory(db, outage_wait_s=outage_wait_s)
 
 
 def retention_periods(config: Config) -> tuple[float, float] | None:

@@ -5,6 +5,10 @@
 describes is :mod:`dcbrain.composition`'s (``build_brain(config)``, re-exported here).
 Relative paths in the file (tools, memory) are relative to the file. With no LLM declared,
 every role uses the embedded local model (:class:`~dcbrain.llm.local.LocalLLM`).
+
+Every key can also be set by a ``DCBRAIN_…`` environment variable (``DCBRAIN_BRAIN__
+MAX_ITERATIONS=5``: the key path's parts joined by ``__``, see :mod:`dcbrain._config_env`);
+the environment wins over the file. ``DCBRAIN_CONFIG`` names the file when no path is given.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import os
 import tomllib
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -21,12 +26,15 @@ from pydantic import (
     Field,
     HttpUrl,
     NonNegativeFloat,
+    NonNegativeInt,
     PositiveFloat,
     PositiveInt,
 )
 from pydantic import ValidationError as PydanticValidationError
 
+from dcbrain._config_env import environment_values, has_variables, merged
 from dcbrain._lazy import lazy_exports
+from dcbrain.approvals import DEFAULT_APPROVAL_TIMEOUT_S
 from dcbrain.exceptions import ConfigError as ConfigError
 from dcbrain.exceptions import TFError
 from dcbrain.mcp.limits import (
@@ -37,6 +45,10 @@ from dcbrain.mcp.limits import (
 )
 
 DEFAULT_CONFIG_FILE = "dcbrain.toml"
+#: The environment variable naming the config file when no path is given.
+CONFIG_FILE_ENV = "DCBRAIN_CONFIG"
+#: ``Config.origins``' value for a key the file sets.
+FROM_FILE = "file"
 LOCAL_LLM_NAME = "local"
 
 
@@ -95,6 +107,22 @@ class ChainConfig(_Section):
     timeout_s: PositiveFloat | None = None
     retries: int = Field(default=0, ge=0)
     backoff: BackoffConfig | NonNegativeFloat | None = None
+    requires_approval: bool = False
+    approval_timeout_s: PositiveFloat | None = None
+
+
+class ToolConfig(_Section):
+    """``[tool.NAME]``: options of the tools file's tool ``NAME`` (unset: the tool's own)."""
+
+    requires_approval: bool | None = None
+    approval_timeout_s: PositiveFloat | None = None
+    timeout_s: PositiveFloat | None = None
+    retries: NonNegativeInt | None = None
+    backoff: BackoffConfig | NonNegativeFloat | None = None
+    reuse: bool | None = None
+    side_effects: bool | None = None
+    trusted_output: bool | None = None
+    trusted_args: list[str] | None = None
 
 
 class MCPServerConfig(_Section):
@@ -115,6 +143,8 @@ class MCPServerConfig(_Section):
     tool_timeout_s: dict[str, PositiveFloat] = Field(default_factory=dict)
     retries: int = Field(default=2, ge=0)
     backoff: BackoffConfig | NonNegativeFloat | None = None
+    #: Tool-name patterns (``fnmatch``) whose calls wait for a person's decision.
+    require_approval: list[str] = Field(default_factory=list)
 
 
 class MemoryConfig(_Section):
@@ -128,6 +158,18 @@ class BrainConfig(_Section):
     max_tokens: PositiveInt = 128_000
     timeout: float = Field(default=1200.0, ge=0)
     validate_direct_answers: bool = False
+    #: Seconds a call waits for a person's decision (a tool's or chain's own wins).
+    approval_timeout_s: PositiveFloat = DEFAULT_APPROVAL_TIMEOUT_S
+
+
+class TelemetryConfig(_Section):
+    """Traces and metrics of ``serve``, ``worker`` and ``ask``."""
+
+    #: An OTLP/HTTP receiver's base URL (``/v1/traces`` is added), as
+    #: ``OTEL_EXPORTER_OTLP_ENDPOINT``; unset: the standard variables decide.
+    otlp_endpoint: HttpUrl | None = None
+    #: ``/metrics`` without the API token (for a scraper inside a trusted network).
+    metrics_open: bool = False
 
 
 class RetentionConfig(_Section):
@@ -141,6 +183,8 @@ class Config(_Section):
     """The whole ``dcbrain.toml``. ``base_dir`` anchors its relative paths."""
 
     tools: list[str] = Field(default_factory=list)
+    #: ``[tool.NAME]`` tables: options of the tools files' tools, by tool name.
+    tool: dict[str, ToolConfig] = Field(default_factory=dict)
     llm: dict[str, LLMConfig] = Field(default_factory=dict)
     roles: RolesConfig = Field(default_factory=RolesConfig)
     chains: dict[str, ChainConfig] = Field(default_factory=dict)
@@ -148,10 +192,14 @@ class Config(_Section):
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     brain: BrainConfig = Field(default_factory=BrainConfig)
     retention: RetentionConfig = Field(default_factory=RetentionConfig)
+    telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     source: str = Field(default="(defaults)", exclude=True)
     #: Keys the file still uses under an old name (each one's message says the new name).
     deprecations: list[str] = Field(default_factory=list, exclude=True)
+    #: Where each key path that is not a default came from: :data:`FROM_FILE`, or the
+    #: name of the environment variable that set it (which wins over the file).
+    origins: dict[str, str] = Field(default_factory=dict, exclude=True)
 
     def resolve(self, relative: str) -> Path:
         path = Path(relative).expanduser()
@@ -168,8 +216,9 @@ class Config(_Section):
         return chosen
 
 
-def load_config(path: str | Path) -> Config:
-    """Read and validate a config file; raise :class:`ConfigError` naming each bad key."""
+def load_config(path: str | Path, *, environ: Mapping[str, str] | None = None) -> Config:
+    """Read and validate a config file, with the ``DCBRAIN_…`` variables of ``environ``
+    (default ``os.environ``) over it; raise :class:`ConfigError` naming each bad key."""
     path = Path(path)
     source = str(path)
     try:
@@ -180,37 +229,88 @@ def load_config(path: str | Path) -> Config:
         raise ConfigError(source, [f"cannot read: {exc.strerror or exc}"]) from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(source, [f"invalid TOML: {exc}"]) from None
-    return config_from_dict(raw, base_dir=path.resolve().parent, source=source)
+    return config_from_dict(raw, base_dir=path.resolve().parent, source=source,
+                            environ=os.environ if environ is None else environ)
 
 
-def find_config(path: str | Path | None = None) -> Config:
-    """The config ``dcbrain ask`` and ``dcbrain serve`` use.
-
-    ``path`` when given (it must exist); else ``./dcbrain.toml`` when it exists; else the
-    defaults: no config file, every role played by the embedded local model.
-    """
+def config_file(path: str | Path | None = None,
+                environ: Mapping[str, str] | None = None) -> tuple[Path | None, str]:
+    """The config file to read, and why: ``"given"`` (``path``), :data:`CONFIG_FILE_ENV`
+    (that variable names it), ``"default"`` (``./dcbrain.toml`` exists) or ``"none"``."""
+    environ = os.environ if environ is None else environ
     if path is not None:
-        return load_config(path)
+        return Path(path), "given"
+    if environ.get(CONFIG_FILE_ENV):
+        return Path(environ[CONFIG_FILE_ENV]), CONFIG_FILE_ENV
     if Path(DEFAULT_CONFIG_FILE).is_file():
-        return load_config(DEFAULT_CONFIG_FILE)
-    return Config()
+        return Path(DEFAULT_CONFIG_FILE), "default"
+    return None, "none"
 
 
-def config_from_dict(raw: dict[str, Any], *, base_dir: Path, source: str) -> Config:
-    """Validate an already-parsed config (as from TOML)."""
-    for key in ("base_dir", "source", "deprecations"):
+def find_config(path: str | Path | None = None, *,
+                environ: Mapping[str, str] | None = None) -> Config:
+    """The config ``dcbrain ask`` and ``dcbrain serve`` use, with the environment's keys.
+
+    ``path`` when given (it must exist); else the file ``DCBRAIN_CONFIG`` names; else
+    ``./dcbrain.toml`` when it exists; else the defaults: no config file, every role
+    played by the embedded local model.
+    """
+    environ = os.environ if environ is None else environ
+    chosen, _ = config_file(path, environ)
+    if chosen is not None:
+        return load_config(chosen, environ=environ)
+    return config_from_dict({}, base_dir=Path.cwd(), source=Config().source, environ=environ)
+
+
+def config_from_dict(raw: dict[str, Any], *, base_dir: Path, source: str,
+                     environ: Mapping[str, str] | None = None) -> Config:
+    """Validate an already-parsed config (as from TOML), with the ``DCBRAIN_…`` variables
+    of ``environ`` over it (none when not given)."""
+    for key in ("base_dir", "source", "deprecations", "origins"):
         if key in raw:
             raise ConfigError(source, [f"{key}: Extra inputs are not permitted"])
     raw, deprecations = _renamed_keys(raw, source)
+    origins = dict.fromkeys(_key_paths(raw), FROM_FILE)
+    if environ and has_variables(environ):
+        try:
+            from_environment, variables = environment_values(Config, environ or {})
+        except ValueError as exc:
+            raise ConfigError(source, [str(exc)]) from None
+        raw = merged(raw, from_environment, variables)
+        origins.update(variables)
     try:
         config = Config.model_validate({**raw, "base_dir": base_dir, "source": source,
-                                        "deprecations": deprecations})
+                                        "deprecations": deprecations, "origins": origins})
     except PydanticValidationError as exc:
-        raise ConfigError(source, [_describe(error) for error in exc.errors()]) from None
+        raise ConfigError(source, [_describe(error, origins)
+                                   for error in exc.errors()]) from None
     problems = _cross_references(config)
     if problems:
         raise ConfigError(source, problems)
     return config
+
+
+def _key_paths(raw: Mapping[str, Any], prefix: str = "") -> list[str]:
+    """The dotted path of every value (not table) in ``raw``."""
+    paths: list[str] = []
+    for key, value in raw.items():
+        if isinstance(value, Mapping) and value:
+            paths.extend(_key_paths(value, f"{prefix}{key}."))
+        else:
+            paths.append(f"{prefix}{key}")
+    return paths
+
+
+def origin_of(path: str, origins: Mapping[str, str]) -> str | None:
+    """Where the key ``path`` came from: its own entry, its table's (a variable that
+    set a whole table as JSON), else its values' (a table the file wrote out)."""
+    parts = path.split(".")
+    for end in range(len(parts), 0, -1):
+        found = origins.get(".".join(parts[:end]))
+        if found is not None:
+            return found
+    below = [origin for key, origin in origins.items() if key.startswith(path + ".")]
+    return next((o for o in below if o != FROM_FILE), below[0] if below else None)
 
 
 #: Chain keys renamed to the name Python uses (old → new); the old one is still read.
@@ -244,9 +344,11 @@ def _renamed_keys(raw: dict[str, Any], source: str) -> tuple[dict[str, Any], lis
     return {**raw, "chains": renamed}, deprecations
 
 
-def _describe(error: Any) -> str:
+def _describe(error: Any, origins: Mapping[str, str]) -> str:
     location = ".".join(str(part) for part in error["loc"]) or "(top level)"
-    return f"{location}: {error['msg']}"
+    origin = origin_of(location, origins) if error["loc"] else None
+    variable = f" (from {origin})" if origin not in (None, FROM_FILE) else ""
+    return f"{location}: {error['msg']}{variable}"
 
 
 def _cross_references(config: Config) -> list[str]:

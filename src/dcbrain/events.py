@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any, ClassVar, Literal, Self, Union
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import Field, TypeAdapter, ValidationError
 
 from dcbrain._event_envelope import Event as Event
 from dcbrain._event_envelope import EventData as EventData
@@ -49,6 +49,7 @@ class EventType(StrEnum):
     CALL_RETRY = "call_retry"
     APPROVAL_REQUESTED = "approval_requested"
     APPROVAL_DECIDED = "approval_decided"
+    POLICY_DENIED = "policy_denied"
     STEP_STARTED = "step_started"
     STEP_FINISHED = "step_finished"
     VALIDATION = "validation"
@@ -416,6 +417,21 @@ class ApprovalDecided(EventData):
     decided_at: float
 
 
+class PolicyDenied(EventData):
+    """A policy refused a plan's call before it ran: ``name`` of kind ``kind`` at plan
+    ``line``, refused by ``policy`` because ``reason``; ``argument`` and its untrusted
+    ``sources`` when the refusal is about one (never the argument's value)."""
+
+    type: ClassVar[str] = EventType.POLICY_DENIED
+    kind: PlanCallKind
+    name: str
+    policy: str
+    reason: str
+    argument: str | None = None
+    sources: list[str] = Field(default_factory=list)
+    line: int | None = None
+
+
 class StepStarted(EventData):
     """An agent step began executing."""
 
@@ -451,7 +467,7 @@ EVENT_CLASSES: tuple[type[EventData], ...] = (
     BrainRunStarted, AgentRunStarted, RunResumed, StateChanged, PlanCreated, PlanRevised,
     PlanFinished, PlanCallStarted, LLMCallStarted, StepCallStarted, PlanCallFinished,
     LLMCallFinished, StepCallFinished, CallAbandoned, CallRetry, ApprovalRequested,
-    ApprovalDecided, StepStarted, StepFinished,
+    ApprovalDecided, PolicyDenied, StepStarted, StepFinished,
     Validation, Budget, ErrorEvent, Final,
 )
 

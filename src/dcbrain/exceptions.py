@@ -281,6 +281,18 @@ class StoreWriteError(TFError):
     """A batch of a durable run's events and journal rows could not be stored."""
 
 
+class DatabaseUnavailable(TFError):
+    """The database of durable runs cannot be reached, or its schema is not migrated yet.
+
+    Passing: the server answers ``503`` with ``Retry-After: retry_after_s`` and every
+    process reconnects by itself once the database is back.
+    """
+
+    def __init__(self, detail: str, *, retry_after_s: int = 2) -> None:
+        super().__init__(detail)
+        self.retry_after_s = retry_after_s
+
+
 class JournalDivergence(BaseException):
     """A replayed durable run asked for another call than the one recorded.
 
@@ -296,6 +308,7 @@ __all__ = [
     "ApprovalRequired",
     "ConfigError",
     "DBOSContractError",
+    "DatabaseUnavailable",
     "DurableRunError",
     "InvalidRunQuery",
     "LocalModelUnavailable",

@@ -32,6 +32,7 @@ from dcbrain._sync import run_sync
 from dcbrain._tool_schemas import PlanJsonSchema as PlanJsonSchema
 from dcbrain._tool_schemas import derived_from
 from dcbrain.exceptions import TFSchemaError, TFToolError
+from dcbrain.policies import Policy, checked_policies
 from dcbrain.retries import Backoff, RetryPolicy, acall_with_retries, call_with_retries
 from dcbrain.tfplan.errors import TFToolTimeout
 
@@ -74,7 +75,9 @@ class Tool:
     ``DCBrain.approve``); ``approval_timeout_s`` denies it when nobody decides in time
     (default: the brain's). ``side_effects=False`` marks a read-only tool,
     ``trusted_output=True`` a tool whose results are trusted data, and ``trusted_args`` the
-    arguments that may only carry trusted data (the injection-defence policies).
+    arguments that may only carry trusted data (the injection-defence policies);
+    ``policies`` are functions of a :class:`~dcbrain.policies.PolicyCall` checked before
+    each call.
     """
 
     #: How failed calls are tried again; ``None``: they are not.
@@ -93,6 +96,8 @@ class Tool:
     trusted_output: bool = False
     #: Arguments that may carry trusted data only (the user's, the plan's, trusted tools').
     trusted_args: frozenset[str] = frozenset()
+    #: Policies checked before each call (see :mod:`dcbrain.policies`).
+    policies: tuple[Policy, ...] = ()
 
     def needs_approval(self, arguments: Mapping[str, Any]) -> bool:
         """Whether a call with these keyword arguments waits for a person's decision;
@@ -115,11 +120,12 @@ class Tool:
         side_effects: bool = True,
         trusted_output: bool = False,
         trusted_args: Iterable[str] = (),
+        policies: Iterable[Policy] = (),
     ) -> None:
         self.func = func
         self.retry = RetryPolicy.of(retries, retry_on, backoff)
         set_call_rules(self, name or func.__name__, requires_approval, approval_timeout_s,
-                       side_effects, trusted_output, trusted_args)
+                       side_effects, trusted_output, trusted_args, policies)
         #: Whether a replan may get this tool's recorded result instead of a new call
         #: (the run's call journal); ``False`` for reads that must be fresh.
         self.reuse = reuse
@@ -268,7 +274,8 @@ ApprovalRule = bool | Callable[[dict[str, Any]], bool]
 
 def set_call_rules(tool: Tool, name: str, requires_approval: ApprovalRule,
                    approval_timeout_s: float | None, side_effects: bool,
-                   trusted_output: bool, trusted_args: Iterable[str]) -> None:
+                   trusted_output: bool, trusted_args: Iterable[str],
+                   policies: Iterable[Policy] = ()) -> None:
     """Check and set the approval and trust options of ``tool`` (named ``name``)."""
     owner = f"tool {name!r}"
     tool.requires_approval = checked_approval_rule(requires_approval, owner)
@@ -279,6 +286,7 @@ def set_call_rules(tool: Tool, name: str, requires_approval: ApprovalRule,
         raise TypeError(f"{owner}: trusted_args must be a list of argument names, "
                         f"got the string {trusted_args!r}")
     tool.trusted_args = frozenset(trusted_args)
+    tool.policies = checked_policies(policies, owner)
 
 
 def checked_approval_rule(rule: ApprovalRule, owner: str) -> ApprovalRule:
@@ -439,6 +447,7 @@ class SchemaTool(Tool):
         side_effects: bool = True,
         trusted_output: bool = False,
         trusted_args: Iterable[str] = (),
+        policies: Iterable[Policy] = (),
     ) -> None:
         from dcbrain.schemas import compile_schema
 
@@ -450,7 +459,7 @@ class SchemaTool(Tool):
         self.func = call
         self.retry = RetryPolicy.of(retries, retry_on, backoff)
         set_call_rules(self, name, requires_approval, approval_timeout_s, side_effects,
-                       trusted_output, trusted_args)
+                       trusted_output, trusted_args, policies)
         self.name = name
         self.description = description
         self.reuse = reuse

@@ -10,6 +10,7 @@ import pytest
 from dcbrain.llm.local import local_model_available
 from support.cli_runner import RunCLI
 from support.fake_openai import FakeOpenAIServer
+from support.otlp_receiver import OTLPReceiver
 
 TOOLS = '''\
 def multiply(a: int, b: int) -> int:
@@ -213,3 +214,40 @@ def test_a_verdict_of_the_embedded_tiny_model_is_called_weak() -> None:
     assert outcome_text("succeeded", "validated", other) == (
         "succeeded (validated by local:qwen2.5-7b-instruct)")
     assert outcome_text("failed", "max_iterations", None) == "failed (max_iterations)"
+
+
+
+def test_ask_logs_json_lines_and_exports_spans_to_the_otlp_endpoint_variable(
+        tmp_path: Path, run_cli: RunCLI, fake_openai: FakeOpenAIServer) -> None:
+    write_config(tmp_path, fake_openai)
+    fake_openai.reply(PLAN_REPLY, usage=(120, 20))
+    fake_openai.reply_json({"is_solved": True, "suggestion": ""}, usage=(80, 10))
+    receiver = OTLPReceiver()
+    try:
+        done = run_cli("ask", "What is 6 times 7?", "--conversation", "c-42",
+                       "--log-format", "json",
+                       env={**KEY, "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+                            "OTEL_SERVICE_NAME": "brain-cli"})
+        spans = receiver.received()  # the exporter flushed as the process exited
+    finally:
+        receiver.close()
+    assert done.returncode == 0, done.stderr
+    run_id = json.loads(done.stdout)["run_id"]
+    lines = [json.loads(line) for line in done.stderr.splitlines() if line.startswith("{")]
+    about_run = [line for line in lines if line.get("run_id") == run_id]
+    assert [line["message"] for line in about_run] == ["run started",
+                                                       "run ended: succeeded (validated)"]
+    assert all(line["conversation_id"] == "c-42" for line in about_run)
+    assert about_run[1]["status"] == "succeeded" and about_run[1]["duration_s"] > 0
+    [run] = [s for s in spans if s.name == "dcbrain.brain.run"]
+    assert (run.service, run.role, run.attributes["dcbrain.run_id"]) == ("brain-cli", "ask",
+                                                                         run_id)
+    assert any(s.name == "tool multiply" and s.trace_id == run.trace_id for s in spans)
+
+
+def test_an_unknown_log_format_is_a_usage_error(tmp_path: Path, run_cli: RunCLI,
+                                                fake_openai: FakeOpenAIServer) -> None:
+    write_config(tmp_path, fake_openai)
+    done = run_cli("ask", "q", "--log-format", "yaml", env=KEY)
+    assert done.returncode == 2
+    assert "--log-format must be one of text, json, not 'yaml'" in done.stderr

@@ -9,6 +9,7 @@ from pathlib import Path
 import httpx
 import psycopg
 
+from support.cluster import api_command, worker_command
 from support.durable_processes import (
     answer_every_run,
     count,
@@ -44,12 +45,12 @@ def test_a_killed_workers_runs_finish_on_the_other_worker(
     logs = {name: tmp_path / f"{name}.log" for name in ("w1", "w2", "api")}
     try:
         for name in ("w1", "w2"):
-            processes[name] = start(["worker", "--config", str(config), "--db", postgres_url,
-                                     "--concurrency", "4", "--executor-id", name], logs[name])
+            processes[name] = start(worker_command(config=str(config), db=postgres_url,
+                                                   executor_id=name), logs[name])
         for name in ("w1", "w2"):
             wait_until(lambda n=name: "ready" in logs[n].read_text(), what=f"{name} ready")
-        processes["api"] = start(["serve", "--config", str(config), "--db", postgres_url,
-                                  "--role", "api", "--port", str(port)], logs["api"])
+        processes["api"] = start(api_command(config=str(config), db=postgres_url,
+                                             host="127.0.0.1", port=port), logs["api"])
         wait_healthy(processes["api"], base_url, logs["api"])
         run_ids = [httpx.post(f"{base_url}/v1/conversations/c{i}/messages",
                               json={"content": "go"}).json()["run_id"] for i in range(RUNS)]

@@ -70,3 +70,43 @@ async def test_a_client_without_elicitation_never_lets_the_call_run() -> None:
     assert result.structured_content is not None
     assert result.structured_content["answer"] == "could not ask"
     assert deleted == []
+
+
+async def test_dcbrain_mcp_over_stdio_asks_before_an_mcp_tool_it_was_told_to_guard(
+    tmp_path: Any, fake_openai: Any
+) -> None:
+    import sys
+    from pathlib import Path
+
+    from mcp.client.stdio import stdio_client
+
+    import dcbrain
+    from mcp import StdioServerParameters
+    from support.mcp_servers import CALC_SERVER
+
+    (tmp_path / "calc_server.py").write_text(CALC_SERVER.read_text())
+    config = tmp_path / "dcbrain.toml"
+    config.write_text(
+        f'[llm.main]\nbase_url = "{fake_openai.base_url}"\nmodel = "fake-model"\n'
+        'api_key_env = "FAKE_API_KEY"\nmax_retries = 0\n[memory]\npath = ""\n'
+        f"[mcp.calc]\ncommand = ['{Path(sys.executable).as_posix()}', 'calc_server.py']\n"
+        'require_approval = ["add"]\n')
+    fake_openai.reply("```tf_plan\ns = add(a=40, b=2)\nreturn s['total']\n```")
+    fake_openai.reply_json({"is_solved": True, "suggestion": ""})
+    source = str(Path(dcbrain.__file__).resolve().parents[1])
+    parameters = StdioServerParameters(
+        command=sys.executable, args=["-m", "dcbrain.cli", "mcp", "--config", str(config)],
+        env={"PYTHONPATH": source, "FAKE_API_KEY": "sk-test"}, cwd=str(tmp_path))
+    asked: list[str] = []
+
+    async def elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(getattr(params, "message", ""))
+        return types.ElicitResult(action="accept", content={"approved": True, "reason": ""})
+
+    async with Client(stdio_client(parameters), elicitation_callback=elicit,
+                      mode="legacy") as client:
+        result = await client.call_tool("ask", {"question": "What is 40 + 2?"})
+    assert result.structured_content is not None
+    assert result.structured_content["answer"] == 42, result.content
+    [message] = asked
+    assert "add(" in message and '"a": 40' in message

@@ -72,7 +72,7 @@ def test_a_run_waits_for_the_decision_posted_over_http(serve: ServeFn,
         assert decided.status_code == 200, decided.text
         assert decided.json()["approved"] is True
         done = api.wait_for(run_id)
-        assert api.http.post(url, json={"approved": True}).status_code == 404
+        assert api.http.post(url, json={"approved": True}).status_code == 409  # decided
     assert done["status"] == "succeeded"
     assert done["result"]["final_result"] == "paid 120 on INV-7"
     assert done["approvals"][0]["decision"]["approved"] is True

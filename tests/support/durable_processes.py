@@ -161,3 +161,18 @@ def stop(process: subprocess.Popen[bytes]) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def wait_ready(process: subprocess.Popen[bytes], base_url: str, log: Path,
+               timeout_s: float = 60) -> None:
+    """Until ``/v1/ready`` answers 200 (the database is there and, for an API node, a worker)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        assert process.poll() is None, log.read_text()
+        try:
+            if httpx.get(base_url + "/v1/ready").status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        assert time.monotonic() < deadline, f"not ready in time:\n{log.read_text()}"
+        time.sleep(0.05)

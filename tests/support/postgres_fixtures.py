@@ -11,8 +11,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from dcbrain.durable.testing import PostgresCluster
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 
@@ -59,3 +63,16 @@ def postgres_url(postgres_server: str) -> str:
     from dcbrain.durable.testing import fresh_database
 
     return fresh_database(postgres_server)
+
+
+@pytest.fixture
+def postgres_cluster() -> Iterator[PostgresCluster]:
+    """A private cluster of this test's own, which the test may stop and start again."""
+    require_durable_extra()
+    from dcbrain.durable.testing import postgres_bindir, postgres_cluster
+
+    bindir = postgres_bindir()
+    require(bindir is not None, "PostgreSQL is not installed (apt-get install postgresql)")
+    assert bindir is not None
+    with postgres_cluster(bindir) as cluster:
+        yield cluster

@@ -46,6 +46,7 @@ from dcbrain.llm.tokens import cl100k_base
 from dcbrain.memory.recall import DEFAULT_MEMORY_CHUNK_SIZE, MemoryChunkSize
 from dcbrain.memory.run_store import RunStore
 from dcbrain.messages import TextMessage
+from dcbrain.policies import Policy, PolicyMode, checked_mode, checked_policies
 from dcbrain.tfplan import Interpreter, Limits
 from dcbrain.tfplan.interpreter import Isolation
 from dcbrain.tools import Tool, ToolLike, as_tool, checked_timeout
@@ -75,6 +76,15 @@ class DCBrain(BaseBrain):
     :class:`~dcbrain.approvals.ApprovalBoard` of its own by default), at most
     ``approval_timeout_s`` seconds (default 24 h; a tool's own ``approval_timeout_s``
     wins), after which it is denied; waiting does not count against ``timeout``.
+    ``policies`` (functions of a :class:`~dcbrain.policies.PolicyCall`) are checked before
+    every call of a tool or chain with side effects, after the tool's own
+    (``trusted_args``, ``policies``); ``policy_mode`` is ``"off"``, ``"enforce"`` (plan
+    values carry their sources) or ``"strict"`` (also the conditions a call was made
+    under); default: ``"enforce"`` once a policy is declared anywhere, else ``"off"``.
+    ``show_untrusted_to_planner=False`` puts a typed placeholder (type, length, source) in
+    place of untrusted data in planning prompts (earlier results and errors, the calls that
+    already succeeded, recalled answers and documents); by default the planner sees it, and
+    the run records which sources it saw (``PlanningContext.untrusted_sources_shown``).
 
     One instance runs any number of questions at once, each as its own
     :class:`~dcbrain.brain.run.BrainRun`; only two runs of the same conversation (or with
@@ -110,6 +120,9 @@ class DCBrain(BaseBrain):
         output_type: Any = None,
         approval_timeout_s: float = DEFAULT_APPROVAL_TIMEOUT_S,
         approvals: ApprovalBoard | None = None,
+        policies: Sequence[Policy] = (),
+        policy_mode: PolicyMode | None = None,
+        show_untrusted_to_planner: bool = True,
     ) -> None:
         super().__init__(memory=memory, memory_chunk_size=memory_chunk_size, trace_path=trace_path)
         if max_iterations < 1:
@@ -142,6 +155,8 @@ class DCBrain(BaseBrain):
         self.timeout = timeout
         self.limits = limits
         self.isolation: Isolation = isolation
+        self.policies = checked_policies(policies, "DCBrain")
+        self.policy_mode = checked_mode(policy_mode)
         self.raise_on_timeout = raise_on_timeout
         self.approval_timeout_s = checked_timeout(approval_timeout_s, "DCBrain",
                                                   "approval_timeout_s") \
@@ -149,6 +164,7 @@ class DCBrain(BaseBrain):
         #: Where this brain's runs wait for decisions unless a run brings its own desk
         #: (``RunDeps.approvals``): :meth:`approve` and :meth:`deny` decide there.
         self.approvals = approvals if approvals is not None else ApprovalBoard()
+        self.show_untrusted_to_planner = show_untrusted_to_planner
         # Without a store given per run: kept in the memory's file when it is also a run
         # store (other processes see them), else in this process.
         store = self.memory if isinstance(self.memory, RunStore) else None

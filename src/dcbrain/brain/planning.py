@@ -13,7 +13,6 @@ ends the run (reason ``repeated_plan``) — unless the failure was transient (se
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields
@@ -25,11 +24,12 @@ from dcbrain.brain.context import BrainContext, BrainIntermediateResult
 from dcbrain.brain.control import RunControl
 from dcbrain.brain.plan_diff import ScriptDiff, plan_calls
 from dcbrain.brain.planner import Planner
+from dcbrain.brain.planner_view import PlannerView
 from dcbrain.brain.trace import RunRecorder
 from dcbrain.chain import AdditionalInfoPrompt
 from dcbrain.events import PlanCreated, PlanFinished, PlanRevised
 from dcbrain.exceptions import TFChainError
-from dcbrain.journal import CallJournal, JournalEntry, JournalKey, from_journal_value
+from dcbrain.journal import CallJournal, JournalEntry, JournalKey
 from dcbrain.messages import TextMessage
 from dcbrain.retries import is_transient
 from dcbrain.tfplan import extract_plan
@@ -39,9 +39,8 @@ if TYPE_CHECKING:
     from dcbrain.brain.dc_brain import DCBrain
     from dcbrain.memory import Recall
 
-#: Successful calls listed for the planner, and characters of each result shown.
+#: Successful calls listed for the planner.
 JOURNAL_CALLS_SHOWN = 40
-JOURNAL_RESULT_CHARS = 300
 
 
 def as_prompt(
@@ -84,12 +83,25 @@ class PlanningContext:
     conversation: list[TextMessage] = field(default_factory=list)
     knowledge: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+    #: How untrusted data is shown to the planner (``DCBrain(show_untrusted_to_planner=)``).
+    view: PlannerView = field(default_factory=PlannerView)
+
+    @property
+    def untrusted_sources_shown(self) -> frozenset[str]:
+        """Sources of untrusted data the planner has been shown in this run so far
+        (``tool:read_file``, ``chain:extract``, ``memory:documents``, ...): the literals of
+        the plans it writes now may carry them. Empty while it saw trusted data only, and
+        always with ``show_untrusted_to_planner=False``."""
+        return frozenset(self.view.shown)
 
     @classmethod
     def for_run(
         cls, brain: DCBrain, context: BrainContext, output_schema: str = ""
     ) -> PlanningContext:
+        view = PlannerView(brain.show_untrusted_to_planner,
+                           frozenset(tool.name for tool in brain.tools if tool.trusted_output))
         return cls(
+            view=view,
             question=context.current_input.content,
             max_iterations=brain.max_iterations,
             max_tokens=brain.max_tokens,
@@ -109,10 +121,10 @@ class PlanningContext:
         context.recall = recall
         context.conversation = list(recall.conversation)
         context.knowledge = [item.text for item in recall.knowledge]
-        self.conversation = context.conversation
+        self.conversation = self.view.conversation(context.conversation)
         self.knowledge = context.knowledge
-        self.memory_documents = recall.documents_text()
-        self.memory_keyword_hits = recall.keyword_text()
+        self.memory_documents = self.view.documents(recall.documents_text())
+        self.memory_keyword_hits = self.view.documents(recall.keyword_text())
 
     def update(
         self,
@@ -124,11 +136,13 @@ class PlanningContext:
         journal: CallJournal,
     ) -> None:
         """Bring in the last suggestion, earlier failures, budgets and finished calls."""
-        self.previous_suggestion = ir.suggestion or ""
-        self.contextual_plan_info = contextual_plan_info
+        entries = [entry for entry in journal.successful() if entry.kind in ("chain", "tool")]
+        read = {source for entry in entries if (source := self.view.source_of(entry))}
+        self.previous_suggestion = self.view.suggestion(ir.suggestion or "", read)
+        self.contextual_plan_info = self.view.attempts(contextual_plan_info, read)
         self.iterations_left = iterations_left
         self.tokens_left = tokens_left
-        self.succeeded_calls = successful_calls(journal)
+        self.succeeded_calls = [self.view.call_text(entry) for entry in entries]
         self.journal_calls = describe_calls(self.succeeded_calls)
 
     def template_vars(self) -> dict[str, Any]:
@@ -142,13 +156,7 @@ class PlanningContext:
 
 
 #: Fields rendered by their own prompts (or not at all), not by the planning template.
-_NOT_TEMPLATE_VARS = frozenset({"extra", "question", "conversation", "knowledge"})
-
-
-def successful_calls(journal: CallJournal) -> list[str]:
-    """The run's successful chain and tool calls, as :func:`call_text`, oldest first."""
-    return [call_text(entry) for entry in journal.successful()
-            if entry.kind in ("chain", "tool")]
+_NOT_TEMPLATE_VARS = frozenset({"extra", "question", "conversation", "knowledge", "view"})
 
 
 def describe_calls(calls: Sequence[str]) -> str:
@@ -158,21 +166,6 @@ def describe_calls(calls: Sequence[str]) -> str:
         skipped = len(lines) - JOURNAL_CALLS_SHOWN
         lines = [*lines[-JOURNAL_CALLS_SHOWN:], f"({skipped} earlier calls not shown)"]
     return "\n".join(lines)
-
-
-def call_text(entry: JournalEntry) -> str:
-    """``name(arg=value, ...) -> result`` with the result cut to a few hundred characters."""
-    try:
-        arguments = from_journal_value(json.loads(entry.key.args))
-    except ValueError:
-        arguments = {}
-    args = ", ".join(f"{key}={dumps(value)}"
-                     for key, value in arguments.items()) if isinstance(arguments, dict) else ""
-    result = entry.result if isinstance(entry.result, str) else dumps(entry.result)
-    if len(result) > JOURNAL_RESULT_CHARS:
-        result = result[:JOURNAL_RESULT_CHARS] + "…"
-    name = entry.key.name.split("#", 1)[0]
-    return f"{name}({args}) -> {result}"
 
 
 def json_lines(items: list[dict[str, Any]]) -> str:

@@ -455,6 +455,8 @@ class BrainRun:
             run_id=self.run_id,
             isolation=brain.isolation,
             approvals=self.gate,
+            policies=brain.policies,
+            policy_mode=brain.policy_mode,
         )
 
     # -- machine callbacks: validation -------------------------------------------------

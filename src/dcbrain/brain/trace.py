@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from opentelemetry import trace as otel_trace
+from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from dcbrain._jsonsafe import dumps
@@ -38,6 +39,7 @@ from dcbrain.events import (
     PlanCallStarted,
     PlanCreated,
     PlanRevised,
+    PolicyDenied,
     StateChanged,
     Validation,
     clip,
@@ -100,6 +102,12 @@ class RunRecorder:
         with self._lock:
             return self.log.as_dicts()
 
+    def call_context(self, call_id: str) -> Context | None:
+        """The OpenTelemetry context with the open call ``call_id``'s span as the current
+        one (``None`` without spans): where the call runs, its own spans nest under it."""
+        with self._lock:
+            return None if self._spans is None else self._spans.context_of(call_id)
+
 
 def tracing_configured() -> bool:
     """Whether an OpenTelemetry tracer provider is set: without one, spans would be
@@ -131,8 +139,11 @@ class JSONLTrace:
 class OTelSpans:
     """Turns a run's events into OpenTelemetry spans.
 
-    One ``dcbrain.brain.run`` span per run; a span per ``planning``/``running`` phase;
-    a span per chain, tool and LLM call inside the current phase. LLM call spans use the
+    One ``dcbrain.brain.run`` span per run (a child of the current span when the run
+    starts: a submission on another node, see :mod:`dcbrain.telemetry`); a span per
+    ``planning``/``running`` phase; a span per chain, tool and LLM call, inside the call
+    it happens in (a chain's LLM calls, a tool's chain calls) or else the current phase.
+    A call the journal answers carries ``dcbrain.reused=true``. LLM call spans use the
     GenAI semantic conventions (``gen_ai.request.model``, ``gen_ai.usage.input_tokens``,
     ``gen_ai.usage.output_tokens`` …).
     """
@@ -190,8 +201,15 @@ class OTelSpans:
             self._run.end()
             self._run = None
 
+    def context_of(self, call_id: str) -> Context | None:
+        span = self._calls.get(call_id)
+        return None if span is None else otel_trace.set_span_in_context(span)
+
     def _start_call(self, call: CallStarted, at: int) -> None:
-        parent = self._phase or self._run
+        current = otel_trace.get_current_span()
+        # the thread runs one of this run's calls (its context attached there): nest in it
+        enclosing = next((span for span in self._calls.values() if span is current), None)
+        parent = enclosing or self._phase or self._run
         if parent is None:
             return
         context = otel_trace.set_span_in_context(parent)
@@ -209,10 +227,11 @@ class OTelSpans:
                 },
             )
         else:
-            attributes: dict[str, str | int] = {"dcbrain.call.kind": call.kind,
-                                                "dcbrain.call.name": call.name}
+            attributes: dict[str, str | int | bool] = {"dcbrain.call.kind": call.kind,
+                                                       "dcbrain.call.name": call.name}
             if isinstance(call, PlanCallStarted):
                 attributes["dcbrain.call.line"] = call.line
+                attributes["dcbrain.reused"] = call.reused
             span = self._tracer.start_span(f"{call.kind} {call.name}", context=context,
                                            start_time=at, attributes=attributes)
         self._calls[call.call_id] = span
@@ -305,6 +324,12 @@ class PlanCallEvents:
             duration_s=record.duration_s, result=clip(record.result),
         ))
 
+    def trace_context(self, call: PlanCall) -> Context | None:
+        """The OpenTelemetry context to run the open call ``call`` in (``None``: as is)."""
+        with self._lock:
+            entry = self._open.get(id(call.record))
+        return None if entry is None else self._recorder.call_context(entry[0].call_id)
+
     def on_call_abandoned(self, call: PlanCall) -> None:
         """The run stopped waiting for the open call ``call`` (its end follows)."""
         record = call.record
@@ -334,6 +359,10 @@ class PlanCallEvents:
             branch=started.branch,
             path=started.path,
         ))
+
+    def on_policy_denied(self, event: PolicyDenied) -> None:
+        """A policy refused a call before it ran."""
+        self._recorder.emit(event)
 
     def close_open(self, status: CallStatus) -> None:
         """End every call still open with ``status`` (``aborted`` or ``error``)."""

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Protocol
 
-from dcbrain.events import PlanCallKind
+from opentelemetry import context as otel_context
+
+from dcbrain.events import PlanCallKind, PolicyDenied
 from dcbrain.tfplan import CallRecord
+from dcbrain.tfplan.errors import TFPolicyDenied
 
 
 @dataclass(frozen=True)
@@ -52,6 +57,17 @@ class CallAnnouncer:
     def on_call_start(self, record: CallRecord) -> None:
         self._reported.record = record
 
+    def policy_denied(self, kind: PlanCallKind, name: str, error: TFPolicyDenied) -> None:
+        """Tell an observer that listens (``on_policy_denied``) that a policy refused the
+        call this thread is entering."""
+        listener = getattr(self._observer, "on_policy_denied", None)
+        if listener is None:
+            return
+        record = self.pending()
+        listener(PolicyDenied(kind=kind, name=name, policy=error.policy, reason=error.message,
+                              argument=error.argument, sources=list(error.sources),
+                              line=record.line if record is not None else None))
+
     def pending(self) -> CallRecord | None:
         """The record of the call this thread is entering, not announced yet."""
         return getattr(self._reported, "record", None)
@@ -80,6 +96,24 @@ class CallAnnouncer:
         if listener is not None and call is not None:
             listener(call, attempt=attempt, attempts=attempts,
                      error=f"{type(error).__name__}: {error}", delay_s=delay_s)
+
+    @contextmanager
+    def traced(self, record: CallRecord | None) -> Iterator[None]:
+        """Run the body in the trace context of the announced call ``record``, when the
+        observer has one (``trace_context``): spans started there are the call's children.
+        Entered where the call runs — the plan's thread for a tool, a chain's task."""
+        context_of = getattr(self._observer, "trace_context", None)
+        with self._lock:
+            call = self._announced.get(id(record)) if record is not None else None
+        context = context_of(call) if context_of is not None and call is not None else None
+        if context is None:
+            yield
+            return
+        token = otel_context.attach(context)
+        try:
+            yield
+        finally:
+            otel_context.detach(token)
 
     def on_call_abandoned(self, record: CallRecord) -> None:
         report = getattr(self._observer, "on_call_abandoned", None)

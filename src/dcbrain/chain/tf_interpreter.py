@@ -19,7 +19,7 @@ import dataclasses
 import hashlib
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 from dcbrain.chain._announce import CallAnnouncer, PlanCallObserver
@@ -31,6 +31,7 @@ from dcbrain.chain._plan_result import (
     plan_chain_result,
 )
 from dcbrain.chain._plan_scope import BranchHooks, PlanScope, current_scope, text_bytes
+from dcbrain.chain._policy_gate import PolicyGate, ask_unavailable, effective_mode, tracking_of
 from dcbrain.chain._retrying import JournaledTries
 from dcbrain.chain._usage import UsageCollector
 from dcbrain.chain.approval_gate import ApprovalGate, approval_reason
@@ -47,6 +48,7 @@ from dcbrain.journal import CallJournal, JournalEntry, JournalKey, canonical_arg
 from dcbrain.llm.base import ChatLLM
 from dcbrain.llm.observe import llm_observer
 from dcbrain.messages import CHAINS_INTERMEDIATE_RESULTS, TextMessage
+from dcbrain.policies import Policy, PolicyMode, checked_mode, checked_policies
 from dcbrain.tfplan import (
     CallableSpec,
     CallRecord,
@@ -58,7 +60,7 @@ from dcbrain.tfplan import (
     check,
     compile_source,
 )
-from dcbrain.tfplan.errors import TFApprovalDenied
+from dcbrain.tfplan.errors import TFApprovalDenied, TFPolicyDenied
 from dcbrain.tfplan.host_budget import HostBudget
 from dcbrain.tfplan.interpreter import Isolation, off_the_loop
 from dcbrain.tools import Tool, as_tool, needs_approval
@@ -117,6 +119,9 @@ class _ToolCallable:
         self.parameters_schema = tool.parameters_schema
         self.returns_schema = tool.returns_schema
         self.signature = tool.signature
+        self.side_effects = tool.side_effects
+        self.trusted_output = tool.trusted_output
+        self.trusted_args = tool.trusted_args
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         owner = self.owner
@@ -134,14 +139,17 @@ class _ToolCallable:
         policy = tool.retry
         if policy is None:
             if tool.is_async:
-                return owner._in_scope(journal.acall(key, "tool", tool.acall(**arguments)))
-            return journal.call(key, "tool", lambda: tool.call(**arguments))
+                return owner._in_scope(journal.acall(key, "tool", tool.acall(**arguments)),
+                                       record)
+            with owner._traced(record):
+                return journal.call(key, "tool", lambda: tool.call(**arguments))
         tries = JournaledTries(journal, key, "tool", owner._announcer, record)
         if tool.is_async:
             return owner._in_scope(journal.acall(
-                key, "tool", tries.acall(policy, lambda: tool.acall(**arguments))))
-        return journal.call(key, "tool",
-                            lambda: tries.call(policy, lambda: tool.call(**arguments)))
+                key, "tool", tries.acall(policy, lambda: tool.acall(**arguments))), record)
+        with owner._traced(record):
+            return journal.call(key, "tool",
+                                lambda: tries.call(policy, lambda: tool.call(**arguments)))
 
     def __repr__(self) -> str:
         return f"<tool {self.name}>"
@@ -164,6 +172,10 @@ class TFChainInterpreter:
     default) or ``"inprocess"`` (trusted plans). ``approvals`` decides the calls of tools
     and chains declared ``requires_approval`` (:class:`ApprovalGate`); without it such a
     call is denied (:class:`~dcbrain.tfplan.TFApprovalDenied`): nobody can be asked.
+    ``flow_check`` (on by default) makes a plan whose untrusted data certainly reaches a
+    tool's ``trusted_args`` a check error before anything runs (see
+    :mod:`dcbrain.tfplan.flow`); off, only the checks made while the plan runs see such
+    flows.
     """
 
     def __init__(
@@ -184,7 +196,11 @@ class TFChainInterpreter:
         run_id: str | None = None,
         isolation: Isolation = "process",
         approvals: ApprovalGate | None = None,
+        policies: Sequence[Policy] = (),
+        policy_mode: PolicyMode | None = None,
+        flow_check: bool = True,
     ) -> None:
+        self.flow_check = flow_check
         self.chains_map: dict[str, Chain | Chains] = dict(chains_map)
         self._approvals = approvals
         self._journal = PlanJournal(journal, attempt, run_id)
@@ -207,6 +223,10 @@ class TFChainInterpreter:
             callables[tool.name] = _ToolCallable(self, tool)
         self._callables = callables
         self._announcer = CallAnnouncer(observer) if observer is not None else None
+        mode = effective_mode(checked_mode(policy_mode), [*self.chains_map.values(),
+                                                          *self.tools], policies)
+        self._policies = PolicyGate(mode, checked_policies(policies, "TFChainInterpreter"),
+                                    [tool.name for tool in self.tools if tool.trusted_output])
         self._interpreter = Interpreter(
             callables,
             limits=limits,
@@ -215,6 +235,9 @@ class TFChainInterpreter:
             parallel_hooks=BranchHooks(),
             passthrough=PASSTHROUGH,
             isolation=isolation,
+            tracking=tracking_of(mode),
+            sources={name: f"{getattr(func, 'callable_kind', 'tool')}:{name}"
+                     for name, func in callables.items()},
         )
 
     @property
@@ -241,7 +264,7 @@ class TFChainInterpreter:
 
     def check(self, plan: str) -> list[Problem]:
         """Every static problem of ``plan`` (syntax included) against the chains and tools."""
-        return check(plan, self._checked_specs())
+        return check(plan, self._checked_specs(), flow=self.flow_check)
 
     def describe_callables(self) -> list[dict[str, Any]]:
         """Name, kind, description, input and output schema of each chain and tool."""
@@ -306,7 +329,7 @@ class TFChainInterpreter:
         # compiled as the run will compile it (raises TFSyntaxError); the run reuses it
         parsed, _ = compile_source(plan, frozenset(self._interpreter.callables))
         if run_check:
-            problems = check(parsed, self._checked_specs())
+            problems = check(parsed, self._checked_specs(), flow=self.flow_check)
             if problems:
                 raise TFCheckError(problems, parsed.source)
 
@@ -363,7 +386,7 @@ class TFChainInterpreter:
             return chain.async_run(message, self.conversation, self.knowledge)
 
         try:
-            with self._journal.context(key):
+            with self._journal.context(key), self._traced(record):
                 if chain.retry is None:
                     result = await run()
                 else:
@@ -387,13 +410,21 @@ class TFChainInterpreter:
             intermediate=added)
         return result.content
 
-    async def _in_scope(self, awaitable: Awaitable[Any]) -> Any:
-        """Await an async tool with the plan's LLM usage collector in place."""
+    async def _in_scope(self, awaitable: Awaitable[Any], record: CallRecord | None) -> Any:
+        """Await an async tool with the plan's LLM usage collector in place, in its call's
+        trace context."""
         token = llm_observer.set(self._scope().collector)
         try:
-            return await awaitable
+            with self._traced(record):
+                return await awaitable
         finally:
             llm_observer.reset(token)
+
+    def _traced(self, record: CallRecord | None) -> AbstractContextManager[None]:
+        """Where the call ``record`` runs, its spans nest under its own."""
+        if self._announcer is None:
+            return nullcontext()
+        return self._announcer.traced(record)
 
     def _construct_chain(self, **kwargs: Any) -> Callable[..., Any]:
         """``__construct_chain(...)``: a new chain on ``default_llm``, callable by the plan.
@@ -447,9 +478,17 @@ class TFChainInterpreter:
 
     def _approval(self, kind: PlanCallKind, name: str, owner: Any,
                   arguments: Mapping[str, Any], key: JournalKey | None
-                  ) -> TFApprovalDenied | None:
+                  ) -> Exception | None:
         """Whether the call may run: ``None``, or the denial to raise once it is announced;
-        a call waiting for a decision raises :class:`ApprovalRequired` (unannounced)."""
+        a call waiting for a decision raises :class:`ApprovalRequired` (unannounced).
+        Policies decide first (their ``Ask`` is a request for approval)."""
+        refused = self._policies.check(
+            kind, name, owner, arguments,
+            lambda reason: self._ask(kind, name, owner, arguments, key, reason))
+        if refused is not None:
+            if isinstance(refused, TFPolicyDenied) and self._announcer is not None:
+                self._announcer.policy_denied(kind, name, refused)
+            return refused
         if not needs_approval(owner, arguments):
             return None
         if self._approvals is None:
@@ -461,6 +500,16 @@ class TFChainInterpreter:
             name, kind, arguments, key, record=record,
             why=approval_reason(kind, name, owner.requires_approval),
             timeout_s=getattr(owner, "approval_timeout_s", None))
+
+    def _ask(self, kind: PlanCallKind, name: str, owner: Any, arguments: Mapping[str, Any],
+             key: JournalKey | None, reason: str) -> Exception | None:
+        """A policy's ``Ask``: the approval gate decides, or, without one, the call fails."""
+        if self._approvals is None:
+            return ask_unavailable(reason)
+        record = self._announcer.pending() if self._announcer is not None else None
+        return self._approvals.check(name, kind, arguments, key, record=record,
+                                     why=f"a policy asks: {reason}",
+                                     timeout_s=getattr(owner, "approval_timeout_s", None))
 
     def _journaled(
         self, name: str, arguments: Mapping[str, Any], *, reuse: bool

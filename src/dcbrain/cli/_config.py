@@ -19,8 +19,8 @@ from dcbrain.cli._output import ExitCode
 if TYPE_CHECKING:
     from dcbrain.config import Config
 
-CONFIG_HELP = ("Config file (default: ./dcbrain.toml if present, else none: the embedded "
-               "local model, no tools).")
+CONFIG_HELP = ("Config file (default: $DCBRAIN_CONFIG, else ./dcbrain.toml if present, else "
+               "none: the embedded local model, no tools). DCBRAIN_... variables set any key.")
 
 ConfigOption = Annotated[
     Path | None,
@@ -41,15 +41,17 @@ def config_errors_exit() -> Iterator[None]:
 
 
 def load_config_or_exit(path: Path | None, *, required: bool = False) -> Config:
-    """The command's config: ``path``, else ``./dcbrain.toml`` if present, else none.
+    """The command's config: ``path``, else ``$DCBRAIN_CONFIG``, else ``./dcbrain.toml`` if
+    present, else none; ``DCBRAIN_…`` variables over it.
 
     With ``required``, a missing ``./dcbrain.toml`` is an error, not the defaults. Keys the
     file still spells the old way are warned about on stderr.
     """
-    from dcbrain.config import DEFAULT_CONFIG_FILE, find_config, load_config
+    from dcbrain.config import DEFAULT_CONFIG_FILE, config_file, find_config, load_config
 
     with config_errors_exit():
-        loaded = (load_config(path or DEFAULT_CONFIG_FILE) if required
+        chosen, _ = config_file(path)
+        loaded = (load_config(chosen or DEFAULT_CONFIG_FILE) if required
                   else find_config(path))
     for message in loaded.deprecations:
         sys.stderr.write(f"warning: {loaded.source}: {message}\n")

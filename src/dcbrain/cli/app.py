@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from dcbrain.cli import ask, config_cmd, demo, mcp_cmd, plan, runs, worker_cmd
+from dcbrain.cli import ask, config_cmd, config_show, demo, mcp_cmd, plan, runs, worker_cmd
 from dcbrain.cli.serve import register as register_serve
 
 app = typer.Typer(
@@ -19,6 +19,7 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 app.add_typer(plan.app, name="plan")
+config_cmd.config_app.command("show")(config_show.show)
 app.add_typer(config_cmd.config_app, name="config")
 app.command("init")(config_cmd.init)
 app.command("ask")(ask.ask)

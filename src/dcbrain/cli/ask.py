@@ -18,6 +18,7 @@ import typer
 from dcbrain._jsonsafe import dumps
 from dcbrain._text import terminal_text
 from dcbrain.cli._config import ConfigOption, config_errors_exit, load_config_or_exit
+from dcbrain.cli._observe import LogFormatOption, observe_process
 from dcbrain.cli._output import ExitCode, fail_usage, print_json, write_text
 
 if TYPE_CHECKING:
@@ -50,6 +51,7 @@ def ask(
         bool, typer.Option("--deny-all", help="Deny every call that needs approval without "
                            "asking (scripts).")
     ] = False,
+    log_format: LogFormatOption = None,
 ) -> None:
     """Answer QUESTION: plan in tf_plan, run, validate, replan; show it live.
 
@@ -77,6 +79,8 @@ def ask(
         fail_usage("--approve-all and --deny-all exclude each other")
     as_json = json_output or (not text_output and not sys.stdout.isatty())
     loaded = load_config_or_exit(config)
+    # progress is ask's own output: log lines only when asked for
+    observe_process(loaded, "ask", log_format, default_format=None)
     with config_errors_exit():
         brain = build_brain(loaded, trace_path=trace)
     console = Console(highlight=False, soft_wrap=False)

@@ -1,4 +1,5 @@
-"""``dcbrain init`` writes a commented ``dcbrain.toml``; ``dcbrain config check`` validates one."""
+"""``dcbrain init`` writes a commented ``dcbrain.toml``; ``dcbrain config check`` validates one
+(``dcbrain config show`` is :mod:`dcbrain.cli.config_show`)."""
 
 from __future__ import annotations
 
@@ -11,13 +12,15 @@ import typer
 from dcbrain.cli._config import ConfigOption, config_errors_exit, load_config_or_exit
 from dcbrain.cli._output import fail_usage
 
-config_app = typer.Typer(help="Validate the configuration file.", no_args_is_help=True)
+config_app = typer.Typer(help="Validate the configuration file, or show the effective "
+                         "configuration.", no_args_is_help=True)
 
 EXAMPLE_CONFIG = '''\
 # dcbrain configuration. Relative paths are relative to this file.
 # Validate it with `dcbrain config check`; use it with `dcbrain ask "..."`.
 
-# Python files whose public functions (not starting with "_") the plans may call.
+# Python files whose Tool objects and public functions (not starting with "_") plans may
+# call; a [tool.NAME] table sets a tool's options (requires_approval, timeout_s, ...).
 tools = ["tools.py"]
 
 # Any number of named LLMs. Without an [llm.*] table every role uses the embedded local

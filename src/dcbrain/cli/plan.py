@@ -94,11 +94,11 @@ def _interpreter(
 ) -> Iterator[Interpreter | TFChainInterpreter]:
     """The plan's interpreter: the ``--tools`` functions, and the config's chains, tool
     files and MCP servers (started for the command, stopped after it), if there is one."""
-    from dcbrain.config import DEFAULT_CONFIG_FILE
+    from dcbrain.config import config_file
     from dcbrain.tfplan import Interpreter
 
     functions = _load_tools(tools)
-    if config is None and not Path(DEFAULT_CONFIG_FILE).is_file():
+    if config_file(config)[0] is None:
         yield Interpreter(functions, limits=limits)
         return
     from dcbrain.chain import TFChainInterpreter

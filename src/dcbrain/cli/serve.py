@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 import typer
 
 from dcbrain.cli._config import ConfigOption, load_config_or_exit
-from dcbrain.server.connections import ConnectionLimits
-from dcbrain.server.drain import DEFAULT_DRAIN_TIMEOUT_S
+from dcbrain.cli._observe import LogFormatOption, observe_process
+from dcbrain.server.connections import DEFAULT_DRAIN_TIMEOUT_S, ConnectionLimits
 
 if TYPE_CHECKING:
     from dcbrain.brain import DCBrain
@@ -77,8 +77,11 @@ def serve(
     = DEFAULT_HOST,
     port: Annotated[int, typer.Option(help="Port to listen on.")] = DEFAULT_PORT,
     max_concurrent_runs: Annotated[
-        int, typer.Option(help="Conversations that may have a run at once (429 beyond).")
-    ] = 16,
+        int | None, typer.Option(help="Conversations that may have a run at once in this "
+                                 "process (429 beyond; default 16). Not for --role api: "
+                                 "workers' --concurrency is the cluster's capacity.",
+                                 show_default=False)
+    ] = None,
     list_conversations: Annotated[
         bool, typer.Option("--list-conversations",
                            help="Answer GET /v1/conversations (off: a conversation is only "
@@ -122,6 +125,7 @@ def serve(
                            help="Serve a non-loopback address without DCBRAIN_API_TOKEN "
                            "(anyone who reaches it can run the brain).")
     ] = False,
+    log_format: LogFormatOption = None,
 ) -> None:
     """Serve the HTTP API (live events over SSE) and the web page at http://HOST:PORT/.
 
@@ -130,13 +134,17 @@ def serve(
     """
     from dcbrain.composition import brain_factory_from_config, retention_periods, shared_memory
     from dcbrain.config import ConfigError
+    from dcbrain.exceptions import DatabaseUnavailable
     from dcbrain.runs.retention import DEFAULT_CHECK_EVERY_S
     from dcbrain.server.app import API_TOKEN_ENV, LOOPBACK_HOSTS, create_app
     from dcbrain.server.connections import fit_open_file_limit
     from dcbrain.server.drain import SHUTDOWN_GRACE_S, DrainingServer
+    from dcbrain.server.metrics import Metrics, serve_metrics
     from dcbrain.server.protocol import trusted_proxies, uvicorn_config
+    from dcbrain.server.runs import DEFAULT_MAX_CONCURRENT_RUNS
 
     loaded = load_config_or_exit(config)
+    observe_process(loaded, "serve", log_format)
     try:
         limits = ConnectionLimits(max_connections=max_connections,
                                   head_timeout_s=head_timeout, body_timeout_s=body_timeout)
@@ -162,19 +170,33 @@ def serve(
         sock = bind(host, port)
     except OSError as exc:
         _fail(_bind_problem(host, port, exc))
+    factory: Callable[[], DCBrain] | None = None
+    store: RunStore | None = None
+    runs: RunService | None
     try:
-        memory = shared_memory(loaded, db)
-        store, factory = brain_factory_from_config(loaded, memory)
-        from dcbrain.memory import Memory
+        if role not in ("all", "api"):
+            raise ValueError(f"--role must be 'all' or 'api', not {role!r}")
+        if role == "api":  # no brain, no local file: the workers run, the database keeps
+            if max_concurrent_runs is not None:
+                raise ValueError("--max-concurrent-runs is not for --role api: each worker's "
+                                 "--concurrency sets how many runs it executes at once")
+            memory = shared_memory(loaded, db)
+            runs, shown_store = api_node_runs(loaded, db, memory)
+        else:
+            memory = shared_memory(loaded, db, outage_wait_s=_outage_wait(db))
+            store, factory = brain_factory_from_config(loaded, memory)
+            from dcbrain.memory import Memory
 
-        conversations = memory if memory is not None else (
-            store if isinstance(store, Memory) else None)
-        runs = durable_runs(loaded, store, factory, db, role, max_concurrent_runs,
-                            conversations)
-        if runs is None:  # runs execute in this process: their first one is no slower
-            threading.Thread(target=_warm_up, args=(factory(),), name="dcbrain-warm-up",
-                             daemon=True).start()
-    except (ConfigError, ValueError, OSError) as exc:
+            conversations = memory if memory is not None else (
+                store if isinstance(store, Memory) else None)
+            runs = durable_runs(loaded, store, factory, db,
+                                max_concurrent_runs or DEFAULT_MAX_CONCURRENT_RUNS,
+                                conversations)
+            shown_store = repr(store)
+            if runs is None:  # runs execute in this process: their first one is no slower
+                threading.Thread(target=_warm_up, args=(factory(),), name="dcbrain-warm-up",
+                                 daemon=True).start()
+    except (ConfigError, ValueError, OSError, DatabaseUnavailable) as exc:
         sock.close()
         _fail(str(exc))
     retention = retention_periods(loaded)
@@ -184,20 +206,23 @@ def serve(
         memory=memory,
         runs=runs,
         api_token=token,
-        max_concurrent_runs=max_concurrent_runs,
+        max_concurrent_runs=max_concurrent_runs or DEFAULT_MAX_CONCURRENT_RUNS,
         allowed_hosts=LOOPBACK_HOSTS if loopback else ("*",),
         list_conversations=list_conversations,
         retention_s=retention[0] if retention is not None else None,
         retention_check_s=retention[1] if retention is not None else DEFAULT_CHECK_EVERY_S,
     )
+    serve_metrics(app, Metrics(), token=token, open_metrics=loaded.telemetry.metrics_open)
     shown = f"[{host}]" if ":" in host else host
     bound_port = sock.getsockname()[1]
-    sys.stderr.write(f"dcbrain serving on http://{shown}:{bound_port}/ (store: {store!r})\n")
+    sys.stderr.write(f"dcbrain serving on http://{shown}:{bound_port}/ (store: {shown_store})\n")
     sys.stderr.write(durability_notice(runs, db, role) + "\n")
     # No access log: the event stream may carry ?access_token= in its URL.
+    # uvicorn's lines go through the process's log format (log_config=None)
     server = DrainingServer(
         uvicorn_config(app, limits, forwarded_allow_ips=proxies, access_log=False,
-                       log_level="info", timeout_graceful_shutdown=SHUTDOWN_GRACE_S),
+                       log_level="info", log_config=None,
+                       timeout_graceful_shutdown=SHUTDOWN_GRACE_S),
         app.state.drain, drain_timeout)
     server.run(sockets=[sock])
 
@@ -220,21 +245,17 @@ def durable_runs(
     store: RunStore,
     factory: Callable[[], DCBrain],
     db: str | None,
-    role: str,
     max_concurrent_runs: int,
     memory: Memory | None = None,
 ) -> RunService | None:
-    """Durable runs for ``serve``; ``None`` (runs in this process) without the durable extra.
+    """Durable runs executed by ``serve`` itself (``--role all``); ``None`` (runs in this
+    process) without the durable extra.
 
     ``memory`` keeps the conversations (the brains' memory).
 
-    With ``--db`` or ``--role api`` the extra is required; without them it is used when
-    installed, on the store's SQLite file.
+    With ``--db`` the extra is required; without it, it is used when installed, on the
+    store's SQLite file.
     """
-    if role not in ("all", "api"):
-        raise ValueError(f"--role must be 'all' or 'api', not {role!r}")
-    if role == "api" and db is None:
-        raise ValueError("--role api needs --db postgresql://... (the workers' database)")
     missing = durable_runs_missing()
     if missing is not None:
         if db is not None:
@@ -243,11 +264,39 @@ def durable_runs(
     from dcbrain.durable.setup import build_engine, open_store
     from dcbrain.server.durable_runs import DurableRuns
 
-    db_url, durable = open_store(db, store)
-    engine, hub = build_engine(db_url, durable, config, factory if role == "all" else None,
+    db_url, durable = open_store(db, store, outage_wait_s=_outage_wait(db))
+    engine, hub = build_engine(db_url, durable, config, factory,
                                concurrency=max_concurrent_runs)
     return DurableRuns(engine, durable, hub, memory=memory,
                        max_concurrent_runs=max_concurrent_runs)
+
+
+def api_node_runs(config: Config, db: str | None,
+                  memory: Memory | None) -> tuple[RunService, str]:
+    """Durable runs for ``--role api`` and the store they name: the workers' database only.
+
+    Nothing waits out a database outage here: a request meets it at once, as a 503.
+    """
+    if db is None:
+        raise ValueError("--role api needs --db postgresql://... (the workers' database)")
+    missing = durable_runs_missing()
+    if missing is not None:
+        raise ValueError(f"--role api needs durable runs, but {missing}")
+    from dcbrain.durable.setup import build_engine, open_store
+    from dcbrain.server.durable_runs import DurableRuns
+
+    db_url, durable = open_store(db, None)
+    engine, hub = build_engine(db_url, durable, config, None)
+    return DurableRuns(engine, durable, hub, memory=memory), repr(durable)
+
+
+def _outage_wait(db: str | None) -> float:
+    """How long a process that executes runs on ``db`` waits out a database outage."""
+    if db is None or durable_runs_missing() is not None:
+        return 0.0
+    from dcbrain.durable.setup import OUTAGE_WAIT_S
+
+    return OUTAGE_WAIT_S
 
 
 def durable_runs_missing() -> str | None:

@@ -13,6 +13,7 @@ import math
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from typing import Annotated
 
 import typer
@@ -23,15 +24,19 @@ from dcbrain.cli._config import (
     config_errors_exit,
     load_config_or_exit,
 )
+from dcbrain.cli._observe import LogFormatOption, observe_process
 from dcbrain.cli._output import fail_usage
-from dcbrain.server.drain import DEFAULT_DRAIN_TIMEOUT_S
+from dcbrain.server.connections import DEFAULT_DRAIN_TIMEOUT_S
 
 
 def worker(
     db: Annotated[str, typer.Option("--db", help="PostgreSQL URL shared by workers and API "
                                     "nodes (postgresql://user@host:port/dbname).")],
     config: ConfigOption = None,
-    concurrency: Annotated[int, typer.Option(help="Runs this worker executes at once.")] = 16,
+    concurrency: Annotated[
+        int, typer.Option(help="Runs this worker executes at once (the cluster's capacity "
+                          "is the sum over its workers).")
+    ] = 16,
     executor_id: Annotated[
         str | None,
         typer.Option(help="A stable id (e.g. the pod name): a restart under the same id "
@@ -42,28 +47,41 @@ def worker(
         float, typer.Option(help="Seconds a stopping worker (SIGTERM) lets its runs in "
                             "flight finish; the rest resume elsewhere or at restart.")
     ] = DEFAULT_DRAIN_TIMEOUT_S,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(help="Answer GET /metrics (Prometheus) on this port; off by default.",
+                     show_default=False),
+    ] = None,
+    metrics_host: Annotated[
+        str, typer.Option(help="Address for --metrics-port (no token is asked there).")
+    ] = "127.0.0.1",
+    log_format: LogFormatOption = None,
 ) -> None:
     """Execute runs from the queue until SIGTERM or Ctrl-C, then drain: runs in flight
     finish within --drain-timeout, or resume elsewhere."""
     if not (math.isfinite(drain_timeout) and drain_timeout >= 0):
         fail_usage(f"--drain-timeout must be a number of seconds >= 0, not {drain_timeout}")
     try:
-        from dcbrain.durable.setup import build_engine, open_store
+        from dcbrain.durable.setup import OUTAGE_WAIT_S, build_engine, open_store
     except ImportError:
         sys.stderr.write("error: dcbrain worker needs DBOS, which cannot be imported here; "
                          'reinstall dcbrain with its dependencies (pip install -e ".[local]")\n')
         raise typer.Exit(2) from None
     from dcbrain.composition import brain_factory_from_config, retention_periods, shared_memory
+    from dcbrain.exceptions import DatabaseUnavailable
     from dcbrain.runs.retention import RetentionSchedule, prune_runs
 
     loaded = load_config_or_exit(config)
     with config_errors_exit():
         try:
-            memory = shared_memory(loaded, db)  # every worker reads and writes the same
+            # every worker reads and writes the same; its runs wait out a database outage
+            memory = shared_memory(loaded, db, outage_wait_s=OUTAGE_WAIT_S)
             runs, factory = brain_factory_from_config(loaded, memory)
-            db_url, store = open_store(db, runs)
-        except (OSError, ValueError) as exc:
+            db_url, store = open_store(db, runs, outage_wait_s=OUTAGE_WAIT_S)
+        except (OSError, ValueError, DatabaseUnavailable) as exc:
             fail_usage(str(exc))
+    if concurrency < 1:
+        fail_usage(f"--concurrency must be at least 1, not {concurrency}")
     engine, _ = build_engine(db_url, store, loaded, factory, concurrency=concurrency,
                              executor_id=executor_id, app_version=app_version)
     stop, hurry = threading.Event(), threading.Event()
@@ -73,6 +91,8 @@ def worker(
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    observe_process(loaded, "worker", log_format, worker=engine.executor_id)
+    stop_metrics = _serve_metrics(store, metrics_port, metrics_host)
     engine.start()
     periods = retention_periods(loaded)
     retention = None if periods is None else RetentionSchedule(
@@ -93,9 +113,32 @@ def worker(
     if retention is not None:
         retention.stop()
     engine.stop()
+    stop_metrics()
     store.close()
     if memory is not None:
         memory.close()
+
+
+def _serve_metrics(store: object, port: int | None, host: str) -> Callable[[], None]:
+    """This worker's ``/metrics`` on ``host:port`` (nothing without a port)."""
+    if port is None:
+        return lambda: None
+    from dcbrain.server.metrics import Metrics, is_cluster_store
+
+    metrics = Metrics()
+    if is_cluster_store(store):
+        metrics.watch_durable(store)
+    stop_observing = metrics.observe_runs()
+    try:
+        stop_serving = metrics.serve(port, host)
+    except OSError as exc:
+        fail_usage(f"cannot serve metrics on {host}:{port}: {exc.strerror or exc}")
+
+    def stop() -> None:
+        stop_observing()
+        stop_serving()
+
+    return stop
 
 
 def register(app: typer.Typer) -> None:

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final
 
 from dbos import (
@@ -34,6 +36,7 @@ from dbos import (
     WorkflowSerializationFormat,
 )
 
+from dcbrain.exceptions import DatabaseUnavailable
 from dcbrain.exceptions import DBOSContractError as DBOSContractError
 
 if TYPE_CHECKING:
@@ -77,6 +80,40 @@ def wait_until_polled(queue_name: str, timeout_s: float = 3.0) -> bool:
             return True
         time.sleep(0.02)
     return False
+
+
+def migrate_system_database(system_database_url: str) -> None:
+    """Create or migrate DBOS's schema (DBOS serialises concurrent migrations with an
+    advisory lock, so every node may call it at once)."""
+    with database_errors("migrating DBOS's schema"):
+        DBOS.migrate(system_database_url)
+
+
+#: SQLSTATEs of a schema that is not there yet: undefined table, column, schema, function.
+_SCHEMA_MISSING: Final = ("42P01", "42703", "3F000", "42883")
+
+
+@contextmanager
+def database_errors(doing: str) -> Iterator[None]:
+    """Raise :class:`DatabaseUnavailable` for what DBOS raises when its database is down
+    or its schema not migrated yet (SQLAlchemy wraps psycopg's errors, DBOS may wrap those)."""
+    import psycopg
+
+    try:
+        yield
+    except DatabaseUnavailable:
+        raise
+    except Exception as exc:
+        cause: BaseException | None = exc
+        while cause is not None:
+            if isinstance(cause, psycopg.OperationalError):
+                raise DatabaseUnavailable(f"{doing}: the database is unavailable: "
+                                          f"{cause}") from exc
+            if isinstance(cause, psycopg.Error) and (cause.sqlstate or "") in _SCHEMA_MISSING:
+                raise DatabaseUnavailable(f"{doing}: DBOS's schema is not migrated yet: "
+                                          f"{cause}") from exc
+            cause = cause.__cause__ or cause.__context__
+        raise
 
 
 def stop_dequeuing(queue_name: str) -> bool:
@@ -125,6 +162,8 @@ __all__ = [
     "DBOSContractError",
     "EnqueueOptions",
     "WorkflowSerializationFormat",
+    "database_errors",
+    "migrate_system_database",
     "queue_is_polled",
     "recover_pending_workflows",
     "stop_dequeuing",

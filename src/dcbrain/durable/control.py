@@ -13,7 +13,9 @@ import threading
 from collections.abc import Callable
 from typing import Any, Final
 
+from dcbrain.durable._pg import CONNECT_TIMEOUT_S
 from dcbrain.durable._urls import pg_dsn
+from dcbrain.exceptions import DatabaseUnavailable
 
 logger = logging.getLogger("dcbrain.durable")
 
@@ -55,8 +57,13 @@ class ControlChannel:
             return
         import psycopg
 
-        with psycopg.connect(pg_dsn(self.url), autocommit=True) as conn:
-            conn.execute("SELECT pg_notify(%s, %s)", (CONTROL_CHANNEL, json.dumps(message)))
+        try:
+            with psycopg.connect(pg_dsn(self.url), autocommit=True,
+                                 connect_timeout=CONNECT_TIMEOUT_S) as conn:
+                conn.execute("SELECT pg_notify(%s, %s)",
+                             (CONTROL_CHANNEL, json.dumps(message)))
+        except psycopg.OperationalError as exc:
+            raise DatabaseUnavailable(f"a control message could not be sent: {exc}") from exc
 
     def _listen(self, url: str) -> None:
         import psycopg

@@ -31,6 +31,8 @@ from dcbrain.durable._dbos import (
     DBOSConfig,
     EnqueueOptions,
     WorkflowSerializationFormat,
+    database_errors,
+    migrate_system_database,
     recover_pending_workflows,
     stop_dequeuing,
     wait_until_polled,
@@ -42,7 +44,7 @@ from dcbrain.durable.executor import RunExecutor
 from dcbrain.durable.store import DurableStore, PostgresDurableStore
 from dcbrain.durable.workers import PendingRun, WorkerRegistry, mark_stranded, stranded
 from dcbrain.durable.workflow import QUEUE_NAME, WORKFLOW_NAME
-from dcbrain.exceptions import RunConflict
+from dcbrain.exceptions import DatabaseUnavailable, RunConflict
 from dcbrain.memory import RunRecord
 from dcbrain.runs import QUEUED, STRANDED, TERMINAL_STATUSES
 
@@ -52,6 +54,8 @@ logger = logging.getLogger("dcbrain.durable")
 HEARTBEAT_S: Final = 2.0
 #: A worker whose heartbeat is older than this is dead: its runs go back to the queue.
 DEAD_AFTER_S: Final = 15.0
+#: Seconds between an API node's attempts at migrating DBOS's schema while it cannot.
+MIGRATE_RETRY_S: Final = 1.0
 #: How often a worker looks at the queue for runs to start (seconds).
 QUEUE_POLL_S: Final = 0.1
 #: How often a draining worker looks whether its runs in flight have ended (seconds).
@@ -113,6 +117,12 @@ class DurableEngine:
                         else None)
         self._client: DBOSClient | None = None
         self._launched = False
+        #: Set once DBOS's schema is known to be migrated (runs may be enqueued).
+        self.schema_ready = threading.Event()
+        self._migrating: threading.Thread | None = None
+        #: When this worker's heartbeats started to succeed again after they failed
+        #: (``None``: failing now; at start, as if forever).
+        self._beating_since: float | None = float("-inf")
         self._stop = threading.Event()
         self._heartbeat: threading.Thread | None = None
         self._warming: threading.Thread | None = None
@@ -129,8 +139,18 @@ class DurableEngine:
         a restarted server serves, and resumes its runs, without waiting for it.
         """
         if self.executor is None:
+            # Raising, not retrying, on a lost connection: the request is answered 503.
             self._client = DBOSClient(system_database_url=dbos_url(self.db_url),
-                                      serializer=PORTABLE_JSON, lazy=True)
+                                      serializer=PORTABLE_JSON, lazy=True,
+                                      retry_connection_errors=False)
+            try:  # at once when it can be: a started engine enqueues
+                migrate_system_database(dbos_url(self.db_url))
+                self.schema_ready.set()
+            except Exception as exc:  # the database is not there yet: 503 until it is
+                logger.warning("DBOS's schema cannot be migrated yet (%s); retrying", exc)
+                self._migrating = threading.Thread(target=self._migrate,
+                                                   name="dcbrain-migrate", daemon=True)
+                self._migrating.start()
             return
         self._warming = threading.Thread(target=self._warm_up, name="dcbrain-warm-up",
                                          daemon=True)
@@ -149,8 +169,9 @@ class DurableEngine:
             "notification_listener_polling_interval_sec": QUEUE_POLL_S,
         }
         DBOS(config=config)
-        DBOS.launch()
+        DBOS.launch()  # migrates DBOS's schema, under DBOS's advisory lock
         self._launched = True
+        self.schema_ready.set()
         DBOS.register_queue(QUEUE_NAME, worker_concurrency=self.concurrency,
                             partition_concurrency=1, polling_interval_sec=QUEUE_POLL_S,
                             on_conflict="always_update")
@@ -167,6 +188,37 @@ class DurableEngine:
                 self.report_stranded({self.app_version})
             except Exception:
                 logger.exception("looking for stranded runs failed")
+
+    def _migrate(self) -> None:
+        """Migrate DBOS's schema from an API node too: whichever node starts first, no run
+        is enqueued into a schema a worker has not finished (nodes start in any order)."""
+        while not self._stop.is_set():
+            try:
+                migrate_system_database(dbos_url(self.db_url))
+            except Exception as exc:
+                logger.warning("DBOS's schema cannot be migrated yet (%s); retrying", exc)
+                self._stop.wait(MIGRATE_RETRY_S)
+                continue
+            self.schema_ready.set()
+            return
+
+    def readiness(self) -> list[str]:
+        """What this node lacks to take runs: the database, DBOS's schema, a live worker
+        (an API node); empty when it is ready."""
+        missing: list[str] = []
+        if not self.schema_ready.is_set():
+            missing.append("schema: DBOS's schema is not migrated yet")
+        if not isinstance(self.store, PostgresDurableStore) or self.workers is None:
+            return missing
+        try:
+            self.store.connections.probe()  # a connection of its own: never waits
+            workers = len(self.workers.versions(DEAD_AFTER_S)) if self.executor is None else 1
+        except DatabaseUnavailable as exc:
+            return [f"database: {exc}", *missing]
+        if workers == 0:
+            missing.append(f"workers: no worker has sent a heartbeat in the last "
+                           f"{DEAD_AFTER_S:.0f} s (start dcbrain worker)")
+        return missing
 
     def wait_warm(self, timeout_s: float | None = None) -> None:
         """Wait until the worker's brain has loaded what a first run loads lazily."""
@@ -209,6 +261,8 @@ class DurableEngine:
         self.control.close()
         if self._heartbeat is not None:
             self._heartbeat.join(timeout=5)
+        if self._migrating is not None:
+            self._migrating.join(timeout=5)
         if self._client is not None:
             self._client.destroy()
             self._client = None
@@ -231,6 +285,9 @@ class DurableEngine:
                 workflow_id: str | None = None) -> None:
         """Queue the run (its id is the workflow id unless ``workflow_id`` says otherwise:
         a continuation's); it starts after the conversation's last."""
+        if not self.schema_ready.is_set():
+            raise DatabaseUnavailable("DBOS's schema is not migrated yet: the run cannot be "
+                                      "queued")
         options: EnqueueOptions = {
             "workflow_name": WORKFLOW_NAME,
             "queue_name": QUEUE_NAME,
@@ -239,18 +296,20 @@ class DurableEngine:
             "app_version": self.app_version,
             "serialization_type": WorkflowSerializationFormat.PORTABLE,
         }
-        if self._client is not None:
-            self._client.enqueue(options, conversation_id, question)
-        else:
-            DBOS.enqueue_workflow_with_options(options, conversation_id, question)
+        with database_errors("queueing a run"):
+            if self._client is not None:
+                self._client.enqueue(options, conversation_id, question)
+            else:
+                DBOS.enqueue_workflow_with_options(options, conversation_id, question)
 
     def cancel(self, run_id: str, workflow_id: str | None = None) -> None:
         """Tell DBOS the run is over (a queued run then never starts); ``workflow_id``
         for a continuation of the run."""
-        if self._client is not None:
-            self._client.cancel_workflow(workflow_id or run_id)
-        else:
-            DBOS.cancel_workflow(workflow_id or run_id)
+        with database_errors("cancelling a run"):
+            if self._client is not None:
+                self._client.cancel_workflow(workflow_id or run_id)
+            else:
+                DBOS.cancel_workflow(workflow_id or run_id)
 
     def send(self, message: dict[str, Any]) -> None:
         """A control message to the worker executing ``message["run_id"]``."""
@@ -263,8 +322,12 @@ class DurableEngine:
 
     def _workflow(self, run_id: str) -> Any:
         """DBOS's record of the run's workflow (``status``, ``app_version``, …), if any."""
-        found = self._list(workflow_ids=[run_id])
-        return found[0] if found else None
+        with database_errors("reading a run's workflow"):
+            if self._client is not None:
+                found = self._client.list_workflows(workflow_ids=[run_id], load_input=False,
+                                                    load_output=False)
+                return found[0] if found else None
+            return DBOS.get_workflow_status(run_id)
 
     def workflow_statuses(self, run_ids: Sequence[str]) -> dict[str, str]:
         """DBOS's status of each run's first workflow (runs without one are left out)."""
@@ -404,6 +467,14 @@ class DurableEngine:
         while not self._stop.is_set():
             try:
                 workers.heartbeat(self.executor_id, self.app_version)
+                now = time.monotonic()
+                if self._beating_since is None:
+                    self._beating_since = now
+                if now - self._beating_since < DEAD_AFTER_S:
+                    # After an outage every worker's heartbeat is old: the live ones get
+                    # the time to beat again before any of them counts as dead.
+                    self._stop.wait(HEARTBEAT_S)
+                    continue
                 for dead in workers.claim_dead(DEAD_AFTER_S, self.app_version):
                     if dead == self.executor_id:
                         continue
@@ -412,6 +483,10 @@ class DurableEngine:
                     logger.warning("worker %s is silent: %d run(s) back on the queue (%.2f s)",
                                    dead, len(handles), time.monotonic() - started)
                 self.report_stranded(set(workers.versions(DEAD_AFTER_S).values()))
+            except DatabaseUnavailable as exc:
+                self._beating_since = None
+                logger.warning("heartbeat failed: %s", exc)
             except Exception:
+                self._beating_since = None
                 logger.exception("heartbeat failed")
             self._stop.wait(HEARTBEAT_S)

@@ -139,7 +139,8 @@ class RunExecutor:
         resumed = await asyncio.to_thread(self._resumption, claimed)
         request = RunRequest(run_id, conversation_id, question,
                              superseded_by=claimed.data.get("superseded_by"),
-                             next_seq=resumed.first_seq if resumed else 0)
+                             next_seq=resumed.first_seq if resumed else 0,
+                             traceparent=claimed.data.get("traceparent"))
         live = LiveRun(request, Neural(), sink, journal, resumed)
         self.live[run_id] = live
         # Asked to stop while no worker ran it (this is a recovery): it stops at once.

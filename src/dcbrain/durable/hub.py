@@ -19,6 +19,7 @@ from typing import Any, Final
 
 from dcbrain.durable._urls import pg_dsn
 from dcbrain.durable.store import EVENTS_CHANNEL, DurableStore
+from dcbrain.exceptions import DatabaseUnavailable
 
 logger = logging.getLogger("dcbrain.durable")
 
@@ -91,8 +92,11 @@ class EventHub:
                 continue
             try:
                 found = await asyncio.to_thread(self.store.events_of_runs, wanted)
-            except Exception:
-                logger.exception("reading events failed; retrying")
+            except Exception as exc:
+                if isinstance(exc, DatabaseUnavailable):  # its readers wait meanwhile
+                    logger.warning("reading events failed; retrying: %s", exc)
+                else:
+                    logger.exception("reading events failed; retrying")
                 self._dirty.update(wanted)
                 await asyncio.sleep(RECONNECT_S)
                 self._kick.set()

@@ -122,7 +122,8 @@ def _tsquery(term: str) -> str:
 class PostgresMemory(Memory):
     """Memory in the PostgreSQL database at ``url`` (``postgresql://…``), for many processes.
 
-    ``frequent_term_share`` as for :class:`~dcbrain.memory.SQLiteMemory`.
+    ``frequent_term_share`` as for :class:`~dcbrain.memory.SQLiteMemory`;
+    ``outage_wait_s`` as for :class:`~dcbrain.durable.PostgresDurableStore`.
     """
 
     def __init__(
@@ -131,8 +132,10 @@ class PostgresMemory(Memory):
         *,
         max_connections: int = 4,
         frequent_term_share: float | None = DEFAULT_FREQUENT_TERM_SHARE,
+        outage_wait_s: float = 0.0,
     ) -> None:
-        self.connections = Connections(url, max_connections=max_connections)
+        self.connections = Connections(url, max_connections=max_connections,
+                                       outage_wait_s=outage_wait_s)
         self._frequent = FrequentTerms(frequent_term_share)
         self._closed = False
         with self.connections.use() as conn, conn.transaction():

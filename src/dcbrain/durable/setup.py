@@ -16,6 +16,11 @@ from dcbrain.durable.memory import PostgresMemory
 from dcbrain.durable.store import DurableStore, PostgresDurableStore, SQLiteDurableStore
 from dcbrain.memory import RunStore, SQLiteMemory, SQLiteRunStore
 
+#: Seconds the database work of a process that executes runs waits for a database that
+#: is down (a restart, a failover) before that run fails: an outage shorter than this
+#: only pauses the runs. API nodes do not wait: they answer 503 at once.
+OUTAGE_WAIT_S: Final = 120.0
+
 #: Sets the application version of every process in place of the config's hash.
 APP_VERSION_ENV: Final = "DCBRAIN_APP_VERSION"
 
@@ -44,16 +49,18 @@ def config_version(config: Config) -> str:
     return application_version(digest.hexdigest())
 
 
-def open_store(db: str | None, runs: RunStore) -> tuple[str, DurableStore]:
+def open_store(db: str | None, runs: RunStore | None, *,
+               outage_wait_s: float = 0.0) -> tuple[str, DurableStore]:
     """The DBOS database URL and the durable store: PostgreSQL at ``db``, else beside ``runs``.
 
     Without ``db``, runs and events stay in the run store's file (as without durability)
     and DBOS's own tables and the call journals go to two files next to it.
+    ``outage_wait_s``: how long the store waits out a database outage (PostgreSQL).
     """
     if db is not None:
         if not is_postgres(db):
             raise ValueError(f"--db must be a postgresql:// URL, not {db!r}")
-        return db, PostgresDurableStore(db)
+        return db, PostgresDurableStore(db, outage_wait_s=outage_wait_s)
     if not isinstance(runs, SQLiteMemory | SQLiteRunStore) or runs.path == ":memory:":
         raise ValueError("durable runs without --db need the run store in an SQLite file")
     base = Path(runs.path)
@@ -61,11 +68,11 @@ def open_store(db: str | None, runs: RunStore) -> tuple[str, DurableStore]:
             SQLiteDurableStore(runs, base.with_name(base.name + "-journal.sqlite")))
 
 
-def open_memory(db: str) -> PostgresMemory:
+def open_memory(db: str, *, outage_wait_s: float = 0.0) -> PostgresMemory:
     """Conversation memory in the PostgreSQL database ``db`` (``postgresql://…``)."""
     if not is_postgres(db):
         raise ValueError(f"--db must be a postgresql:// URL, not {db!r}")
-    return PostgresMemory(db)
+    return PostgresMemory(db, outage_wait_s=outage_wait_s)
 
 
 def build_engine(

@@ -184,8 +184,12 @@ _RUN_COLUMNS: Final = "run_id, conversation_id, status, data, created_at, update
 class PostgresDurableStore(PostgresRunAdmin, DurableStore):
     """The ``dcbrain_*`` tables of one PostgreSQL database, through a small connection pool."""
 
-    def __init__(self, url: str, *, max_connections: int = 8) -> None:
-        self.connections = Connections(url, max_connections=max_connections)
+    def __init__(self, url: str, *, max_connections: int = 8,
+                 outage_wait_s: float = 0.0) -> None:
+        """``outage_wait_s``: how long an operation waits for a database that is down
+        before it raises :class:`~dcbrain.exceptions.DatabaseUnavailable`."""
+        self.connections = Connections(url, max_connections=max_connections,
+                                       outage_wait_s=outage_wait_s)
         self.dsn = self.connections.dsn
         with self._connection() as conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK_ID,))

@@ -17,15 +17,19 @@ import asyncio
 import contextlib
 import logging
 import threading
+import time
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from dcbrain.durable.store import DurableStore, JournalRow
-from dcbrain.exceptions import StoreWriteError
+from dcbrain.exceptions import DatabaseUnavailable, StoreWriteError
 
 logger = logging.getLogger("dcbrain.durable")
+
+#: Seconds between attempts at writing a batch while the database is down.
+OUTAGE_RETRY_S: Final = 0.5
 
 
 @dataclass(eq=False)
@@ -121,7 +125,7 @@ class StoreWriter:
                 batch, self._batch = self._batch, _Batch()
                 self._writing = batch
             try:
-                self.store.write_batch(batch.events, batch.journal)
+                self._write(batch)
             except Exception as exc:  # the runs go on; their waiters hear of it
                 batch.error = exc
                 logger.exception("could not store %d event(s) and %d journal row(s)",
@@ -132,6 +136,23 @@ class StoreWriter:
             for loop, stored in batch.waiters:
                 with contextlib.suppress(RuntimeError):  # that loop is closed
                     loop.call_soon_threadsafe(_settle_future, stored, batch.error)
+
+
+    def _write(self, batch: _Batch) -> None:
+        """Write the batch, again and again while the database is down (every row of it
+        is written only if not stored yet): the runs waiting on it go on once it is back."""
+        while True:
+            try:
+                self.store.write_batch(batch.events, batch.journal)
+                return
+            except DatabaseUnavailable as exc:
+                with self._lock:
+                    closed = self._closed
+                if closed:
+                    raise
+                logger.warning("the database is unavailable; writing again in %.1f s: %s",
+                               OUTAGE_RETRY_S, exc)
+                time.sleep(OUTAGE_RETRY_S)
 
 
 def _settle_future(stored: asyncio.Future[None], error: BaseException | None) -> None:

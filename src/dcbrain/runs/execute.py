@@ -21,9 +21,12 @@ from typing import Any, Protocol
 
 from dcbrain._text import encodable
 from dcbrain.brain import BrainResult, RunDeps
-from dcbrain.events import Event, EventType, Final, PlanCreated, PlanRevised
+from dcbrain.events import ErrorEvent, Event, EventType, Final, PlanCreated, PlanRevised
 from dcbrain.exceptions import RunSuspended, TFUserNewInputError
+from dcbrain.logs import run_scope
+from dcbrain.runs.observers import run_observers
 from dcbrain.runs.status import WAITING
+from dcbrain.telemetry import continued_trace
 
 logger = logging.getLogger("dcbrain.runs")
 
@@ -65,6 +68,8 @@ class RunRequest:
     #: Events delivered so far: the position a ``final`` written here takes.
     next_seq: int = 0
     ended: bool = False
+    #: The W3C ``traceparent`` of the span that submitted the run: its spans continue it.
+    traceparent: str | None = None
     plans: list[str] = field(default_factory=list)
     _run: StartedRun | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -142,6 +147,23 @@ def _deliver(request: RunRequest, sink: Sink, event: Event) -> None:
             request.plans.append(payload.plan or "")
         request.next_seq = max(request.next_seq, event.seq + 1)
     sink(event)
+    run_observers.notify(event)
+    if isinstance(event.payload, Final | ErrorEvent):
+        _log_end_or_error(request, event)
+
+
+def _log_end_or_error(request: RunRequest, event: Event) -> None:
+    """One line per run end (status, reason, duration) and per error event."""
+    fields = {"run_id": request.run_id, "conversation_id": request.conversation_id}
+    payload = event.payload
+    if isinstance(payload, ErrorEvent):
+        logger.warning("run error in %s: %s", payload.source, payload.error,
+                       extra={**fields, "source": payload.source, "error": payload.error})
+        return
+    assert isinstance(payload, Final)
+    logger.info("run ended: %s (%s)", payload.status, payload.reason,
+                extra={**fields, "status": payload.status, "reason": payload.reason,
+                       "duration_s": payload.duration_s, "error": payload.error})
 
 
 async def execute_run(brain: RunnableBrain, request: RunRequest, deps: RunDeps,
@@ -154,6 +176,14 @@ async def execute_run(brain: RunnableBrain, request: RunRequest, deps: RunDeps,
     stopping) propagates: the caller decides whether the run ends (:func:`end_unstarted`)
     or stays to be resumed.
     """
+    with run_scope(request.run_id, request.conversation_id), \
+            continued_trace(request.traceparent):
+        logger.info("run started")
+        return await _execute(brain, request, deps, sink)
+
+
+async def _execute(brain: RunnableBrain, request: RunRequest, deps: RunDeps,
+                   sink: Sink) -> RunOutcome:
     if request.abort_requested:
         return end_unstarted(request, sink, "aborted", "aborted")
 
@@ -174,6 +204,7 @@ async def execute_run(brain: RunnableBrain, request: RunRequest, deps: RunDeps,
             request._run = None
             request.cancel_timers()
     except RunSuspended:  # its calls wait for people; a decision makes it execute again
+        logger.info("run waiting for approval", extra={"status": WAITING, "reason": "approval"})
         return RunOutcome(request.run_id, WAITING, "approval")
     except TFUserNewInputError as exc:
         if deps.mailbox is not None:

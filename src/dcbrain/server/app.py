@@ -30,7 +30,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from dcbrain.exceptions import ApiError as ApiError
-from dcbrain.exceptions import TFApprovalError, TooManyRuns
+from dcbrain.exceptions import DatabaseUnavailable, TFApprovalError, TooManyRuns
 from dcbrain.memory import Memory, RunStore
 from dcbrain.messages import TextMessage
 from dcbrain.neural import Neural
@@ -54,6 +54,10 @@ logger = logging.getLogger("dcbrain.server")
 API_TOKEN_ENV: Final = "DCBRAIN_API_TOKEN"
 DEFAULT_MAX_BODY_BYTES: Final = 64 * 1024
 LOOPBACK_HOSTS: Final = ("127.0.0.1", "localhost", "::1")
+#: Paths a load balancer or an orchestrator probes, answered without the token.
+PROBE_PATHS: Final = frozenset({"/v1/health", "/v1/ready"})
+#: Seconds a client is told to wait when this node is not ready.
+NOT_READY_RETRY_S: Final = 2
 
 #: Conversation ids are chosen by clients: short, printable, no path tricks.
 CONVERSATION_ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}")
@@ -80,7 +84,7 @@ def error_response(
 
 def create_app(
     brain_factory: BrainFactory | None,
-    store: RunStore,
+    store: RunStore | None,
     *,
     memory: Memory | None = None,
     runs: RunService | None = None,
@@ -122,8 +126,9 @@ def create_app(
     if memory is None and isinstance(store, Memory):
         memory = store
     if runs is None:
-        if brain_factory is None:
-            raise ValueError("create_app needs a brain_factory, or runs that execute elsewhere")
+        if brain_factory is None or store is None:
+            raise ValueError("create_app needs a brain_factory and a store, or runs that "
+                             "execute elsewhere")
         runs = RunManager(
             brain_factory,
             store,
@@ -157,6 +162,7 @@ def create_app(
         Route("/", _index, methods=["GET"]),
         Mount("/static", StaticFiles(packages=[("dcbrain.server", "static")]), name="static"),
         Route("/v1/health", api.health, methods=["GET"]),
+        Route("/v1/ready", api.ready, methods=["GET"]),
         Route("/v1/conversations", api.list_conversations, methods=["GET"]),
         Route("/v1/conversations/{cid}", api.get_conversation, methods=["GET"]),
         Route("/v1/conversations/{cid}/messages", api.post_message, methods=["POST"]),
@@ -174,11 +180,13 @@ def create_app(
         lifespan=lifespan,
         exception_handlers={
             ApiError: _api_error,
+            DatabaseUnavailable: _database_unavailable,
             HTTPException: _http_error,
             Exception: _unexpected_error,
         },
     )
     app.state.runs = runs
+    app.state.streams = api.streams
     app.state.drain = drain  # what a DrainingServer drains on SIGTERM
     app.add_middleware(_Guard, token=token, allowed_hosts=tuple(allowed_hosts))
     return app
@@ -208,6 +216,17 @@ class _Api:
                              "max_concurrent_runs": self.runs.max_concurrent_runs,
                              "list_conversations": self.allow_listing,
                              "draining": self.drain.draining})
+
+    async def ready(self, request: Request) -> Response:
+        """200 when this node can take runs; 503 saying what it lacks."""
+        missing = await self.runs.readiness()
+        if self.drain.draining:  # out of the balancer while it finishes its runs
+            missing.append("draining: this server is shutting down")
+        if not missing:
+            return JSONResponse({"ready": True})
+        return JSONResponse({"ready": False, "error": "not_ready", "missing": missing},
+                            status_code=503,
+                            headers={"Retry-After": str(NOT_READY_RETRY_S)})
 
     async def list_conversations(self, request: Request) -> Response:
         if not self.allow_listing:
@@ -415,6 +434,14 @@ async def _api_error(request: Request, exc: Exception) -> Response:
     return error_response(exc.status, exc.code, exc.detail, exc.headers)
 
 
+async def _database_unavailable(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, DatabaseUnavailable)
+    logger.warning("%s %s: %s", request.method, request.url.path, exc)
+    return error_response(503, "database_unavailable",
+                          f"the database is unavailable; retry in a moment ({exc})",
+                          headers={"Retry-After": str(exc.retry_after_s)})
+
+
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
@@ -446,7 +473,8 @@ class _Guard:
                 scope, receive, send)
             return
         path: str = scope["path"]
-        needs_token = self.token is not None and path.startswith("/v1/") and path != "/v1/health"
+        needs_token = (self.token is not None and path.startswith("/v1/")
+                       and path not in PROBE_PATHS)
         if needs_token and not self._authorized(headers, scope):
             response = error_response(
                 401, "unauthorized", "send Authorization: Bearer <token>",

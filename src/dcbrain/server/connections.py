@@ -19,6 +19,11 @@ from __future__ import annotations
 import math
 import sys
 from dataclasses import dataclass, replace
+from typing import Final
+
+#: Seconds the runs in flight get to finish after SIGTERM (``--drain-timeout``); here, not
+#: in :mod:`dcbrain.server.drain`, so the command line reads it without loading uvicorn.
+DEFAULT_DRAIN_TIMEOUT_S: Final = 30.0
 
 #: File descriptors kept for everything but connections (stores, logs, sandbox pipes).
 FD_RESERVE = 256

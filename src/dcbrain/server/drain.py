@@ -19,13 +19,12 @@ from typing import Final
 
 import uvicorn
 
+from dcbrain.server.connections import DEFAULT_DRAIN_TIMEOUT_S
 from dcbrain.server.service import RunService
 from dcbrain.server.sse import StreamSlots
 
 logger = logging.getLogger("dcbrain.server")
 
-#: Seconds the runs in flight get to finish after SIGTERM.
-DEFAULT_DRAIN_TIMEOUT_S: Final = 30.0
 #: Seconds readers get, after the drain, to receive the end of runs given up then.
 STREAM_GRACE_S: Final = 2.0
 #: Seconds uvicorn's own shutdown waits for connections once the drain is over.

@@ -41,6 +41,7 @@ from dcbrain.runs import (
 )
 from dcbrain.runs.listing import RunPage, RunQuery, page_of
 from dcbrain.runs.retention import prune_runs
+from dcbrain.telemetry import submission_traceparent
 
 logger = logging.getLogger("dcbrain.server")
 
@@ -64,12 +65,17 @@ class DurableRuns:
     """:class:`~dcbrain.server.service.RunService` over a :class:`DurableEngine`."""
 
     def __init__(self, engine: DurableEngine, store: DurableStore, hub: EventHub, *,
-                 memory: Memory | None = None, max_concurrent_runs: int = 16,
+                 memory: Memory | None = None, max_concurrent_runs: int | None = None,
                  approval_sweep_s: float = APPROVAL_SWEEP_S) -> None:
         """``memory`` keeps the conversations (the one the workers' brains use): each
         message goes in when it is taken, so one superseded before it ran is kept too.
-        Every ``approval_sweep_s`` seconds, requests nobody decided in time are denied."""
-        if max_concurrent_runs < 1:
+        Every ``approval_sweep_s`` seconds, requests nobody decided in time are denied.
+
+        ``max_concurrent_runs`` caps the conversations with a live run this node accepted
+        (429 beyond) when this process executes them; ``None`` (an API node): runs wait in
+        the queue for a worker, whose ``--concurrency`` is the limit.
+        """
+        if max_concurrent_runs is not None and max_concurrent_runs < 1:
             raise ValueError("max_concurrent_runs must be at least 1")
         self.engine = engine
         self.store = store
@@ -100,6 +106,9 @@ class DurableRuns:
         await asyncio.to_thread(self.engine.start)
         await self.hub.start()
         return []
+
+    async def readiness(self) -> list[str]:
+        return await asyncio.to_thread(self.engine.readiness)
 
     async def stop(self) -> None:
         if self._sweeper is not None:
@@ -137,14 +146,16 @@ class DurableRuns:
         live = [r for r in await asyncio.to_thread(self.store.list_runs, conversation_id, 50)
                 if r.status in _LIVE]
         await self._refresh_active()
-        if not live and len(self._active) >= self.max_concurrent_runs:
+        if (not live and self.max_concurrent_runs is not None
+                and len(self._active) >= self.max_concurrent_runs):
             raise TooManyRuns(self.max_concurrent_runs)
         # a run superseded already (still in its grace) stays superseded by its first successor
         live = [r for r in live if not r.data.get("superseded_by")]
         run_id = uuid.uuid4().hex
         supersedes = live[0].run_id if live else None
-        await asyncio.to_thread(self.store.save_run, run_id, conversation_id, QUEUED,
-                                {"question": content, "supersedes": supersedes})
+        data = {"question": content, "supersedes": supersedes,
+                "traceparent": submission_traceparent(run_id, conversation_id)}
+        await asyncio.to_thread(self.store.save_run, run_id, conversation_id, QUEUED, data)
         if self.memory is not None:
             await self.memory.acommit_message(conversation_id, content, "user")
             await asyncio.to_thread(record_question_kept, self.store, run_id)

@@ -153,6 +153,10 @@ class RunManager:
                                 record.data())
         return [row.run_id for row in stale]
 
+    async def readiness(self) -> list[str]:
+        """Runs execute in this process, on its own store: ready once serving."""
+        return []
+
     async def stop(self) -> None:
         """Stop every run (they end ``interrupted``) and wait until they are recorded."""
         await self.stop_taking_runs()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import dataclasses
 import difflib
 import inspect
 from collections.abc import Callable, Iterable, Mapping
@@ -23,6 +24,7 @@ from typing import Any
 from dcbrain.tfplan._argument_types import literal_mismatch
 from dcbrain.tfplan.builtins import BUILTIN_FUNCTIONS, EXCEPTIONS
 from dcbrain.tfplan.errors import Problem, TFSyntaxError, first_problems
+from dcbrain.tfplan.flow import flow_problems
 from dcbrain.tfplan.methods import ALL_METHOD_NAMES, MODULE_MEMBERS
 from dcbrain.tfplan.parser import SPECIAL_NAMES, Plan, parse
 from dcbrain.tfplan.scopes import resolve
@@ -69,10 +71,26 @@ class CallableSpec:
     accepts_var_positional: bool = False
     kind: str = "tool"
     validates: bool = False
+    #: Trust declarations (see :mod:`dcbrain.tfplan.flow`): whether results are trusted
+    #: data, whether a call changes anything, which arguments must carry trusted data only.
+    trusted_output: bool = False
+    side_effects: bool = True
+    trusted_args: frozenset[str] = frozenset()
 
     @classmethod
     def from_callable(cls, name: str, func: Callable[..., Any]) -> CallableSpec:
-        """The spec of a chain (anything with ``parameters_schema``) or a Python function."""
+        """The spec of a chain (anything with ``parameters_schema``) or a Python function,
+        with the trust it declares (``trusted_output``, ``side_effects``, ``trusted_args``)."""
+        spec = cls._from_signature(name, func)
+        trusted_args = getattr(func, "trusted_args", ())
+        return dataclasses.replace(
+            spec, trusted_output=getattr(func, "trusted_output", False) is True,
+            side_effects=getattr(func, "side_effects", True) is not False,
+            trusted_args=frozenset(trusted_args) if isinstance(trusted_args, Iterable)
+            and not isinstance(trusted_args, str) else frozenset())
+
+    @classmethod
+    def _from_signature(cls, name: str, func: Callable[..., Any]) -> CallableSpec:
         schema = getattr(func, "parameters_schema", None)
         description = getattr(func, "description", None)
         if description is None:
@@ -124,10 +142,15 @@ def specs_of(callables: Mapping[str, Callable[..., Any]]) -> dict[str, CallableS
 def check(
     plan: Plan | str,
     specs: Mapping[str, CallableSpec] | Iterable[CallableSpec] = (),
+    *,
+    flow: bool = True,
 ) -> list[Problem]:
     """Every problem of ``plan`` against ``specs``, in source order (empty: the plan is fine).
 
-    Syntax problems of a source string are returned as problems too.
+    Syntax problems of a source string are returned as problems too. With ``flow`` (the
+    default) untrusted data that certainly reaches an argument a callable declares in
+    ``trusted_args`` is a problem too (:func:`~dcbrain.tfplan.flow.flow_problems`);
+    ``flow=False`` leaves such flows to the checks made while the plan runs.
     """
     by_name = dict(specs) if isinstance(specs, Mapping) else {s.name: s for s in specs}
     if isinstance(plan, str):
@@ -137,15 +160,16 @@ def check(
         except TFSyntaxError as exc:
             if exc.tree is None:  # not even Python: nothing more can be said
                 return list(exc.problems)
-            rest = _Checker(Plan(source=source, tree=exc.tree), by_name).run()
+            rest = _Checker(Plan(source=source, tree=exc.tree), by_name, flow).run()
             return first_problems(sorted([*exc.problems, *rest], key=lambda p: (p.line, p.col)))
-    return first_problems(_Checker(plan, by_name).run())
+    return first_problems(_Checker(plan, by_name, flow).run())
 
 
 class _Checker:
-    def __init__(self, plan: Plan, specs: Mapping[str, CallableSpec]) -> None:
+    def __init__(self, plan: Plan, specs: Mapping[str, CallableSpec], flow: bool) -> None:
         self.plan = plan
         self.specs = specs
+        self.flow = flow
         self.problems: list[Problem] = []
         self.resolution = resolve(plan.tree)
         self.called = {  # names in call position, to tell unknown functions from names
@@ -173,6 +197,8 @@ class _Checker:
             elif isinstance(node, ast.Attribute) and node.attr not in ALL_METHOD_NAMES \
                     and not _is_namespace_access(node):
                 self._add(node, f"no value in tf_plan has a method {node.attr!r}")
+        if self.flow:
+            self.problems += flow_problems(self.plan, self.specs)
         self.problems.sort(key=lambda p: (p.line, p.col))
         return self.problems
 

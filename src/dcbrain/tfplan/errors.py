@@ -182,6 +182,23 @@ class TFApprovalDenied(TFCallError):
     default_kind = "TFApprovalDenied"
 
 
+class TFPolicyDenied(TFCallError):
+    """A policy refused a chain or tool call before it ran (its arguments carried data
+    from sources the callee does not accept). The message names the argument, its
+    untrusted sources and the policy, never the data itself; ``argument``, ``sources``
+    and ``policy`` hold the same for code."""
+
+    default_kind = "TFPolicyDenied"
+    argument: str | None = None
+    sources: tuple[str, ...] = ()
+    policy: str = ""
+
+
+class FlowCheckOutOfSteps(Exception):
+    """The static flow check used its steps: what it found so far is still certain (never
+    leaves :mod:`dcbrain.tfplan.flow`)."""
+
+
 class TFLimitError(TFInterpreterError):
     """A sandbox limit was hit. ``limit`` names it as in :class:`Limits`."""
 

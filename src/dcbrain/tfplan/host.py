@@ -27,8 +27,10 @@ from dcbrain.tfplan.errors import (
     TFApprovalDenied,
     TFCallError,
     TFInterpreterError,
+    TFPolicyDenied,
     TFToolTimeout,
 )
+from dcbrain.tfplan.provenance import CallSources, Tracker, call_sources, unknown_sources
 from dcbrain.tfplan.result import CallRecord
 from dcbrain.tfplan.rewrite import PLAN_FILENAME
 from dcbrain.tfplan.state import Cancelled, Expired, RunState
@@ -64,6 +66,11 @@ class HostCallable:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self._dispatcher.call(self.name, self._func, args, kwargs)
+
+    def call_with_sources(self, args: tuple[Any, ...], kwargs: dict[str, Any],
+                          sources: CallSources) -> Any:
+        """The call, its arguments coming from ``sources`` (a plan that tracks labels)."""
+        return self._dispatcher.call(self.name, self._func, args, kwargs, sources=sources)
 
     def __repr__(self) -> str:
         return f"<callable {self.name}>"
@@ -136,8 +143,10 @@ class Dispatcher:
         state: RunState,
         lines: Sequence[str],
         construct_chain: Callable[..., Callable[..., Any]] | None,
+        tracker: Tracker | None = None,
     ) -> None:
         self.state = state
+        self.tracker = tracker
         self.lines = lines
         self.construct_hook = construct_chain
         self.constructed = 0
@@ -151,6 +160,7 @@ class Dispatcher:
         kwargs: dict[str, Any],
         *,
         plain_result: bool = True,
+        sources: CallSources | None = None,
     ) -> Any:
         self.count_call()
         args, kwargs = self.plain_arguments(name, args, kwargs)
@@ -159,7 +169,14 @@ class Dispatcher:
             name=name, args=args, kwargs=kwargs, line=line, col=col,
             started_at=time.time(), branch=getattr(self.state.branch, "index", None),
         )
-        return self.invoke(record, func, plain_result=plain_result)
+        tracker = self.tracker
+        if tracker is None:
+            return self.invoke(record, func, plain_result=plain_result)
+        if sources is None:
+            sources = unknown_sources(tracker)
+        result = self.invoke(record, func, plain_result=plain_result, sources=sources)
+        tracker.record(name, sources)
+        return result
 
     def count_call(self) -> None:
         """Count one call against ``max_calls``."""
@@ -189,8 +206,9 @@ class Dispatcher:
         return args_copy, kwargs_copy
 
     def invoke(self, record: CallRecord, func: Callable[..., Any], *,
-               plain_result: bool = True) -> Any:
-        """Run ``func`` with the arguments of ``record``, tracing it and translating errors."""
+               plain_result: bool = True, sources: CallSources | None = None) -> Any:
+        """Run ``func`` with the arguments of ``record``, tracing it and translating errors;
+        ``func`` finds ``sources`` in :data:`call_sources`."""
         state = self.state
         name = record.name
         state.trace.append(record)
@@ -207,11 +225,13 @@ class Dispatcher:
             raise
         size = 0
         try:
+            labelled = call_sources.set(sources)
             try:
                 result = func(*record.args, **record.kwargs)
                 if inspect.isawaitable(result):
                     result = self._await(result)
             finally:
+                call_sources.reset(labelled)
                 if state.abandoned:  # the plan ended without this call: its end is ignored
                     raise Cancelled if state.cancelled else Expired
             if plain_result:
@@ -234,8 +254,8 @@ class Dispatcher:
             record.error = f"{exc.kind}: {exc.message}"
             if isinstance(exc, HostMemoryExceeded) and exc.budget is state.host_budget:
                 raise  # the callee kept this run's values (a chain's intermediate results)
-            if isinstance(exc, TFToolTimeout | TFApprovalDenied):
-                raise  # the call's own limit, or a person's no: the plan fails at the call
+            if isinstance(exc, TFToolTimeout | TFApprovalDenied | TFPolicyDenied):
+                raise  # the call's own limit, a person's no or a policy's: it fails at the call
             raise TFCallError(f"{name}() failed: {exc.headline()}", kind=exc.kind) from exc
         except Exception as exc:
             record.error = f"{type(exc).__name__}: {exc}"
@@ -290,7 +310,8 @@ class Dispatcher:
             raise NotImplementedError(
                 "__construct_chain is not available: no chain layer is connected to this plan"
             )
-        func = self.call("__construct_chain", hook, (), kwargs, plain_result=False)
+        func = self.call("__construct_chain", hook, (), kwargs, plain_result=False,
+                         sources=CallSources() if self.tracker is not None else None)
         self.constructed += 1
         name = kwargs.get("name") if isinstance(kwargs.get("name"), str) else None
         return HostCallable(name or f"constructed_chain_{self.constructed}", func, self)

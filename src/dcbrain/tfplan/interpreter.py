@@ -25,6 +25,7 @@ from types import CodeType, TracebackType
 from typing import Any, ClassVar, Literal, TypeVar
 
 from dcbrain._scalars import PLAN_DECIMAL_CONTEXT, decimal_error
+from dcbrain.tfplan._label_analysis import without_label_keyword
 from dcbrain.tfplan.builtins import build_builtins
 from dcbrain.tfplan.checker import BUILTIN_NAMES, CallableSpec, check, specs_of
 from dcbrain.tfplan.errors import (
@@ -55,6 +56,7 @@ from dcbrain.tfplan.limits import Limits
 from dcbrain.tfplan.messages import public_message
 from dcbrain.tfplan.origins import describe_callable
 from dcbrain.tfplan.parser import IMPORTABLE_MODULES, Plan, parse
+from dcbrain.tfplan.provenance import TRACKING_MODES, Tracker, Tracking, tracking_namespace
 from dcbrain.tfplan.result import ConsoleResult
 from dcbrain.tfplan.rewrite import MAIN_FUNCTION, PLAN_FILENAME, compile_plan
 from dcbrain.tfplan.sandbox.relay import cancel_in_sandbox, run_in_sandbox
@@ -64,10 +66,12 @@ from dcbrain.tfplan.values import bounded_message, sized_plan_value
 
 
 @lru_cache(maxsize=128)
-def _compiled(source: str, host_names: frozenset[str]) -> tuple[Plan, CodeType]:
+def _compiled(source: str, host_names: frozenset[str],
+              tracking: Tracking = "off") -> tuple[Plan, CodeType]:
     plan = parse(source)
     try:
-        code = compile_plan(source, BUILTIN_NAMES | host_names)
+        code = compile_plan(source, BUILTIN_NAMES | host_names, tracking=tracking,
+                            builtins=BUILTIN_NAMES)
     except SyntaxError as exc:
         problem = Problem(exc.lineno or 1, exc.offset or 1, exc.msg,
                           kind="SyntaxError")
@@ -83,11 +87,12 @@ Isolation = Literal["process", "inprocess"]
 
 
 def compile_source(
-    source: str, host_names: frozenset[str] = frozenset()
+    source: str, host_names: frozenset[str] = frozenset(), tracking: Tracking = "off"
 ) -> tuple[Plan, CodeType]:
     """Parse, validate and compile ``source`` for a run whose registered callables are
-    ``host_names`` (cached); raises :class:`TFSyntaxError`."""
-    return _compiled(source, host_names)
+    ``host_names`` and that tracks labels as ``tracking`` says (cached); raises
+    :class:`TFSyntaxError`."""
+    return _compiled(source, host_names, tracking)
 
 
 
@@ -117,6 +122,11 @@ class Interpreter:
     ``isolation="process"`` (the default) runs each plan in a sandbox worker process
     with OS limits; the chains and tools still run here. ``"inprocess"`` runs the plan in
     this process: faster to start, for trusted plans and benchmarks.
+
+    ``tracking`` (``"off"``, ``"on"``, ``"strict"``) makes every plan value carry its
+    sources (see :mod:`dcbrain.tfplan.provenance`); each call then sees its arguments'
+    sources in :data:`~dcbrain.tfplan.provenance.call_sources`. ``sources`` names the
+    source of each callable's results (default ``tool:<name>``).
     """
 
     dispatcher_class: ClassVar[type[Dispatcher]] = Dispatcher
@@ -133,10 +143,16 @@ class Interpreter:
         parallel_hooks: ParallelHooks | None = None,
         passthrough: tuple[type[BaseException], ...] = (),
         isolation: Isolation = "process",
+        tracking: Tracking = "off",
+        sources: Mapping[str, str] | None = None,
     ) -> None:
         if isolation not in ("process", "inprocess"):
             raise ValueError(f"isolation must be 'process' or 'inprocess', got {isolation!r}")
+        if tracking not in TRACKING_MODES:
+            raise ValueError(f"tracking must be one of {', '.join(TRACKING_MODES)}, "
+                             f"got {tracking!r}")
         self.isolation: Isolation = isolation
+        self.tracking: Tracking = tracking
         self.callables: dict[str, Callable[..., Any]] = dict(callables or {})
         for tool in tools:
             name = str(getattr(tool, "name", None) or tool.__name__)
@@ -153,6 +169,8 @@ class Interpreter:
                 # builtins come first: a callable of the same name would silently replace one
                 raise ValueError(f"callable {name!r} clashes with the tf_plan builtin {name}; "
                                  "register it under another name")
+        self.sources: dict[str, str] = {name: f"tool:{name}" for name in self.callables}
+        self.sources.update(sources or {})
         self.limits = limits or Limits()
         self._specs = dict(specs) if specs is not None else None
         self.construct_chain = construct_chain
@@ -175,7 +193,7 @@ class Interpreter:
         if not problems:
             try:  # cached: the run reuses this compile
                 compile_source(plan.source if isinstance(plan, Plan) else plan,
-                               frozenset(self.callables))
+                               frozenset(self.callables), self.tracking)
             except TFSyntaxError as exc:
                 problems = list(exc.problems)
         return problems
@@ -302,7 +320,7 @@ class Interpreter:
 
     def _prepare(self, plan: Plan | str, run_check: bool) -> tuple[Plan, CodeType]:
         source = plan.source if isinstance(plan, Plan) else plan
-        parsed, code = compile_source(source, frozenset(self.callables))
+        parsed, code = compile_source(source, frozenset(self.callables), self.tracking)
         if run_check:
             problems = self.check(parsed)
             if problems:
@@ -322,7 +340,9 @@ class Interpreter:
 
     def _namespace(self, plan: Plan, state: RunState) -> tuple[dict[str, Any], Guards]:
         guards = Guards(state)
-        dispatcher = self.dispatcher_class(state, plan.lines, self.construct_chain)
+        tracker = Tracker(self.sources, self.tracking == "strict") \
+            if self.tracking != "off" else None
+        dispatcher = self.dispatcher_class(state, plan.lines, self.construct_chain, tracker)
         # builtins and registered callables sit under the plan's own names, as in Python
         builtins = build_builtins(guards)
         builtins["__construct_chain"] = dispatcher.construct_chain
@@ -333,6 +353,8 @@ class Interpreter:
         namespace["__tf_parallel"] = dispatcher.parallel
         namespace["__tf_thunk"] = Thunk
         namespace["__tf_modules"] = {name: builtins[name] for name in IMPORTABLE_MODULES}
+        if tracker is not None:
+            namespace.update(tracking_namespace(tracker))
         return namespace, guards
 
     def _execute(self, plan: Plan, code: CodeType, state: RunState) -> ConsoleResult:
@@ -405,7 +427,10 @@ class Interpreter:
             error = TFRuntimeError(f"name {name!r} is not defined", kind="NameError")
         elif isinstance(exc, Exception):
             kind = type(exc).__name__
-            error = TFRuntimeError(public_message(bounded_message(exc), kind), kind=kind)
+            message = bounded_message(exc)
+            if self.tracking != "off" and kind == "TypeError":
+                message = without_label_keyword(message)
+            error = TFRuntimeError(public_message(message, kind), kind=kind)
         else:
             return None
         source_line = plan.lines[line - 1] if 0 < line <= len(plan.lines) else None

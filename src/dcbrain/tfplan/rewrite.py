@@ -34,8 +34,10 @@ from dcbrain.tfplan._inline import (
     located,
     target_shape,
 )
+from dcbrain.tfplan._label_rewrite import LabelRewriter
 from dcbrain.tfplan._operators import OperatorGuards, is_scalar_constant
 from dcbrain.tfplan.parser import SYNTAX_TREE_LOCK, syntax_tree
+from dcbrain.tfplan.provenance import Tracking
 
 PLAN_FILENAME = "<tf_plan>"
 MAIN_FUNCTION = "__tf_main"
@@ -50,14 +52,30 @@ KEYED_METHODS = frozenset({"get", "pop", "setdefault", "add", "discard", "remove
 FSTRING_NATIVE_FIELDS = 8
 
 
-def compile_plan(source: str, provided: frozenset[str] = frozenset()) -> CodeType:
+def compile_plan(source: str, provided: frozenset[str] = frozenset(), *,
+                 tracking: Tracking = "off", builtins: frozenset[str] = frozenset()
+                 ) -> CodeType:
     """Compile the source of a validated plan whose run provides the names ``provided``
     (builtins, registered callables); raises ``SyntaxError`` for compiler-level errors.
 
     The source is parsed again for the rewrite: that costs a fraction of copying the
-    plan's tree, which stays as it was parsed.
+    plan's tree, which stays as it was parsed. With ``tracking`` other than ``"off"``
+    the guarded plan also keeps the labels of its values (see ``_label_rewrite.py``;
+    ``builtins`` are the names among ``provided`` that are not chains or tools).
     """
     rewritten = _Rewriter(provided).rewrite(syntax_tree(source))
+    if tracking == "off":
+        return _compiled_module(rewritten)
+    labelled = LabelRewriter(provided, builtins, tracking == "strict").rewrite(rewritten)
+    try:
+        return _compiled_module(labelled)
+    except SyntaxError:
+        # what the compiler refuses in the plan itself, as the plan's own error
+        compile_plan(source, provided)
+        raise
+
+
+def _compiled_module(rewritten: ast.Module) -> CodeType:
     try:
         code = _compile_tree(rewritten)
     except TypeError:  # a node the rewriter made without a position: costs a walk more

@@ -25,6 +25,7 @@ from dcbrain.tfplan.host import background_loop
 from dcbrain.tfplan.interpreter import Interpreter
 from dcbrain.tfplan.limits import Limits
 from dcbrain.tfplan.parser import Plan
+from dcbrain.tfplan.provenance import Tracking, call_sources
 from dcbrain.tfplan.result import CallRecord, ConsoleResult
 from dcbrain.tfplan.sandbox._wire import WORKER_RECORD_FIELDS, Channel, ChannelClosed
 from dcbrain.tfplan.state import Cancelled, Expired, RunState
@@ -104,9 +105,12 @@ class _Remote:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         record = self.stash.local.record
-        fields = {} if record is None else {
+        fields: dict[str, Any] = {} if record is None else {
             key: getattr(record, key) for key in WORKER_RECORD_FIELDS
         }
+        sources = call_sources.get()
+        if sources is not None:
+            fields["sources"] = sources.to_wire()
         status, value = self.requests.ask("call", self.target, fields, list(args), kwargs,
                                           _scope.get())
         if status == "ok":
@@ -172,7 +176,7 @@ def serve(sock: socket.socket) -> None:
 
 
 def _run(channel: Channel, *, source: str, code: bytes, limits: Limits, names: list[str],
-         construct: bool) -> dict[str, Any]:
+         construct: bool, tracking: Tracking, sources: dict[str, str]) -> dict[str, Any]:
     requests = _Requests(channel)
     stash = _RecordStash()
     callables: dict[str, Callable[..., Any]] = {
@@ -182,6 +186,7 @@ def _run(channel: Channel, *, source: str, code: bytes, limits: Limits, names: l
     interpreter = _WorkerInterpreter(
         callables, limits=limits, isolation="inprocess", construct_chain=construct_chain,
         observer=stash, parallel_hooks=_RemoteHooks(requests), passthrough=(HostCallFailed,),
+        tracking=tracking, sources=sources,
     )
     _set_cpu_limit(limits.timeout_s)
     try:

@@ -80,6 +80,7 @@ class WorkerPool:
         self._exited = threading.Condition(self._lock)
         self._closed = False
         self._pid = os.getpid()
+        self._discarded = 0
         control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._control = control
         self._control_lock = threading.Lock()
@@ -127,6 +128,7 @@ class WorkerPool:
         """Kill a worker that must not run another plan; a new one takes its place."""
         with self._lock:
             self._busy.discard(worker.pid)
+            self._discarded += 1
         self.signal(worker, signal.SIGKILL)
         worker.close()
         self._refill(worker.memory)
@@ -173,6 +175,14 @@ class WorkerPool:
         """Process ids of every worker, idle or busy."""
         with self._lock:
             return self._busy | {w.pid for idle in self._idle.values() for w in idle}
+
+    def stats(self) -> dict[str, int]:
+        """``size`` (workers, idle or busy), ``busy`` and ``restarts`` (workers killed
+        and replaced since the pool started) — what the process's metrics show."""
+        with self._lock:
+            busy = len(self._busy)
+            idle = sum(len(workers) for workers in self._idle.values())
+            return {"size": busy + idle, "busy": busy, "restarts": self._discarded}
 
     @property
     def zygote_pid(self) -> int:
@@ -304,6 +314,12 @@ def shared_pool() -> WorkerPool:
         if _shared is None or not _shared.forked_here or _shared._closed:
             _shared = WorkerPool()
         return _shared
+
+
+def current_pool() -> WorkerPool | None:
+    """The pool of this process if one was started (none is started here)."""
+    pool = _shared
+    return pool if pool is not None and pool.forked_here and not pool._closed else None
 
 
 def _close_shared() -> None:

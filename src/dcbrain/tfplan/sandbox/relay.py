@@ -42,6 +42,7 @@ from dcbrain.tfplan.errors import (
 )
 from dcbrain.tfplan.host import Dispatcher
 from dcbrain.tfplan.parser import Plan
+from dcbrain.tfplan.provenance import CallSources
 from dcbrain.tfplan.result import CallRecord, ConsoleResult
 from dcbrain.tfplan.rewrite import PLAN_FILENAME
 from dcbrain.tfplan.sandbox._wire import WORKER_RECORD_FIELDS, ChannelClosed
@@ -128,6 +129,8 @@ class _Relay:
         request = {"source": self.plan.source, "code": marshal.dumps(self.code),
                    "limits": limits,
                    "names": list(self.interpreter.callables),
+                   "tracking": self.interpreter.tracking,
+                   "sources": dict(self.interpreter.sources),
                    "construct": self.interpreter.construct_chain is not None}
         channel = self.worker.channel
         try:
@@ -225,11 +228,13 @@ class _Relay:
                 record_fields["name"] = target
             elif not isinstance(record_fields.get("name"), str):
                 record_fields["name"] = "constructed_chain"
+            sources = None if wire.get("sources") is None \
+                else CallSources.from_wire(wire["sources"])
             dispatcher.count_call()
             args, kwargs = dispatcher.plain_arguments(record_fields["name"], args, kwargs)
             record = CallRecord(args=args, kwargs=kwargs, started_at=time.time(),
                                 **record_fields)
-            result = dispatcher.invoke(record, func,
+            result = dispatcher.invoke(record, func, sources=sources,
                                        plain_result=target != "__construct_chain")
         except Expired:
             return "expired", None

@@ -1,0 +1,114 @@
+"""Policies checked before every chain and tool call of a plan (see :mod:`dcbrain.policies`)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from dcbrain.policies import (
+    TRUSTED_SOURCES,
+    Allow,
+    Ask,
+    Deny,
+    Policy,
+    PolicyCall,
+    PolicyMode,
+    policy_name,
+    trusted_args_policy,
+)
+from dcbrain.tfplan.errors import TFPolicyDenied
+from dcbrain.tfplan.provenance import CallSources, Tracking, call_sources
+
+logger = logging.getLogger(__name__)
+
+#: What an ``Ask`` becomes where no person can be asked.
+NO_APPROVALS = "policy asks for approval; approvals are not available here"
+#: The source of an argument whose labels did not reach the call.
+UNKNOWN = "unknown"
+
+
+def effective_mode(mode: PolicyMode | None, owners: Sequence[Any],
+                   policies: Sequence[Policy]) -> PolicyMode:
+    """``mode``, or when not given: ``"enforce"`` once anything declares a policy."""
+    if mode is not None:
+        return mode
+    declared = bool(policies) or any(getattr(owner, "trusted_args", None)
+                                     or getattr(owner, "policies", ()) for owner in owners)
+    return "enforce" if declared else "off"
+
+
+def tracking_of(mode: PolicyMode) -> Tracking:
+    return {"off": "off", "enforce": "on", "strict": "strict"}[mode]  # type: ignore[return-value]
+
+
+class PolicyGate:
+    """The policies of one interpreter: the callee's own, then the brain's."""
+
+    def __init__(self, mode: PolicyMode, policies: Sequence[Policy],
+                 trusted_tools: Sequence[str]) -> None:
+        self.mode = mode
+        self.policies = tuple(policies)
+        self.trusted = TRUSTED_SOURCES | {f"tool:{name}" for name in trusted_tools}
+
+    def check(self, kind: str, name: str, owner: Any, arguments: Mapping[str, Any],
+              ask: Callable[[str], Exception | None]) -> Exception | None:
+        """The error a call must fail with, or ``None`` when it may run; ``ask(reason)``
+        turns an :class:`Ask` into an approval request (its denial, or ``None``)."""
+        if self.mode == "off" or not getattr(owner, "side_effects", True):
+            return None
+        own: list[Policy] = []
+        trusted_args: frozenset[str] = getattr(owner, "trusted_args", frozenset())
+        if trusted_args:
+            own.append(trusted_args_policy(trusted_args))
+        policies = [*own, *getattr(owner, "policies", ()), *self.policies]
+        if not policies:
+            return None
+        call = PolicyCall(name, dict(arguments), _by_name(owner, arguments), self.trusted, kind)
+        for policy in policies:
+            try:
+                decision = policy(call)
+            except Exception as exc:  # a broken policy refuses: it cannot vouch for the call
+                logger.warning("policy %s of %s() failed", policy_name(policy), name,
+                               exc_info=True)
+                decision = Deny(f"policy failed: {type(exc).__name__}")
+            if isinstance(decision, Allow):
+                continue
+            if isinstance(decision, Ask):
+                error = ask(decision.reason)
+                if error is None:
+                    continue
+                return error
+            reason = decision.reason if isinstance(decision, Deny) else \
+                f"policy returned {type(decision).__name__}, not Allow, Deny or Ask"
+            return denial(call, policy, reason)
+        return None
+
+
+def denial(call: PolicyCall, policy: Policy, reason: str) -> TFPolicyDenied:
+    """The error of a refused call: the policy's reason and the untrusted sources of each
+    argument (the data itself never: it may be the attack)."""
+    untrusted = {name: call.untrusted(name) for name in call.args if call.untrusted(name)}
+    name = policy_name(policy)
+    error = TFPolicyDenied(f"{call.tool}() refused by policy {name}: {reason}")
+    if untrusted:
+        error.argument = next(iter(untrusted))
+        error.sources = tuple(untrusted[error.argument])
+    error.policy = name
+    return error
+
+
+def ask_unavailable(reason: str) -> Exception:
+    return TFPolicyDenied(f"{reason}: {NO_APPROVALS}")
+
+
+def _by_name(owner: Any, arguments: Mapping[str, Any]) -> dict[str, frozenset[str]]:
+    """The sources of each keyword argument of the call running in this context."""
+    sources: CallSources | None = call_sources.get()
+    if sources is None:
+        return {name: frozenset({UNKNOWN}) for name in arguments}
+    signature = getattr(owner, "signature", None)
+    positional = [] if signature is None else list(signature.parameters)
+    return sources.bound(positional[:len(sources.args)],
+                         [name for name in arguments if name not in
+                          positional[:len(sources.args)]])

@@ -1,0 +1,117 @@
+"""Policies: what may reach a consequential call, decided from where its arguments came from.
+
+A policy is a function ``policy(call: PolicyCall) -> Allow | Deny | Ask``. It runs before
+every call of a tool or chain that has side effects, in a plan whose values carry their
+sources (``user``, ``plan``, ``tool:<name>``, ``chain:<name>``; see
+:mod:`dcbrain.tfplan.provenance`). ``Tool(send_money, trusted_args=["recipient"])`` is the
+built-in policy most tools need: those arguments may carry trusted sources only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+#: How a brain enforces policies: not at all, on data flow, or on data flow and the
+#: conditions a call was made under.
+PolicyMode = Literal["off", "enforce", "strict"]
+POLICY_MODES: tuple[PolicyMode, ...] = ("off", "enforce", "strict")
+#: Sources every run trusts: what the person asked, and the plan's own literals.
+TRUSTED_SOURCES = frozenset({"user", "plan"})
+
+
+@dataclass(frozen=True)
+class Allow:
+    """The call may run."""
+
+
+@dataclass(frozen=True)
+class Deny:
+    """The call must not run; ``reason`` says why (no untrusted text in it)."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class Ask:
+    """A person must decide whether the call runs; ``reason`` is what they are told."""
+
+    reason: str
+
+
+Decision = Allow | Deny | Ask
+Policy = Callable[["PolicyCall"], Decision]
+
+
+@dataclass(frozen=True)
+class PolicyCall:
+    """One call as a policy sees it: the callee, its keyword arguments, their sources.
+
+    ``trusted`` are the sources this run trusts (``user``, ``plan``, tools declared with
+    ``trusted_output=True``; a chain as such, since its output also carries what it read).
+    """
+
+    tool: str
+    args: Mapping[str, Any]
+    arg_sources: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    trusted: frozenset[str] = TRUSTED_SOURCES
+    kind: str = "tool"
+
+    def sources(self, name: str) -> frozenset[str]:
+        """The sources of argument ``name`` (empty when the call does not pass it)."""
+        return self.arg_sources.get(name, frozenset())
+
+    def untrusted(self, name: str) -> list[str]:
+        """The sources of argument ``name`` this run does not trust, sorted."""
+        return sorted(source for source in self.sources(name) if not self.trusts(source))
+
+    def is_trusted(self, name: str) -> bool:
+        """Whether argument ``name`` carries trusted data only."""
+        return not self.untrusted(name)
+
+    def trusts(self, source: str) -> bool:
+        return source in self.trusted or source.startswith("chain:")
+
+
+def trusted_args_policy(names: Iterable[str]) -> Policy:
+    """The policy of ``Tool(..., trusted_args=names)``: each of those arguments carries
+    trusted data only."""
+    required = tuple(sorted(names))
+
+    def trusted_args(call: PolicyCall) -> Decision:
+        for name in required:
+            untrusted = call.untrusted(name)
+            if untrusted:
+                return Deny(f"{call.tool}(): argument {name!r} must carry trusted data only "
+                            f"(trusted_args) but gets data from {', '.join(untrusted)}")
+        return Allow()
+
+    return trusted_args
+
+
+def checked_policies(policies: Iterable[Policy], owner: str) -> tuple[Policy, ...]:
+    """``policies`` of ``owner``, refused unless each is callable."""
+    if callable(policies):
+        raise TypeError(f"{owner}: policies must be a list of policy functions, got one "
+                        "function: wrap it in a list")
+    checked = tuple(policies)
+    for policy in checked:
+        if not callable(policy):
+            raise TypeError(f"{owner}: a policy must be a function of a PolicyCall, got "
+                            f"{type(policy).__name__}")
+    return checked
+
+
+def checked_mode(mode: str | None) -> PolicyMode | None:
+    if mode is not None and mode not in POLICY_MODES:
+        raise ValueError(f"policy_mode must be one of {', '.join(POLICY_MODES)}, got {mode!r}")
+    return mode
+
+
+def policy_name(policy: Policy) -> str:
+    return str(getattr(policy, "__name__", None) or type(policy).__name__)
+
+
+__all__ = ["POLICY_MODES", "Allow", "Ask", "Decision", "Deny", "Policy", "PolicyCall",
+           "PolicyMode", "checked_mode", "checked_policies", "trusted_args_policy"]

@@ -1,0 +1,484 @@
+"""Static flow check: untrusted data that certainly reaches a guarded argument.
+
+Before a plan runs, :func:`flow_problems` follows, from its syntax tree, which calls the
+arguments of guarded calls (a tool's ``trusted_args``) can derive from: assignments,
+containers (whose elements keep their own sources), comprehensions, plan functions (at
+each call), branches and loops. A violation is reported only when it is *certain*: on
+every path that reaches the call, the argument carries data from an untrusted call (a
+tool without ``trusted_output``, or a chain that read such data). A flow that only *may*
+happen (one branch of an ``if``, an element of a mixed list) is left to the checks made
+while the plan runs.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+from dcbrain.tfplan._flow_values import (
+    UNKNOWN,
+    Environment,
+    FlowValue,
+    FunctionValue,
+    Sources,
+    builtin_result,
+    container,
+    join,
+    join_all,
+    join_environments,
+    scalar,
+    union,
+    untrusted,
+)
+from dcbrain.tfplan.errors import FlowCheckOutOfSteps, Problem
+
+if TYPE_CHECKING:
+    from dcbrain.tfplan.checker import CallableSpec
+    from dcbrain.tfplan.parser import Plan
+
+#: Statements and expressions one check may visit (plan functions are followed at every
+#: call): past it the check stops and reports what it found, all of it still certain.
+MAX_FLOW_STEPS = 50_000
+#: Nesting of plan function calls the check follows.
+MAX_FLOW_DEPTH = 8
+#: Passes over a loop body before the names it still changes count as unknown.
+_LOOP_PASSES = 4
+
+#: Methods that add their last argument to the container they are called on.
+_ADDS = frozenset({"append", "add", "insert"})
+#: Methods that may add elements of their argument.
+_MAY_ADD = frozenset({"extend", "update", "setdefault"})
+#: Methods that remove or replace elements.
+_REMOVES = frozenset({"pop", "popitem", "remove", "discard", "clear", "difference_update",
+                      "intersection_update", "symmetric_difference_update"})
+
+
+#: A call's argument: its keyword (``None``: positional), value and expression.
+_Argument = tuple[str | None, FlowValue, ast.expr]
+
+
+@dataclass
+class _Frame:
+    """One body being followed: a plan function's call or the plan's top level."""
+
+    returns: list[FlowValue] = field(default_factory=list)
+    breaks: list[list[Environment]] = field(default_factory=list)
+    continues: list[list[Environment]] = field(default_factory=list)
+
+
+def flow_problems(plan: Plan, specs: Mapping[str, CallableSpec]) -> list[Problem]:
+    """Every certain flow of untrusted data into a guarded argument of ``plan``."""
+    if not any(spec.trusted_args and spec.side_effects for spec in specs.values()):
+        return []
+    analysis = _FlowAnalysis(plan, specs)
+    with contextlib.suppress(FlowCheckOutOfSteps):  # out of steps: what was found is still certain
+        analysis.block(plan.tree.body, {}, _Frame())
+    return sorted(analysis.problems.values(), key=lambda p: (p.line, p.col))
+
+
+class _FlowAnalysis:
+    def __init__(self, plan: Plan, specs: Mapping[str, CallableSpec]) -> None:
+        self.plan = plan
+        self.specs = specs
+        self.problems: dict[tuple[int, int, str], Problem] = {}
+        self.steps = 0
+        self.active: list[ast.FunctionDef] = []
+        # a name rebound through global/nonlocal changes where the check cannot follow
+        self.opaque = {name for node in ast.walk(plan.tree)
+                       if isinstance(node, ast.Global | ast.Nonlocal) for name in node.names}
+        self.plan_names = {node.id for node in ast.walk(plan.tree)
+                           if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load)}
+        self.plan_names |= {node.name for node in ast.walk(plan.tree)
+                            if isinstance(node, ast.FunctionDef)}
+        self.module: Environment = {}
+
+    def _step(self) -> None:
+        self.steps += 1
+        if self.steps > MAX_FLOW_STEPS:
+            raise FlowCheckOutOfSteps
+
+    # -- statements -------------------------------------------------------------------
+    def block(self, body: list[ast.stmt], env: Environment, frame: _Frame) -> Environment | None:
+        """``env`` after ``body``; ``None`` when no path falls through its end."""
+        current: Environment | None = env
+        for statement in body:
+            if current is None:
+                return None
+            if not self.active:
+                self.module = current
+            current = self.statement(statement, current, frame)
+        return current
+
+    def statement(self, node: ast.stmt, env: Environment, frame: _Frame) -> Environment | None:
+        self._step()
+        if isinstance(node, ast.Expr):
+            self.expr(node.value, env)
+        elif isinstance(node, ast.Assign):
+            value = self.expr(node.value, env)
+            for target in node.targets:
+                self.assign(target, value, env)
+        elif isinstance(node, ast.AnnAssign):
+            if node.value is not None:
+                self.assign(node.target, self.expr(node.value, env), env)
+        elif isinstance(node, ast.AugAssign):
+            self.augmented(node, env)
+        elif isinstance(node, ast.If):
+            self.expr(node.test, env)
+            ends = [self.block(node.body, dict(env), frame),
+                    self.block(node.orelse, dict(env), frame)]
+            return _joined(ends)
+        elif isinstance(node, ast.For | ast.While):
+            return self.loop(node, env, frame)
+        elif isinstance(node, ast.FunctionDef):
+            closure = () if not self.active else tuple(env.items())
+            env[node.name] = FlowValue(function=FunctionValue(node, not self.active, closure))
+        elif isinstance(node, ast.Return):
+            frame.returns.append(self.expr(node.value, env) if node.value else scalar(None))
+            return None
+        elif isinstance(node, ast.Raise):
+            for part in (node.exc, node.cause):
+                if part is not None:
+                    self.expr(part, env)
+            return None
+        elif isinstance(node, ast.Break | ast.Continue):
+            targets = frame.breaks if isinstance(node, ast.Break) else frame.continues
+            if targets:
+                targets[-1].append(dict(env))
+            return None
+        elif isinstance(node, ast.Assert):
+            self.expr(node.test, env)
+            if node.msg is not None:
+                self.expr(node.msg, env)
+        elif isinstance(node, ast.Delete):
+            for target in node.targets:
+                self.delete(target, env)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            for alias in node.names:
+                env[(alias.asname or alias.name).partition(".")[0]] = UNKNOWN
+        return env
+
+    def loop(self, node: ast.For | ast.While, env: Environment,
+             frame: _Frame) -> Environment | None:
+        """A loop runs its body any number of times: its entry joins every pass's end."""
+        iterated = self.expr(node.iter, env).iterated() if isinstance(node, ast.For) else UNKNOWN
+        entry = dict(env)
+        breaks: list[Environment] = []
+        continues: list[Environment] = []
+        for attempt in range(_LOOP_PASSES + 1):
+            breaks, continues = [], []
+            frame.breaks.append(breaks)
+            frame.continues.append(continues)
+            body_env = dict(entry)
+            if isinstance(node, ast.For):
+                self.assign(node.target, iterated, body_env)
+            else:
+                self.expr(node.test, body_env)
+            end = self.block(node.body, body_env, frame)
+            frame.breaks.pop()
+            frame.continues.pop()
+            next_entry = join_environments([entry, *continues, *([end] if end else [])])
+            if next_entry == entry:
+                break
+            if attempt == _LOOP_PASSES:  # still changing: what keeps changing is unknown
+                next_entry = {name: UNKNOWN if entry.get(name) != value else value
+                              for name, value in next_entry.items()}
+            entry = next_entry
+        after_else = self.block(node.orelse, dict(entry), frame)
+        return _joined([after_else, *breaks])
+
+    def assign(self, target: ast.expr, value: FlowValue, env: Environment) -> None:
+        if isinstance(target, ast.Name):
+            env[target.id] = UNKNOWN if target.id in self.opaque else value
+        elif isinstance(target, ast.Tuple | ast.List):
+            starred = any(isinstance(item, ast.Starred) for item in target.elts)
+            known = value.items if value.items is not None and not starred \
+                and len(value.items) == len(target.elts) else None
+            for index, item in enumerate(target.elts):
+                if isinstance(item, ast.Starred):
+                    self.assign(item.value, replace(UNKNOWN, part=value.iterated().whole), env)
+                else:
+                    self.assign(item, known[index] if known is not None else value.iterated(),
+                                env)
+        elif isinstance(target, ast.Subscript):
+            self.expr(target.slice, env)
+            if isinstance(target.value, ast.Name) and target.value.id in env:
+                old = env[target.value.id]
+                env[target.value.id] = FlowValue(
+                    whole=value.whole, part=join(old.iterated(), value).whole)
+        elif isinstance(target, ast.Starred):
+            self.assign(target.value, value, env)
+
+    def augmented(self, node: ast.AugAssign, env: Environment) -> None:
+        value = self.expr(node.value, env)
+        target = node.target
+        if isinstance(target, ast.Name):
+            old = env.get(target.id, UNKNOWN)
+            self.assign(target, self.binary(old, value), env)
+        elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) \
+                and target.value.id in env:
+            self.expr(target.slice, env)
+            old = env[target.value.id]
+            env[target.value.id] = FlowValue(whole=union(old.whole, value.whole))
+
+    def delete(self, target: ast.expr, env: Environment) -> None:
+        if isinstance(target, ast.Name):
+            env.pop(target.id, None)
+        elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) \
+                and target.value.id in env:
+            env[target.value.id] = env[target.value.id].forget_elements()
+        elif isinstance(target, ast.Tuple | ast.List):
+            for item in target.elts:
+                self.delete(item, env)
+
+    # -- expressions ------------------------------------------------------------------
+    def expr(self, node: ast.expr | None, env: Environment) -> FlowValue:
+        if node is None:
+            return UNKNOWN
+        self._step()
+        if isinstance(node, ast.Constant):
+            return scalar(None)
+        if isinstance(node, ast.Name):
+            return env.get(node.id, UNKNOWN)
+        if isinstance(node, ast.Call):
+            return self.call(node, env)
+        if isinstance(node, ast.Subscript):
+            return self.subscript(node, env)
+        if isinstance(node, ast.JoinedStr):
+            return scalar(union(*(self.expr(value, env).whole for value in node.values)))
+        if isinstance(node, ast.FormattedValue):
+            return scalar(union(self.expr(node.value, env).whole,
+                                self.expr(node.format_spec, env).whole))
+        if isinstance(node, ast.BinOp):
+            return self.binary(self.expr(node.left, env), self.expr(node.right, env))
+        if isinstance(node, ast.UnaryOp):
+            return scalar(self.expr(node.operand, env).whole)
+        if isinstance(node, ast.Compare):
+            values = [self.expr(node.left, env)] + [self.expr(item, env)
+                                                    for item in node.comparators]
+            return scalar(union(*(value.whole for value in values)))
+        if isinstance(node, ast.BoolOp):
+            return join_all(self.expr(value, env) for value in node.values)
+        if isinstance(node, ast.IfExp):
+            self.expr(node.test, env)
+            return join(self.expr(node.body, env), self.expr(node.orelse, env))
+        if isinstance(node, ast.NamedExpr):
+            value = self.expr(node.value, env)
+            self.assign(node.target, value, env)
+            return value
+        if isinstance(node, ast.List | ast.Tuple | ast.Set):
+            return self.display(node.elts, env)
+        if isinstance(node, ast.Dict):
+            return self.dict_display(node, env)
+        if isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
+            return self.comprehension(node, env)
+        if isinstance(node, ast.Slice):
+            return scalar(union(*(self.expr(part, env).whole
+                                  for part in (node.lower, node.upper, node.step))))
+        if isinstance(node, ast.Starred):
+            return self.expr(node.value, env)
+        return UNKNOWN  # lambdas, method objects: opaque values
+
+    def binary(self, left: FlowValue, right: FlowValue) -> FlowValue:
+        whole = union(left.whole, right.whole)
+        if left.scalar or right.scalar:
+            return scalar(whole)
+        return FlowValue(whole, join(left.iterated(), right.iterated()).whole)
+
+    def display(self, elements: list[ast.expr], env: Environment) -> FlowValue:
+        values: list[FlowValue] = []
+        spread = False
+        for element in elements:
+            value = self.expr(element, env)
+            if isinstance(element, ast.Starred):
+                spread = True
+                value = value.iterated()
+            values.append(value)
+        result = container(values, items=not spread)
+        return replace(result, whole=None) if spread and result.whole is not None and \
+            all(isinstance(e, ast.Starred) for e in elements) else result
+
+    def dict_display(self, node: ast.Dict, env: Environment) -> FlowValue:
+        entries: list[FlowValue] = []
+        keys: list[tuple[str, FlowValue]] | None = []
+        for key, value_node in zip(node.keys, node.values, strict=True):
+            value = self.expr(value_node, env)
+            if key is None:  # **other: its entries, which may be none
+                entries.append(replace(value, whole=None) if not value.scalar else value)
+                keys = None
+                continue
+            key_value = self.expr(key, env)
+            entries += [key_value, value]
+            if keys is not None and isinstance(key, ast.Constant) and isinstance(key.value, str):
+                keys.append((key.value, value))
+            else:
+                keys = None
+        result = container(entries, items=False)
+        return replace(result, keys=tuple(keys) if keys is not None else None)
+
+    def comprehension(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp,
+                      env: Environment) -> FlowValue:
+        inner = dict(env)
+        for generator in node.generators:
+            self.assign(generator.target, self.expr(generator.iter, inner).iterated(), inner)
+            for condition in generator.ifs:
+                self.expr(condition, inner)
+        if isinstance(node, ast.DictComp):
+            key, value = self.expr(node.key, inner), self.expr(node.value, inner)
+            whole = union(key.whole, value.whole)
+            return FlowValue(whole, join(key, value).whole if key.content and value.content
+                             else None)
+        element = self.expr(node.elt, inner)
+        return FlowValue(element.whole, join(element, element.iterated()).whole,
+                         element=element)
+
+    def subscript(self, node: ast.Subscript, env: Environment) -> FlowValue:
+        value = self.expr(node.value, env)
+        index = self.expr(node.slice, env)
+        if isinstance(node.slice, ast.Constant):
+            known = value.item(node.slice.value)
+            if known is not None:
+                return known
+        if value.scalar:
+            return scalar(union(value.whole, index.whole))
+        if isinstance(node.slice, ast.Slice):
+            return FlowValue(union(value.content, index.whole), value.content)
+        element = value.iterated() if value.items is None and value.keys is None \
+            else FlowValue(value.content, value.content)
+        return replace(element, whole=union(element.whole, index.whole))
+
+    # -- calls ------------------------------------------------------------------------
+    def call(self, node: ast.Call, env: Environment) -> FlowValue:
+        func = node.func
+        if isinstance(func, ast.Attribute):
+            return self.method(node, func, env)
+        callee = env.get(func.id) if isinstance(func, ast.Name) else self.expr(func, env)
+        arguments: list[_Argument] = [(None, self.expr(arg, env), arg) for arg in node.args]
+        arguments += [(keyword.arg, self.expr(keyword.value, env), keyword.value)
+                      for keyword in node.keywords]
+        if callee is not None and callee.function is not None:
+            return self.plan_function(callee.function, node, arguments)
+        if callee is not None and callee.chain:
+            return self.chain_result(arguments)
+        if not isinstance(func, ast.Name) or func.id in self.plan_names:
+            return UNKNOWN
+        name = func.id
+        if name == "__construct_chain":
+            return FlowValue(chain=True)
+        spec = self.specs.get(name)
+        if spec is not None:
+            return self.registered(spec, node, arguments)
+        if name == "parallel" and not any(isinstance(arg, ast.Starred) for arg in node.args):
+            return container([value for _, value, _ in arguments])
+        return builtin_result(name, [value for _, value, _ in arguments])
+
+    def method(self, node: ast.Call, func: ast.Attribute, env: Environment) -> FlowValue:
+        receiver = self.expr(func.value, env)
+        values = [self.expr(arg, env) for arg in node.args]
+        values += [self.expr(keyword.value, env) for keyword in node.keywords]
+        result = builtin_result(func.attr, values, receiver)
+        if isinstance(func.value, ast.Name) and func.value.id in env \
+                and func.value.id not in self.opaque:
+            self.mutated(func.value.id, func.attr, receiver, values, env)
+        return result
+
+    def mutated(self, name: str, method: str, receiver: FlowValue, values: list[FlowValue],
+                env: Environment) -> None:
+        if receiver.scalar:
+            return
+        if method in _ADDS and values:
+            added = values[-1]
+            env[name] = FlowValue(union(receiver.whole, added.whole),
+                                  join(receiver.iterated(), added).whole)
+        elif method in _MAY_ADD and values:
+            added = values[-1].iterated()
+            env[name] = FlowValue(receiver.whole, join(receiver.iterated(), added).whole)
+        elif method in _REMOVES:
+            env[name] = receiver.forget_elements()
+
+    def registered(self, spec: CallableSpec,
+                   node: ast.Call,
+                   arguments: list[_Argument]) -> FlowValue:
+        if spec.kind == "chain":
+            return self.chain_result(arguments)
+        if spec.trusted_args and spec.side_effects:
+            self.guarded(spec, node, arguments)
+        if spec.trusted_output:
+            return UNKNOWN
+        return untrusted(f"{spec.name}()")
+
+    def chain_result(self, arguments: list[_Argument]
+                     ) -> FlowValue:
+        """A chain is as trustworthy as what it reads: its whole input."""
+        sources = union(*(value.whole for _, value, _ in arguments))
+        return FlowValue(sources, sources)
+
+    def guarded(self, spec: CallableSpec, node: ast.Call,
+                arguments: list[_Argument]) -> None:
+        if any(isinstance(arg, ast.Starred) for arg in node.args):
+            arguments = [item for item in arguments if item[0] is not None]
+        for index, (name, value, where) in enumerate(arguments):
+            if name is None and index < len(spec.positional):
+                name = spec.positional[index]
+            if name in spec.trusted_args and value.whole is not None:
+                self.report(spec.name, name, value.whole, where)
+
+    def report(self, callee: str, argument: str, sources: frozenset[str],
+               where: ast.expr) -> None:
+        line, col = where.lineno, where.col_offset
+        lines = self.plan.lines
+        if 0 < line <= len(lines):
+            col = len(lines[line - 1].encode()[:col].decode(errors="ignore"))
+        message = (f"{callee}({argument}=...) gets data from {describe_sources(sources)} "
+                   f"(untrusted); policy: {argument} must come from the user or a trusted "
+                   "tool")
+        self.problems.setdefault((line, col + 1, argument),
+                                 Problem(line, col + 1, message, kind="CheckError"))
+
+    def plan_function(self, function: FunctionValue, node: ast.Call,
+                      arguments: list[_Argument]) -> FlowValue:
+        """A plan function's result at this call: its body followed with these arguments."""
+        definition = function.node
+        if definition in self.active or len(self.active) >= MAX_FLOW_DEPTH:
+            return UNKNOWN
+        closure = dict(function.closure)
+        env = {**closure, **self.module} if function.top_level else {**self.module, **closure}
+        env.update(self.parameters(definition.args, node, arguments))
+        frame = _Frame()
+        self.active.append(definition)
+        try:
+            end = self.block(definition.body, env, frame)
+        finally:
+            self.active.pop()
+        returns = frame.returns + ([scalar(None)] if end is not None else [])
+        return join_all(returns) if returns else UNKNOWN
+
+    def parameters(self, spec: ast.arguments, node: ast.Call,
+                   arguments: list[_Argument]) -> Environment:
+        """The parameters' values at a call: known where an argument clearly binds them."""
+        env: Environment = {}
+        positional = [*spec.posonlyargs, *spec.args]
+        every = [*positional, *spec.kwonlyargs]
+        for item in every + [a for a in (spec.vararg, spec.kwarg) if a is not None]:
+            env[item.arg] = UNKNOWN
+        if any(isinstance(arg, ast.Starred) for arg in node.args) or \
+                any(keyword.arg is None for keyword in node.keywords):
+            return env
+        for index, (name, value, _) in enumerate(arguments):
+            if name is None and index < len(positional):
+                env[positional[index].arg] = value
+            elif name is not None and name in {item.arg for item in every}:
+                env[name] = value
+        return env
+
+
+def _joined(ends: list[Environment | None]) -> Environment | None:
+    reached = [end for end in ends if end is not None]
+    return join_environments(reached) if reached else None
+
+
+def describe_sources(sources: Sources) -> str:
+    """``read_file() and fetch()``: the calls of a certain flow, for messages."""
+    return " and ".join(sorted(sources)) if sources else "nothing untrusted"

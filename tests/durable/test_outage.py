@@ -1,0 +1,168 @@
+"""A PostgreSQL restart with runs in flight: 503s while it is down, never a 500, and every
+node (API node, worker) carries on by itself once it is back."""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+from pathlib import Path
+
+import httpx
+import pytest
+
+from dcbrain.durable import PostgresDurableStore, StoreWriter
+from dcbrain.durable.testing import PostgresCluster, fresh_database
+from dcbrain.exceptions import DatabaseUnavailable
+from support.durable_processes import (
+    answer_every_run,
+    count,
+    free_port,
+    start,
+    stop,
+    wait_ready,
+    wait_until,
+    write_config,
+)
+from support.fake_openai import FakeOpenAIServer
+
+RUNS = 4
+TOOLS = ("step_one", "step_two", "step_three")
+
+
+def test_a_store_that_does_not_wait_raises_database_unavailable_then_works_at_once_again(
+    postgres_cluster: PostgresCluster,
+) -> None:
+    store = PostgresDurableStore(fresh_database(postgres_cluster.url))
+    try:
+        store.save_run("r1", "c1", "queued", {})
+        assert store.get_run("r1") is not None  # leaves an idle connection in the pool
+        postgres_cluster.stop()
+        with pytest.raises(DatabaseUnavailable, match="unavailable"):
+            store.get_run("r1")
+        postgres_cluster.start()
+        # The pool's connections died with the server: none of them is handed out again.
+        record = store.get_run("r1")
+    finally:
+        store.close()
+    assert record is not None and record.status == "queued"
+
+
+def test_a_worker_store_and_its_writer_wait_the_outage_out(
+    postgres_cluster: PostgresCluster,
+) -> None:
+    url = fresh_database(postgres_cluster.url)
+    waiting = PostgresDurableStore(url, outage_wait_s=120)
+    writer = StoreWriter(PostgresDurableStore(url))  # fails fast: the writer writes again
+    outcome: list[object] = []
+    try:
+        waiting.save_run("r1", "c1", "running", {})
+        postgres_cluster.stop()
+        writer.add_events("r1", [{"seq": 0, "type": "start"}])
+        saver = threading.Thread(target=lambda: outcome.append(
+            waiting.update_run("r1", "succeeded", {}, only_from=("running",))))
+        saver.start()
+        postgres_cluster.start()
+        saver.join(60)
+        writer.flush()
+        events = waiting.events("r1")
+    finally:
+        writer.close()
+        waiting.close()
+    assert [getattr(record, "status", None) for record in outcome] == ["succeeded"]
+    assert events == [{"seq": 0, "type": "start"}]
+
+
+class _Poller(threading.Thread):
+    """Asks the API node what it is asked in production, over and over, and keeps the answers."""
+
+    def __init__(self, base_url: str, run_ids: list[str]) -> None:
+        super().__init__(daemon=True)
+        self.base_url = base_url
+        self.run_ids = run_ids
+        #: (path, status, body, Retry-After)
+        self.answers: list[tuple[str, int, str, str | None]] = []
+        self.accepted: list[str] = []  # runs posted during the outage that were taken
+        self.stopping = threading.Event()
+
+    def run(self) -> None:
+        with httpx.Client(base_url=self.base_url, timeout=30) as client:
+            turn = 0
+            while not self.stopping.is_set():
+                turn += 1
+                self._ask(client, "GET", "/v1/ready")
+                self._ask(client, "GET", f"/v1/runs/{self.run_ids[turn % len(self.run_ids)]}")
+                self._ask(client, "GET", f"/v1/conversations/c{turn % RUNS}")
+                posted = self._ask(client, "POST", f"/v1/conversations/late{turn}/messages",
+                                   json={"content": "go"})
+                if posted is not None and posted.status_code == 202:
+                    self.accepted.append(posted.json()["run_id"])
+                self.stopping.wait(0.05)
+
+    def _ask(self, client: httpx.Client, method: str, path: str,
+             **kwargs: object) -> httpx.Response | None:
+        try:
+            response = client.request(method, path, **kwargs)  # type: ignore[arg-type]
+        except httpx.TransportError as exc:
+            self.answers.append((path, 0, repr(exc), None))
+            return None
+        self.answers.append((path, response.status_code, response.text[:300],
+                             response.headers.get("retry-after")))
+        return response
+
+    def statuses(self, path: str) -> list[int]:
+        return [answer[1] for answer in self.answers if answer[0] == path]
+
+
+def test_a_postgres_restart_mid_run_answers_503_then_every_run_finishes(
+    tmp_path: Path, fake_openai: FakeOpenAIServer, postgres_cluster: PostgresCluster
+) -> None:
+    postgres_url = fresh_database(postgres_cluster.url)
+    answer_every_run(fake_openai)
+    config = write_config(tmp_path, fake_openai, delay_s=1.0)
+    port = free_port()
+    base_url = f"http://127.0.0.1:{port}"
+    logs = {name: tmp_path / f"{name}.log" for name in ("worker", "api")}
+    processes: dict[str, subprocess.Popen[bytes]] = {}
+    poller: _Poller | None = None
+    try:
+        processes["worker"] = start(["worker", "--config", str(config), "--db", postgres_url,
+                                     "--concurrency", "8"], logs["worker"])
+        processes["api"] = start(["serve", "--config", str(config), "--db", postgres_url,
+                                  "--role", "api", "--port", str(port)], logs["api"])
+        wait_ready(processes["api"], base_url, logs["api"])
+        run_ids = [httpx.post(f"{base_url}/v1/conversations/c{i}/messages",
+                              json={"content": "go"}).json()["run_id"] for i in range(RUNS)]
+        wait_until(lambda: count(tmp_path, "step_one", "finished") > 0, what="a finished call")
+        poller = _Poller(base_url, run_ids)
+        poller.start()
+        postgres_cluster.stop()
+        wait_until(lambda: 503 in poller.statuses("/v1/ready")  # type: ignore[union-attr]
+                   and 503 in [a[1] for a in poller.answers if a[0].endswith("/messages")],
+                   what="503s while PostgreSQL is down")
+        postgres_cluster.start()
+        wait_until(lambda: poller.statuses("/v1/ready")[-1:] == [200],  # type: ignore[union-attr]
+                   timeout_s=180, what="ready again")
+        poller.stopping.set()
+        poller.join()
+        everything = run_ids + poller.accepted
+
+        def all_ended() -> bool:
+            statuses = [httpx.get(f"{base_url}/v1/runs/{run_id}").json()["status"]
+                        for run_id in everything]
+            return all(status not in ("queued", "running") for status in statuses)
+
+        wait_until(all_ended, timeout_s=120, what="every run's end")
+        runs = [httpx.get(f"{base_url}/v1/runs/{run_id}").json() for run_id in everything]
+    finally:
+        if poller is not None:
+            poller.stopping.set()
+        for process in processes.values():
+            stop(process)
+    answers = poller.answers
+    assert [a for a in answers if a[1] >= 500 and a[1] != 503] == [], answers
+    ready = poller.statuses("/v1/ready")
+    assert 503 in ready and ready[-1] == 200
+    assert all(a[3] is not None for a in answers if a[1] == 503), answers
+    assert [r["status"] for r in runs] == ["succeeded"] * len(everything), runs
+    # Every call finished once: an outage repeats none of them.
+    assert [count(tmp_path, name, "finished") for name in TOOLS] == [len(everything)] * 3

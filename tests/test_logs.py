@@ -1,0 +1,52 @@
+"""Log lines name the run they are about, as text or as one JSON object a line."""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import logging
+import sys
+import threading
+
+from dcbrain.logs import JSONLineFormatter, TextFormatter, run_scope
+
+
+def record(message: str, **extra: object) -> logging.LogRecord:
+    logger = logging.getLogger("dcbrain.test")
+    return logger.makeRecord("dcbrain.test", logging.INFO, __file__, 1, message, (), None,
+                             extra=extra)
+
+
+def test_a_json_line_has_the_process_the_run_and_the_lines_own_fields() -> None:
+    formatter = JSONLineFormatter({"worker": "w1"})
+    with run_scope("r1", "c1"):
+        inside = json.loads(formatter.format(record("run ended", status="succeeded",
+                                                    duration_s=1.5)))
+    outside = json.loads(formatter.format(record("idle")))
+    assert inside["message"] == "run ended" and inside["level"] == "info"
+    assert (inside["worker"], inside["run_id"], inside["conversation_id"]) == ("w1", "r1", "c1")
+    assert (inside["status"], inside["duration_s"]) == ("succeeded", 1.5)
+    assert inside["ts"].endswith("Z") and inside["logger"] == "dcbrain.test"
+    assert "run_id" not in outside and outside["worker"] == "w1"
+
+
+def test_the_run_follows_into_a_thread_started_with_its_context() -> None:
+    lines: list[str] = []
+    formatter = TextFormatter()
+    with run_scope("r2", "c2"):
+        context = contextvars.copy_context()
+    thread = threading.Thread(target=context.run,
+                              args=(lambda: lines.append(formatter.format(record("tool"))),))
+    thread.start()
+    thread.join()
+    assert lines[0].endswith("dcbrain.test: tool [run_id=r2 conversation_id=c2]")
+
+
+def test_an_exception_is_kept_in_its_line() -> None:
+    try:
+        raise ValueError("bad")
+    except ValueError:
+        failed = logging.getLogger("x").makeRecord("x", logging.ERROR, __file__, 1, "boom", (),
+                                                   sys.exc_info())
+    line = json.loads(JSONLineFormatter().format(failed))
+    assert line["level"] == "error" and "ValueError: bad" in line["exception"]
