@@ -460,6 +460,15 @@ def shared_memory(config: Config, db: str | None, *,
     return open_memory(db, outage_wait_s=outage_wait_s)
 
 
+def retention_periods(config: Config) -> tuple[float, float] | None:
+    """``[retention]`` in seconds: how long finished runs are kept and how often they are
+    pruned (``None``: kept for good)."""
+    spec = config.retention
+    if spec.days is None:
+        return None
+    return spec.days * 86400.0, spec.check_every_minutes * 60.0
+
+
 def brain_factory_from_config(
     config: Config, memory: Memory | None = None
 ) -> tuple[RunStore, Callable[[], DCBrain]]:

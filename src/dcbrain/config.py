@@ -172,6 +172,13 @@ class TelemetryConfig(_Section):
     metrics_open: bool = False
 
 
+class RetentionConfig(_Section):
+    """How long finished runs are kept; ``days`` unset keeps them for good."""
+
+    days: PositiveFloat | None = None
+    check_every_minutes: PositiveFloat = 60.0
+
+
 class Config(_Section):
     """The whole ``dcbrain.toml``. ``base_dir`` anchors its relative paths."""
 
@@ -184,6 +191,7 @@ class Config(_Section):
     mcp: dict[str, MCPServerConfig] = Field(default_factory=dict)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     brain: BrainConfig = Field(default_factory=BrainConfig)
+    retention: RetentionConfig = Field(default_factory=RetentionConfig)
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     source: str = Field(default="(defaults)", exclude=True)

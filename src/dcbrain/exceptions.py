@@ -261,6 +261,10 @@ class TooManyRuns(TFError):
         self.limit = limit
 
 
+class InvalidRunQuery(TFError, ValueError):
+    """A run listing's status, page size or cursor is not one the store reads."""
+
+
 class RunConflict(TFError):
     """A run cannot do what was asked in the state it is in (resume a finished run, ...)."""
 
@@ -306,6 +310,7 @@ __all__ = [
     "DBOSContractError",
     "DatabaseUnavailable",
     "DurableRunError",
+    "InvalidRunQuery",
     "LocalModelUnavailable",
     "OutputMismatch",
     "RetriesExhausted",

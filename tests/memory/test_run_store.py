@@ -22,7 +22,7 @@ MEMORY_METHODS = {
 }
 RUN_STORE_METHODS = {
     "save_run", "get_run", "append_run_event", "run_events", "list_runs", "put_value",
-    "get_value", "delete_value",
+    "get_value", "delete_value", "page_runs", "finished_runs", "delete_runs",
 }
 
 

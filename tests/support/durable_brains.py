@@ -29,6 +29,7 @@ class CountingTools:
         self.counters = counters
         self.delay_s = delay_s
         self.hold: threading.Event | None = None  # set: step_two waits for it
+        self.hold_s = 30.0  # at most this long
         self.jitter: random.Random | None = None  # set: each call sleeps up to 20 ms more
         self.entered = threading.Event()
         #: Tools whose calls wait for a person's approval (``Tool(requires_approval=...)``),
@@ -50,7 +51,7 @@ class CountingTools:
         if name == "step_two":
             self.entered.set()
             if self.hold is not None:
-                self.hold.wait(30)
+                self.hold.wait(self.hold_s)
         time.sleep(self.delay_s + (self.jitter.uniform(0, 0.02) if self.jitter else 0.0))
         self._mark(name, "finished")
         return x + 1

@@ -61,7 +61,7 @@ def wait_until_ended(store: DurableStore, run_id: str, timeout_s: float = 30.0) 
 @contextmanager
 def durable_server(backend: Backend, factory: Callable[[], Any] | None, memory: Any, *,
                    supersede_grace_s: float = 5.0, list_conversations: bool = False,
-                   approval_sweep_s: float = 5.0) -> Iterator[Any]:
+                   concurrency: int = 16, approval_sweep_s: float = 5.0) -> Iterator[Any]:
     """The HTTP server on durable runs (a worker too when ``factory`` is given)."""
     from dcbrain.durable import DurableEngine, EventHub, RunExecutor, application_version
     from dcbrain.durable._urls import is_postgres
@@ -73,7 +73,7 @@ def durable_server(backend: Backend, factory: Callable[[], Any] | None, memory: 
     executor = None if factory is None else RunExecutor(
         backend.store, factory, supersede_grace_s=supersede_grace_s)
     engine = DurableEngine(backend.url, backend.store, app_version=application_version("t"),
-                           executor=executor)
+                           executor=executor, concurrency=concurrency)
     hub = EventHub(backend.store, listen_url=backend.url if is_postgres(backend.url) else None)
     runs = DurableRuns(engine, backend.store, hub, memory=memory,
                        approval_sweep_s=approval_sweep_s)
@@ -81,6 +81,7 @@ def durable_server(backend: Backend, factory: Callable[[], Any] | None, memory: 
                      list_conversations=list_conversations)
     with serve_in_thread(app) as base_url:
         api = Api(base_url)
+        api.engine = engine
         try:
             yield api
         finally:

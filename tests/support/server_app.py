@@ -147,6 +147,7 @@ class Api:
     def __init__(self, base_url: str, token: str | None = None) -> None:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.base_url = base_url
+        self.engine: Any = None  # the durable engine behind the server, when there is one
         self.http = httpx.Client(base_url=base_url, headers=headers,
                                  timeout=httpx.Timeout(PATIENCE_S))
 

@@ -1,9 +1,22 @@
-"""``dcbrain runs``: operate on durable runs in the database directly."""
+"""``dcbrain runs ls|show|cancel|resume|prune``: runs for operators, through a server or
+the database.
+
+With ``--url`` every command goes through the server's admin API (``--token`` or
+``DCBRAIN_API_TOKEN``); without it, through the database a server or its workers use:
+``--db postgresql://…`` as they are given it, else the SQLite file of ``--config``.
+Exit codes: 0 done, 1 refused (an unknown run, nothing to resume, …), 2 usage.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import os
 import sys
-from typing import Annotated
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
@@ -13,9 +26,27 @@ from dcbrain.cli._config import (
     config_errors_exit,
     load_config_or_exit,
 )
-from dcbrain.cli._output import ExitCode, fail_usage, print_json
+from dcbrain.cli._output import ExitCode, fail_usage, print_json, write_text
 
-runs_app = typer.Typer(help="Operate on durable runs (PostgreSQL).", no_args_is_help=True)
+if TYPE_CHECKING:
+    import httpx
+
+    from dcbrain.memory import RunStore
+    from dcbrain.server.service import RunService
+
+runs_app = typer.Typer(help="List, inspect, cancel, resume and prune runs (through a server "
+                       "with --url, or the database).", no_args_is_help=True)
+
+UrlOption = Annotated[str | None, typer.Option(
+    "--url", help="The server (http://host:port); default: the database directly.",
+    show_default=False)]
+TokenOption = Annotated[str | None, typer.Option(
+    "--token", help="The server's API token (default: $DCBRAIN_API_TOKEN).",
+    show_default=False)]
+DbOption = Annotated[str | None, typer.Option(
+    "--db", help="The PostgreSQL URL the server and workers use (as serve --db); default: "
+    "the SQLite file of --config.", show_default=False)]
+RunArgument = Annotated[str, typer.Argument(help="The run id.")]
 
 ANY_VERSION_HELP = (
     "Resume the run under this command's application version (--app-version, else the "
@@ -27,44 +58,283 @@ ANY_VERSION_HELP = (
     "(JournalDivergence).")
 
 
-@runs_app.command("resume")
-def resume(
-    run_id: Annotated[str, typer.Argument(help="The run's id.", show_default=False)],
-    db: Annotated[str, typer.Option("--db", help="PostgreSQL URL shared by workers and API "
-                                    "nodes (postgresql://user@host:port/dbname).")],
-    any_version: Annotated[bool, typer.Option("--any-version", help=ANY_VERSION_HELP)] = False,
-    app_version: AppVersionOption = None,
-    config: ConfigOption = None,
-) -> None:
-    """Put a stranded run (its worker is gone, no live worker runs its version) back on
-    the queue; prints its record."""
-    from dcbrain.durable import DurableEngine, PostgresDurableStore
-    from dcbrain.durable._urls import is_postgres
-    from dcbrain.durable.setup import chosen_version
-    from dcbrain.exceptions import RunConflict
+@dataclass
+class _Target:
+    url: str | None
+    token: str | None
+    db: str | None
+    config: Path | None
+    app_version: str | None = None
 
-    if not is_postgres(db):
-        fail_usage(f"--db must be a postgresql:// URL, not {db!r}")
-    loaded = None if app_version else load_config_or_exit(config)
+
+def _refused(message: str) -> NoReturn:
+    sys.stderr.write(f"error: {message}\n")
+    raise typer.Exit(ExitCode.FAILED)
+
+
+# -- through the server --------------------------------------------------------------------
+
+@contextmanager
+def _http(target: _Target) -> Iterator[httpx.Client]:
+    import httpx
+
+    token = target.token or os.environ.get("DCBRAIN_API_TOKEN") or None
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    assert target.url is not None
+    try:
+        with httpx.Client(base_url=target.url.rstrip("/"), headers=headers,
+                          timeout=60) as client:
+            yield client
+    except httpx.HTTPError as exc:
+        fail_usage(f"cannot reach {target.url}: {exc}")
+
+
+def _answer(response: httpx.Response) -> Any:
+    if response.status_code >= 400:
+        try:
+            detail = response.json().get("detail", response.text)
+        except ValueError:
+            detail = response.text
+        if response.status_code in (400, 401, 415, 422):
+            fail_usage(f"{detail} (HTTP {response.status_code})")
+        _refused(str(detail))
+    return response.json()
+
+
+# -- through the database ------------------------------------------------------------------
+
+@dataclass
+class _Local:
+    """The runs of a database, as a server on it would serve them (executing none)."""
+
+    service: RunService
+    durable: bool  # the runs are DBOS workflows (else a server executed them itself)
+    shared: bool  # PostgreSQL: workers hear control messages sent from here
+
+
+@contextmanager
+def _database(target: _Target) -> Iterator[_Local]:
+    from dcbrain.composition import FALLBACK_DB
+    from dcbrain.memory import SQLiteRunStore
+
+    loaded = load_config_or_exit(target.config)
+    runs = None
+    if target.db is None:
+        path = loaded.resolve(loaded.memory.path or FALLBACK_DB)
+        if not path.is_file():
+            fail_usage(f"no run database at {path} (give the server's --config, --db or --url)")
+        runs = SQLiteRunStore(path)
+        if not path.with_name(path.name + "-dbos.sqlite").is_file():
+            try:  # a server without durable runs kept this file
+                yield _Local(_unexecuted_runs(runs), durable=False, shared=False)
+            finally:
+                runs.close()
+            return
+    try:
+        from dcbrain.durable.setup import build_engine, open_store
+        from dcbrain.server.durable_runs import DurableRuns
+    except ImportError as exc:
+        fail_usage(f"reading durable runs from the database needs DBOS ({exc}); use --url")
     with config_errors_exit():
         try:
-            version = chosen_version(loaded, app_version)
+            db_url, store = open_store(target.db, runs or SQLiteRunStore(":memory:"))
         except (OSError, ValueError) as exc:
             fail_usage(str(exc))
-    store = PostgresDurableStore(db)
-    engine = DurableEngine(db, store, app_version=version)
+    with config_errors_exit():
+        try:
+            engine, hub = build_engine(db_url, store, loaded, None,
+                                       app_version=target.app_version)
+        except (OSError, ValueError) as exc:
+            store.close()
+            fail_usage(str(exc))
     engine.start()
     try:
-        record = engine.resume(run_id, any_version=any_version)
-    except RunConflict as exc:
-        sys.stderr.write(f"error: {exc}\n")
-        raise typer.Exit(ExitCode.FAILED) from None
+        yield _Local(DurableRuns(engine, store, hub), durable=True, shared=target.db is not None)
     finally:
         engine.stop()
         store.close()
-    print_json({"run_id": record.run_id, "status": record.status,
-                "resumed_from_version": record.data.get("resumed_from_version"),
-                "resumed_under_version": record.data.get("resumed_under_version")})
+        if runs is not None:
+            runs.close()
+
+
+def _unexecuted_runs(store: RunStore) -> RunService:
+    """The run manager of a store whose server is elsewhere: it lists, shows and prunes."""
+    from dcbrain.server.runs import RunManager
+
+    def no_brain() -> Any:
+        raise AssertionError("the runs command executes no run")
+
+    return RunManager(no_brain, store)
+
+
+def _local_cancel(local: _Local, run_id: str) -> bool:
+    """Cancel through the database; a running run of one process (SQLite) lives in the
+    server's process, which this command cannot reach."""
+    summary = asyncio.run(local.service.describe(run_id))
+    if summary is None:
+        _refused(f"no run {run_id!r}")
+    from dcbrain.runs import LIVE_STATUSES
+
+    live = summary["status"] in LIVE_STATUSES
+    if live and not local.durable:
+        _refused(f"run {run_id} is {summary['status']} in its server's process: cancel it "
+                 "through the server (--url)")
+    if summary["status"] == "running" and not local.shared:
+        _refused(f"run {run_id} is running in the server's process: cancel it through the "
+                 "server (--url)")
+    return asyncio.run(local.service.abort_run(run_id))
+
+
+# -- the commands ----------------------------------------------------------------------------
+
+def _target(url: str | None, token: str | None, db: str | None, config: Path | None) -> _Target:
+    if url is not None and db is not None:
+        fail_usage("give --url (a server) or --db (its database), not both")
+    return _Target(url, token, db, config)
+
+
+@runs_app.command("ls")
+def ls(
+    status: Annotated[str | None, typer.Option(
+        help="Only runs of these statuses (comma-separated).", show_default=False)] = None,
+    conversation: Annotated[str | None, typer.Option(
+        "--conversation", help="Only this conversation's runs.", show_default=False)] = None,
+    limit: Annotated[int, typer.Option(help="Runs per page.")] = 50,
+    cursor: Annotated[str | None, typer.Option(
+        help="The next_cursor a previous page printed.", show_default=False)] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the page as JSON.")] = False,
+    url: UrlOption = None, token: TokenOption = None, db: DbOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """List runs, newest first."""
+    target = _target(url, token, db, config)
+    if target.url is not None:
+        params = {key: value for key, value in {
+            "status": status, "conversation_id": conversation, "limit": str(limit),
+            "cursor": cursor}.items() if value is not None}
+        with _http(target) as client:
+            page = _answer(client.get("/v1/runs", params=params))
+    else:
+        from dcbrain.exceptions import InvalidRunQuery
+        from dcbrain.runs.listing import RunQuery
+
+        try:
+            query = RunQuery.parse(status, conversation, limit, cursor)
+        except InvalidRunQuery as exc:
+            fail_usage(str(exc))
+        with _database(target) as local:
+            page = asyncio.run(local.service.page_runs(query)).to_dict()
+    if as_json:
+        print_json(page)
+        return
+    _print_table(page["runs"])
+    if page["next_cursor"]:
+        write_text(f"next page: --cursor {page['next_cursor']}\n", sys.stderr)
+
+
+def _print_table(runs: list[dict[str, Any]]) -> None:
+    import time
+
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("run", "conversation", "status", "reason", "created", "question",
+                  box=None, pad_edge=False)
+    for run in runs:
+        created = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run["created_at"]))
+        question = (run.get("question") or "").replace("\n", " ")
+        table.add_row(run["run_id"], run.get("conversation_id") or "", run["status"],
+                      run.get("reason") or "", created,
+                      question[:40] + ("…" if len(question) > 40 else ""))
+    Console(highlight=False, soft_wrap=True).print(table)
+
+
+@runs_app.command("show")
+def show(run_id: RunArgument, url: UrlOption = None, token: TokenOption = None,
+         db: DbOption = None, config: ConfigOption = None) -> None:
+    """Print one run's record as JSON."""
+    target = _target(url, token, db, config)
+    if target.url is not None:
+        with _http(target) as client:
+            print_json(_answer(client.get(f"/v1/runs/{run_id}")))
+        return
+    with _database(target) as local:
+        summary = asyncio.run(local.service.describe(run_id))
+    if summary is None:
+        _refused(f"no run {run_id!r}")
+    print_json(summary)
+
+
+@runs_app.command("cancel")
+def cancel(run_id: RunArgument, url: UrlOption = None, token: TokenOption = None,
+           db: DbOption = None, config: ConfigOption = None) -> None:
+    """Stop a queued or running run (it ends aborted)."""
+    target = _target(url, token, db, config)
+    if target.url is not None:
+        with _http(target) as client:
+            _answer(client.post(f"/v1/runs/{run_id}/cancel", json={}))
+    else:
+        with _database(target) as local:
+            if not _local_cancel(local, run_id):
+                _refused(f"run {run_id} has already ended")
+    write_text(f"cancelling {run_id}\n")
+
+
+@runs_app.command("resume")
+def resume(
+    run_id: RunArgument,
+    any_version: Annotated[bool, typer.Option("--any-version", help=ANY_VERSION_HELP)] = False,
+    app_version: AppVersionOption = None,
+    url: UrlOption = None, token: TokenOption = None, db: DbOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Put a durable run that no worker executes back on the queue (stranded: no live worker
+    runs its version; or its workflow stopped: cancelled, or given up after crashes); prints
+    its record."""
+    from dcbrain.exceptions import RunConflict
+
+    target = _target(url, token, db, config)
+    target.app_version = app_version
+    if target.url is not None:
+        with _http(target) as client:
+            resumed = _answer(client.post(f"/v1/runs/{run_id}/resume",
+                                          json={"any_version": any_version}))
+    else:
+        with _database(target) as local:
+            if asyncio.run(local.service.describe(run_id)) is None:
+                _refused(f"no run {run_id!r}")
+            try:
+                resumed = asyncio.run(local.service.resume_run(run_id, any_version=any_version))
+            except RunConflict as exc:
+                _refused(str(exc))
+    print_json({key: resumed.get(key) for key in
+                ("run_id", "status", "resumed_from_version", "resumed_under_version")})
+
+
+@runs_app.command("prune")
+def prune(
+    older_than: Annotated[str, typer.Option(
+        "--older-than", help="Delete runs that ended longer ago than this (30d, 12h, 90m).")],
+    url: UrlOption = None, token: TokenOption = None, db: DbOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Delete finished runs (records, events, journals, DBOS workflow rows); never a queued,
+    running or waiting one."""
+    from dcbrain.runs.retention import parse_duration
+
+    try:
+        seconds = parse_duration(older_than)
+    except ValueError as exc:
+        fail_usage(f"--older-than: {exc}")
+    target = _target(url, token, db, config)
+    if target.url is not None:
+        with _http(target) as client:
+            pruned = int(_answer(client.post("/v1/runs/prune",
+                                             json={"older_than": older_than}))["pruned"])
+    else:
+        with _database(target) as local:
+            pruned = local.service.prune(seconds)
+    write_text(f"pruned {pruned} run(s)\n")
 
 
 def register(app: typer.Typer) -> None:

@@ -132,9 +132,10 @@ def serve(
     Exit codes: 2 bad config, port in use, or a non-loopback address without a token;
     130 stopped with Ctrl-C.
     """
-    from dcbrain.composition import brain_factory_from_config, shared_memory
+    from dcbrain.composition import brain_factory_from_config, retention_periods, shared_memory
     from dcbrain.config import ConfigError
     from dcbrain.exceptions import DatabaseUnavailable
+    from dcbrain.runs.retention import DEFAULT_CHECK_EVERY_S
     from dcbrain.server.app import API_TOKEN_ENV, LOOPBACK_HOSTS, create_app
     from dcbrain.server.connections import fit_open_file_limit
     from dcbrain.server.drain import SHUTDOWN_GRACE_S, DrainingServer
@@ -198,6 +199,7 @@ def serve(
     except (ConfigError, ValueError, OSError, DatabaseUnavailable) as exc:
         sock.close()
         _fail(str(exc))
+    retention = retention_periods(loaded)
     app = create_app(
         factory,
         store,
@@ -207,6 +209,8 @@ def serve(
         max_concurrent_runs=max_concurrent_runs or DEFAULT_MAX_CONCURRENT_RUNS,
         allowed_hosts=LOOPBACK_HOSTS if loopback else ("*",),
         list_conversations=list_conversations,
+        retention_s=retention[0] if retention is not None else None,
+        retention_check_s=retention[1] if retention is not None else DEFAULT_CHECK_EVERY_S,
     )
     serve_metrics(app, Metrics(), token=token, open_metrics=loaded.telemetry.metrics_open)
     shown = f"[{host}]" if ":" in host else host

@@ -67,8 +67,9 @@ def worker(
         sys.stderr.write("error: dcbrain worker needs DBOS, which cannot be imported here; "
                          'reinstall dcbrain with its dependencies (pip install -e ".[local]")\n')
         raise typer.Exit(2) from None
-    from dcbrain.composition import brain_factory_from_config, shared_memory
+    from dcbrain.composition import brain_factory_from_config, retention_periods, shared_memory
     from dcbrain.exceptions import DatabaseUnavailable
+    from dcbrain.runs.retention import RetentionSchedule, prune_runs
 
     loaded = load_config_or_exit(config)
     with config_errors_exit():
@@ -93,6 +94,11 @@ def worker(
     observe_process(loaded, "worker", log_format, worker=engine.executor_id)
     stop_metrics = _serve_metrics(store, metrics_port, metrics_host)
     engine.start()
+    periods = retention_periods(loaded)
+    retention = None if periods is None else RetentionSchedule(
+        lambda keep_s: prune_runs(store, keep_s, forget_workflows=engine.forget), *periods)
+    if retention is not None:
+        retention.start()
     engine.wait_warm()
     sys.stderr.write(f"dcbrain worker {engine.executor_id} ready (version "
                      f"{engine.app_version}, concurrency {concurrency})\n")
@@ -104,6 +110,8 @@ def worker(
     sys.stderr.write(f"dcbrain worker {engine.executor_id} stopping: {len(left)} run(s) "
                      "left to resume\n" if left else
                      f"dcbrain worker {engine.executor_id} stopping: every run in flight ended\n")
+    if retention is not None:
+        retention.stop()
     engine.stop()
     stop_metrics()
     store.close()

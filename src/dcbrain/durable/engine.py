@@ -19,6 +19,7 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Sequence
 from importlib.metadata import version
 from typing import Any, Final
 
@@ -327,6 +328,40 @@ class DurableEngine:
                                                     load_output=False)
                 return found[0] if found else None
             return DBOS.get_workflow_status(run_id)
+
+    def workflow_statuses(self, run_ids: Sequence[str]) -> dict[str, str]:
+        """DBOS's status of each run's first workflow (runs without one are left out)."""
+        return self._statuses(self._list(workflow_ids=list(run_ids)))
+
+    def forget(self, run_ids: Sequence[str]) -> list[str]:
+        """Delete DBOS's rows of the runs' workflows, each run's continuations too (status,
+        inputs, outputs, steps, messages, events, streams) once all have ended; returns the
+        runs done with. A run with a workflow still queued or executing is left out."""
+        workflows = self._statuses(self._list(workflow_id_prefix=list(run_ids)))
+        busy = {run_id_of(workflow_id) for workflow_id, status in workflows.items()
+                if status in _ACTIVE_WORKFLOWS}
+        done = [run_id for run_id in run_ids if run_id not in busy]
+        ended = [workflow_id for workflow_id in workflows if run_id_of(workflow_id) in done]
+        if ended:
+            if self._client is not None:
+                self._client.delete_workflows(ended)
+            else:
+                DBOS.delete_workflows(ended)
+        return done
+
+    def _list(self, *, workflow_ids: list[str] | None = None,
+              workflow_id_prefix: list[str] | None = None) -> list[Any]:
+        if self._client is not None:
+            return self._client.list_workflows(
+                workflow_ids=workflow_ids, workflow_id_prefix=workflow_id_prefix,
+                load_input=False, load_output=False)
+        return DBOS.list_workflows(workflow_ids=workflow_ids,
+                                   workflow_id_prefix=workflow_id_prefix,
+                                   load_input=False, load_output=False)
+
+    @staticmethod
+    def _statuses(found: Sequence[Any]) -> dict[str, str]:
+        return {status.workflow_id: str(status.status) for status in found}
 
     def resume(self, run_id: str, *, any_version: bool = False) -> RunRecord:
         """Put a live run that no worker executes back on the queue: a stranded run, or

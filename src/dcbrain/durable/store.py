@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from dcbrain._jsonsafe import dumps
 from dcbrain.durable._pg import Connections
+from dcbrain.durable._run_admin import ADMIN_INDEXES, PostgresRunAdmin
 from dcbrain.memory import RunRecord
 
 if TYPE_CHECKING:
@@ -72,6 +73,20 @@ class DurableStore(ABC):
         Returns the new record, or ``None`` when the run is unknown or its status was not
         one of ``only_from`` (a compare-and-set: two nodes never both win).
         """
+
+    @abstractmethod
+    def page_runs(self, statuses: Collection[str] = (), conversation_id: str | None = None,
+                  limit: int = 50, before: tuple[float, str] | None = None) -> list[RunRecord]:
+        """A page of runs newest first (see :meth:`dcbrain.memory.RunStore.page_runs`)."""
+
+    @abstractmethod
+    def finished_runs(self, statuses: Collection[str], ended_before: float,
+                      limit: int) -> list[str]:
+        """Ids of runs of ``statuses`` last changed before ``ended_before``, oldest first."""
+
+    @abstractmethod
+    def delete_runs(self, run_ids: Sequence[str]) -> int:
+        """Forget the runs, their events and their journal rows; how many runs there were."""
 
     # -- events ------------------------------------------------------------------------
 
@@ -166,7 +181,7 @@ _SCHEMA_LOCK_ID: Final = 0x6463_6272  # "dcbr"
 _RUN_COLUMNS: Final = "run_id, conversation_id, status, data, created_at, updated_at"
 
 
-class PostgresDurableStore(DurableStore):
+class PostgresDurableStore(PostgresRunAdmin, DurableStore):
     """The ``dcbrain_*`` tables of one PostgreSQL database, through a small connection pool."""
 
     def __init__(self, url: str, *, max_connections: int = 8,
@@ -179,6 +194,7 @@ class PostgresDurableStore(DurableStore):
         with self._connection() as conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK_ID,))
             conn.execute(_PG_SCHEMA)
+            conn.execute(ADMIN_INDEXES)
 
     def __repr__(self) -> str:
         return f"PostgresDurableStore({self.connections.where!r})"
@@ -396,6 +412,22 @@ class SQLiteDurableStore(DurableStore):
     def list_runs(self, conversation_id: str | None = None,
                   limit: int | None = None) -> list[RunRecord]:
         return self.runs.list_runs(conversation_id, limit)
+
+    def page_runs(self, statuses: Collection[str] = (), conversation_id: str | None = None,
+                  limit: int = 50, before: tuple[float, str] | None = None) -> list[RunRecord]:
+        return self.runs.page_runs(statuses, conversation_id, limit, before)
+
+    def finished_runs(self, statuses: Collection[str], ended_before: float,
+                      limit: int) -> list[str]:
+        return self.runs.finished_runs(statuses, ended_before, limit)
+
+    def delete_runs(self, run_ids: Sequence[str]) -> int:
+        if run_ids:  # the journal first: a run left without one is pruned next time
+            with self._journal_db() as conn:
+                conn.execute(f"DELETE FROM dcbrain_journal WHERE run_id IN "
+                             f"({', '.join('?' * len(run_ids))})", list(run_ids))
+        with self._lock:
+            return self.runs.delete_runs(run_ids)
 
     def update_run(self, run_id: str, status: str, changes: dict[str, Any], *,
                    only_from: Collection[str]) -> RunRecord | None:

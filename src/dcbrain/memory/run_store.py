@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,6 +67,23 @@ class RunStore(ClosableStore, ABC):
         self, conversation_id: str | None = None, limit: int | None = None
     ) -> list[RunRecord]:
         """Runs, newest first; only the conversation's when ``conversation_id`` is given."""
+
+    @abstractmethod
+    def page_runs(self, statuses: Collection[str] = (), conversation_id: str | None = None,
+                  limit: int = 50, before: tuple[float, str] | None = None) -> list[RunRecord]:
+        """Up to ``limit`` runs newest first by ``(created_at, run_id)``, only those strictly
+        before ``before`` (such a pair), of one of ``statuses`` (any when empty) and of
+        ``conversation_id`` when given."""
+
+    @abstractmethod
+    def finished_runs(self, statuses: Collection[str], ended_before: float,
+                      limit: int) -> list[str]:
+        """Ids of up to ``limit`` runs of one of ``statuses`` last changed before
+        ``ended_before`` (a Unix time), oldest first."""
+
+    @abstractmethod
+    def delete_runs(self, run_ids: Sequence[str]) -> int:
+        """Forget the runs and their events; returns how many runs there were."""
 
     @abstractmethod
     def put_value(self, key: str, value: Any) -> None:

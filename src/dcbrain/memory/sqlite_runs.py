@@ -6,11 +6,14 @@ import json
 import os
 import sqlite3
 import time
-from typing import Any
+from collections.abc import Collection, Sequence
+from typing import Any, Final
 
 from dcbrain._jsonsafe import dumps
 from dcbrain.memory._sqlite_db import SQLiteDatabase
 from dcbrain.memory.run_store import RunEventRecord, RunRecord, RunStore
+
+_RUN_COLUMNS: Final = "run_id, conversation_id, status, data, created_at, updated_at"
 
 
 class SQLiteRunStore(RunStore):
@@ -96,6 +99,49 @@ class SQLiteRunStore(RunStore):
         with self._db.use() as conn:
             rows = conn.execute(sql, params).fetchall()
         return [_run(row) for row in rows]
+
+    def page_runs(self, statuses: Collection[str] = (), conversation_id: str | None = None,
+                  limit: int = 50, before: tuple[float, str] | None = None) -> list[RunRecord]:
+        where: list[str] = []
+        params: list[Any] = []
+        if statuses:
+            where.append(f"status IN ({', '.join('?' * len(statuses))})")
+            params.extend(statuses)
+        if conversation_id is not None:
+            where.append("conversation_id = ?")
+            params.append(conversation_id)
+        if before is not None:
+            where.append("(created_at < ? OR (created_at = ? AND run_id < ?))")
+            params.extend([before[0], before[0], before[1]])
+        sql = f"SELECT {_RUN_COLUMNS} FROM runs"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY created_at DESC, run_id DESC LIMIT ?"
+        params.append(limit)
+        with self._db.use() as conn:
+            rows = conn.execute(sql, params).fetchall()
+        return [_run(row) for row in rows]
+
+    def finished_runs(self, statuses: Collection[str], ended_before: float,
+                      limit: int) -> list[str]:
+        if not statuses:
+            return []
+        with self._db.use() as conn:
+            rows = conn.execute(
+                f"SELECT run_id FROM runs WHERE status IN ({', '.join('?' * len(statuses))}) "
+                "AND updated_at < ? ORDER BY updated_at LIMIT ?",
+                [*statuses, ended_before, limit],
+            ).fetchall()
+        return [row[0] for row in rows]
+
+    def delete_runs(self, run_ids: Sequence[str]) -> int:
+        if not run_ids:
+            return 0
+        marks = ", ".join("?" * len(run_ids))
+        with self._db.write() as conn:
+            conn.execute(f"DELETE FROM run_events WHERE run_id IN ({marks})", list(run_ids))
+            return conn.execute(f"DELETE FROM runs WHERE run_id IN ({marks})",
+                                list(run_ids)).rowcount
 
     def put_value(self, key: str, value: Any) -> None:
         with self._db.write() as conn:

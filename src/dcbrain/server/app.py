@@ -35,7 +35,9 @@ from dcbrain.memory import Memory, RunStore
 from dcbrain.messages import TextMessage
 from dcbrain.neural import Neural
 from dcbrain.runs import DEFAULT_SUPERSEDE_GRACE_S, RunRecord
+from dcbrain.runs.retention import DEFAULT_CHECK_EVERY_S, RetentionSchedule
 from dcbrain.server._responses import JSONResponse
+from dcbrain.server.admin import AdminEndpoints
 from dcbrain.server.drain import Drain
 from dcbrain.server.runs import DEFAULT_MAX_CONCURRENT_RUNS, BrainFactory, RunManager
 from dcbrain.server.service import RunService
@@ -95,6 +97,8 @@ def create_app(
     neural: Neural | None = None,
     max_streams_per_client: int = DEFAULT_MAX_STREAMS_PER_CLIENT,
     max_streams: int = DEFAULT_MAX_STREAMS,
+    retention_s: float | None = None,
+    retention_check_s: float = DEFAULT_CHECK_EVERY_S,
 ) -> Starlette:
     """The server as an ASGI app.
 
@@ -113,7 +117,8 @@ def create_app(
     ``max_streams_per_client`` and ``max_streams`` cap open event streams per client
     address and in total (429 beyond). ``runs`` replaces the in-process
     :class:`RunManager` (e.g. durable runs executed by workers); the run options above
-    then belong to it.
+    then belong to it. ``retention_s`` prunes runs that ended longer ago than that, at
+    start and every ``retention_check_s`` (``None``: runs are kept).
     """
     if max_body_bytes < 1:
         raise ValueError("max_body_bytes must be at least 1")
@@ -137,12 +142,20 @@ def create_app(
     api = _Api(runs, memory, max_body_bytes=max_body_bytes,
                list_conversations=list_conversations, streams=streams, drain=drain)
 
+    admin = AdminEndpoints(runs, api.optional_json_object, _run_id, CONVERSATION_ID)
+    retention = None if retention_s is None else RetentionSchedule(
+        runs.prune, retention_s, retention_check_s)
+
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         interrupted = await runs.start()
         if interrupted:
             logger.warning("marked %d unfinished run(s) as interrupted", len(interrupted))
+        if retention is not None:
+            retention.start()
         yield
+        if retention is not None:
+            retention.stop()
         await runs.stop()
 
     routes = [
@@ -153,9 +166,13 @@ def create_app(
         Route("/v1/conversations", api.list_conversations, methods=["GET"]),
         Route("/v1/conversations/{cid}", api.get_conversation, methods=["GET"]),
         Route("/v1/conversations/{cid}/messages", api.post_message, methods=["POST"]),
+        Route("/v1/runs", admin.page_runs, methods=["GET"]),
+        Route("/v1/runs/prune", admin.prune_runs, methods=["POST"]),
         Route("/v1/runs/{run_id}", api.get_run, methods=["GET"]),
         Route("/v1/runs/{run_id}/events", api.run_events, methods=["GET"]),
         Route("/v1/runs/{run_id}/abort", api.abort_run, methods=["POST"]),
+        Route("/v1/runs/{run_id}/cancel", api.abort_run, methods=["POST"]),
+        Route("/v1/runs/{run_id}/resume", admin.resume_run, methods=["POST"]),
         Route("/v1/runs/{run_id}/approvals/{call_id}", api.decide, methods=["POST"]),
     ]
     app = Starlette(
@@ -300,6 +317,17 @@ class _Api:
             raise ApiError(404, "not_found", f"no run {run_id!r}")
         raise ApiError(409, "run_finished", f"run {run_id!r} has already ended "
                        f"({summary['status']})")
+
+    async def optional_json_object(self, request: Request) -> dict[str, Any]:
+        """A state-changing request's JSON object body; none (or an empty one) is ``{}``."""
+        _require_json_or_token(request)
+        if _media_type(request) != "application/json" or \
+                request.headers.get("content-length") == "0":
+            return {}
+        body = await self._json_body(request)
+        if not isinstance(body, dict):
+            raise ApiError(422, "invalid_body", "the body must be a JSON object")
+        return body
 
     async def decide(self, request: Request) -> Response:
         """``{"approved": bool, "reason": str, "args_hash": str}``: a person's decision on

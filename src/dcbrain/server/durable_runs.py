@@ -25,7 +25,7 @@ from dcbrain.durable import DurableEngine, DurableStore, EventHub
 from dcbrain.durable.approvals import approvals_of, decide, deny_expired
 from dcbrain.durable.journal import record_question_kept
 from dcbrain.events import Event
-from dcbrain.exceptions import TooManyRuns
+from dcbrain.exceptions import RunConflict, TooManyRuns
 from dcbrain.memory import Memory
 from dcbrain.memory import RunRecord as StoredRun
 from dcbrain.runs import (
@@ -39,6 +39,8 @@ from dcbrain.runs import (
     conversations,
     end_unstarted,
 )
+from dcbrain.runs.listing import RunPage, RunQuery, page_of
+from dcbrain.runs.retention import prune_runs
 from dcbrain.telemetry import submission_traceparent
 
 logger = logging.getLogger("dcbrain.server")
@@ -192,6 +194,28 @@ class DurableRuns:
         self.engine.send({"op": "abort", "run_id": run_id})
         return True
 
+    async def resume_run(self, run_id: str, *, any_version: bool = False) -> dict[str, Any]:
+        return await asyncio.to_thread(self._resume, run_id, any_version)
+
+    def _resume(self, run_id: str, any_version: bool) -> dict[str, Any]:
+        record = self.store.get_run(run_id)
+        if record is None:
+            raise RunConflict(f"no run {run_id!r}")
+        if record.status not in _LIVE:
+            raise RunConflict(f"run {run_id} has ended ({record.status}): there is nothing to "
+                              "resume; send the message again for a new run")
+        if record.status == WAITING:
+            raise RunConflict(f"run {run_id} waits for decisions on its calls (POST "
+                              f"/v1/runs/{run_id}/approvals/CALL_ID): it goes on once they "
+                              "are decided")
+        resumed = self.engine.resume(run_id, any_version=any_version)
+        return {"run_id": run_id, "status": resumed.status,
+                "resumed_from_version": resumed.data.get("resumed_from_version"),
+                "resumed_under_version": resumed.data.get("resumed_under_version")}
+
+    def prune(self, older_than_s: float) -> int:
+        return prune_runs(self.store, older_than_s, forget_workflows=self.engine.forget)
+
     def _final(self, run: StoredRun, status: str, reason: str,
                superseded_by: str | None = None) -> None:
         """The ``final`` event of a run that ends before any worker started it."""
@@ -250,6 +274,11 @@ class DurableRuns:
 
     async def list_runs(self, conversation_id: str) -> list[StoredRun]:
         return await asyncio.to_thread(self.store.list_runs, conversation_id)
+
+    async def page_runs(self, query: RunQuery) -> RunPage:
+        rows = await asyncio.to_thread(self.store.page_runs, query.statuses,
+                                       query.conversation_id, query.limit + 1, query.before)
+        return page_of(rows, query, lambda row: RunRecord.from_stored(row).summary())
 
     async def conversations(self, limit: int = 200) -> list[dict[str, Any]]:
         rows = await asyncio.to_thread(self.store.list_runs, None, limit * 20)

@@ -24,7 +24,7 @@ from dcbrain._text import encodable
 from dcbrain.approvals import ApprovalBoard
 from dcbrain.brain import RunDeps
 from dcbrain.events import ApprovalDecided, ApprovalRequested, Event
-from dcbrain.exceptions import TFApprovalError
+from dcbrain.exceptions import RunConflict, TFApprovalError
 from dcbrain.exceptions import TooManyRuns as TooManyRuns
 from dcbrain.memory import Memory, RunStore
 from dcbrain.memory import RunRecord as StoredRun
@@ -45,6 +45,8 @@ from dcbrain.runs import (
     execute_run,
     final_event,
 )
+from dcbrain.runs.listing import RunPage, RunQuery, page_of
+from dcbrain.runs.retention import prune_runs
 from dcbrain.server.run_log import RunEventLog
 
 __all__ = ["DEFAULT_SUPERSEDE_GRACE_S", "BrainFactory", "RunManager", "RunnableBrain",
@@ -274,6 +276,25 @@ class RunManager:
 
     async def list_runs(self, conversation_id: str) -> list[StoredRun]:
         return await self.store.alist_runs(conversation_id)
+
+    async def page_runs(self, query: RunQuery) -> RunPage:
+        rows = await asyncio.to_thread(self.store.page_runs, query.statuses,
+                                       query.conversation_id, query.limit + 1,
+                                       query.before)
+
+        def summary(row: StoredRun) -> dict[str, Any]:
+            live = self._runs.get(row.run_id)
+            return live.to_dict() if live is not None else RunRecord.from_stored(row).summary()
+
+        return page_of(rows, query, summary)
+
+    async def resume_run(self, run_id: str, *, any_version: bool = False) -> dict[str, Any]:
+        raise RunConflict("runs of this server are not durable (it executes them in its own "
+                          "process): a run that stopped cannot be resumed; send the message "
+                          "again")
+
+    def prune(self, older_than_s: float) -> int:
+        return prune_runs(self.store, older_than_s)
 
     def _supersede(self, old: ServerRun, new: ServerRun) -> None:
         if old.record.status == QUEUED:  # still waiting for an earlier run: it never starts

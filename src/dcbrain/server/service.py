@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
 from dcbrain.memory import RunRecord
+from dcbrain.runs.listing import RunPage, RunQuery
 
 
 class SubmittedRun(Protocol):
@@ -70,6 +71,21 @@ class RunService(Protocol):
 
     async def abort_run(self, run_id: str) -> bool:
         """Ask a live run to stop; ``False`` when it is not live (unknown or ended)."""
+        ...
+
+    async def resume_run(self, run_id: str, *, any_version: bool = False) -> dict[str, Any]:
+        """Queue again a known run no worker executes; its ``run_id``, ``status``,
+        ``resumed_from_version`` and ``resumed_under_version``. Raises
+        :class:`~dcbrain.exceptions.RunConflict` when there is nothing to resume."""
+        ...
+
+    def prune(self, older_than_s: float) -> int:
+        """Delete the runs that ended more than ``older_than_s`` ago (blocking, any thread);
+        returns how many."""
+        ...
+
+    async def page_runs(self, query: RunQuery) -> RunPage:
+        """Runs newest first, filtered and paged as ``query`` says."""
         ...
 
     async def decide(self, run_id: str, call_id: str, *, approved: bool, reason: str = "",
