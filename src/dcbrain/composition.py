@@ -439,6 +439,8 @@ def build_brain(config: Config, *, trace_path: str | Path | None = None,
         timeout=config.brain.timeout,
         validate_direct_answers=config.brain.validate_direct_answers,
         approval_timeout_s=config.brain.approval_timeout_s,
+        policy_mode=config.brain.policy_mode,
+        show_untrusted_to_planner=config.brain.show_untrusted_to_planner,
         trace_path=str(trace_path) if trace_path is not None else None,
         planner=planner,
     )

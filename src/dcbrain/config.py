@@ -160,6 +160,11 @@ class BrainConfig(_Section):
     validate_direct_answers: bool = False
     #: Seconds a call waits for a person's decision (a tool's or chain's own wins).
     approval_timeout_s: PositiveFloat = DEFAULT_APPROVAL_TIMEOUT_S
+    #: ``off``, ``enforce`` or ``strict``; unset: enforce once a tool declares
+    #: ``trusted_args`` (see docs/security.md).
+    policy_mode: Literal["off", "enforce", "strict"] | None = None
+    #: ``false``: planning prompts show untrusted content as typed placeholders.
+    show_untrusted_to_planner: bool = True
 
 
 class TelemetryConfig(_Section):

@@ -203,3 +203,17 @@ def test_the_brain_a_config_builds_calls_the_configured_tools(tmp_path: Path) ->
     assert tools["delete_account"].requires_approval is True
     assert tools["notify"].side_effects is False
     assert tools["pay_back"].needs_approval({"amount": 101})
+
+
+def test_the_brain_table_sets_the_policy_mode_and_what_the_planner_sees(
+    tmp_path: Path,
+) -> None:
+    from dcbrain.composition import build_brain
+
+    (tmp_path / "dcbrain.toml").write_text(
+        '[brain]\npolicy_mode = "strict"\nshow_untrusted_to_planner = false\n')
+    brain = build_brain(load_config(tmp_path / "dcbrain.toml"))
+    assert (brain.policy_mode, brain.show_untrusted_to_planner) == ("strict", False)
+    (tmp_path / "dcbrain.toml").write_text('[brain]\npolicy_mode = "sometimes"\n')
+    with pytest.raises(ConfigError, match="policy_mode"):
+        load_config(tmp_path / "dcbrain.toml")

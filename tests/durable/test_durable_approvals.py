@@ -34,6 +34,8 @@ def test_an_approval_posted_to_the_api_resumes_the_waiting_run_without_repeating
     with durable_server(backend, counting.brain, memory) as api:
         run_id = api.send("c1", "count")
         run = wait_for_status(api, run_id, "waiting")
+        listed = api.http.get("/v1/runs", params={"status": "waiting"}).json()["runs"]
+        assert [r["run_id"] for r in listed] == [run_id]
         [pending] = run["approvals"]
         assert (pending["tool"], pending["arguments"], pending["decision"]) == (
             "step_two", {"x": 2}, None)

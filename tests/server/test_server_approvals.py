@@ -58,6 +58,9 @@ def test_a_run_waits_for_the_decision_posted_over_http(serve: ServeFn,
     with serve() as api:
         run_id = api.send("c1", "pay the open invoices")
         run = waiting(api, run_id)
+        listed = api.http.get("/v1/runs", params={"status": "waiting"}).json()["runs"]
+        assert [r["run_id"] for r in listed] == [run_id]
+        assert listed[0]["approvals"][0]["tool"] == "pay"
         [request] = run["approvals"]
         assert (request["tool"], request["arguments"], request["line"]) == (
             "pay", {"invoice": "INV-7", "amount": 120}, 2)
