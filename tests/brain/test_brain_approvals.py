@@ -298,3 +298,17 @@ def test_without_a_gate_a_call_needing_approval_is_denied_and_a_chain_cannot_mak
     assert result.content == "could not pay"
     assert "requires a person's approval" in result.tool_returns[0]["error"]
     assert bank.calls == []
+
+
+def test_a_failing_predicate_is_an_error_at_the_call_and_nothing_runs() -> None:
+    from dcbrain import TFChainInterpreter
+    from dcbrain.tfplan import TFCallError
+
+    bank = Bank()
+    send = Tool(bank.send_money, requires_approval=lambda args: args["currency"] == "EUR")
+    interpreter = TFChainInterpreter({}, tools=[send], isolation="inprocess")
+    with pytest.raises(TFCallError, match="requires_approval predicate failed: KeyError") \
+            as failed:
+        interpreter.evaluate('x = 1\nreturn send_money(recipient="x", amount=1)')
+    assert failed.value.line == 2
+    assert bank.calls == []

@@ -207,14 +207,11 @@ def test_pages_of_the_store_never_repeat_or_skip_a_run(backend: Backend) -> None
 def test_a_run_that_waited_for_approval_is_pruned_with_its_continuation_workflow(
     backend: Backend, counting: CountingTools, tmp_path: Path
 ) -> None:
-    from support.server_app import PATIENCE_S
-
     counting.approval = {"step_two"}
     memory = SQLiteMemory(tmp_path / "conversations.db")
     with durable_server(backend, counting.brain, memory) as api:
         run_id = api.send("c1", "count")
-        wait_until(lambda: api.http.get(f"/v1/runs/{run_id}").json()["status"] == "waiting",
-                   timeout_s=PATIENCE_S, what="the run's wait for approval")
+        api.wait_for_status(run_id, "waiting")
         waiting = api.http.post(f"/v1/runs/{run_id}/resume", json={})
         [pending] = api.http.get(f"/v1/runs/{run_id}").json()["approvals"]
         api.http.post(f"/v1/runs/{run_id}/approvals/{pending['call_id']}",

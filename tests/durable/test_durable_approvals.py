@@ -3,23 +3,12 @@ a decision posted to the API queues it again, and no finished call runs twice.""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
 from dcbrain import SQLiteMemory
 from support.durable_brains import CountingTools
 from support.durable_harness import Backend, durable_server
-
-
-def wait_for_status(api: Any, run_id: str, status: str, timeout_s: float = 30) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        run: dict[str, Any] = api.http.get(f"/v1/runs/{run_id}").json()
-        if run["status"] == status:
-            return run
-        time.sleep(0.02)
-    raise AssertionError(f"run {run_id} is not {status}: {api.http.get(f'/v1/runs/{run_id}')}")
 
 
 def decide(api: Any, run_id: str, call_id: str, **body: Any) -> Any:
@@ -33,7 +22,7 @@ def test_an_approval_posted_to_the_api_resumes_the_waiting_run_without_repeating
     memory = SQLiteMemory(tmp_path / "conversations.db")
     with durable_server(backend, counting.brain, memory) as api:
         run_id = api.send("c1", "count")
-        run = wait_for_status(api, run_id, "waiting")
+        run = api.wait_for_status(run_id, "waiting")
         listed = api.http.get("/v1/runs", params={"status": "waiting"}).json()["runs"]
         assert [r["run_id"] for r in listed] == [run_id]
         [pending] = run["approvals"]
@@ -68,7 +57,7 @@ def test_decisions_that_cannot_be_taken_are_clear_4xx_and_a_denial_reaches_the_p
     memory = SQLiteMemory(tmp_path / "conversations.db")
     with durable_server(backend, counting.brain, memory) as api:
         run_id = api.send("c1", "count")
-        [pending] = wait_for_status(api, run_id, "waiting")["approvals"]
+        [pending] = api.wait_for_status(run_id, "waiting")["approvals"]
         call_id = pending["call_id"]
         assert decide(api, run_id, "ap-" + "0" * 20, approved=True).status_code == 404
         assert decide(api, "f" * 32, call_id, approved=True).status_code == 404
@@ -112,7 +101,7 @@ def test_a_waiting_run_is_aborted_at_once_on_the_api_node(
     memory = SQLiteMemory(tmp_path / "conversations.db")
     with durable_server(backend, counting.brain, memory) as api:
         run_id = api.send("c1", "count")
-        wait_for_status(api, run_id, "waiting")
+        api.wait_for_status(run_id, "waiting")
         assert api.http.post(f"/v1/runs/{run_id}/abort", json={}).status_code == 202
         stream = api.stream(run_id)
         assert stream.end == {"run_id": run_id, "status": "aborted"}

@@ -3,7 +3,6 @@ request in ``GET /v1/runs/{id}``; ``POST /v1/runs/{id}/approvals/{call_id}`` dec
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from dcbrain import ScriptedLLM
@@ -11,7 +10,7 @@ from dcbrain.brain import DCBrain
 from dcbrain.memory import Memory
 from dcbrain.tools import Tool
 from support.brain_scripts import plan, verdict
-from support.server_app import PATIENCE_S, Api, BrainScripts, ServeFn
+from support.server_app import BrainScripts, ServeFn
 
 PAY = 'n = count_invoices()\nreturn pay(invoice="INV-7", amount=n * 40)'
 
@@ -41,23 +40,13 @@ def paying_brain(ledger: Ledger, plans: list[str]) -> Any:
     return build
 
 
-def waiting(api: Api, run_id: str) -> dict[str, Any]:
-    deadline = time.monotonic() + PATIENCE_S
-    while time.monotonic() < deadline:
-        run: dict[str, Any] = api.http.get(f"/v1/runs/{run_id}").json()
-        if run["status"] == "waiting":
-            return run
-        time.sleep(0.02)
-    raise AssertionError(f"run {run_id} never waited")
-
-
 def test_a_run_waits_for_the_decision_posted_over_http(serve: ServeFn,
                                                        brains: BrainScripts) -> None:
     ledger = Ledger()
     brains.then(paying_brain(ledger, [PAY]))
     with serve() as api:
         run_id = api.send("c1", "pay the open invoices")
-        run = waiting(api, run_id)
+        run = api.wait_for_status(run_id, "waiting")
         listed = api.http.get("/v1/runs", params={"status": "waiting"}).json()["runs"]
         assert [r["run_id"] for r in listed] == [run_id]
         assert listed[0]["approvals"][0]["tool"] == "pay"
@@ -88,7 +77,7 @@ def test_a_denial_over_http_makes_the_brain_plan_again(serve: ServeFn,
     brains.then(paying_brain(ledger, [PAY, 'return "asked finance instead"']))
     with serve() as api:
         run_id = api.send("c1", "pay the open invoices")
-        [request] = waiting(api, run_id)["approvals"]
+        [request] = api.wait_for_status(run_id, "waiting")["approvals"]
         response = api.http.post(f"/v1/runs/{run_id}/approvals/{request['call_id']}",
                                  json={"approved": False, "reason": "needs a second pair"})
         assert response.status_code == 200

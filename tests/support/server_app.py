@@ -175,6 +175,18 @@ class Api:
                     return Stream(events, ids, None)
         return Stream(events, ids, None)
 
+    def wait_for_status(self, run_id: str, status: str,
+                        timeout_s: float = PATIENCE_S) -> dict[str, Any]:
+        """The run once ``GET /v1/runs/{id}`` says ``status`` (a live one: ``waiting``)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            run: dict[str, Any] = self.http.get(f"/v1/runs/{run_id}").json()
+            if run["status"] == status:
+                return run
+            time.sleep(0.02)
+        raise AssertionError(f"run {run_id} is not {status}: "
+                             f"{self.http.get(f'/v1/runs/{run_id}').json()}")
+
     def wait_for(self, run_id: str) -> dict[str, Any]:
         """The run once it has ended (its event stream closes when it does)."""
         assert self.stream(run_id).end is not None

@@ -499,21 +499,24 @@ class TFChainInterpreter:
             return TFApprovalDenied(
                 f"{name}() requires a person's approval, and this plan has nobody to ask "
                 "(run it in a DCBrain, or give TFChainInterpreter approvals=...)")
-        record = self._announcer.pending() if self._announcer is not None else None
-        return self._approvals.check(
-            name, kind, arguments, key, record=record,
-            why=approval_reason(kind, name, owner.requires_approval),
-            timeout_s=getattr(owner, "approval_timeout_s", None))
+        return self._request(self._approvals, kind, name, owner, arguments, key,
+                             approval_reason(kind, name, owner.requires_approval))
 
     def _ask(self, kind: PlanCallKind, name: str, owner: Any, arguments: Mapping[str, Any],
              key: JournalKey | None, reason: str) -> Exception | None:
         """A policy's ``Ask``: the approval gate decides, or, without one, the call fails."""
         if self._approvals is None:
             return ask_unavailable(reason)
+        return self._request(self._approvals, kind, name, owner, arguments, key,
+                             f"a policy asks: {reason}")
+
+    def _request(self, gate: ApprovalGate, kind: PlanCallKind, name: str, owner: Any,
+                 arguments: Mapping[str, Any], key: JournalKey | None,
+                 why: str) -> Exception | None:
+        """The gate's answer for the call this thread is entering (see ApprovalGate.check)."""
         record = self._announcer.pending() if self._announcer is not None else None
-        return self._approvals.check(name, kind, arguments, key, record=record,
-                                     why=f"a policy asks: {reason}",
-                                     timeout_s=getattr(owner, "approval_timeout_s", None))
+        return gate.check(name, kind, arguments, key, record=record, why=why,
+                          timeout_s=getattr(owner, "approval_timeout_s", None))
 
     def _journaled(
         self, name: str, arguments: Mapping[str, Any], *, reuse: bool

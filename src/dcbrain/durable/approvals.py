@@ -146,9 +146,7 @@ def deny_expired(store: DurableStore, requeue: Requeue, *, now: float | None = N
     """Deny every request of a waiting run past its ``expires_at``; how many it denied."""
     now = time.time() if now is None else now
     denied = 0
-    for record in store.list_runs(None, limit):
-        if record.status != WAITING:
-            continue
+    for record in store.page_runs((WAITING,), None, limit):
         for item in approvals_of(store, record):
             if item["decision"] is None and float(item.get("expires_at") or 0) <= now:
                 try:
