@@ -255,7 +255,8 @@ def configured_tool(item: Callable[..., Any] | Tool, options: ToolConfig) -> Too
                    given.get("approval_timeout_s", tool.approval_timeout_s),
                    given.get("side_effects", tool.side_effects),
                    given.get("trusted_output", tool.trusted_output),
-                   given.get("trusted_args", tool.trusted_args))
+                   given.get("trusted_args", tool.trusted_args), tool.policies,
+                   given.get("on_violation", tool.on_violation))
     tool.timeout_s = checked_timeout(given.get("timeout_s", tool.timeout_s),
                                      f"tool {tool.name!r}")
     tool.reuse = given.get("reuse", tool.reuse)
@@ -440,6 +441,7 @@ def build_brain(config: Config, *, trace_path: str | Path | None = None,
         validate_direct_answers=config.brain.validate_direct_answers,
         approval_timeout_s=config.brain.approval_timeout_s,
         policy_mode=config.brain.policy_mode,
+        on_violation=config.brain.on_violation,
         show_untrusted_to_planner=config.brain.show_untrusted_to_planner,
         trace_path=str(trace_path) if trace_path is not None else None,
         planner=planner,

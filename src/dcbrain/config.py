@@ -123,6 +123,8 @@ class ToolConfig(_Section):
     side_effects: bool | None = None
     trusted_output: bool | None = None
     trusted_args: list[str] | None = None
+    #: ``ask``: a call whose ``trusted_args`` carry untrusted data goes to a person.
+    on_violation: Literal["deny", "ask"] | None = None
 
 
 class MCPServerConfig(_Section):
@@ -165,6 +167,9 @@ class BrainConfig(_Section):
     policy_mode: Literal["off", "enforce", "strict"] | None = None
     #: ``false``: planning prompts show untrusted content as typed placeholders.
     show_untrusted_to_planner: bool = True
+    #: ``ask``: a call whose ``trusted_args`` carry untrusted data goes to a person
+    #: instead of being refused (a tool's own ``on_violation`` wins).
+    on_violation: Literal["deny", "ask"] = "deny"
 
 
 class TelemetryConfig(_Section):

@@ -17,6 +17,10 @@ from typing import Any, Literal
 #: conditions a call was made under.
 PolicyMode = Literal["off", "enforce", "strict"]
 POLICY_MODES: tuple[PolicyMode, ...] = ("off", "enforce", "strict")
+#: What a call whose ``trusted_args`` carry untrusted data gets: refused, or put to a person
+#: (an approval request naming the argument and its sources).
+Violation = Literal["deny", "ask"]
+VIOLATIONS: tuple[Violation, ...] = ("deny", "ask")
 #: Sources every run trusts: what the person asked, and the plan's own literals.
 TRUSTED_SOURCES = frozenset({"user", "plan"})
 
@@ -74,17 +78,20 @@ class PolicyCall:
         return source in self.trusted or source.startswith("chain:")
 
 
-def trusted_args_policy(names: Iterable[str]) -> Policy:
+def trusted_args_policy(names: Iterable[str], on_violation: Violation = "deny") -> Policy:
     """The policy of ``Tool(..., trusted_args=names)``: each of those arguments carries
-    trusted data only."""
+    trusted data only; a call that breaks it is denied, or with ``on_violation="ask"`` put
+    to a person."""
     required = tuple(sorted(names))
+    verdict = Ask if on_violation == "ask" else Deny
 
     def trusted_args(call: PolicyCall) -> Decision:
         for name in required:
             untrusted = call.untrusted(name)
             if untrusted:
-                return Deny(f"{call.tool}(): argument {name!r} must carry trusted data only "
-                            f"(trusted_args) but gets data from {', '.join(untrusted)}")
+                return verdict(f"{call.tool}(): argument {name!r} must carry trusted data "
+                               f"only (trusted_args) but gets data from "
+                               f"{', '.join(untrusted)}")
         return Allow()
 
     return trusted_args
@@ -109,9 +116,17 @@ def checked_mode(mode: str | None) -> PolicyMode | None:
     return mode
 
 
+def checked_violation(on_violation: str | None, owner: str) -> Violation | None:
+    if on_violation is not None and on_violation not in VIOLATIONS:
+        raise ValueError(f"{owner}: on_violation must be one of {', '.join(VIOLATIONS)}, got "
+                         f"{on_violation!r}")
+    return on_violation
+
+
 def policy_name(policy: Policy) -> str:
     return str(getattr(policy, "__name__", None) or type(policy).__name__)
 
 
-__all__ = ["POLICY_MODES", "Allow", "Ask", "Decision", "Deny", "Policy", "PolicyCall",
-           "PolicyMode", "checked_mode", "checked_policies", "trusted_args_policy"]
+__all__ = ["POLICY_MODES", "VIOLATIONS", "Allow", "Ask", "Decision", "Deny", "Policy",
+           "PolicyCall", "PolicyMode", "Violation", "checked_mode", "checked_policies",
+           "checked_violation", "trusted_args_policy"]

@@ -32,7 +32,7 @@ from dcbrain._sync import run_sync
 from dcbrain._tool_schemas import PlanJsonSchema as PlanJsonSchema
 from dcbrain._tool_schemas import derived_from
 from dcbrain.exceptions import TFSchemaError, TFToolError
-from dcbrain.policies import Policy, checked_policies
+from dcbrain.policies import Policy, Violation, checked_policies, checked_violation
 from dcbrain.retries import Backoff, RetryPolicy, acall_with_retries, call_with_retries
 from dcbrain.tfplan.errors import TFToolTimeout
 
@@ -77,7 +77,8 @@ class Tool:
     ``trusted_output=True`` a tool whose results are trusted data, and ``trusted_args`` the
     arguments that may only carry trusted data (the injection-defence policies);
     ``policies`` are functions of a :class:`~dcbrain.policies.PolicyCall` checked before
-    each call.
+    each call. ``on_violation="ask"`` puts a call whose ``trusted_args`` carry untrusted
+    data to a person instead of refusing it (``"deny"``; default: the brain's).
     """
 
     #: How failed calls are tried again; ``None``: they are not.
@@ -98,6 +99,9 @@ class Tool:
     trusted_args: frozenset[str] = frozenset()
     #: Policies checked before each call (see :mod:`dcbrain.policies`).
     policies: tuple[Policy, ...] = ()
+    #: What a call whose ``trusted_args`` carry untrusted data gets: ``"deny"``, ``"ask"``
+    #: a person, or ``None``: the brain's choice.
+    on_violation: Violation | None = None
 
     def needs_approval(self, arguments: Mapping[str, Any]) -> bool:
         """Whether a call with these keyword arguments waits for a person's decision;
@@ -121,11 +125,12 @@ class Tool:
         trusted_output: bool = False,
         trusted_args: Iterable[str] = (),
         policies: Iterable[Policy] = (),
+        on_violation: Violation | None = None,
     ) -> None:
         self.func = func
         self.retry = RetryPolicy.of(retries, retry_on, backoff)
         set_call_rules(self, name or func.__name__, requires_approval, approval_timeout_s,
-                       side_effects, trusted_output, trusted_args, policies)
+                       side_effects, trusted_output, trusted_args, policies, on_violation)
         #: Whether a replan may get this tool's recorded result instead of a new call
         #: (the run's call journal); ``False`` for reads that must be fresh.
         self.reuse = reuse
@@ -275,7 +280,8 @@ ApprovalRule = bool | Callable[[dict[str, Any]], bool]
 def set_call_rules(tool: Tool, name: str, requires_approval: ApprovalRule,
                    approval_timeout_s: float | None, side_effects: bool,
                    trusted_output: bool, trusted_args: Iterable[str],
-                   policies: Iterable[Policy] = ()) -> None:
+                   policies: Iterable[Policy] = (),
+                   on_violation: Violation | None = None) -> None:
     """Check and set the approval and trust options of ``tool`` (named ``name``)."""
     owner = f"tool {name!r}"
     tool.requires_approval = checked_approval_rule(requires_approval, owner)
@@ -287,6 +293,7 @@ def set_call_rules(tool: Tool, name: str, requires_approval: ApprovalRule,
                         f"got the string {trusted_args!r}")
     tool.trusted_args = frozenset(trusted_args)
     tool.policies = checked_policies(policies, owner)
+    tool.on_violation = checked_violation(on_violation, owner)
 
 
 def checked_approval_rule(rule: ApprovalRule, owner: str) -> ApprovalRule:
@@ -448,6 +455,7 @@ class SchemaTool(Tool):
         trusted_output: bool = False,
         trusted_args: Iterable[str] = (),
         policies: Iterable[Policy] = (),
+        on_violation: Violation | None = None,
     ) -> None:
         from dcbrain.schemas import compile_schema
 
@@ -459,7 +467,7 @@ class SchemaTool(Tool):
         self.func = call
         self.retry = RetryPolicy.of(retries, retry_on, backoff)
         set_call_rules(self, name, requires_approval, approval_timeout_s, side_effects,
-                       trusted_output, trusted_args, policies)
+                       trusted_output, trusted_args, policies, on_violation)
         self.name = name
         self.description = description
         self.reuse = reuse

@@ -6,6 +6,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import pytest
+
 from dcbrain import DCBrain, ScriptedLLM
 from dcbrain.policies import Allow, Ask, PolicyCall
 from dcbrain.tools import Tool
@@ -102,3 +104,69 @@ def test_a_planner_shown_placeholders_writes_literals_that_stay_trusted() -> Non
     assert "attacker-666" not in str(planner.calls[1])  # it never saw the bill's text
     assert bank.sent == [("attacker-666", 90)]  # a literal it wrote by itself is the plan's
     assert result.status == "succeeded"
+
+
+PAY_FROM_BILL = 'bill = read_bill()\nreturn send_money(recipient=bill[15:27], amount=90)'
+
+
+def bill_brain(bank: Bank, planner: ScriptedLLM, *, on_violation: Any = None,
+               tool_violation: Any = None) -> DCBrain:
+    options = {} if on_violation is None else {"on_violation": on_violation}
+    return DCBrain(default_llm=planner, default_validate_llm=ScriptedLLM([verdict(True)] * 3),
+                   tools=[Tool(bank.read_bill, side_effects=False),
+                          Tool(bank.send_money, trusted_args=["recipient"],
+                               on_violation=tool_violation)],
+                   isolation="inprocess", **options)
+
+
+def test_with_on_violation_ask_a_payment_from_a_bill_waits_for_a_person() -> None:
+    bank = Bank()
+    brain = bill_brain(bank, ScriptedLLM([plan(PAY_FROM_BILL)]), on_violation="ask")
+    asked = decide_all(brain, approved=True)
+    result = brain.run("pay the bill", conversation_id="c1")
+    assert result.status == "succeeded", result.error
+    # the static flow check let the plan run: the person decides at the call
+    [request] = asked
+    assert (request["tool"], request["arguments"]["recipient"]) == ("send_money",
+                                                                     "attacker-666")
+    assert "argument 'recipient'" in request["why"] and "tool:read_bill" in request["why"]
+    assert bank.sent == [("attacker-666", 90)]
+    assert not [e for e in result.events if e["type"] == "policy_denied"]
+
+
+def test_a_person_who_denies_the_payment_stops_it_and_the_planner_hears_why() -> None:
+    bank = Bank()
+    planner = ScriptedLLM([plan(PAY_FROM_BILL), plan('return "asked the user"')])
+    brain = bill_brain(bank, planner, on_violation="ask")
+    decide_all(brain, approved=False)
+    result = brain.run("pay the bill", conversation_id="c1")
+    assert bank.sent == []
+    assert result.final_result == "asked the user"
+    assert "TFApprovalDenied" in str(planner.calls[1])
+
+
+def test_a_tools_own_on_violation_wins_over_the_brains() -> None:
+    bank = Bank()
+    planner = ScriptedLLM([plan(PAY_FROM_BILL), plan('return "refused"')])
+    brain = bill_brain(bank, planner, on_violation="ask", tool_violation="deny")
+    asked = decide_all(brain, approved=True)
+    result = brain.run("pay the bill", conversation_id="c1")
+    assert asked == [] and bank.sent == []
+    # refused by the static flow check before anything ran, with the argument's position
+    assert "2:29: send_money(recipient=...) gets data from read_bill()" in \
+        str(planner.calls[1])
+    assert result.final_result == "refused"
+
+    bank = Bank()
+    brain = bill_brain(bank, ScriptedLLM([plan(PAY_FROM_BILL)]), tool_violation="ask")
+    asked = decide_all(brain, approved=True)
+    assert brain.run("pay the bill", conversation_id="c2").status == "succeeded"
+    assert len(asked) == 1 and bank.sent == [("attacker-666", 90)]
+
+
+def test_on_violation_takes_deny_or_ask_only() -> None:
+    bank = Bank()
+    with pytest.raises(ValueError, match="DCBrain: on_violation must be one of deny, ask"):
+        bill_brain(bank, ScriptedLLM([]), on_violation="warn")
+    with pytest.raises(ValueError, match="tool 'send_money': on_violation must be one of"):
+        Tool(bank.send_money, on_violation="later")  # type: ignore[arg-type]

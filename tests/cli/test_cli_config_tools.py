@@ -18,6 +18,7 @@ from support.mcp_servers import CALC_SERVER
 
 TOOLS = '''\
 from dcbrain import Tool, tool
+from dcbrain.policies import Allow
 
 
 def lookup(order_id: str) -> str:
@@ -35,7 +36,12 @@ def refund(amount: float) -> float:
     return amount
 
 
-deleting = Tool(delete_account, requires_approval=True, timeout_s=5.0)
+def _only_own_accounts(call):
+    return Allow()
+
+
+deleting = Tool(delete_account, requires_approval=True, timeout_s=5.0,
+                policies=[_only_own_accounts])
 paying = Tool(refund, name="pay_back", requires_approval=lambda args: args["amount"] > 100,
               retries=2)
 
@@ -91,6 +97,7 @@ reuse = false
 side_effects = false
 trusted_output = true
 trusted_args = ["order_id"]
+on_violation = "ask"
 [tool.delete_account]
 approval_timeout_s = 3600
 [tool.pay_back]
@@ -100,11 +107,13 @@ requires_approval = false
     assert lookup.requires_approval is True and lookup.approval_timeout_s == 60.0
     assert (lookup.timeout_s, lookup.reuse, lookup.side_effects) == (2.5, False, False)
     assert lookup.trusted_output is True and lookup.trusted_args == frozenset({"order_id"})
+    assert lookup.on_violation == "ask" and tools["notify"].on_violation is None
     assert lookup.retry is not None
     assert (lookup.retry.retries, lookup.retry.backoff) == (3, Backoff.fixed(0.25))
     # What a table leaves out, a Tool object keeps.
     deleting = tools["delete_account"]
     assert (deleting.requires_approval, deleting.timeout_s) == (True, 5.0)
+    assert [policy.__name__ for policy in deleting.policies] == ["_only_own_accounts"]
     assert deleting.approval_timeout_s == 3600.0
     paying = tools["pay_back"]
     assert paying.requires_approval is False
@@ -133,6 +142,7 @@ def test_a_tool_table_without_a_tool_is_a_config_error(tmp_path: Path,
     ("retries = -1\n", "tool.lookup.retries: Input should be greater than or equal to 0"),
     ("timeout_s = 0\n", "tool.lookup.timeout_s: Input should be greater than 0"),
     ('trusted_args = "order_id"\n', "tool.lookup.trusted_args: Input should be a valid list"),
+    ('on_violation = "warn"\n', "tool.lookup.on_violation: Input should be 'deny' or 'ask'"),
 ])
 def test_a_bad_tool_table_names_the_file_table_and_key(
     tmp_path: Path, table: str, problem: str
@@ -211,9 +221,14 @@ def test_the_brain_table_sets_the_policy_mode_and_what_the_planner_sees(
     from dcbrain.composition import build_brain
 
     (tmp_path / "dcbrain.toml").write_text(
-        '[brain]\npolicy_mode = "strict"\nshow_untrusted_to_planner = false\n')
+        '[brain]\npolicy_mode = "strict"\nshow_untrusted_to_planner = false\n'
+        'on_violation = "ask"\n')
     brain = build_brain(load_config(tmp_path / "dcbrain.toml"))
     assert (brain.policy_mode, brain.show_untrusted_to_planner) == ("strict", False)
+    assert brain.on_violation == "ask"
+    (tmp_path / "dcbrain.toml").write_text('[brain]\non_violation = "maybe"\n')
+    with pytest.raises(ConfigError, match="on_violation"):
+        load_config(tmp_path / "dcbrain.toml")
     (tmp_path / "dcbrain.toml").write_text('[brain]\npolicy_mode = "sometimes"\n')
     with pytest.raises(ConfigError, match="policy_mode"):
         load_config(tmp_path / "dcbrain.toml")

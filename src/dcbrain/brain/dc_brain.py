@@ -46,7 +46,14 @@ from dcbrain.llm.tokens import cl100k_base
 from dcbrain.memory.recall import DEFAULT_MEMORY_CHUNK_SIZE, MemoryChunkSize
 from dcbrain.memory.run_store import RunStore
 from dcbrain.messages import TextMessage
-from dcbrain.policies import Policy, PolicyMode, checked_mode, checked_policies
+from dcbrain.policies import (
+    Policy,
+    PolicyMode,
+    Violation,
+    checked_mode,
+    checked_policies,
+    checked_violation,
+)
 from dcbrain.tfplan import Interpreter, Limits
 from dcbrain.tfplan.interpreter import Isolation
 from dcbrain.tools import Tool, ToolLike, as_tool, checked_timeout
@@ -81,6 +88,10 @@ class DCBrain(BaseBrain):
     (``trusted_args``, ``policies``); ``policy_mode`` is ``"off"``, ``"enforce"`` (plan
     values carry their sources) or ``"strict"`` (also the conditions a call was made
     under); default: ``"enforce"`` once a policy is declared anywhere, else ``"off"``.
+    ``on_violation="ask"`` puts a call whose ``trusted_args`` carry untrusted data ("pay
+    the bill in this file") to a person, as an approval request naming the argument and
+    its sources, instead of refusing it (``"deny"``, the default); a tool's own
+    ``on_violation`` wins.
     ``show_untrusted_to_planner=False`` puts a typed placeholder (type, length, source) in
     place of untrusted data in planning prompts (earlier results and errors, the calls that
     already succeeded, recalled answers and documents); by default the planner sees it, and
@@ -123,6 +134,7 @@ class DCBrain(BaseBrain):
         policies: Sequence[Policy] = (),
         policy_mode: PolicyMode | None = None,
         show_untrusted_to_planner: bool = True,
+        on_violation: Violation = "deny",
     ) -> None:
         super().__init__(memory=memory, memory_chunk_size=memory_chunk_size, trace_path=trace_path)
         if max_iterations < 1:
@@ -157,6 +169,7 @@ class DCBrain(BaseBrain):
         self.isolation: Isolation = isolation
         self.policies = checked_policies(policies, "DCBrain")
         self.policy_mode = checked_mode(policy_mode)
+        self.on_violation: Violation = checked_violation(on_violation, "DCBrain") or "deny"
         self.raise_on_timeout = raise_on_timeout
         self.approval_timeout_s = checked_timeout(approval_timeout_s, "DCBrain",
                                                   "approval_timeout_s") \

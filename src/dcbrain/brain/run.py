@@ -459,6 +459,7 @@ class BrainRun:
             policy_mode=brain.policy_mode,
             flow_check=brain.policy_mode != "off",
             planner_saw=self.planning.untrusted_sources_shown,
+            on_violation=brain.on_violation,
         )
 
     # -- machine callbacks: validation -------------------------------------------------

@@ -14,6 +14,7 @@ from dcbrain.policies import (
     Policy,
     PolicyCall,
     PolicyMode,
+    Violation,
     policy_name,
     trusted_args_policy,
 )
@@ -43,12 +44,18 @@ def tracking_of(mode: PolicyMode) -> Tracking:
 
 
 class PolicyGate:
-    """The policies of one interpreter: the callee's own, then the brain's."""
+    """The policies of one interpreter: the callee's own, then the brain's.
+
+    ``on_violation`` is what a callee's ``trusted_args`` policy does with untrusted data
+    unless the callee says (``"deny"`` or ``"ask"`` a person).
+    """
 
     def __init__(self, mode: PolicyMode, policies: Sequence[Policy],
-                 trusted_tools: Sequence[str], planner_saw: Iterable[str] = ()) -> None:
+                 trusted_tools: Sequence[str], planner_saw: Iterable[str] = (),
+                 on_violation: Violation = "deny") -> None:
         self.mode = mode
         self.policies = tuple(policies)
+        self.on_violation: Violation = on_violation
         self.trusted = TRUSTED_SOURCES | {f"tool:{name}" for name in trusted_tools}
         #: Untrusted sources the planner read before it wrote this plan: its literals carry
         #: them (a planner shown an injected email may copy the attacker's IBAN).
@@ -63,7 +70,7 @@ class PolicyGate:
         own: list[Policy] = []
         trusted_args: frozenset[str] = getattr(owner, "trusted_args", frozenset())
         if trusted_args:
-            own.append(trusted_args_policy(trusted_args))
+            own.append(trusted_args_policy(trusted_args, self.violation_of(owner)))
         policies = [*own, *getattr(owner, "policies", ()), *self.policies]
         if not policies:
             return None
@@ -90,6 +97,12 @@ class PolicyGate:
                 f"policy returned {type(decision).__name__}, not Allow, Deny or Ask"
             return denial(call, policy, reason)
         return None
+
+
+    def violation_of(self, owner: Any) -> Violation:
+        """What a call of ``owner`` whose ``trusted_args`` carry untrusted data gets."""
+        own: Violation | None = getattr(owner, "on_violation", None)
+        return own or self.on_violation
 
 
 def denial(call: PolicyCall, policy: Policy, reason: str) -> TFPolicyDenied:

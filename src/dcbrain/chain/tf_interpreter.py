@@ -48,7 +48,14 @@ from dcbrain.journal import CallJournal, JournalEntry, JournalKey, canonical_arg
 from dcbrain.llm.base import ChatLLM
 from dcbrain.llm.observe import llm_observer
 from dcbrain.messages import CHAINS_INTERMEDIATE_RESULTS, TextMessage
-from dcbrain.policies import Policy, PolicyMode, checked_mode, checked_policies
+from dcbrain.policies import (
+    Policy,
+    PolicyMode,
+    Violation,
+    checked_mode,
+    checked_policies,
+    checked_violation,
+)
 from dcbrain.tfplan import (
     CallableSpec,
     CallRecord,
@@ -177,7 +184,9 @@ class TFChainInterpreter:
     :mod:`dcbrain.tfplan.flow`); off, only the checks made while the plan runs see such
     flows. ``policies`` and ``policy_mode`` are checked before every call (see
     :mod:`dcbrain.policies`); ``planner_saw`` are the untrusted sources the plan's writer
-    had read: its literals carry them too.
+    had read: its literals carry them too. ``on_violation="ask"`` puts a call whose
+    ``trusted_args`` carry untrusted data to a person (``approvals``) instead of refusing
+    it, unless its tool says otherwise; the static flow check leaves such calls alone.
     """
 
     def __init__(
@@ -202,6 +211,7 @@ class TFChainInterpreter:
         policy_mode: PolicyMode | None = None,
         flow_check: bool = True,
         planner_saw: Iterable[str] = (),
+        on_violation: Violation = "deny",
     ) -> None:
         self.flow_check = flow_check
         self.chains_map: dict[str, Chain | Chains] = dict(chains_map)
@@ -230,7 +240,8 @@ class TFChainInterpreter:
                                                           *self.tools], policies)
         self._policies = PolicyGate(mode, checked_policies(policies, "TFChainInterpreter"),
                                     [tool.name for tool in self.tools if tool.trusted_output],
-                                    planner_saw)
+                                    planner_saw, checked_violation(on_violation,
+                                                                   "TFChainInterpreter") or "deny")
         self._interpreter = Interpreter(
             callables,
             limits=limits,
@@ -263,8 +274,14 @@ class TFChainInterpreter:
         return specs
 
     def _checked_specs(self) -> dict[str, CallableSpec]:
-        """What the checker holds plans to: the chains and tools, and ``__construct_chain``."""
-        return {**self.specs, CONSTRUCT_CHAIN_SPEC.name: CONSTRUCT_CHAIN_SPEC}
+        """What the checker holds plans to: the chains and tools, and ``__construct_chain``.
+        A tool whose untrusted arguments go to a person is no static error."""
+        specs = self.specs
+        for tool in self.tools:
+            if tool.trusted_args and self._policies.violation_of(tool) == "ask":
+                specs[tool.name] = dataclasses.replace(specs[tool.name],
+                                                       trusted_args=frozenset())
+        return {**specs, CONSTRUCT_CHAIN_SPEC.name: CONSTRUCT_CHAIN_SPEC}
 
     def check(self, plan: str) -> list[Problem]:
         """Every static problem of ``plan`` (syntax included) against the chains and tools."""
