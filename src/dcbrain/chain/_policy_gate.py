@@ -98,7 +98,6 @@ class PolicyGate:
             return denial(call, policy, reason)
         return None
 
-
     def violation_of(self, owner: Any) -> Violation:
         """What a call of ``owner`` whose ``trusted_args`` carry untrusted data gets."""
         own: Violation | None = getattr(owner, "on_violation", None)
