@@ -110,18 +110,20 @@ PAY_FROM_BILL = 'bill = read_bill()\nreturn send_money(recipient=bill[15:27], am
 
 
 def bill_brain(bank: Bank, planner: ScriptedLLM, *, on_violation: Any = None,
-               tool_violation: Any = None) -> DCBrain:
+               tool_violation: Any = None, isolation: Any = "inprocess") -> DCBrain:
     options = {} if on_violation is None else {"on_violation": on_violation}
     return DCBrain(default_llm=planner, default_validate_llm=ScriptedLLM([verdict(True)] * 3),
                    tools=[Tool(bank.read_bill, side_effects=False),
                           Tool(bank.send_money, trusted_args=["recipient"],
                                on_violation=tool_violation)],
-                   isolation="inprocess", **options)
+                   isolation=isolation, **options)
 
 
-def test_with_on_violation_ask_a_payment_from_a_bill_waits_for_a_person() -> None:
+@pytest.mark.parametrize("isolation", ["inprocess", "process"])
+def test_with_on_violation_ask_a_payment_from_a_bill_waits_for_a_person(isolation: str) -> None:
     bank = Bank()
-    brain = bill_brain(bank, ScriptedLLM([plan(PAY_FROM_BILL)]), on_violation="ask")
+    brain = bill_brain(bank, ScriptedLLM([plan(PAY_FROM_BILL)]), on_violation="ask",
+                       isolation=isolation)
     asked = decide_all(brain, approved=True)
     result = brain.run("pay the bill", conversation_id="c1")
     assert result.status == "succeeded", result.error
