@@ -142,7 +142,7 @@ class MCPTools(Sequence[Tool]):
             raise TypeError(f"MCPTools {self.name!r}: require_approval is a list of tool-name "
                             f"patterns, got the string {require_approval!r}")
         self.require_approval = tuple(require_approval)
-        self.trust = TrustRules.of(self.name, read_only=read_only,
+        self._trust = TrustRules.of(self.name, read_only=read_only,
                                    trusted_output=trusted_output, trusted_args=trusted_args,
                                    policies=policies)
         self._tools: list[Tool] | None = None
@@ -347,7 +347,7 @@ class MCPTools(Sequence[Tool]):
         if unknown:
             raise TFMCPError(f"tool_timeout_s names {', '.join(map(repr, unknown))}, which "
                              "it does not list")
-        self.trust.check(listing)
+        self._trust.check(listing)
         for info in listing:
             tool = self._tool(info)
             if tool.name in tools:
@@ -359,7 +359,7 @@ class MCPTools(Sequence[Tool]):
     def _tool(self, info: MCPToolInfo) -> Tool:
         server_name = info.name
         inner = wrapped_output(info.output_schema)
-        trust = self.trust.of_tool(info)
+        trust = self._trust.of_tool(info)
 
         async def call(**arguments: Any) -> Any:
             return await self._call(server_name, arguments, wrapped=inner is not None)
