@@ -193,19 +193,21 @@ def _start_mcp_servers(config: Config, *,
     servers: list[MCPTools] = []
     problems: list[str] = []
     for name, spec in config.mcp.items():
-        server = MCPTools(
-            command=spec.command, url=str(spec.url) if spec.url is not None else None,
-            name=name, env=spec.env, cwd=config.resolve(spec.cwd or "."), prefix=spec.prefix,
-            startup_timeout=spec.startup_timeout, call_timeout=spec.call_timeout,
-            max_message_bytes=spec.max_message_bytes, max_tools=spec.max_tools,
-            max_list_pages=spec.max_list_pages, max_list_bytes=spec.max_list_bytes,
-            timeout_s=spec.timeout_s, tool_timeout_s=spec.tool_timeout_s,
-            retries=spec.retries, backoff=_backoff(spec.backoff),
-            require_approval=spec.require_approval,
-        )
         try:
+            server = MCPTools(
+                command=spec.command, url=str(spec.url) if spec.url is not None else None,
+                name=name, env=spec.env, cwd=config.resolve(spec.cwd or "."),
+                prefix=spec.prefix, startup_timeout=spec.startup_timeout,
+                call_timeout=spec.call_timeout, max_message_bytes=spec.max_message_bytes,
+                max_tools=spec.max_tools, max_list_pages=spec.max_list_pages,
+                max_list_bytes=spec.max_list_bytes, timeout_s=spec.timeout_s,
+                tool_timeout_s=spec.tool_timeout_s, retries=spec.retries,
+                backoff=_backoff(spec.backoff), require_approval=spec.require_approval,
+                read_only=spec.read_only, trusted_output=spec.trusted_output,
+                trusted_args=spec.trusted_args,
+            )
             server.connect()
-        except TFMCPError as exc:
+        except (TFMCPError, TypeError, ValueError) as exc:
             problems.append(f"mcp.{name}: {exc}")
             if stop_at_first:
                 for started in servers:

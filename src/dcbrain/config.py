@@ -29,6 +29,7 @@ from pydantic import (
     NonNegativeInt,
     PositiveFloat,
     PositiveInt,
+    StrictBool,
 )
 from pydantic import ValidationError as PydanticValidationError
 
@@ -147,6 +148,13 @@ class MCPServerConfig(_Section):
     backoff: BackoffConfig | NonNegativeFloat | None = None
     #: Tool-name patterns (``fnmatch``) whose calls wait for a person's decision.
     require_approval: list[str] = Field(default_factory=list)
+    #: Tool-name patterns of read-only tools (``true``: all); unset: the server's
+    #: ``readOnlyHint`` decides for tools without ``trusted_args``.
+    read_only: list[str] | StrictBool | None = None
+    #: Tool-name patterns whose results are trusted data (``true``: all).
+    trusted_output: list[str] | StrictBool = False
+    #: Tool-name pattern → the arguments that may carry trusted data only.
+    trusted_args: dict[str, list[str]] = Field(default_factory=dict)
 
 
 class MemoryConfig(_Section):

@@ -13,6 +13,8 @@ from pathlib import Path
 CALC_SERVER = Path(__file__).with_name("mcp_calc_server.py")
 SCHEMA_SERVER = Path(__file__).with_name("mcp_schema_server.py")
 """A server whose one tool, ``lookup``, has the input schema given as JSON in its argument."""
+MAIL_SERVER = Path(__file__).with_name("mcp_mail_server.py")
+"""A mail server whose inbox holds an injection (``inbox``, ``directory``, ``send``, ``sent``)."""
 
 
 def free_port() -> int:
@@ -38,6 +40,13 @@ def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 
 def calc_http_server() -> Iterator[str]:
     """The calc server over streamable HTTP on a free 127.0.0.1 port: its URL."""
     with _http_server([sys.executable, str(CALC_SERVER)]) as url:
+        yield url
+
+
+@contextmanager
+def mail_http_server() -> Iterator[str]:
+    """The mail server over streamable HTTP on a free 127.0.0.1 port: its URL."""
+    with _http_server([sys.executable, str(MAIL_SERVER)]) as url:
         yield url
 
 

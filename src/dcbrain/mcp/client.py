@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 from dcbrain.exceptions import TFMCPError, TFMCPTransportError, TFSchemaError, TFToolError
 from dcbrain.mcp._convert import identifier, plain_result, wrapped_output
+from dcbrain.mcp._trust import PolicyRules, TrustRules
 from dcbrain.mcp.limits import (
     DEFAULT_MAX_LIST_BYTES,
     DEFAULT_MAX_LIST_PAGES,
@@ -61,6 +62,16 @@ class MCPTools(Sequence[Tool]):
     the server's tool names whose calls wait for a person's decision
     (``Tool(requires_approval=True)``).
 
+    The injection defence's declarations (see docs/security.md) take patterns of the
+    server's tool names too: ``read_only`` the tools with no side effects
+    (``Tool(side_effects=False)``; ``True``: all; unset: those the server annotates
+    ``readOnlyHint`` and the operator gives no ``trusted_args`` or ``policies``),
+    ``trusted_output`` the tools whose results are trusted data (``True``: all; never
+    from the server's say-so), ``trusted_args`` a pattern → the argument names that may
+    carry trusted data only (``{"send_*": ["recipient"]}``), and ``policies`` a list of
+    policy functions for every tool or a pattern → such a list. A pattern that matches
+    none of the listed tools, or an argument its tool does not have, fails the start-up.
+
     A call whose connection fails (lost, cut, refused, timed out) raises
     :class:`~dcbrain.exceptions.TFMCPTransportError`, a transient error: by default it is
     tried ``retries=2`` more times (``retry_on`` and ``backoff`` as for
@@ -95,6 +106,10 @@ class MCPTools(Sequence[Tool]):
         retry_on: Iterable[type[BaseException]] | None = None,
         backoff: Backoff | float | None = None,
         require_approval: Iterable[str] = (),
+        read_only: bool | Iterable[str] | None = None,
+        trusted_output: bool | Iterable[str] = False,
+        trusted_args: Mapping[str, Iterable[str]] | None = None,
+        policies: PolicyRules = (),
     ) -> None:
         if (command is None) == (url is None):
             raise ValueError("MCPTools needs exactly one of command=[...] (stdio) or url=...")
@@ -127,6 +142,9 @@ class MCPTools(Sequence[Tool]):
             raise TypeError(f"MCPTools {self.name!r}: require_approval is a list of tool-name "
                             f"patterns, got the string {require_approval!r}")
         self.require_approval = tuple(require_approval)
+        self._trust = TrustRules.of(self.name, read_only=read_only,
+                                   trusted_output=trusted_output, trusted_args=trusted_args,
+                                   policies=policies)
         self._tools: list[Tool] | None = None
         self._result_schemas: dict[str, CompiledSchema] = {}
         self._lock = threading.Lock()
@@ -329,6 +347,7 @@ class MCPTools(Sequence[Tool]):
         if unknown:
             raise TFMCPError(f"tool_timeout_s names {', '.join(map(repr, unknown))}, which "
                              "it does not list")
+        self._trust.check(listing)
         for info in listing:
             tool = self._tool(info)
             if tool.name in tools:
@@ -340,6 +359,7 @@ class MCPTools(Sequence[Tool]):
     def _tool(self, info: MCPToolInfo) -> Tool:
         server_name = info.name
         inner = wrapped_output(info.output_schema)
+        trust = self._trust.of_tool(info)
 
         async def call(**arguments: Any) -> Any:
             return await self._call(server_name, arguments, wrapped=inner is not None)
@@ -354,6 +374,10 @@ class MCPTools(Sequence[Tool]):
                 closed=True,  # unknown keywords fail before the plan runs, not silently later
                 schema_origin=f"tool {server_name!r} input schema",
                 timeout_s=self.tool_timeout_s.get(server_name, self.timeout_s),
+                side_effects=trust.side_effects,
+                trusted_output=trust.trusted_output,
+                trusted_args=trust.trusted_args,
+                policies=trust.policies,
             )
             if info.output_schema is not None:
                 self._result_schemas[server_name] = compile_schema(
