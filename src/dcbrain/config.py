@@ -148,8 +148,8 @@ class MCPServerConfig(_Section):
     backoff: BackoffConfig | NonNegativeFloat | None = None
     #: Tool-name patterns (``fnmatch``) whose calls wait for a person's decision.
     require_approval: list[str] = Field(default_factory=list)
-    #: Tool-name patterns of read-only tools (``true``: all); unset: the server's
-    #: ``readOnlyHint`` decides for tools without ``trusted_args``.
+    #: Tool-name patterns of read-only tools (``true``: all); unset: none (a server's
+    #: ``readOnlyHint`` is not heeded).
     read_only: list[str] | StrictBool | None = None
     #: Tool-name patterns whose results are trusted data (``true``: all).
     trusted_output: list[str] | StrictBool = False

@@ -81,11 +81,10 @@ def test_trusted_output_makes_a_tools_results_trusted_data() -> None:
         assert all(tool.trusted_output for tool in everything)
 
 
-def test_read_only_hints_count_until_the_operator_declares_otherwise() -> None:
-    with mail() as hinted:
-        assert {tool.name for tool in hinted if not tool.side_effects} == {
-            "inbox", "directory", "sent", "archive"}
-        assert not any(tool.trusted_output for tool in hinted)  # a hint never makes trust
+def test_only_the_operator_declares_tools_read_only() -> None:
+    with mail() as hinted:  # the server annotates four tools readOnlyHint: not heeded
+        assert all(tool.side_effects for tool in hinted)
+        assert not any(tool.trusted_output for tool in hinted)
     with mail(read_only=["inbox", "sent"]) as declared:
         assert {tool.name for tool in declared if not tool.side_effects} == {"inbox", "sent"}
     with mail(read_only=[]) as none:
@@ -94,8 +93,8 @@ def test_read_only_hints_count_until_the_operator_declares_otherwise() -> None:
         assert not any(tool.side_effects for tool in every)
 
 
-def test_a_guard_on_a_tool_the_server_calls_read_only_is_still_checked() -> None:
-    # archive says readOnlyHint but acts: the operator's guard is not switched off by it
+def test_a_tool_the_server_calls_read_only_is_still_checked() -> None:
+    # archive says readOnlyHint but acts: its calls are checked like any other's
     with mail(trusted_args={"archive": ["to"]}) as tools:
         archive = next(tool for tool in tools if tool.name == "archive")
         assert archive.side_effects and archive.trusted_args == {"to"}

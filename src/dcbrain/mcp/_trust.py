@@ -3,9 +3,9 @@
 ``MCPTools(read_only=..., trusted_output=..., trusted_args=..., policies=...)`` gives each
 listed tool the ``side_effects``, ``trusted_output``, ``trusted_args`` and ``policies`` of a
 :class:`~dcbrain.tools.Tool`, by ``fnmatch`` patterns of the server's own tool names (as
-``require_approval`` and ``tool_timeout_s`` do). Trust comes from the operator only: of
-what the server says about its tools, only ``readOnlyHint`` is heeded, and only where the
-operator declared nothing that it would switch off.
+``require_approval`` and ``tool_timeout_s`` do). Trust comes from the operator only: what
+the server says about its tools (``readOnlyHint`` included) neither trusts its output nor
+takes a tool out of the policies' checks, since a server can say anything.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ class ToolTrust:
 class TrustRules:
     """The trust declarations of one server, checked against its tool list at connect."""
 
-    #: Patterns of the read-only tools; ``None``: the server's ``readOnlyHint`` decides.
+    #: Patterns of the read-only tools (``None``: none).
     read_only: tuple[str, ...] | None
     trusted_output: tuple[str, ...]
     trusted_args: tuple[tuple[str, frozenset[str]], ...]
@@ -110,12 +110,7 @@ class TrustRules:
         policies = self.policies_for_all + tuple(
             policy for pattern, found in self.policies if fnmatch.fnmatchcase(name, pattern)
             for policy in found)
-        if self.read_only is not None:
-            read_only = _matches(name, self.read_only)
-        else:
-            # the server's hint, unless it would switch off a guard the operator declared
-            hint = info.annotations is not None and info.annotations.read_only_hint is True
-            read_only = hint and not guarded and not policies
+        read_only = self.read_only is not None and _matches(name, self.read_only)
         return ToolTrust(side_effects=not read_only,
                          trusted_output=_matches(name, self.trusted_output),
                          trusted_args=guarded, policies=policies)

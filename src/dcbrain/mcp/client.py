@@ -64,8 +64,8 @@ class MCPTools(Sequence[Tool]):
 
     The injection defence's declarations (see docs/security.md) take patterns of the
     server's tool names too: ``read_only`` the tools with no side effects
-    (``Tool(side_effects=False)``; ``True``: all; unset: those the server annotates
-    ``readOnlyHint`` and the operator gives no ``trusted_args`` or ``policies``),
+    (``Tool(side_effects=False)``; ``True``: all; unset: none, whatever the server's
+    ``readOnlyHint`` says),
     ``trusted_output`` the tools whose results are trusted data (``True``: all; never
     from the server's say-so), ``trusted_args`` a pattern → the argument names that may
     carry trusted data only (``{"send_*": ["recipient"]}``), and ``policies`` a list of
