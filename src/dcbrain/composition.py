@@ -258,7 +258,8 @@ def configured_tool(item: Callable[..., Any] | Tool, options: ToolConfig) -> Too
                    given.get("side_effects", tool.side_effects),
                    given.get("trusted_output", tool.trusted_output),
                    given.get("trusted_args", tool.trusted_args), tool.policies,
-                   given.get("on_violation", tool.on_violation))
+                   given.get("on_violation", tool.on_violation),
+                   given.get("trusted_fields", tool.trusted_fields))
     tool.timeout_s = checked_timeout(given.get("timeout_s", tool.timeout_s),
                                      f"tool {tool.name!r}")
     tool.reuse = given.get("reuse", tool.reuse)

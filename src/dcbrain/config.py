@@ -123,6 +123,8 @@ class ToolConfig(_Section):
     reuse: bool | None = None
     side_effects: bool | None = None
     trusted_output: bool | None = None
+    #: Fields of the tool's result records that are trusted data (``["id_"]``).
+    trusted_fields: list[str] | None = None
     trusted_args: list[str] | None = None
     #: ``ask``: a call whose ``trusted_args`` carry untrusted data goes to a person.
     on_violation: Literal["deny", "ask"] | None = None

@@ -74,8 +74,10 @@ class Tool:
     a run pause before each such call until a person approves or denies it (see
     ``DCBrain.approve``); ``approval_timeout_s`` denies it when nobody decides in time
     (default: the brain's). ``side_effects=False`` marks a read-only tool,
-    ``trusted_output=True`` a tool whose results are trusted data, and ``trusted_args`` the
-    arguments that may only carry trusted data (the injection-defence policies);
+    ``trusted_output=True`` a tool whose results are trusted data (``trusted_fields``: only
+    these fields of the records it returns, such as ids the system assigns), and
+    ``trusted_args`` the arguments that may only carry trusted data (the injection-defence
+    policies);
     ``policies`` are functions of a :class:`~dcbrain.policies.PolicyCall` checked before
     each call. ``on_violation="ask"`` puts a call whose ``trusted_args`` carry untrusted
     data to a person instead of refusing it (``"deny"``; default: the brain's).
@@ -95,6 +97,8 @@ class Tool:
     side_effects: bool = True
     #: Whether the tool's results are trusted data (a company database), not untrusted text.
     trusted_output: bool = False
+    #: Fields of the records the tool returns that are trusted data (``id_``), the rest not.
+    trusted_fields: frozenset[str] = frozenset()
     #: Arguments that may carry trusted data only (the user's, the plan's, trusted tools').
     trusted_args: frozenset[str] = frozenset()
     #: Policies checked before each call (see :mod:`dcbrain.policies`).
@@ -126,11 +130,13 @@ class Tool:
         trusted_args: Iterable[str] = (),
         policies: Iterable[Policy] = (),
         on_violation: Violation | None = None,
+        trusted_fields: Iterable[str] = (),
     ) -> None:
         self.func = func
         self.retry = RetryPolicy.of(retries, retry_on, backoff)
         set_call_rules(self, name or func.__name__, requires_approval, approval_timeout_s,
-                       side_effects, trusted_output, trusted_args, policies, on_violation)
+                       side_effects, trusted_output, trusted_args, policies, on_violation,
+                       trusted_fields)
         #: Whether a replan may get this tool's recorded result instead of a new call
         #: (the run's call journal); ``False`` for reads that must be fresh.
         self.reuse = reuse
@@ -281,19 +287,30 @@ def set_call_rules(tool: Tool, name: str, requires_approval: ApprovalRule,
                    approval_timeout_s: float | None, side_effects: bool,
                    trusted_output: bool, trusted_args: Iterable[str],
                    policies: Iterable[Policy] = (),
-                   on_violation: Violation | None = None) -> None:
+                   on_violation: Violation | None = None,
+                   trusted_fields: Iterable[str] = ()) -> None:
     """Check and set the approval and trust options of ``tool`` (named ``name``)."""
     owner = f"tool {name!r}"
     tool.requires_approval = checked_approval_rule(requires_approval, owner)
     tool.approval_timeout_s = checked_timeout(approval_timeout_s, owner, "approval_timeout_s")
     tool.side_effects = bool(side_effects)
     tool.trusted_output = bool(trusted_output)
-    if isinstance(trusted_args, str):
-        raise TypeError(f"{owner}: trusted_args must be a list of argument names, "
-                        f"got the string {trusted_args!r}")
-    tool.trusted_args = frozenset(trusted_args)
+    tool.trusted_args = names_of(trusted_args, owner, "trusted_args")
+    tool.trusted_fields = names_of(trusted_fields, owner, "trusted_fields")
     tool.policies = checked_policies(policies, owner)
     tool.on_violation = checked_violation(on_violation, owner)
+
+
+def names_of(names: Iterable[str], owner: str, option: str) -> frozenset[str]:
+    """``names`` of a tool's ``option`` (argument or field names), refused unless a list of
+    non-empty strings."""
+    if isinstance(names, str):
+        raise TypeError(f"{owner}: {option} must be a list of names, got the string {names!r}")
+    found = frozenset(names)
+    for name in found:
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"{owner}: {option} must be a list of names, got {name!r} in it")
+    return found
 
 
 def checked_approval_rule(rule: ApprovalRule, owner: str) -> ApprovalRule:
@@ -456,6 +473,7 @@ class SchemaTool(Tool):
         trusted_args: Iterable[str] = (),
         policies: Iterable[Policy] = (),
         on_violation: Violation | None = None,
+        trusted_fields: Iterable[str] = (),
     ) -> None:
         from dcbrain.schemas import compile_schema
 
@@ -467,7 +485,7 @@ class SchemaTool(Tool):
         self.func = call
         self.retry = RetryPolicy.of(retries, retry_on, backoff)
         set_call_rules(self, name, requires_approval, approval_timeout_s, side_effects,
-                       trusted_output, trusted_args, policies, on_violation)
+                       trusted_output, trusted_args, policies, on_violation, trusted_fields)
         self.name = name
         self.description = description
         self.reuse = reuse

@@ -98,6 +98,7 @@ side_effects = false
 trusted_output = true
 trusted_args = ["order_id"]
 on_violation = "ask"
+trusted_fields = ["id"]
 [tool.delete_account]
 approval_timeout_s = 3600
 [tool.pay_back]
@@ -108,6 +109,7 @@ requires_approval = false
     assert (lookup.timeout_s, lookup.reuse, lookup.side_effects) == (2.5, False, False)
     assert lookup.trusted_output is True and lookup.trusted_args == frozenset({"order_id"})
     assert lookup.on_violation == "ask" and tools["notify"].on_violation is None
+    assert lookup.trusted_fields == {"id"} and tools["notify"].trusted_fields == frozenset()
     assert lookup.retry is not None
     assert (lookup.retry.retries, lookup.retry.backoff) == (3, Backoff.fixed(0.25))
     # What a table leaves out, a Tool object keeps.

@@ -46,17 +46,19 @@ def tracking_of(mode: PolicyMode) -> Tracking:
 class PolicyGate:
     """The policies of one interpreter: the callee's own, then the brain's.
 
-    ``on_violation`` is what a callee's ``trusted_args`` policy does with untrusted data
-    unless the callee says (``"deny"`` or ``"ask"`` a person).
+    ``trusted_sources`` are the sources trusted besides ``user`` and ``plan`` (trusted
+    tools, ``tool:<name>``, and trusted fields, ``tool:<name>.<field>``); ``on_violation``
+    is what a callee's ``trusted_args`` policy does with untrusted data unless the callee
+    says (``"deny"`` or ``"ask"`` a person).
     """
 
     def __init__(self, mode: PolicyMode, policies: Sequence[Policy],
-                 trusted_tools: Sequence[str], planner_saw: Iterable[str] = (),
+                 trusted_sources: Iterable[str], planner_saw: Iterable[str] = (),
                  on_violation: Violation = "deny") -> None:
         self.mode = mode
         self.policies = tuple(policies)
         self.on_violation: Violation = on_violation
-        self.trusted = TRUSTED_SOURCES | {f"tool:{name}" for name in trusted_tools}
+        self.trusted = TRUSTED_SOURCES | frozenset(trusted_sources)
         #: Untrusted sources the planner read before it wrote this plan: its literals carry
         #: them (a planner shown an injected email may copy the attacker's IBAN).
         self.planner_saw = frozenset(planner_saw) - self.trusted

@@ -128,6 +128,7 @@ class _ToolCallable:
         self.signature = tool.signature
         self.side_effects = tool.side_effects
         self.trusted_output = tool.trusted_output
+        self.trusted_fields = tool.trusted_fields
         self.trusted_args = tool.trusted_args
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -238,10 +239,13 @@ class TFChainInterpreter:
         self._announcer = CallAnnouncer(observer) if observer is not None else None
         mode = effective_mode(checked_mode(policy_mode), [*self.chains_map.values(),
                                                           *self.tools], policies)
+        fields = {tool.name: tool.trusted_fields for tool in self.tools if tool.trusted_fields}
+        trusted = [f"tool:{tool.name}" for tool in self.tools if tool.trusted_output]
+        trusted += [f"tool:{name}.{field}" for name, names in fields.items() for field in names]
         self._policies = PolicyGate(mode, checked_policies(policies, "TFChainInterpreter"),
-                                    [tool.name for tool in self.tools if tool.trusted_output],
-                                    planner_saw, checked_violation(on_violation,
-                                                                   "TFChainInterpreter") or "deny")
+                                    trusted, planner_saw,
+                                    checked_violation(on_violation, "TFChainInterpreter")
+                                    or "deny")
         self._interpreter = Interpreter(
             callables,
             limits=limits,
@@ -253,6 +257,7 @@ class TFChainInterpreter:
             tracking=tracking_of(mode),
             sources={name: f"{getattr(func, 'callable_kind', 'tool')}:{name}"
                      for name, func in callables.items()},
+            trusted_fields=fields,
         )
 
     @property

@@ -41,7 +41,8 @@ class FlowValue:
     itself. ``items`` and ``keys`` keep the elements of a display (``[a, b]``,
     ``{"k": v}``) while they are known; ``element`` is what iterating gives, when that is
     known more precisely than ``part`` (``enumerate(emails)``). ``function`` is a plan
-    function, ``chain`` a chain handle built by the plan.
+    function, ``chain`` a chain handle built by the plan. ``fields`` are the trusted fields
+    of a tool result's records (a record, or a list of them: an element is the same).
     """
 
     whole: Sources = None
@@ -52,6 +53,7 @@ class FlowValue:
     element: FlowValue | None = None
     function: FunctionValue | None = None
     chain: bool = False
+    fields: frozenset[str] | None = None
 
     @property
     def content(self) -> Sources:
@@ -60,6 +62,8 @@ class FlowValue:
 
     def iterated(self) -> FlowValue:
         """What one iteration over the value gives."""
+        if self.fields is not None:
+            return self
         if self.element is not None:
             return self.element
         if self.items is not None and self.items:
@@ -70,6 +74,10 @@ class FlowValue:
 
     def item(self, key: object) -> FlowValue | None:
         """The element at a constant index or key, when the display is known."""
+        if self.fields is not None:
+            if isinstance(key, str):
+                return UNKNOWN if key in self.fields else FlowValue(self.whole, self.whole)
+            return self if isinstance(key, int) else None
         if self.items is not None and isinstance(key, int) and not isinstance(key, bool) \
                 and -len(self.items) <= key < len(self.items):
             return self.items[key]
@@ -109,6 +117,13 @@ def untrusted(source: str) -> FlowValue:
     return FlowValue(sources, sources)
 
 
+def records(source: str, fields: frozenset[str]) -> FlowValue:
+    """The result of a call whose records have trusted ``fields``: as a whole, and in every
+    other field, it carries the call."""
+    sources = frozenset({source})
+    return FlowValue(sources, None, fields=fields)
+
+
 def join(a: FlowValue, b: FlowValue) -> FlowValue:
     """The value that is ``a`` on some paths and ``b`` on others."""
     if a is b:
@@ -132,6 +147,7 @@ def join(a: FlowValue, b: FlowValue) -> FlowValue:
         element=element,
         function=a.function if a.function == b.function else None,
         chain=a.chain and b.chain,
+        fields=a.fields if a.fields == b.fields else None,
     )
 
 

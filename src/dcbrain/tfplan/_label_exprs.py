@@ -68,5 +68,12 @@ def _flat(label: _Label) -> _Label:
     return label  # a union of two or more parts is an int already
 
 
+def _element(label: _Label) -> _Label:
+    """The label of one element of a value of ``label`` (records keep their fields)."""
+    if len(label.parts) == 1 and not label.bits:
+        return _Label(0, [_call("__tfh_elem", label.parts[0])])
+    return label  # a union of two or more parts is an int already
+
+
 def _assign(name: str, value: ast.expr) -> ast.Assign:
     return ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=value)

@@ -41,6 +41,7 @@ from dcbrain.tfplan._label_exprs import (
     TRACKER,
     _assign,
     _call,
+    _element,
     _flat,
     _Label,
     _name,
@@ -54,6 +55,20 @@ SHADOW = "__tfl_"
 LABEL_KEYWORD = "__tfh_l"
 _CONTEXT = "__tfh_c"
 _RETURNED = "__tfh_r"
+#: Builtins whose result is elements of their iterable argument (or a reordering of them).
+SELECTIONS = frozenset({"max", "min", "sorted", "reversed", "list", "tuple", "iter", "next",
+                        "filter"})
+
+
+def _filters(node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp) -> bool:
+    """``[x for x in xs if ...]``: a comprehension that keeps some elements as they are."""
+    if not isinstance(node, ast.ListComp | ast.GeneratorExp) or len(node.generators) != 1:
+        return False
+    target = node.generators[0].target
+    return isinstance(target, ast.Name) and isinstance(node.elt, ast.Name) \
+        and node.elt.id == target.id
+
+
 def shadow(name: str) -> str:
     return SHADOW + name
 
@@ -222,7 +237,7 @@ class LabelRewriter:
     def _for(self, node: ast.For) -> list[ast.stmt]:
         scope = self.scope
         scope.mutations = []
-        label = _flat(self.label(node.iter, {}, {}, precise=False))
+        label = _element(self.label(node.iter, {}, {}, precise=False))
         number = next(self._temporaries)
         iterable, held = f"{HELPER}i{number}", f"{HELPER}l{number}"
         before: list[ast.stmt] = [_assign(iterable, node.iter),
@@ -430,19 +445,52 @@ class LabelRewriter:
     def _comprehension(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp,
                        env: _Env, call_env: _Env, precise: bool) -> _Label:
         env, call_env = dict(env), dict(call_env)
-        total = _Label()
+        total, conditions = _Label(), _Label()
         for generator in node.generators:
-            iterable = _flat(self.label(generator.iter, env, call_env, precise=precise))
+            iterable = _element(self.label(generator.iter, env, call_env, precise=precise))
             total = total | iterable
             for name in _stored(generator.target):
                 env[name] = iterable
                 call_env[name] = iterable
             for condition in generator.ifs:
-                total = total | self.label(condition, env, call_env, precise=precise)
+                conditions = conditions | self.label(condition, env, call_env,
+                                                     precise=precise)
+        if _filters(node):  # some of the iterable's own elements: records keep their fields
+            return self._selected(iterable, conditions)
         parts = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
         for part in parts:
             total = total | self.label(part, env, call_env, precise=precise)
-        return total
+        return total | conditions
+
+    def _selected(self, picked: _Label, by: _Label) -> _Label:
+        """The label of elements of a value of label ``picked`` chosen by ``by`` (see
+        ``provenance.selected``)."""
+        if not picked.parts:
+            return picked | by
+        helper = "__tfh_res" if self.strict else "__tfh_sel"
+        return _Label(0, [_call(helper, picked.expr(), by.expr())])
+
+    def _selection(self, name: str, node: ast.Call, env: _Env, call_env: _Env,
+                   precise: bool) -> _Label | None:
+        """The label of a builtin that returns elements of its iterable argument, picked
+        or ordered by its other arguments (``max(files, key=...)``); ``None`` for any
+        other call."""
+        args, keywords = node.args, node.keywords
+        if any(isinstance(arg, ast.Starred) for arg in args) \
+                or any(keyword.arg is None for keyword in keywords):
+            return None
+        if name == "filter":
+            if len(args) != 2 or keywords:
+                return None
+            picked, by = args[1], [args[0]]
+        else:
+            if len(args) != 1 or any(keyword.arg not in ("key", "reverse")
+                                     for keyword in keywords):
+                return None
+            picked, by = args[0], [keyword.value for keyword in keywords]
+        by_labels = [self.label(item, env, call_env, precise=precise) for item in by]
+        return self._selected(self.label(picked, env, call_env, precise=precise),
+                              _union(by_labels))
 
     def _call_label(self, node: ast.Call, env: _Env, call_env: _Env, precise: bool,
                     shaped: bool) -> _Label:
@@ -456,6 +504,10 @@ class LabelRewriter:
         method = _method_of(node)
         pure = method is not None or (name is not None and (not _plan_name(name) or (
             name in self.builtin_names and name not in self.analysis.bound)))
+        if pure and method is None and name in SELECTIONS:
+            selection = self._selection(str(name), node, env, call_env, precise)
+            if selection is not None:
+                return selection
         if pure:
             args = _union([
                 *(self.label(arg, env, call_env, precise=precise) for arg in node.args),
@@ -482,7 +534,9 @@ class LabelRewriter:
             callee = ast.Call(func=ast.Attribute(value=_name(TRACKER), attr="callee",
                                                  ctx=ast.Load()),
                               args=[_name(name)], keywords=[])
-            return _Label(0, [callee]) | args
+            if not args.parts and not args.bits:
+                return _Label(0, [callee])
+            return _Label(0, [_call("__tfh_res", callee, args.expr())])
         return _seen() | args
 
     def _argument_labels(self, node: ast.Call, call_env: _Env

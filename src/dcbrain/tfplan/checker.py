@@ -76,18 +76,20 @@ class CallableSpec:
     trusted_output: bool = False
     side_effects: bool = True
     trusted_args: frozenset[str] = frozenset()
+    #: Fields of the result's records that are trusted data (``trusted_output`` false).
+    trusted_fields: frozenset[str] = frozenset()
 
     @classmethod
     def from_callable(cls, name: str, func: Callable[..., Any]) -> CallableSpec:
         """The spec of a chain (anything with ``parameters_schema``) or a Python function,
-        with the trust it declares (``trusted_output``, ``side_effects``, ``trusted_args``)."""
+        with the trust it declares (``trusted_output``, ``trusted_fields``,
+        ``side_effects``, ``trusted_args``)."""
         spec = cls._from_signature(name, func)
-        trusted_args = getattr(func, "trusted_args", ())
         return dataclasses.replace(
             spec, trusted_output=getattr(func, "trusted_output", False) is True,
             side_effects=getattr(func, "side_effects", True) is not False,
-            trusted_args=frozenset(trusted_args) if isinstance(trusted_args, Iterable)
-            and not isinstance(trusted_args, str) else frozenset())
+            trusted_args=_names(getattr(func, "trusted_args", ())),
+            trusted_fields=_names(getattr(func, "trusted_fields", ())))
 
     @classmethod
     def _from_signature(cls, name: str, func: Callable[..., Any]) -> CallableSpec:
@@ -329,6 +331,11 @@ def _annotation_schema(annotation: Any) -> dict[str, Any]:
         return {"type": json_type}
     string_format = _STRING_FORMATS.get(annotation)
     return {"type": "string", "format": string_format} if string_format else {}
+
+
+def _names(names: Any) -> frozenset[str]:
+    return frozenset(names) if isinstance(names, Iterable) and not isinstance(names, str) \
+        else frozenset()
 
 
 def _first_paragraph(doc: str | None) -> str:

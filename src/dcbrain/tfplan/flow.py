@@ -29,6 +29,7 @@ from dcbrain.tfplan._flow_values import (
     join,
     join_all,
     join_environments,
+    records,
     scalar,
     union,
     untrusted,
@@ -407,6 +408,12 @@ class _FlowAnalysis:
             self.guarded(spec, node, arguments)
         if spec.trusted_output:
             return UNKNOWN
+        if spec.trusted_fields:
+            # arguments steer what comes back: the trusted fields carry them too
+            steered = union(*(value.whole for _, value, _ in arguments))
+            if steered is not None:
+                return FlowValue(union(frozenset({f"{spec.name}()"}), steered), steered)
+            return records(f"{spec.name}()", spec.trusted_fields)
         return untrusted(f"{spec.name}()")
 
     def chain_result(self, arguments: list[_Argument]

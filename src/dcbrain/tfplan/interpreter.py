@@ -19,7 +19,7 @@ import contextvars
 import decimal
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
 from types import CodeType, TracebackType
 from typing import Any, ClassVar, Literal, TypeVar
@@ -126,7 +126,9 @@ class Interpreter:
     ``tracking`` (``"off"``, ``"on"``, ``"strict"``) makes every plan value carry its
     sources (see :mod:`dcbrain.tfplan.provenance`); each call then sees its arguments'
     sources in :data:`~dcbrain.tfplan.provenance.call_sources`. ``sources`` names the
-    source of each callable's results (default ``tool:<name>``).
+    source of each callable's results (default ``tool:<name>``); ``trusted_fields`` the
+    fields of a callable's result records that are trusted data (source
+    ``<source>.<field>``).
     """
 
     dispatcher_class: ClassVar[type[Dispatcher]] = Dispatcher
@@ -145,6 +147,7 @@ class Interpreter:
         isolation: Isolation = "process",
         tracking: Tracking = "off",
         sources: Mapping[str, str] | None = None,
+        trusted_fields: Mapping[str, Iterable[str]] | None = None,
     ) -> None:
         if isolation not in ("process", "inprocess"):
             raise ValueError(f"isolation must be 'process' or 'inprocess', got {isolation!r}")
@@ -171,6 +174,8 @@ class Interpreter:
                                  "register it under another name")
         self.sources: dict[str, str] = {name: f"tool:{name}" for name in self.callables}
         self.sources.update(sources or {})
+        self.trusted_fields: dict[str, list[str]] = {
+            name: sorted(fields) for name, fields in (trusted_fields or {}).items() if fields}
         self.limits = limits or Limits()
         self._specs = dict(specs) if specs is not None else None
         self.construct_chain = construct_chain
@@ -340,7 +345,7 @@ class Interpreter:
 
     def _namespace(self, plan: Plan, state: RunState) -> tuple[dict[str, Any], Guards]:
         guards = Guards(state)
-        tracker = Tracker(self.sources, self.tracking == "strict") \
+        tracker = Tracker(self.sources, self.tracking == "strict", self.trusted_fields) \
             if self.tracking != "off" else None
         dispatcher = self.dispatcher_class(state, plan.lines, self.construct_chain, tracker)
         # builtins and registered callables sit under the plan's own names, as in Python

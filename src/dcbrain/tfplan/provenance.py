@@ -112,12 +112,84 @@ class Shape:
         return f"Shape({sorted(names_of(self.own))}, {self.items!r})"
 
 
+class Fields:
+    """The label of a tool result whose records have trusted fields.
+
+    A tool declared ``trusted_fields=["id_"]`` returns records (dicts), or a list of them,
+    whose ``id_`` is trusted data and everything else untrusted. ``base`` is the label of
+    the untrusted rest, ``fields`` one label per trusted field name. An element of the
+    list (an ``int`` key) is a record with the same label; a trusted field of a record has
+    its own label, any other key ``base``. Anything else done with the value (``|``, a
+    method, a builtin that is not a selection) flattens it, so a trusted field name never
+    ends up over data moved from elsewhere.
+    """
+
+    __slots__ = ("base", "fields", "flat")
+
+    def __init__(self, base: int, fields: Mapping[str, int]) -> None:
+        self.base = base
+        self.fields = dict(fields)
+        total = base
+        for bits in self.fields.values():
+            total |= bits
+        self.flat = total
+
+    def item(self, key: Any) -> Any:
+        if key.__class__ is int:
+            return self
+        if key.__class__ is str:
+            return self.fields.get(key, self.base)
+        return self.flat
+
+    def plus(self, bits: int) -> Fields:
+        """The label of the same records when ``bits`` steered them (a call's arguments)."""
+        if not bits:
+            return self
+        return Fields(self.base | bits, {name: own | bits for name, own in self.fields.items()})
+
+    def __or__(self, other: Any) -> Any:
+        if other.__class__ is int and not other:  # ``label | context`` outside conditions
+            return self
+        return self.flat | flat(other)
+
+    def __ror__(self, other: Any) -> int:
+        # what accumulates labels (a group, a context, a function's returns) holds ints
+        return flat(other) | self.flat
+
+    def __repr__(self) -> str:
+        return f"Fields({sorted(names_of(self.base))}, {sorted(self.fields)})"
+
+
 def item_label(label: Any, key: Any, key_label: int) -> Any:
     """The label of ``value[key]`` when ``value`` has ``label`` and ``key`` has ``key_label``."""
     if label.__class__ is int:
         return label | key_label
     found = label.item(key)
-    return found | key_label if key_label else found
+    if not key_label:
+        return found
+    return found.plus(key_label) if found.__class__ is Fields else found | key_label
+
+
+def result_of(callee: Any, arguments: int) -> Any:
+    """The label of a host call's result: the callee's, steered by its arguments'."""
+    if callee.__class__ is Fields:
+        return callee.plus(flat(arguments))
+    return callee | arguments
+
+
+def element_of(label: Any) -> Any:
+    """The label of one element the value of ``label`` iterates over."""
+    return label if label.__class__ is Fields else flat(label)
+
+
+def selected(label: Any, others: Any = 0) -> Any:
+    """The label of an element (or a reordering) of the value of ``label`` picked by
+    ``others`` (a ``key`` function, a filter): records keep their trusted fields, since
+    what picked them is a condition, not their data (strict mode uses :func:`result_of`,
+    which adds it to every field)."""
+    if label.__class__ is Fields:
+        return label
+    return flat(label) | flat(others)
 
 
 def list_label(*items: Any) -> Any:
@@ -195,9 +267,15 @@ class Tracker:
     origin the rewrite cannot follow (a lambda's parameter, a caught exception).
     """
 
-    def __init__(self, sources: Mapping[str, str], strict: bool) -> None:
+    def __init__(self, sources: Mapping[str, str], strict: bool,
+                 fields: Mapping[str, Iterable[str]] | None = None) -> None:
         self.sources = dict(sources)
         self.strict = strict
+        #: Callables whose results' records have trusted fields: their labels.
+        self.records = {name: Fields(bit_of(self.source_of(name)),
+                                     {field: bit_of(f"{self.source_of(name)}.{field}")
+                                      for field in sorted(names)})
+                        for name, names in (fields or {}).items() if names}
         self.seen = PLAN_BIT | 1
         self.chains = 0
         self._lock = threading.Lock()
@@ -206,11 +284,15 @@ class Tracker:
         """The source a call of host callable ``name`` gives its result."""
         return self.sources.get(name) or f"chain:{name}"
 
-    def callee(self, func: Any) -> int:
-        """The label a call of ``func`` adds to its arguments' labels."""
+    def callee(self, func: Any) -> Any:
+        """The label a call of ``func`` adds to its arguments' labels (see
+        :func:`result_of`): an ``int``, or :class:`Fields` for a tool with trusted fields."""
         name = getattr(func, "plan_type_name", None) == "callable" and func.name
         if not name:
             return self.seen
+        records = self.records.get(name)
+        if records is not None:
+            return records
         source = self.source_of(name)
         label = bit_of(source)
         return label | self.chains if source.startswith("chain:") else label
@@ -271,4 +353,5 @@ def unknown_sources(tracker: Tracker) -> CallSources:
 def tracking_namespace(tracker: Tracker) -> dict[str, Any]:
     """What the label rewrite's code finds in the plan's globals."""
     return {"__tfl": tracker, "__tfh_at": tracker.at, "__tfh_item": item_label,
-            "__tfh_list": list_label, "__tfh_dict": dict_label, "__tfh_flat": flat}
+            "__tfh_list": list_label, "__tfh_dict": dict_label, "__tfh_flat": flat,
+            "__tfh_res": result_of, "__tfh_elem": element_of, "__tfh_sel": selected}

@@ -131,6 +131,7 @@ class _Relay:
                    "names": list(self.interpreter.callables),
                    "tracking": self.interpreter.tracking,
                    "sources": dict(self.interpreter.sources),
+                   "trusted_fields": dict(self.interpreter.trusted_fields),
                    "construct": self.interpreter.construct_chain is not None}
         channel = self.worker.channel
         try:
