@@ -432,6 +432,10 @@ class LabelRewriter:
         if isinstance(key_node, ast.Call) and isinstance(key_node.func, ast.Name) \
                 and key_node.func.id == "__tf_key" and len(key_node.args) == 1:
             key_node = key_node.args[0]
+        if isinstance(key_node, ast.UnaryOp) and isinstance(key_node.op, ast.USub) \
+                and isinstance(key_node.operand, ast.Constant) \
+                and type(key_node.operand.value) is int:  # xs[-1]: a constant index too
+            key_node = ast.Constant(value=-key_node.operand.value)
         key_label = self.label(node.slice, env, call_env, precise=True)
         simple = isinstance(key_node, ast.Constant) or (
             isinstance(key_node, ast.Name) and key_node.id not in env
