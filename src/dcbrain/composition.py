@@ -204,7 +204,7 @@ def _start_mcp_servers(config: Config, *,
                 tool_timeout_s=spec.tool_timeout_s, retries=spec.retries,
                 backoff=_backoff(spec.backoff), require_approval=spec.require_approval,
                 read_only=spec.read_only, trusted_output=spec.trusted_output,
-                trusted_args=spec.trusted_args,
+                trusted_args=spec.trusted_args, trusted_fields=spec.trusted_fields,
             )
             server.connect()
         except (TFMCPError, TypeError, ValueError) as exc:

@@ -155,6 +155,8 @@ class MCPServerConfig(_Section):
     read_only: list[str] | StrictBool | None = None
     #: Tool-name patterns whose results are trusted data (``true``: all).
     trusted_output: list[str] | StrictBool = False
+    #: Tool-name pattern → the fields of the records it returns that are trusted data.
+    trusted_fields: dict[str, list[str]] = Field(default_factory=dict)
     #: Tool-name pattern → the arguments that may carry trusted data only.
     trusted_args: dict[str, list[str]] = Field(default_factory=dict)
 

@@ -151,3 +151,24 @@ def test_declarations_of_the_wrong_shape_are_refused_at_once() -> None:
         mail(read_only="inbox")
     with pytest.raises(TypeError, match="got one function: wrap it in a list"):
         mail(policies=only_colleagues)  # type: ignore[arg-type]
+
+
+def test_trusted_fields_make_those_fields_of_a_tools_records_trusted() -> None:
+    # the mail system, not the email's writer, says who sent it: a reply to the sender
+    with mail(trusted_args={"send": ["to"]}, trusted_fields={"in*": ["sender"]}) as tools:
+        by_name = {tool.name: tool for tool in tools}
+        assert by_name["inbox"].trusted_fields == {"sender"}
+        assert by_name["send"].trusted_fields == frozenset()
+        assert TFChainInterpreter({}, tools=tools).evaluate(FORWARD).value == \
+            f"sent to {ATTACKER}"
+        body_as_address = 'return send(to=inbox()[0]["body"][-20:], body="x")'
+        with pytest.raises(TFCheckError, match=r"gets data from inbox\(\)"):
+            TFChainInterpreter({}, tools=tools).evaluate(body_as_address)
+        with pytest.raises(TFPolicyDenied, match="tool:inbox"):
+            TFChainInterpreter({}, tools=tools, flow_check=False).evaluate(body_as_address)
+    with pytest.raises(TFMCPError, match="trusted_fields: 'outbox' matches none of its tools"):
+        with mail(trusted_fields={"outbox": ["id"]}):
+            pass
+    with pytest.raises(TypeError, match="trusted_fields must map tool-name patterns|"
+                                        r"trusted_fields\['inbox'\] must be a list"):
+        mail(trusted_fields={"inbox": "sender"})

@@ -48,6 +48,19 @@ def test_the_trust_keys_reach_the_servers_tools(tmp_path: Path) -> None:
             server.close()
 
 
+def test_trusted_fields_in_the_table(tmp_path: Path) -> None:
+    fields = 'trusted_fields = { "in*" = ["sender"] }\n'
+    config = load_config(config_file(tmp_path, OFFLINE_LLM + MAIL + fields))
+    assert config.mcp["mail"].trusted_fields == {"in*": ["sender"]}
+    tools, servers = plan_tools(config)
+    try:
+        assert {name: tool.trusted_fields for name, tool in tools.items()
+                if isinstance(tool, Tool) and tool.trusted_fields} == {"inbox": {"sender"}}
+    finally:
+        for server in servers:
+            server.close()
+
+
 def test_a_brain_from_the_file_refuses_the_attack_and_sends_the_honest_plan(
     tmp_path: Path, fake_openai: Any
 ) -> None:

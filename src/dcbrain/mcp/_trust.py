@@ -1,8 +1,9 @@
 """What the operator declares about an MCP server's tools for the injection defence.
 
-``MCPTools(read_only=..., trusted_output=..., trusted_args=..., policies=...)`` gives each
-listed tool the ``side_effects``, ``trusted_output``, ``trusted_args`` and ``policies`` of a
-:class:`~dcbrain.tools.Tool`, by ``fnmatch`` patterns of the server's own tool names (as
+``MCPTools(read_only=..., trusted_output=..., trusted_fields=..., trusted_args=...,
+policies=...)`` gives each listed tool the ``side_effects``, ``trusted_output``,
+``trusted_fields``, ``trusted_args`` and ``policies`` of a :class:`~dcbrain.tools.Tool`,
+by ``fnmatch`` patterns of the server's own tool names (as
 ``require_approval`` and ``tool_timeout_s`` do). Trust comes from the operator only: what
 the server says about its tools (``readOnlyHint`` included) neither trusts its output nor
 takes a tool out of the policies' checks, since a server can say anything.
@@ -31,6 +32,7 @@ class ToolTrust:
 
     side_effects: bool
     trusted_output: bool
+    trusted_fields: frozenset[str]
     trusted_args: frozenset[str]
     policies: tuple[Policy, ...]
 
@@ -42,6 +44,7 @@ class TrustRules:
     #: Patterns of the read-only tools (``None``: none).
     read_only: tuple[str, ...] | None
     trusted_output: tuple[str, ...]
+    trusted_fields: tuple[tuple[str, frozenset[str]], ...]
     trusted_args: tuple[tuple[str, frozenset[str]], ...]
     #: Policies of every tool, then those by pattern.
     policies_for_all: tuple[Policy, ...]
@@ -51,7 +54,8 @@ class TrustRules:
     def of(cls, server: str, *, read_only: bool | Iterable[str] | None,
            trusted_output: bool | Iterable[str],
            trusted_args: Mapping[str, Iterable[str]] | None,
-           policies: PolicyRules) -> TrustRules:
+           policies: PolicyRules,
+           trusted_fields: Mapping[str, Iterable[str]] | None = None) -> TrustRules:
         """The declarations of ``MCPTools`` ``server``; ``TypeError`` for a wrong shape."""
         owner = f"MCPTools {server!r}"
         by_pattern: list[tuple[str, tuple[Policy, ...]]] = []
@@ -62,19 +66,14 @@ class TrustRules:
                           for pattern, found in policies.items()]
         else:
             for_all = checked_policies(policies, f"{owner}: policies")
-        guarded: list[tuple[str, frozenset[str]]] = []
-        if trusted_args is not None and not isinstance(trusted_args, Mapping):
-            raise TypeError(f"{owner}: trusted_args maps tool-name patterns to argument names "
-                            f"({{\"send_*\": [\"recipient\"]}}), got {type(trusted_args).__name__}")
-        for pattern, names in (trusted_args or {}).items():
-            if isinstance(names, str) or not isinstance(names, Iterable):
-                raise TypeError(f"{owner}: trusted_args[{pattern!r}] must be a list of "
-                                f"argument names, got {names!r}")
-            guarded.append((_pattern(pattern, owner, "trusted_args"), frozenset(names)))
         return cls(read_only=None if read_only is None else _patterns(read_only, owner,
                                                                        "read_only"),
                    trusted_output=_patterns(trusted_output, owner, "trusted_output"),
-                   trusted_args=tuple(guarded), policies_for_all=for_all,
+                   trusted_fields=_names_by_pattern(trusted_fields, owner, "trusted_fields",
+                                                    "field"),
+                   trusted_args=_names_by_pattern(trusted_args, owner, "trusted_args",
+                                                  "argument"),
+                   policies_for_all=for_all,
                    policies=tuple(by_pattern))
 
     def check(self, listing: Sequence[MCPToolInfo]) -> None:
@@ -84,6 +83,7 @@ class TrustRules:
         names = [info.name for info in listing]
         declared: list[tuple[str, Iterable[str]]] = [
             ("read_only", self.read_only or ()), ("trusted_output", self.trusted_output),
+            ("trusted_fields", (pattern for pattern, _ in self.trusted_fields)),
             ("trusted_args", (pattern for pattern, _ in self.trusted_args)),
             ("policies", (pattern for pattern, _ in self.policies))]
         for option, patterns in declared:
@@ -107,17 +107,34 @@ class TrustRules:
         """The trust options of the listed tool ``info``."""
         name = info.name
         guarded = self._trusted_args(name)
+        fields = frozenset().union(*(names for pattern, names in self.trusted_fields
+                                     if fnmatch.fnmatchcase(name, pattern)))
         policies = self.policies_for_all + tuple(
             policy for pattern, found in self.policies if fnmatch.fnmatchcase(name, pattern)
             for policy in found)
         read_only = self.read_only is not None and _matches(name, self.read_only)
         return ToolTrust(side_effects=not read_only,
                          trusted_output=_matches(name, self.trusted_output),
-                         trusted_args=guarded, policies=policies)
+                         trusted_fields=fields, trusted_args=guarded, policies=policies)
 
     def _trusted_args(self, name: str) -> frozenset[str]:
         return frozenset().union(*(names for pattern, names in self.trusted_args
                                    if fnmatch.fnmatchcase(name, pattern)))
+
+
+def _names_by_pattern(rules: Mapping[str, Iterable[str]] | None, owner: str, option: str,
+                      what: str) -> tuple[tuple[str, frozenset[str]], ...]:
+    """``{"send_*": ["recipient"]}``: tool-name patterns and the names each declares."""
+    if rules is not None and not isinstance(rules, Mapping):
+        raise TypeError(f"{owner}: {option} maps tool-name patterns to {what} names "
+                        f"({{\"send_*\": [\"recipient\"]}}), got {type(rules).__name__}")
+    found: list[tuple[str, frozenset[str]]] = []
+    for pattern, names in (rules or {}).items():
+        if isinstance(names, str) or not isinstance(names, Iterable):
+            raise TypeError(f"{owner}: {option}[{pattern!r}] must be a list of {what} names, "
+                            f"got {names!r}")
+        found.append((_pattern(pattern, owner, option), frozenset(names)))
+    return tuple(found)
 
 
 def _matches(name: str, patterns: Iterable[str]) -> bool:

@@ -67,7 +67,9 @@ class MCPTools(Sequence[Tool]):
     (``Tool(side_effects=False)``; ``True``: all; unset: none, whatever the server's
     ``readOnlyHint`` says),
     ``trusted_output`` the tools whose results are trusted data (``True``: all; never
-    from the server's say-so), ``trusted_args`` a pattern → the argument names that may
+    from the server's say-so), ``trusted_fields`` a pattern → the fields of the records a
+    tool returns that are trusted data (``{"list_*": ["id"]}``: ids the server assigns),
+    ``trusted_args`` a pattern → the argument names that may
     carry trusted data only (``{"send_*": ["recipient"]}``), and ``policies`` a list of
     policy functions for every tool or a pattern → such a list. A pattern that matches
     none of the listed tools, or an argument its tool does not have, fails the start-up.
@@ -110,6 +112,7 @@ class MCPTools(Sequence[Tool]):
         trusted_output: bool | Iterable[str] = False,
         trusted_args: Mapping[str, Iterable[str]] | None = None,
         policies: PolicyRules = (),
+        trusted_fields: Mapping[str, Iterable[str]] | None = None,
     ) -> None:
         if (command is None) == (url is None):
             raise ValueError("MCPTools needs exactly one of command=[...] (stdio) or url=...")
@@ -144,7 +147,7 @@ class MCPTools(Sequence[Tool]):
         self.require_approval = tuple(require_approval)
         self._trust = TrustRules.of(self.name, read_only=read_only,
                                    trusted_output=trusted_output, trusted_args=trusted_args,
-                                   policies=policies)
+                                   policies=policies, trusted_fields=trusted_fields)
         self._tools: list[Tool] | None = None
         self._result_schemas: dict[str, CompiledSchema] = {}
         self._lock = threading.Lock()
@@ -376,6 +379,7 @@ class MCPTools(Sequence[Tool]):
                 timeout_s=self.tool_timeout_s.get(server_name, self.timeout_s),
                 side_effects=trust.side_effects,
                 trusted_output=trust.trusted_output,
+                trusted_fields=trust.trusted_fields,
                 trusted_args=trust.trusted_args,
                 policies=trust.policies,
             )
