@@ -166,9 +166,8 @@ def test_trusted_fields_make_those_fields_of_a_tools_records_trusted() -> None:
             TFChainInterpreter({}, tools=tools).evaluate(body_as_address)
         with pytest.raises(TFPolicyDenied, match="tool:inbox"):
             TFChainInterpreter({}, tools=tools, flow_check=False).evaluate(body_as_address)
-    with pytest.raises(TFMCPError, match="trusted_fields: 'outbox' matches none of its tools"):
-        with mail(trusted_fields={"outbox": ["id"]}):
-            pass
-    with pytest.raises(TypeError, match="trusted_fields must map tool-name patterns|"
-                                        r"trusted_fields\['inbox'\] must be a list"):
+    with pytest.raises(TFMCPError, match="trusted_fields: 'outbox' matches none of its tools"), \
+            mail(trusted_fields={"outbox": ["id"]}):
+        pass
+    with pytest.raises(TypeError, match=r"trusted_fields\['inbox'\] must be a list"):
         mail(trusted_fields={"inbox": "sender"})
