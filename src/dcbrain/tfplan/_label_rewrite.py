@@ -15,7 +15,8 @@ What the rewrite cannot follow it over-approximates with ``__tfl.seen`` (every s
 the run so far): a lambda's parameters where a host call reads them, a function called
 by a builtin, a name bound by ``:=``. A container changed in place (``xs.append(v)``,
 ``d[k] = v``) adds the new labels to every variable it may be shared with (names linked
-by assignment, flow-insensitively).
+by assignment, flow-insensitively). Loop-invariant updates then leave their loop
+(``_label_hoist.py``).
 """
 
 from __future__ import annotations
