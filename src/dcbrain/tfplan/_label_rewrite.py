@@ -245,7 +245,8 @@ class LabelRewriter:
         """``body`` run under ``condition``: in strict mode its labels include it."""
         if not self.strict:
             return self.statements(body)
-        raised = _assign(_CONTEXT, (_Label(0, [_name(_CONTEXT)]) | _flat(condition)).expr())
+        # a union of two or more labels is an int already: no __tfh_flat call per turn
+        raised = _assign(_CONTEXT, (_Label(0, [_name(_CONTEXT)]) | condition).expr())
         return [*_positioned([raised], body[0]), *self.statements(body)]
 
     def _branches(self, node: ast.If, condition: _Label
@@ -274,7 +275,7 @@ class LabelRewriter:
         group = self.analysis.group_of.get(root)
         if group is None:
             return []
-        return [_assign(group, self._with_context(_Label(0, [_name(group)]) | _flat(label)))]
+        return [_assign(group, self._with_context(_Label(0, [_name(group)]) | label))]
 
     def _function(self, node: ast.FunctionDef) -> None:
         for default in [*node.args.defaults, *node.args.kw_defaults]:
@@ -464,7 +465,7 @@ class LabelRewriter:
                   for keyword in node.keywords)])
             if method is not None:
                 if method[1] in MUTATING_METHODS:
-                    self._mutated(method[0], _flat(args))
+                    self._mutated(method[0], args)
                 return self.label(func, env, call_env, precise=False) | args
             return args
         if name is None:
