@@ -73,6 +73,16 @@ def test_an_inner_loop_update_leaves_both_loops_when_it_can() -> None:
     assert all("__tfl_n" not in body for body in loop_bodies(plan))
 
 
+@pytest.mark.parametrize("tracking", ["on", "strict"])
+def test_an_update_reading_a_label_updated_later_in_the_turn_leaves_the_loop_after_it(
+        tracking: Tracking) -> None:
+    plan = "total = 0\nn = 0\nwhile n < 10:\n    total += n\n    n += 1\ntotal"
+    [body] = loop_bodies(plan, tracking)
+    assert "__tfl" not in body and "__tfh_c" not in body
+    tree = ast.unparse(plan_tree(plan, BUILTIN_NAMES, tracking=tracking, builtins=BUILTIN_NAMES))
+    assert tree.index("__tfl_n = __tfl_n |") < tree.index("__tfl_total = __tfl_total |")
+
+
 # -- labels stay sound ------------------------------------------------------------------
 def test_a_label_flows_to_the_next_turn_through_two_variables() -> None:
     calls = sent("a = ''\nb = ''\nfor i in range(3):\n    a = a + b\n"
@@ -83,6 +93,13 @@ def test_a_label_flows_to_the_next_turn_through_two_variables() -> None:
 def test_a_label_flows_to_the_next_turn_through_two_accumulators() -> None:
     # hoisting `a |= b` ahead of `b |= evil` (one pass, body order) would lose evil
     calls = sent("a = ''\nb = ''\nfor i in range(3):\n    a += b\n    b += evil\nsend(to=a)")
+    assert calls[0]["to"] >= TOOL
+
+
+def test_a_label_crosses_a_cycle_of_three_accumulators() -> None:
+    # evil reaches a only in the third turn: c, then b, then a
+    calls = sent("a = ''\nb = ''\nc = ''\nfor i in range(3):\n    a += b\n    b += c\n"
+                 "    c += a\n    c += evil\nsend(to=a)")
     assert calls[0]["to"] >= TOOL
 
 
@@ -194,6 +211,9 @@ PLANS = [
     "t = ''\nfor i in range(0):\n    t += evil\nsend(to=t)",
     "t = ''\nu = ''\nfor i in range(2):\n    for j in range(2):\n        t += u\n"
     "        send(to=t)\n    u += evil\nsend(to=t, body=u)",
+    "a = ''\nb = ''\nc = ''\nwhile len(a) < 40:\n    a += b + 'a'\n    b += c\n"
+    "    c += a\n    c += evil\n    send(to=a, body=c)",
+    "t = ''\nn = 0\nwhile n < len(evil):\n    t += 'x'\n    n += 1\nsend(to=t, body=n)",
     "def f(x):\n    s = ''\n    for i in range(2):\n        s += x\n    return s\n"
     "send(to=f('a'), body=f(evil))",
     "t = 'a'\nfor i in range(3):\n    if 'EVIL' in evil:\n        t += 'b'\n    t += 'c'\n"

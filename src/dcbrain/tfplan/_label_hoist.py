@@ -15,20 +15,22 @@ hoisting them would cost precision, not soundness) and:
 * every store of its target in the loop is a self-update (so the target only grows in
   the loop: what the hoisted update added stays);
 * every name ``L`` reads is invariant in the loop: each of its stores in the loop is a
-  hoisted update, and those come before this one (the hoisted updates run once, in their
-  order, so a later one could not feed an earlier one as the next turn would);
+  hoisted update;
 * neither the target nor what ``L`` reads is declared ``global`` or ``nonlocal`` by a
   plan function: a call in the loop could change those behind the loop's back.
 
-Hoisting one update can make its target invariant, so the conditions are checked until
-nothing changes. Inner loops are done first: what they hoisted is in the outer loop's
-body and may move out of it as well. A plan function's body is its own scope: its
-statements never move out of it.
+Dropping an update makes its target change in the loop, so the conditions are checked
+until nothing changes. Before the loop the updates run in an order that reaches what
+any number of turns would: an update after those of the labels it reads, and updates
+that read each other repeated (see :func:`_in_order`). Inner loops are done first: what
+they hoisted is in the outer loop's body and may move out of it as well. A plan
+function's body is its own scope: its statements never move out of it.
 """
 
 from __future__ import annotations
 
 import ast
+import copy
 
 from dcbrain.tfplan._label_analysis import HELPER
 
@@ -68,7 +70,7 @@ def _hoisted_in(body: list[ast.stmt], shared: set[str]) -> list[ast.stmt]:
 
 
 def _hoist(loop: ast.For | ast.While, shared: set[str]) -> list[ast.stmt]:
-    """Take the invariant updates out of ``loop``'s body; returns them, in body order."""
+    """Take the invariant updates out of ``loop``'s body; returns what runs before it."""
     growing, stores = _stores(loop)
     updates: dict[int, tuple[str, set[str]]] = {}
     for index, statement in enumerate(loop.body):
@@ -79,21 +81,63 @@ def _hoist(loop: ast.For | ast.While, shared: set[str]) -> list[ast.stmt]:
     changed = True
     while changed:  # drop what reads a label changed in the loop, until nothing changes
         changed = False
-        hoisted_stores: dict[str, list[int]] = {}
-        for index, (target, _) in updates.items():
-            hoisted_stores.setdefault(target, []).append(index)
+        hoisted = _targets(updates)
         for index, (_, reads) in list(updates.items()):
-            if not all(stores.get(name, 0) == len(hoisted_stores.get(name, ()))
-                       and all(at < index for at in hoisted_stores.get(name, ()))
-                       for name in reads):
+            if not all(stores.get(name, 0) == len(hoisted.get(name, ())) for name in reads):
                 del updates[index]
                 changed = True
     if not updates:
         return []
-    hoisted = [loop.body[index] for index in sorted(updates)]
+    before = _in_order(loop.body, updates)
     loop.body = [statement for index, statement in enumerate(loop.body)
                  if index not in updates] or [ast.copy_location(ast.Pass(), loop)]
-    return hoisted
+    return before
+
+
+def _targets(updates: dict[int, tuple[str, set[str]]]) -> dict[str, list[int]]:
+    """Where each target's updates are, in body order."""
+    found: dict[str, list[int]] = {}
+    for index in sorted(updates):
+        found.setdefault(updates[index][0], []).append(index)
+    return found
+
+
+def _in_order(body: list[ast.stmt], updates: dict[int, tuple[str, set[str]]]
+              ) -> list[ast.stmt]:
+    """The updates, run so that each ends as it would after any number of turns.
+
+    An update runs after those of the labels it reads (the next turn would see them).
+    Targets that read each other (a cycle of ``k``) run ``k`` times over: what enters
+    one of them crosses at most ``k`` updates to reach every other.
+    """
+    targets = _targets(updates)
+    reads = {target: {name for index in indices for name in updates[index][1]
+                      if name in targets and name != target}
+             for target, indices in targets.items()}
+    reach = {target: set(names) for target, names in reads.items()}
+    changed = True
+    while changed:  # transitive closure: loops have few updates
+        changed = False
+        for names in reach.values():
+            more = set().union(*(reach[name] for name in names)) - names
+            if more:
+                names |= more
+                changed = True
+    result: list[ast.stmt] = []
+    done: set[str] = set()
+    while len(done) < len(targets):
+        cycle = next(cycle for target in targets if target not in done
+                     for cycle in [{target} | {name for name in reach[target]
+                                               if target in reach[name]}]
+                     if all(name in done or name in cycle
+                            for member in cycle for name in reads[member]))
+        statements = [body[index] for index in sorted(
+            index for member in cycle for index in targets[member])]
+        result.extend(statements)
+        result.extend(copy.deepcopy(statement) for _ in range(len(cycle) - 1)
+                      for statement in statements)
+        done |= cycle
+    return result
 
 
 def _stores(loop: ast.For | ast.While) -> tuple[set[str], dict[str, int]]:
