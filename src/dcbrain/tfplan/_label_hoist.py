@@ -30,7 +30,6 @@ function's body is its own scope: its statements never move out of it.
 from __future__ import annotations
 
 import ast
-import copy
 
 from dcbrain.tfplan._label_analysis import HELPER
 
@@ -134,10 +133,17 @@ def _in_order(body: list[ast.stmt], updates: dict[int, tuple[str, set[str]]]
         statements = [body[index] for index in sorted(
             index for member in cycle for index in targets[member])]
         result.extend(statements)
-        result.extend(copy.deepcopy(statement) for _ in range(len(cycle) - 1)
+        result.extend(_again(statement) for _ in range(len(cycle) - 1)
                       for statement in statements)
         done |= cycle
     return result
+
+
+def _again(statement: ast.stmt) -> ast.stmt:
+    """One more run of an update (its value's nodes shared: the compiler only reads them)."""
+    assert isinstance(statement, ast.Assign)
+    return ast.copy_location(ast.Assign(targets=statement.targets, value=statement.value),
+                             statement)
 
 
 def _stores(loop: ast.For | ast.While) -> tuple[set[str], dict[str, int]]:
@@ -180,10 +186,16 @@ def _self_target(statement: ast.Assign) -> str | None:
 
 
 def _terms(node: ast.expr) -> list[ast.expr]:
-    """The operands of a chain of ``|``."""
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
-        return [*_terms(node.left), *_terms(node.right)]
-    return [node]
+    """The operands of a chain of ``|`` (without recursion: a union may have many)."""
+    terms: list[ast.expr] = []
+    stack = [node]
+    while stack:
+        part = stack.pop()
+        if isinstance(part, ast.BinOp) and isinstance(part.op, ast.BitOr):
+            stack.extend((part.right, part.left))
+        else:
+            terms.append(part)
+    return terms
 
 
 def _pure_update(statement: ast.stmt) -> tuple[str, set[str]] | None:
