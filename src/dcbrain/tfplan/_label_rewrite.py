@@ -15,7 +15,8 @@ What the rewrite cannot follow it over-approximates with ``__tfl.seen`` (every s
 the run so far): a lambda's parameters where a host call reads them, a function called
 by a builtin, a name bound by ``:=``. A container changed in place (``xs.append(v)``,
 ``d[k] = v``) adds the new labels to every variable it may be shared with (names linked
-by assignment, flow-insensitively).
+by assignment, flow-insensitively). Loop-invariant updates then leave their loop
+(``_label_hoist.py``).
 """
 
 from __future__ import annotations
@@ -259,7 +260,8 @@ class LabelRewriter:
         """``body`` run under ``condition``: in strict mode its labels include it."""
         if not self.strict:
             return self.statements(body)
-        raised = _assign(_CONTEXT, (_Label(0, [_name(_CONTEXT)]) | _flat(condition)).expr())
+        # a union of two or more labels is an int already: no __tfh_flat call per turn
+        raised = _assign(_CONTEXT, (_Label(0, [_name(_CONTEXT)]) | condition).expr())
         return [*_positioned([raised], body[0]), *self.statements(body)]
 
     def _branches(self, node: ast.If, condition: _Label
@@ -288,7 +290,7 @@ class LabelRewriter:
         group = self.analysis.group_of.get(root)
         if group is None:
             return []
-        return [_assign(group, self._with_context(_Label(0, [_name(group)]) | _flat(label)))]
+        return [_assign(group, self._with_context(_Label(0, [_name(group)]) | label))]
 
     def _function(self, node: ast.FunctionDef) -> None:
         for default in [*node.args.defaults, *node.args.kw_defaults]:
@@ -519,7 +521,7 @@ class LabelRewriter:
                   for keyword in node.keywords)])
             if method is not None:
                 if method[1] in MUTATING_METHODS:
-                    self._mutated(method[0], _flat(args))
+                    self._mutated(method[0], args)
                 return self.label(func, env, call_env, precise=False) | args
             return args
         if name is None:

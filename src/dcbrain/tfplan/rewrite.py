@@ -34,6 +34,7 @@ from dcbrain.tfplan._inline import (
     located,
     target_shape,
 )
+from dcbrain.tfplan._label_hoist import hoist_label_updates
 from dcbrain.tfplan._label_rewrite import LabelRewriter
 from dcbrain.tfplan._operators import OperatorGuards, is_scalar_constant
 from dcbrain.tfplan.parser import SYNTAX_TREE_LOCK, syntax_tree
@@ -60,19 +61,30 @@ def compile_plan(source: str, provided: frozenset[str] = frozenset(), *,
 
     The source is parsed again for the rewrite: that costs a fraction of copying the
     plan's tree, which stays as it was parsed. With ``tracking`` other than ``"off"``
-    the guarded plan also keeps the labels of its values (see ``_label_rewrite.py``;
-    ``builtins`` are the names among ``provided`` that are not chains or tools).
+    the guarded plan also keeps the labels of its values (see ``_label_rewrite.py``, and
+    ``_label_hoist.py`` for the label updates moved out of loops; ``builtins`` are the
+    names among ``provided`` that are not chains or tools).
     """
-    rewritten = _Rewriter(provided).rewrite(syntax_tree(source))
+    tree = plan_tree(source, provided, tracking=tracking, builtins=builtins)
     if tracking == "off":
-        return _compiled_module(rewritten)
-    labelled = LabelRewriter(provided, builtins, tracking == "strict").rewrite(rewritten)
+        return _compiled_module(tree)
     try:
-        return _compiled_module(labelled)
+        return _compiled_module(tree)
     except SyntaxError:
         # what the compiler refuses in the plan itself, as the plan's own error
         compile_plan(source, provided)
         raise
+
+
+def plan_tree(source: str, provided: frozenset[str] = frozenset(), *,
+              tracking: Tracking = "off", builtins: frozenset[str] = frozenset()
+              ) -> ast.Module:
+    """The guarded tree :func:`compile_plan` compiles for ``source`` (arguments as there)."""
+    rewritten = _Rewriter(provided).rewrite(syntax_tree(source))
+    if tracking == "off":
+        return rewritten
+    labelled = LabelRewriter(provided, builtins, tracking == "strict").rewrite(rewritten)
+    return hoist_label_updates(labelled)
 
 
 def _compiled_module(rewritten: ast.Module) -> CodeType:
