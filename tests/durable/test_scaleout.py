@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import httpx
@@ -14,6 +15,7 @@ from support.durable_processes import (
     answer_every_run,
     count,
     free_port,
+    marks,
     planner_requests,
     start,
     stop,
@@ -32,6 +34,19 @@ def _running_on(postgres_url: str, executor_id: str) -> int:
         row = conn.execute("SELECT count(*) FROM dcbrain_runs WHERE status = 'running' "
                            "AND data->>'executor_id' = %s", (executor_id,)).fetchone()
     return int(row[0]) if row else 0
+
+
+def finished_again(directory: Path, name: str, killed: int, killed_at: float) -> int:
+    """Calls of ``name`` that finished twice; each first finished in process ``killed``
+    shortly before it was killed (a loaded machine may take seconds to write a row)."""
+    finishes: dict[str, list[tuple[float, int]]] = {}
+    for when, pid, key in marks(directory, name, "finished"):
+        finishes.setdefault(key, []).append((when, pid))
+    again = [sorted(found) for found in finishes.values() if len(found) > 1]
+    for (when, pid), *_ in again:
+        assert pid == killed and killed_at - 5.0 < when <= killed_at, again
+    assert all(len(found) == 2 for found in again), again
+    return len(again)
 
 
 def test_a_killed_workers_runs_finish_on_the_other_worker(
@@ -58,6 +73,7 @@ def test_a_killed_workers_runs_finish_on_the_other_worker(
         wait_until(lambda: _running_on(postgres_url, "w1") > 0
                    and count(tmp_path, "step_two", "started", killed) > 0,
                    what="w1 in the middle of a run")
+        killed_at = time.time()
         processes["w1"].send_signal(signal.SIGKILL)
         processes["w1"].wait()
         cut_off = sum(count(tmp_path, name, "started", killed)
@@ -84,8 +100,12 @@ def test_a_killed_workers_runs_finish_on_the_other_worker(
     assert [[m["role"] for m in c["messages"]] for c in conversations] == [
         ["user", "assistant"]] * RUNS  # committed once each, also by the resumed runs
     assert "back on the queue" in logs["w2"].read_text()  # w2 took over w1's runs
-    # Every call finished once; only the calls the kill cut off started a second time.
-    assert [count(tmp_path, name, "finished") for name in TOOLS] == [RUNS] * 3
-    assert sum(count(tmp_path, name, "started") for name in TOOLS) == 3 * RUNS + cut_off
+    # Every call finished once, but for one w1 finished in the instant before the kill,
+    # before its journal row was written (calls run at least once); the calls the kill cut
+    # off, and only those, started a second time.
+    again = {name: finished_again(tmp_path, name, killed, killed_at) for name in TOOLS}
+    assert [count(tmp_path, name, "finished") - again[name] for name in TOOLS] == [RUNS] * 3
+    assert sum(count(tmp_path, name, "started") - again[name] for name in TOOLS) == \
+        3 * RUNS + cut_off
     assert count(tmp_path, "step_one", "finished", killed) > 0  # w1 had finished calls
     assert planner_requests(fake_openai) == RUNS  # w1's plans were not asked for again

@@ -28,13 +28,17 @@ import os
 import time
 from pathlib import Path
 
+from dcbrain.journal import current_call
+
 COUNTERS = Path({counters!r})
 DELAY_S = {delay_s!r}
 
 
 def _mark(name, phase):
+    call = current_call()
+    key = call.idempotency_key if call is not None else "-"
     with (COUNTERS / f"{{name}}.{{phase}}").open("a") as out:
-        out.write(f"{{time.time()}} {{os.getpid()}}\\n")
+        out.write(f"{{time.time()}} {{os.getpid()}} {{key}}\\n")
 
 
 def _step(name, x):
@@ -100,9 +104,17 @@ def write_config(directory: Path, llm: FakeOpenAIServer, *, delay_s: float,
 
 def count(directory: Path, name: str, phase: str, pid: int | None = None) -> int:
     """How many calls of tool ``name`` reached ``phase`` (in process ``pid`` only, if given)."""
+    return sum(1 for _, found, _ in marks(directory, name, phase)
+               if pid is None or found == pid)
+
+
+def marks(directory: Path, name: str, phase: str) -> list[tuple[float, int, str]]:
+    """When, in which process and as which call (its idempotency key) each call of tool
+    ``name`` reached ``phase``."""
     path = directory / "counters" / f"{name}.{phase}"
     lines = path.read_text().splitlines() if path.exists() else []
-    return sum(1 for line in lines if pid is None or line.split()[1] == str(pid))
+    return [(float(when), int(pid), key) for when, pid, key in
+            (line.split(maxsplit=2) for line in lines)]
 
 
 def planner_requests(llm: FakeOpenAIServer) -> int:
