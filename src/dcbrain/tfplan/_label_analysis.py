@@ -275,3 +275,16 @@ def _locate_missing(node: ast.AST, origin: ast.AST) -> None:
         if "lineno" in child._attributes and getattr(child, "lineno", None) is None:
             ast.copy_location(child, origin)
 
+
+#: Builtins whose result is elements of their iterable argument (or a reordering of them).
+SELECTIONS = frozenset({"max", "min", "sorted", "reversed", "list", "tuple", "iter", "next",
+                        "filter"})
+
+
+def _filters(node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp) -> bool:
+    """``[x for x in xs if ...]``: a comprehension that keeps some elements as they are."""
+    if not isinstance(node, ast.ListComp | ast.GeneratorExp) or len(node.generators) != 1:
+        return False
+    target = node.generators[0].target
+    return isinstance(target, ast.Name) and isinstance(node.elt, ast.Name) \
+        and node.elt.id == target.id

@@ -28,8 +28,10 @@ import itertools
 from dcbrain.tfplan._label_analysis import (
     HELPER,
     MUTATING_METHODS,
+    SELECTIONS,
     _Analysis,
     _declared_in,
+    _filters,
     _locals_of,
     _locate_missing,
     _method_of,
@@ -56,20 +58,6 @@ SHADOW = "__tfl_"
 LABEL_KEYWORD = "__tfh_l"
 _CONTEXT = "__tfh_c"
 _RETURNED = "__tfh_r"
-#: Builtins whose result is elements of their iterable argument (or a reordering of them).
-SELECTIONS = frozenset({"max", "min", "sorted", "reversed", "list", "tuple", "iter", "next",
-                        "filter"})
-
-
-def _filters(node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp) -> bool:
-    """``[x for x in xs if ...]``: a comprehension that keeps some elements as they are."""
-    if not isinstance(node, ast.ListComp | ast.GeneratorExp) or len(node.generators) != 1:
-        return False
-    target = node.generators[0].target
-    return isinstance(target, ast.Name) and isinstance(node.elt, ast.Name) \
-        and node.elt.id == target.id
-
-
 def shadow(name: str) -> str:
     return SHADOW + name
 
