@@ -47,8 +47,8 @@ def test_a_run_waits_for_the_decision_posted_over_http(serve: ServeFn,
     with serve() as api:
         run_id = api.send("c1", "pay the open invoices")
         run = api.wait_for_status(run_id, "waiting")
-        listed = api.http.get("/v1/runs", params={"status": "waiting"}).json()["runs"]
-        assert [r["run_id"] for r in listed] == [run_id]
+        # the listing reads the run store, which the run's writer updates a moment later
+        listed = api.wait_for_listing("waiting", [run_id])
         assert listed[0]["approvals"][0]["tool"] == "pay"
         [request] = run["approvals"]
         assert (request["tool"], request["arguments"], request["line"]) == (

@@ -187,6 +187,18 @@ class Api:
         raise AssertionError(f"run {run_id} is not {status}: "
                              f"{self.http.get(f'/v1/runs/{run_id}').json()}")
 
+    def wait_for_listing(self, status: str, run_ids: list[str],
+                         timeout_s: float = PATIENCE_S) -> list[dict[str, Any]]:
+        """``GET /v1/runs?status=...`` once it lists exactly ``run_ids``."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            runs: list[dict[str, Any]] = self.http.get(
+                "/v1/runs", params={"status": status}).json()["runs"]
+            if [run["run_id"] for run in runs] == run_ids or time.monotonic() > deadline:
+                assert [run["run_id"] for run in runs] == run_ids
+                return runs
+            time.sleep(0.02)
+
     def wait_for(self, run_id: str) -> dict[str, Any]:
         """The run once it has ended (its event stream closes when it does)."""
         assert self.stream(run_id).end is not None
