@@ -111,16 +111,18 @@ def checked_policies(policies: Iterable[Policy], owner: str) -> tuple[Policy, ..
 
 
 def checked_mode(mode: str | None) -> PolicyMode | None:
-    if mode is not None and mode not in POLICY_MODES:
-        raise ValueError(f"policy_mode must be one of {', '.join(POLICY_MODES)}, got {mode!r}")
-    return mode
+    return _one_of(mode, POLICY_MODES, "policy_mode")  # type: ignore[return-value]
 
 
 def checked_violation(on_violation: str | None, owner: str) -> Violation | None:
-    if on_violation is not None and on_violation not in VIOLATIONS:
-        raise ValueError(f"{owner}: on_violation must be one of {', '.join(VIOLATIONS)}, got "
-                         f"{on_violation!r}")
-    return on_violation
+    return _one_of(on_violation, VIOLATIONS, f"{owner}: on_violation")  # type: ignore[return-value]
+
+
+def _one_of(value: str | None, choices: tuple[str, ...], what: str) -> str | None:
+    """``value`` (``None``: unset), refused unless one of ``choices``."""
+    if value is not None and value not in choices:
+        raise ValueError(f"{what} must be one of {', '.join(choices)}, got {value!r}")
+    return value
 
 
 def policy_name(policy: Policy) -> str:

@@ -137,4 +137,6 @@ def test_a_trusted_field_name_is_a_list_of_names() -> None:
     with pytest.raises(TypeError, match="trusted_fields must be a list of names, got the "
                                         "string 'id_'"):
         Tool(drive.list_files, trusted_fields="id_")
+    with pytest.raises(TypeError, match="trusted_fields must be a list of names, got '' in it"):
+        Tool(drive.list_files, trusted_fields=["id_", ""])
     assert Tool(drive.list_files, trusted_fields=["id_"]).trusted_fields == {"id_"}

@@ -92,7 +92,7 @@ class TrustRules:
                     raise TFMCPError(f"{option}: {pattern!r} matches none of its tools "
                                      f"({', '.join(names) or 'none'})")
         for info in listing:
-            guarded = self._trusted_args(info.name)
+            guarded = _names_for(info.name, self.trusted_args)
             known = set((info.input_schema or {}).get("properties") or {})
             unknown = sorted(guarded - known)
             if unknown:
@@ -106,9 +106,8 @@ class TrustRules:
     def of_tool(self, info: MCPToolInfo) -> ToolTrust:
         """The trust options of the listed tool ``info``."""
         name = info.name
-        guarded = self._trusted_args(name)
-        fields = frozenset().union(*(names for pattern, names in self.trusted_fields
-                                     if fnmatch.fnmatchcase(name, pattern)))
+        guarded = _names_for(name, self.trusted_args)
+        fields = _names_for(name, self.trusted_fields)
         policies = self.policies_for_all + tuple(
             policy for pattern, found in self.policies if fnmatch.fnmatchcase(name, pattern)
             for policy in found)
@@ -116,11 +115,6 @@ class TrustRules:
         return ToolTrust(side_effects=not read_only,
                          trusted_output=_matches(name, self.trusted_output),
                          trusted_fields=fields, trusted_args=guarded, policies=policies)
-
-    def _trusted_args(self, name: str) -> frozenset[str]:
-        return frozenset().union(*(names for pattern, names in self.trusted_args
-                                   if fnmatch.fnmatchcase(name, pattern)))
-
 
 def _names_by_pattern(rules: Mapping[str, Iterable[str]] | None, owner: str, option: str,
                       what: str) -> tuple[tuple[str, frozenset[str]], ...]:
@@ -135,6 +129,12 @@ def _names_by_pattern(rules: Mapping[str, Iterable[str]] | None, owner: str, opt
                             f"got {names!r}")
         found.append((_pattern(pattern, owner, option), frozenset(names)))
     return tuple(found)
+
+
+def _names_for(name: str, rules: Iterable[tuple[str, frozenset[str]]]) -> frozenset[str]:
+    """The names the patterns matching tool ``name`` declare, together."""
+    return frozenset().union(*(names for pattern, names in rules
+                               if fnmatch.fnmatchcase(name, pattern)))
 
 
 def _matches(name: str, patterns: Iterable[str]) -> bool:

@@ -182,7 +182,7 @@ def element_of(label: Any) -> Any:
     return label if label.__class__ is Fields else flat(label)
 
 
-def selected(label: Any, others: Any = 0) -> Any:
+def selected(label: Any, others: Any) -> Any:
     """The label of an element (or a reordering) of the value of ``label`` picked by
     ``others`` (a ``key`` function, a filter): records keep their trusted fields, since
     what picked them is a condition, not their data (strict mode uses :func:`result_of`,
