@@ -18,6 +18,7 @@ from dcbrain.llm import StreamingScriptedLLM, count_message_tokens, stream_llm_r
 from dcbrain.llm.fake_server import ScriptedOpenAIServer, ScriptedReply, load_script
 from dcbrain.llm.testing import token_pieces
 from dcbrain.retries import is_transient
+from support.fake_openai import FakeOpenAIServer
 
 MESSAGES = [{"role": "user", "content": "Write the plan"}]
 PLAN = "```tf_plan\nrate = exchange_rate(source='EUR', target='USD')\nreturn rate * 3\n```"
@@ -200,3 +201,15 @@ def test_the_embedded_model_streams_what_it_decodes() -> None:
     assert len(chunks) > 1
     assert "".join(chunks) == streamed.content == plain.content
     assert streamed.usage.completion_tokens == plain.usage.completion_tokens > 0
+
+
+async def test_a_server_that_ignores_stream_answers_with_one_completion(
+    fake_openai: FakeOpenAIServer,
+) -> None:
+    fake_openai.reply(PLAN, usage=(30, 12))
+    chunks: list[str] = []
+    llm = OpenAILLM("fake-model", base_url=fake_openai.base_url, api_key="k", max_retries=0)
+    reply = await llm.achat(MESSAGES, on_delta=chunks.append)
+    assert fake_openai.requests[0].json["stream"] is True
+    assert chunks == [PLAN] and reply.content == PLAN
+    assert (reply.usage.prompt_tokens, reply.usage.completion_tokens) == (30, 12)

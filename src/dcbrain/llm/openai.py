@@ -161,8 +161,14 @@ class OpenAILLM(ChatLLM):
         while True:
             tries += 1
             reply = StreamedReply(self.model)
+            stream = await self._create(params)
+            if not _is_event_stream(stream):  # a server that ignores "stream": one completion
+                whole = await self._unstreamed(stream, messages)
+                if whole.content:
+                    on_delta(whole.content)
+                return whole
             try:
-                await self._read_stream(await self._create(params), reply, on_delta)
+                await self._read_stream(stream, reply, on_delta)
             except TFLLMUnavailable:
                 if reply.chars or tries > self.max_retries:
                     raise
@@ -190,6 +196,18 @@ class OpenAILLM(ChatLLM):
             raise TFLLMUnavailable(
                 f"{self._where()}: the reply's stream ended after {reply.chars} characters "
                 "without a finish reason (cut short)")
+
+    async def _unstreamed(self, stream: Any, messages: list[dict[str, Any]]) -> LLMReply:
+        from openai.types.chat import ChatCompletion
+
+        try:
+            body = await stream.response.aread()
+            completion = ChatCompletion.model_validate_json(body)
+        except (httpx.HTTPError, ValueError) as exc:
+            raise TFLLMError(f"{self._where()}: malformed response: {exc}") from exc
+        finally:
+            await stream.close()
+        return self._reply(completion, messages)
 
     def _params(
         self,
@@ -350,6 +368,12 @@ class StreamedReply:
                  for index, (call_id, name, arguments) in sorted(self._calls.items())]
         return LLMReply(content="".join(self.parts), finish_reason=self.finish_reason,
                         usage=self.usage, model=self.model, tool_calls=calls)
+
+
+def _is_event_stream(stream: Any) -> bool:
+    response = getattr(stream, "response", None)
+    content_type = response.headers.get("content-type", "") if response is not None else ""
+    return "text/event-stream" in content_type.lower()
 
 
 def _retried_status(status: int) -> bool:
