@@ -155,3 +155,29 @@ def test_without_an_interval_every_chunk_is_an_event() -> None:
     for piece in ["x", " =", " 1"]:
         take(piece)
     assert [d.text for d in sent] == ["x", " =", " 1"]
+
+
+async def test_an_abort_while_the_plan_is_written_stops_the_stream() -> None:
+    import asyncio
+
+    from dcbrain.events import Event
+
+    written_once = asyncio.Event()
+
+    def on_event(event: Event) -> None:
+        if isinstance(event.payload, PlanDelta):
+            written_once.set()
+
+    with ScriptedOpenAIServer([plan(FIRST)], tokens_per_second=2) as server:
+        llm = OpenAILLM("scripted-model", base_url=server.base_url, api_key="none",
+                        max_retries=0)
+        brain = DCBrain(default_llm=llm, tools=[add])
+        run = asyncio.create_task(brain.async_run("q", on_event=on_event))
+        await written_once.wait()
+        assert brain.abort() is True
+        result = await run
+    assert (result.status, result.reason) == ("aborted", "aborted")
+    types = event_types(result.events)
+    assert "plan_delta" in types and "plan_created" not in types
+    (planner_call,) = [e for e in result.events if e["type"] == "call_finished"]
+    assert planner_call["status"] == "aborted"
