@@ -213,3 +213,14 @@ async def test_a_server_that_ignores_stream_answers_with_one_completion(
     assert fake_openai.requests[0].json["stream"] is True
     assert chunks == [PLAN] and reply.content == PLAN
     assert (reply.usage.prompt_tokens, reply.usage.completion_tokens) == (30, 12)
+
+
+async def test_a_malformed_completion_instead_of_a_stream_is_a_clear_error(
+    fake_openai: FakeOpenAIServer,
+) -> None:
+    from dcbrain.exceptions import TFLLMError
+
+    fake_openai.malformed(b"{not json")
+    llm = OpenAILLM("fake-model", base_url=fake_openai.base_url, api_key="k", max_retries=0)
+    with pytest.raises(TFLLMError, match="malformed response"):
+        await llm.achat(MESSAGES, on_delta=lambda text: None)

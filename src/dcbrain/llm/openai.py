@@ -201,13 +201,15 @@ class OpenAILLM(ChatLLM):
         from openai.types.chat import ChatCompletion
 
         try:
-            body = await stream.response.aread()
-            completion = ChatCompletion.model_validate_json(body)
+            data = json.loads(await stream.response.aread())
         except (httpx.HTTPError, ValueError) as exc:
             raise TFLLMError(f"{self._where()}: malformed response: {exc}") from exc
         finally:
             await stream.close()
-        return self._reply(completion, messages)
+        if not isinstance(data, dict):
+            raise TFLLMError(f"{self._where()}: malformed response: {_snippet(str(data))}")
+        # built as leniently as the SDK builds an unstreamed completion (no validation)
+        return self._reply(ChatCompletion.construct(**data), messages)
 
     def _params(
         self,
