@@ -301,6 +301,7 @@ def build_llms(config: Config) -> dict[str, ChatLLM]:
                 threads=spec.threads,
                 context_size=spec.context_size,
                 max_output_tokens=min(spec.max_output_tokens, 1024),
+                stream=spec.stream,
             )
             continue
         api_key = spec.api_key
@@ -316,6 +317,7 @@ def build_llms(config: Config) -> dict[str, ChatLLM]:
             max_retries=spec.max_retries,
             max_output_tokens=spec.max_output_tokens,
             structured_output=spec.structured_output,
+            stream=spec.stream,
         )
     problems.extend(environment_problems(config))
     if problems:

@@ -69,6 +69,8 @@ class LLMConfig(_Section):
     max_retries: int = Field(default=2, ge=0)
     max_output_tokens: PositiveInt = 4096
     structured_output: Literal["json_schema", "json_object", "prompt"] = "json_schema"
+    #: Ask for replies as a stream (the plan shown as it is written); off for servers that cannot.
+    stream: StrictBool = True
     # the local provider
     model_path: str | None = None
     threads: PositiveInt | None = None

@@ -40,6 +40,7 @@ class EventType(StrEnum):
     RUN_STARTED = "run_started"
     RUN_RESUMED = "run_resumed"
     STATE_CHANGED = "state_changed"
+    PLAN_DELTA = "plan_delta"
     PLAN_CREATED = "plan_created"
     PLAN_REVISED = "plan_revised"
     PLAN_FINISHED = "plan_finished"
@@ -155,6 +156,18 @@ class Budget(EventData):
 
 
 # -- plans -----------------------------------------------------------------------------
+
+
+class PlanDelta(EventData):
+    """Text the planner has just written, while it writes (its LLM streams): ``text``
+    follows the first ``offset`` characters of the reply. ``offset`` 0 starts a new
+    reply (a planner that asks again starts over). Sent at most about 20 times a second;
+    ``plan_created``/``plan_revised`` carry the whole plan once it is written."""
+
+    type: ClassVar[str] = EventType.PLAN_DELTA
+    iteration: int
+    offset: int
+    text: str
 
 
 class PlanCreated(EventData):
@@ -464,7 +477,8 @@ class StepFinished(EventData):
 #: Every event class a run emits, in the order ``docs/events.md`` lists them. A type
 #: that several producers emit has a class for each, told apart by their fields.
 EVENT_CLASSES: tuple[type[EventData], ...] = (
-    BrainRunStarted, AgentRunStarted, RunResumed, StateChanged, PlanCreated, PlanRevised,
+    BrainRunStarted, AgentRunStarted, RunResumed, StateChanged, PlanDelta, PlanCreated,
+    PlanRevised,
     PlanFinished, PlanCallStarted, LLMCallStarted, StepCallStarted, PlanCallFinished,
     LLMCallFinished, StepCallFinished, CallAbandoned, CallRetry, ApprovalRequested,
     ApprovalDecided, PolicyDenied, StepStarted, StepFinished,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,16 @@ class ScriptedLocalLLM(LocalLLM):
         content = self.replies.pop(0)
         return {"choices": [{"message": {"content": content}, "finish_reason": "stop"}],
                 "usage": {"prompt_tokens": 10, "completion_tokens": 5}}
+
+    def _complete_streaming(self, request: dict[str, Any], take: Callable[[Any], bool]) -> None:
+        """The streamed form of the same answer: its text in two chunks, then the usage."""
+        answer = self._complete(request)
+        content = answer["choices"][0]["message"]["content"]
+        half = len(content) // 2
+        for part in (content[:half], content[half:]):
+            take({"choices": [{"index": 0, "delta": {"content": part}, "finish_reason": None}]})
+        take({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+        take({"choices": [], "usage": answer["usage"]})
 
 
 class RecordingPlanner:

@@ -1,6 +1,7 @@
 """The web page in a real browser (Debian's chromium driven by Playwright).
 
-A message typed into the page starts a run; the page shows the plan, the revision as a
+A message typed into the page starts a run; the page shows the plan (growing while a
+streaming planner writes it), the revision as a
 diff (removed lines struck through, added lines highlighted), the parallel calls side by
 side, the state machine and the final answer, all from the live event stream. The server
 runs with its defaults, so it lists no conversations: the page lists the ones it started.
@@ -8,6 +9,7 @@ runs with its defaults, so it lists no conversations: the page lists the ones it
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 import threading
@@ -17,10 +19,11 @@ from typing import Any
 
 import pytest
 
-from dcbrain import Chain, ScriptedLLM
+from dcbrain import Chain, OpenAILLM, ScriptedLLM
 from dcbrain.brain import DCBrain
+from dcbrain.llm.fake_server import ScriptedOpenAIServer
 from dcbrain.memory import Memory
-from support.brain_scripts import plan, verdict
+from support.brain_scripts import add, plan, verdict
 from support.server_app import (
     PATIENCE_S,
     TRIP_ANSWER,
@@ -404,3 +407,64 @@ def test_the_page_shows_a_pending_approval_and_its_approve_button_resumes_the_ru
         finally:
             browser.close()
     assert paid == [("INV-7", 120)]
+
+
+STREAMED_PLAN = "a = add(a=1, b=2)\nb = add(a=a, b=3)\nc = add(a=b, b=4)\nreturn c"
+# Every change of the plan card, as the page shows it: written or whole, its lines.
+RECORD_PLAN_CARD = """() => {
+  window.planCard = [];
+  const box = document.getElementById("plan");
+  new MutationObserver(() => window.planCard.push({
+    writing: box.classList.contains("writing"),
+    lines: [...box.querySelectorAll(".code-line .src")].map((line) => line.innerText),
+  })).observe(box, { childList: true, subtree: true, characterData: true, attributes: true });
+}"""
+
+
+def test_the_page_shows_the_plan_growing_while_the_planner_writes_it(
+    serve: ServeFn, brains: BrainScripts, tmp_path: Path
+) -> None:
+    replies = [plan(STREAMED_PLAN), json.dumps(verdict(True))]
+    with ScriptedOpenAIServer(replies, tokens_per_second=30) as llm_server:
+
+        def streaming_brain(memory: Memory) -> DCBrain:
+            llm = OpenAILLM("scripted-model", base_url=llm_server.base_url, api_key="none",
+                            max_retries=0)
+            return DCBrain(default_llm=llm, tools=[add], memory=memory)
+
+        brains.then(streaming_brain)
+        expect = playwright_api.expect
+        with serve() as api, playwright_api.sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=str(CHROMIUM),
+                                                 args=CHROMIUM_ARGS)
+            try:
+                page = browser.new_page(viewport={"width": 1200, "height": 1200})
+                page.set_default_timeout(PATIENCE_S * 1000)
+                page.goto(api.base_url + "/")
+                page.evaluate(RECORD_PLAN_CARD)
+                page.fill("#message-input", "What is 1 + 2 + 3 + 4?")
+                page.click("#send")
+                expect(page.locator("#plan.writing")).to_be_visible()
+                expect(page.locator("#plan-meta")).to_have_text("writing · planning 1")
+                page.locator("#plan").screenshot(path=str(tmp_path / "plan-writing.png"))
+                expect(page.locator("#final-answer")).to_have_text("10")
+                expect(page.locator("#plan-meta")).to_have_text("first plan · planning 1")
+                snapshots: list[dict[str, Any]] = page.evaluate("window.planCard")
+            finally:
+                browser.close()
+        assert llm_server.requests[0]["stream"] is True
+    whole = STREAMED_PLAN.splitlines()
+    texts = ["\n".join(shot["lines"]).replace("\u200b", "").rstrip("▍")
+             for shot in snapshots if shot["writing"]]
+    # The reply's words come first; from its tf_plan fence on, the card shows the plan
+    # growing: each state the start of the plan and of the next state.
+    body = STREAMED_PLAN + "\n"  # the block's text up to its closing fence
+    first = next(i for i, text in enumerate(texts) if text and body.startswith(text))
+    growing = texts[first:]
+    assert all(body.startswith(text) for text in growing), texts
+    assert all(len(a) <= len(b) for a, b in itertools.pairwise(growing)), texts
+    assert len({text for text in growing if text.strip() != STREAMED_PLAN}) >= 3, texts
+    # ... then the whole plan, no longer being written.
+    last_writing = max(i for i, shot in enumerate(snapshots) if shot["writing"])
+    assert snapshots[-1]["lines"] == whole
+    assert not snapshots[-1]["writing"] and last_writing < len(snapshots) - 1

@@ -22,6 +22,7 @@ from dcbrain._jsonsafe import dumps
 from dcbrain.brain.base import answer_text
 from dcbrain.brain.context import BrainContext, BrainIntermediateResult
 from dcbrain.brain.control import RunControl
+from dcbrain.brain.plan_deltas import PlanDeltas
 from dcbrain.brain.plan_diff import ScriptDiff, plan_calls
 from dcbrain.brain.planner import Planner
 from dcbrain.brain.planner_view import PlannerView
@@ -30,6 +31,7 @@ from dcbrain.chain import AdditionalInfoPrompt
 from dcbrain.events import PlanCreated, PlanFinished, PlanRevised
 from dcbrain.exceptions import TFChainError
 from dcbrain.journal import CallJournal, JournalEntry, JournalKey
+from dcbrain.llm.observe import stream_llm_replies
 from dcbrain.messages import TextMessage
 from dcbrain.retries import is_transient
 from dcbrain.tfplan import extract_plan
@@ -186,7 +188,8 @@ async def ask_planner(
 ) -> None:
     """One planning: the planner asked about the question, its reply taken.
 
-    The reply is recorded in the run's journal; a replayed run gets the recorded reply.
+    While a planner's LLM streams, its text goes out as ``plan_delta`` events. The reply
+    is recorded in the run's journal; a replayed run gets the recorded reply (and no deltas).
     """
     key = JournalKey(ir.iterations, "", "__planner__", "", 0)
     entry = journal.lookup(key)
@@ -194,7 +197,12 @@ async def ask_planner(
         content = entry.result
     else:
         started = time.perf_counter()
-        reply = await control.interruptible("plan", planner.plan(planning))
+        deltas = PlanDeltas(recorder.emit, ir.iterations)
+        try:
+            with stream_llm_replies(deltas.open_reply):
+                reply = await control.interruptible("plan", planner.plan(planning))
+        finally:
+            deltas.close()
         content = reply.content
         await journal.arecord(JournalEntry(key, "llm", True, result=content,
                                            duration_s=time.perf_counter() - started,

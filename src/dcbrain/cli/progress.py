@@ -2,8 +2,10 @@
 
 Every event becomes a few lines (the state, the plan syntax-highlighted, each chain/tool
 call as it starts and ends, the diff of a revised plan, the validator's verdict); a
-spinner line underneath shows the state and the tokens used against the budget. Events
-may arrive from a plan's worker thread, so printing is serialized. Text from plans, tools
+spinner line underneath shows the state and the tokens used against the budget — and,
+while a streaming planner writes, the last lines of the plan so far (``plan_delta``), until
+the whole plan is printed. Events may arrive from a plan's worker thread, so printing is
+serialized. Text from plans, tools
 and LLMs is shown with its control characters escaped (:func:`terminal_text`) and never
 read as rich markup.
 """
@@ -39,6 +41,7 @@ from dcbrain.events import (
     PlanCallFinished,
     PlanCallStarted,
     PlanCreated,
+    PlanDelta,
     PlanFinished,
     PlanRevised,
     StateChanged,
@@ -48,6 +51,8 @@ from dcbrain.events import (
 )
 
 _MAX_VALUE_CHARS = 160
+#: Lines of the plan being written shown under the status line.
+WRITING_LINES = 12
 
 
 def _short(value: Any, limit: int = _MAX_VALUE_CHARS) -> str:
@@ -67,6 +72,8 @@ class ProgressView:
         self.tokens_used = 0
         self.max_tokens = 0
         self.models: list[str] = []
+        #: The planner's reply so far, while it is written (shown under the status line).
+        self.writing = ""
         self._lock = threading.Lock()
         self._status: Status | None = None
 
@@ -97,7 +104,14 @@ class ProgressView:
 
     def _status_text(self) -> Text:
         budget = f"{self.tokens_used:,}/{self.max_tokens:,} tokens" if self.max_tokens else ""
-        return Text.assemble((self.state, "bold"), f"  {budget}")
+        line = Text.assemble((self.state, "bold"), f"  {budget}")
+        if not self.writing:
+            return line
+        lines = terminal_text(self.writing).splitlines()
+        shown = lines[-WRITING_LINES:]
+        if len(lines) > len(shown):
+            shown = ["…", *shown]
+        return Text.assemble(line, ("  writing the plan:\n", "cyan"), ("\n".join(shown), "dim"))
 
     # -- events ------------------------------------------------------------------------
     def handle(self, event: Event) -> None:
@@ -117,13 +131,19 @@ class ProgressView:
             case AgentRunStarted():
                 return Text.assemble(("goal ", "bold"), terminal_text(payload.goal))
             case StateChanged():
+                self.writing = ""
                 self.state = terminal_text(payload.dest or self.state)
                 style = {"succeeded": "bold green", "failed": "bold red", "aborted": "bold red"}
                 return Text(f"● {self.state}", style=style.get(self.state, "bold cyan"))
+            case PlanDelta():
+                self.writing = payload.text if payload.offset == 0 else self.writing + payload.text
+                return None
             case PlanCreated():
+                self.writing = ""
                 return Panel(_plan_syntax(payload.plan or ""), title="plan",
                              title_align="left", border_style="cyan")
             case PlanRevised():
+                self.writing = ""
                 return self._revised(payload)
             case CallStarted():
                 return self._call_started(payload)

@@ -15,8 +15,9 @@ from dcbrain.llm.observe import (
     LLMObserver,
     llm_observer,
     observe_llm_calls,
+    stream_llm_replies,
 )
-from dcbrain.llm.testing import FunctionLLM, LLMCallInfo, ScriptedLLM
+from dcbrain.llm.testing import FunctionLLM, LLMCallInfo, ScriptedLLM, StreamingScriptedLLM
 from dcbrain.llm.tokens import cl100k_base_length, count_message_tokens
 
 __all__ = [
@@ -28,11 +29,13 @@ __all__ = [
     "LLMReply",
     "OpenAILLM",
     "ScriptedLLM",
+    "StreamingScriptedLLM",
     "ToolCall",
     "cl100k_base_length",
     "count_message_tokens",
     "llm_observer",
     "observe_llm_calls",
+    "stream_llm_replies",
 ]
 
 if TYPE_CHECKING:

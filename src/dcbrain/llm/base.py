@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dcbrain._jsonsafe import dumps
 from dcbrain._sync import run_sync
-from dcbrain.llm.observe import llm_observer, notify_call_failed
+from dcbrain.llm.observe import llm_observer, llm_reply_stream, notify_call_failed
 from dcbrain.llm.tokens import cl100k_base_length, count_message_tokens
 from dcbrain.usage import Usage
 
@@ -67,10 +68,17 @@ class ChatLLM(ABC):
     (and, when it has ``call_failed``, of a call that raised or was cancelled), counts the
     usage with ``cl100k_base`` when the provider reported none, and decodes JSON content
     when structured output was requested.
+
+    A provider that can stream sets ``stream`` and implements :meth:`_astream`; ``achat``
+    then streams when someone listens for the reply's text (its ``on_delta``, or
+    :func:`~dcbrain.llm.observe.stream_llm_replies` around the call) and returns the whole
+    reply all the same.
     """
 
     model: str
     max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS
+    #: Whether calls stream their reply when its text is listened for.
+    stream: bool = False
 
     def warm_up(self) -> None:  # noqa: B027 - optional: most providers load nothing lazily
         """Load what the first call would load lazily (a worker calls it before its first run)."""
@@ -83,25 +91,41 @@ class ChatLLM(ABC):
         tools: list[dict[str, Any]] | None = None,
         max_tokens: int | None = None,
         temperature: float | None = None,
+        on_delta: Callable[[str], None] | None = None,
     ) -> LLMReply:
         """Send ``messages`` and return the reply.
 
         ``json_schema`` asks for a JSON reply matching the schema; ``tools`` are OpenAI
-        ``tools=[...]`` entries the model may call instead of answering.
+        ``tools=[...]`` entries the model may call instead of answering. ``on_delta``
+        receives the reply's text chunk by chunk as it arrives, when the LLM streams
+        (``stream``); the chunks add up to the reply's ``content``.
         """
         observer = llm_observer.get()
         if observer is not None:
             budget = max_tokens if max_tokens is not None else self.max_output_tokens
             observer.before_call(self, messages, budget)
+        if on_delta is None and self.stream:
+            open_reply = llm_reply_stream.get()
+            on_delta = open_reply() if open_reply is not None else None
         started = time.perf_counter()
         try:
-            reply = await self._achat(
-                messages,
-                json_schema=json_schema,
-                tools=tools,
-                max_tokens=max_tokens,
-                temperature=temperature,
-            )
+            if on_delta is not None and self.stream:
+                reply = await self._astream(
+                    messages,
+                    json_schema=json_schema,
+                    tools=tools,
+                    max_tokens=max_tokens,
+                    temperature=temperature,
+                    on_delta=on_delta,
+                )
+            else:
+                reply = await self._achat(
+                    messages,
+                    json_schema=json_schema,
+                    tools=tools,
+                    max_tokens=max_tokens,
+                    temperature=temperature,
+                )
         except BaseException as exc:  # cancellation too: the reservation must be released
             if observer is not None:
                 notify_call_failed(observer, self, messages, exc, time.perf_counter() - started)
@@ -133,6 +157,25 @@ class ChatLLM(ABC):
         temperature: float | None,
     ) -> LLMReply:
         """Make the provider call. Raise :class:`TFLLMError` on provider failure."""
+
+    async def _astream(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        json_schema: dict[str, Any] | None,
+        tools: list[dict[str, Any]] | None,
+        max_tokens: int | None,
+        temperature: float | None,
+        on_delta: Callable[[str], None],
+    ) -> LLMReply:
+        """Make the provider call streaming: ``on_delta`` with each chunk of the reply's
+        text as it arrives, then the whole reply. A provider that sets ``stream``
+        overrides it; this one sends the whole text as one chunk."""
+        reply = await self._achat(messages, json_schema=json_schema, tools=tools,
+                                  max_tokens=max_tokens, temperature=temperature)
+        if reply.content:
+            on_delta(reply.content)
+        return reply
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model!r})"

@@ -19,7 +19,7 @@ import importlib.metadata
 import importlib.util
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -110,7 +110,8 @@ class LocalLLM(ChatLLM):
     ``grammar`` (GBNF) constrains every reply that has no ``json_schema``; ``examples``
     are few-shot messages placed after the system message (the embedded planner,
     :class:`~dcbrain.brain.local_planner.LocalPlanner`, sets all three).
-    Calls are serialized: one model, one decoding at a time.
+    Calls are serialized: one model, one decoding at a time. With ``stream`` (the default)
+    a call whose text is listened for gets it token by token as llama.cpp decodes.
     """
 
     def __init__(
@@ -125,7 +126,9 @@ class LocalLLM(ChatLLM):
         grammar: str | None = None,
         system_prompt: str | None = None,
         examples: Sequence[dict[str, str]] = (),
+        stream: bool = True,
     ) -> None:
+        self.stream = stream
         self.model_path = Path(model_path) if model_path is not None else None
         self.threads = threads or _default_threads()
         self.context_size = context_size
@@ -163,19 +166,48 @@ class LocalLLM(ChatLLM):
         max_tokens: int | None,
         temperature: float | None,
     ) -> LLMReply:
-        return await self._complete_once(messages, json_schema=json_schema,
-                                         max_tokens=max_tokens, temperature=temperature,
-                                         seed=self.seed)
+        request = self._request(messages, json_schema, max_tokens, temperature)
+        response = await asyncio.to_thread(self._complete, request)
+        return self._reply(response)
 
-    async def _complete_once(
+    async def _astream(
         self,
         messages: list[dict[str, Any]],
         *,
         json_schema: dict[str, Any] | None,
+        tools: list[dict[str, Any]] | None,
         max_tokens: int | None,
         temperature: float | None,
-        seed: int,
+        on_delta: Callable[[str], None],
     ) -> LLMReply:
+        """Decoded in a thread; each chunk's text goes to ``on_delta`` on the caller's loop.
+        A cancelled call stops the decoding at its next token."""
+        request = self._request(messages, json_schema, max_tokens, temperature)
+        request["stream"] = True
+        request["stream_options"] = {"include_usage": True}
+        loop = asyncio.get_running_loop()
+        stop = threading.Event()
+        reply = _LocalStream(self.model)
+
+        def take(chunk: Any) -> bool:
+            text = reply.add(chunk)
+            if text:
+                loop.call_soon_threadsafe(on_delta, text)
+            return stop.is_set()
+
+        try:
+            await asyncio.to_thread(self._complete_streaming, request, take)
+        finally:
+            stop.set()
+        return reply.reply()
+
+    def _request(
+        self,
+        messages: list[dict[str, Any]],
+        json_schema: dict[str, Any] | None,
+        max_tokens: int | None,
+        temperature: float | None,
+    ) -> dict[str, Any]:
         local_messages = self._messages(messages)
         if temperature is None:
             temperature = self.temperature
@@ -183,7 +215,7 @@ class LocalLLM(ChatLLM):
             "messages": local_messages,
             "max_tokens": min(max_tokens or self.max_output_tokens, self.max_output_tokens),
             "temperature": temperature,
-            "seed": seed,
+            "seed": self.seed,
         }
         if json_schema is not None:
             request["response_format"] = {
@@ -192,8 +224,7 @@ class LocalLLM(ChatLLM):
             }
         elif self.grammar is not None:
             request["grammar"] = self.grammar
-        response = await asyncio.to_thread(self._complete, request)
-        return self._reply(response)
+        return request
 
     def _messages(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         plain = plain_messages(messages)
@@ -214,6 +245,11 @@ class LocalLLM(ChatLLM):
             raise TFLLMError(f"{self.model}: completion failed: {detail}")
         return response
 
+    def _complete_streaming(self, request: dict[str, Any], take: Callable[[Any], bool]) -> None:
+        server = self._server()
+        with self._lock:
+            server.handle_chat_completions(request, take)
+
     def _reply(self, response: dict[str, Any]) -> LLMReply:
         try:
             choice = response["choices"][0]
@@ -229,6 +265,45 @@ class LocalLLM(ChatLLM):
             usage=Usage.of_call(self.model, prompt, completion),
             model=self.model,
         )
+
+
+class _LocalStream:
+    """A reply put together from llama.cpp's stream chunks (dicts in the OpenAI shape)."""
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.parts: list[str] = []
+        self.finish_reason: str | None = None
+        self.usage = Usage()
+        self.error: Any = None
+
+    def add(self, chunk: Any) -> str:
+        if not isinstance(chunk, dict):
+            return ""
+        if "error" in chunk:
+            self.error = chunk["error"]
+            return ""
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
+            self.usage = Usage.of_call(self.model, int(usage.get("prompt_tokens", 0)),
+                                       int(usage.get("completion_tokens", 0)))
+        text = ""
+        for choice in chunk.get("choices") or []:
+            if not isinstance(choice, dict):
+                continue
+            self.finish_reason = choice.get("finish_reason") or self.finish_reason
+            delta = choice.get("delta")
+            if isinstance(delta, dict) and isinstance(delta.get("content"), str):
+                text += delta["content"]
+        if text:
+            self.parts.append(text)
+        return text
+
+    def reply(self) -> LLMReply:
+        if self.error is not None:
+            raise TFLLMError(f"{self.model}: completion failed: {self.error}")
+        return LLMReply(content="".join(self.parts), finish_reason=self.finish_reason,
+                        usage=self.usage, model=self.model)
 
 
 def _maybe_model_path() -> Path | None:

@@ -8,11 +8,15 @@ new message) and, after a successful reply, ``after_call``. An observer may also
 ``call_failed`` (see :class:`LLMFailureObserver`): it is then told about every call that
 raised or was cancelled after ``before_call`` let it through, so it can give back what it
 reserved and close what it opened.
+
+:data:`llm_reply_stream` says where the text of streamed replies goes: set (with
+:func:`stream_llm_replies`) to a function that, for each call of an LLM that streams
+(``ChatLLM.stream``), returns the callback that receives that reply's text chunk by chunk.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -70,3 +74,21 @@ def observe_llm_calls(observer: LLMObserver | None) -> Iterator[None]:
         yield
     finally:
         llm_observer.reset(token)
+
+
+#: For each LLM call that streams its reply, the callback its text chunks go to.
+ReplyStream = Callable[[], Callable[[str], None]]
+
+llm_reply_stream: ContextVar[ReplyStream | None] = ContextVar("llm_reply_stream", default=None)
+
+
+@contextmanager
+def stream_llm_replies(open_reply: ReplyStream | None) -> Iterator[None]:
+    """Stream the replies of the LLM calls made inside the ``with`` block: each call of an
+    LLM that streams calls ``open_reply()`` once and gives the callback it returns the
+    reply's text as it arrives."""
+    token = llm_reply_stream.set(open_reply)
+    try:
+        yield
+    finally:
+        llm_reply_stream.reset(token)

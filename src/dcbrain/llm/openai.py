@@ -4,7 +4,8 @@ Retries with exponential backoff on 408/409/429/5xx and connection errors, honou
 ``Retry-After``, are the ``openai`` SDK's own; this module configures them
 (``max_retries``, default 2, and ``timeout``) and turns what is left into
 :class:`TFLLMError` — :class:`TFLLMUnavailable`, a transient error, when the SDK's
-retries ran out on one of those.
+retries ran out on one of those. A streamed reply is retried only until its first text
+arrives; a stream that breaks later is a :class:`TFLLMUnavailable` too.
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ import json
 import os
 import re
 import weakref
+from collections.abc import Callable
 from typing import Any, Literal
 
+import httpx
 import json_repair
 import openai
 
@@ -27,6 +30,9 @@ from dcbrain.usage import Usage
 StructuredOutput = Literal["json_schema", "json_object", "prompt"]
 
 _BODY_SNIPPET_CHARS = 500
+#: The wait before asking again for a stream that broke before its first text (doubling).
+_RETRY_DELAY_S = 0.5
+_MAX_RETRY_DELAY_S = 8.0
 
 
 class OpenAILLM(ChatLLM):
@@ -36,7 +42,9 @@ class OpenAILLM(ChatLLM):
     (``response_format`` with the schema; OpenAI, vLLM, Ollama, llama.cpp),
     ``"json_object"`` (JSON mode plus the schema in the system message; e.g. DeepSeek)
     or ``"prompt"`` (the schema in the system message only). ``api_key`` defaults to
-    ``$OPENAI_API_KEY``; servers that need none accept any value.
+    ``$OPENAI_API_KEY``; servers that need none accept any value. ``stream`` (on by
+    default) has a call whose text is listened for ask for the reply as server-sent
+    chunks; turn it off for a server that cannot stream.
     """
 
     def __init__(
@@ -53,6 +61,7 @@ class OpenAILLM(ChatLLM):
         strict_json_schema: bool = False,
         max_tokens_parameter: Literal["max_tokens", "max_completion_tokens"] = "max_tokens",
         extra_body: dict[str, Any] | None = None,
+        stream: bool = True,
     ) -> None:
         resolved_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         if not resolved_key:
@@ -69,6 +78,7 @@ class OpenAILLM(ChatLLM):
         self.strict_json_schema = strict_json_schema
         self.max_tokens_parameter = max_tokens_parameter
         self.extra_body = dict(extra_body or {})
+        self.stream = stream
         self._api_key = resolved_key
         self._headers = dict(extra_headers or {})
         # An SDK client holds connections bound to one event loop; the sync wrapper
@@ -123,6 +133,92 @@ class OpenAILLM(ChatLLM):
         max_tokens: int | None,
         temperature: float | None,
     ) -> LLMReply:
+        params = self._params(messages, json_schema, tools, max_tokens, temperature)
+        response = await self._create(params)
+        return self._reply(response, messages)
+
+    async def _astream(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        json_schema: dict[str, Any] | None,
+        tools: list[dict[str, Any]] | None,
+        max_tokens: int | None,
+        temperature: float | None,
+        on_delta: Callable[[str], None],
+    ) -> LLMReply:
+        """The reply as server-sent chunks, with the usage in the last (``include_usage``).
+
+        The SDK's retries cover the request until the stream begins; a stream that breaks
+        before any text arrived is asked for again (up to ``max_retries`` times), one that
+        breaks later is a :class:`TFLLMUnavailable` (transient: nothing half-written is
+        returned as a reply).
+        """
+        params = self._params(messages, json_schema, tools, max_tokens, temperature)
+        params["stream"] = True
+        params["stream_options"] = {"include_usage": True}
+        tries = 0
+        while True:
+            tries += 1
+            reply = StreamedReply(self.model)
+            stream = await self._create(params)
+            if not _is_event_stream(stream):  # a server that ignores "stream": one completion
+                whole = await self._unstreamed(stream, messages)
+                if whole.content:
+                    on_delta(whole.content)
+                return whole
+            try:
+                await self._read_stream(stream, reply, on_delta)
+            except TFLLMUnavailable:
+                if reply.chars or tries > self.max_retries:
+                    raise
+                await asyncio.sleep(min(_RETRY_DELAY_S * 2 ** (tries - 1), _MAX_RETRY_DELAY_S))
+                continue
+            return reply.reply()
+
+    async def _read_stream(
+        self, stream: Any, reply: StreamedReply, on_delta: Callable[[str], None]
+    ) -> None:
+        try:
+            async for chunk in stream:
+                text = reply.add(chunk)
+                if text:
+                    on_delta(text)
+        except (httpx.HTTPError, openai.APIError) as exc:
+            raise TFLLMUnavailable(
+                f"{self._where()}: the reply's stream broke after {reply.chars} characters: "
+                f"{type(exc).__name__}: {exc}") from exc
+        except ValueError as exc:
+            raise TFLLMError(f"{self._where()}: malformed stream chunk: {exc}") from exc
+        finally:
+            await stream.close()
+        if reply.finish_reason is None:
+            raise TFLLMUnavailable(
+                f"{self._where()}: the reply's stream ended after {reply.chars} characters "
+                "without a finish reason (cut short)")
+
+    async def _unstreamed(self, stream: Any, messages: list[dict[str, Any]]) -> LLMReply:
+        from openai.types.chat import ChatCompletion
+
+        try:
+            data = json.loads(await stream.response.aread())
+        except (httpx.HTTPError, ValueError) as exc:
+            raise TFLLMError(f"{self._where()}: malformed response: {exc}") from exc
+        finally:
+            await stream.close()
+        if not isinstance(data, dict):
+            raise TFLLMError(f"{self._where()}: malformed response: {_snippet(str(data))}")
+        # built as leniently as the SDK builds an unstreamed completion (no validation)
+        return self._reply(ChatCompletion.construct(**data), messages)
+
+    def _params(
+        self,
+        messages: list[dict[str, Any]],
+        json_schema: dict[str, Any] | None,
+        tools: list[dict[str, Any]] | None,
+        max_tokens: int | None,
+        temperature: float | None,
+    ) -> dict[str, Any]:
         params: dict[str, Any] = {"model": self.model, "messages": messages}
         if json_schema is not None:
             params.update(self._structured_output_params(messages, json_schema))
@@ -135,8 +231,12 @@ class OpenAILLM(ChatLLM):
             params["temperature"] = temperature
         if self.extra_body:
             params["extra_body"] = self.extra_body
+        return params
+
+    async def _create(self, params: dict[str, Any]) -> Any:
+        """The SDK's request (with its retries), its failures as :class:`TFLLMError`."""
         try:
-            response = await self._client().chat.completions.create(**params)
+            return await self._client().chat.completions.create(**params)
         except openai.APIStatusError as exc:
             error = TFLLMUnavailable if _retried_status(exc.status_code) else TFLLMError
             raise error(
@@ -152,7 +252,6 @@ class OpenAILLM(ChatLLM):
             raise TFLLMUnavailable(f"{self._where()}: connection failed: {cause}") from exc
         except (openai.OpenAIError, ValueError) as exc:
             raise TFLLMError(f"{self._where()}: malformed response: {exc}") from exc
-        return self._reply(response, messages)
 
     def _structured_output_params(
         self, messages: list[dict[str, Any]], json_schema: dict[str, Any]
@@ -222,6 +321,61 @@ class OpenAILLM(ChatLLM):
 
     def _where(self) -> str:
         return f"OpenAILLM({self.model!r}) at {self.base_url or 'api.openai.com'}"
+
+
+class StreamedReply:
+    """A streamed reply put together from its chunks: text, tool calls, finish reason, usage."""
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.parts: list[str] = []
+        self.chars = 0
+        self.finish_reason: str | None = None
+        self.usage = Usage()
+        # tool calls by index: id, name and the arguments' JSON text as it arrives
+        self._calls: dict[int, list[str]] = {}
+
+    def add(self, chunk: Any) -> str:
+        """Take one chunk; returns its new text."""
+        self.model = getattr(chunk, "model", None) or self.model
+        reported = getattr(chunk, "usage", None)
+        if reported is not None and reported.prompt_tokens is not None:
+            self.usage = Usage.of_call(self.model, reported.prompt_tokens,
+                                       reported.completion_tokens or 0)
+        text = ""
+        for choice in getattr(chunk, "choices", None) or []:
+            if getattr(choice, "index", 0) != 0:
+                continue
+            self.finish_reason = getattr(choice, "finish_reason", None) or self.finish_reason
+            delta = getattr(choice, "delta", None)
+            if delta is None:
+                continue
+            text += delta.content or ""
+            for call in getattr(delta, "tool_calls", None) or []:
+                entry = self._calls.setdefault(call.index, ["", "", ""])
+                entry[0] = call.id or entry[0]
+                function = call.function
+                if function is not None:
+                    entry[1] += function.name or ""
+                    entry[2] += function.arguments or ""
+        if text:
+            self.parts.append(text)
+            self.chars += len(text)
+        return text
+
+    def reply(self) -> LLMReply:
+        """The whole reply; no usage when the server sent none (``achat`` counts it)."""
+        calls = [ToolCall(id=call_id or f"call_{index}", name=name,
+                          arguments=_decode_arguments(arguments))
+                 for index, (call_id, name, arguments) in sorted(self._calls.items())]
+        return LLMReply(content="".join(self.parts), finish_reason=self.finish_reason,
+                        usage=self.usage, model=self.model, tool_calls=calls)
+
+
+def _is_event_stream(stream: Any) -> bool:
+    response = getattr(stream, "response", None)
+    content_type = response.headers.get("content-type", "") if response is not None else ""
+    return "text/event-stream" in content_type.lower()
 
 
 def _retried_status(status: int) -> bool:

@@ -8,6 +8,7 @@ requests (messages and options).
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import inspect
 import json
@@ -17,7 +18,7 @@ from typing import Any, TypeAlias
 
 from dcbrain.exceptions import TFScriptExhaustedError
 from dcbrain.llm.base import ChatLLM, LLMReply, ToolCall
-from dcbrain.llm.tokens import cl100k_base_length, count_message_tokens
+from dcbrain.llm.tokens import cl100k_base, cl100k_base_length, count_message_tokens
 from dcbrain.usage import Usage
 
 ScriptEntry: TypeAlias = str | dict[str, Any] | LLMReply | ToolCall | list[ToolCall] | BaseException
@@ -201,3 +202,62 @@ def _last_text(messages: list[dict[str, Any]]) -> str:
         if isinstance(content, str) and content:
             return content[:200]
     return ""
+
+
+class StreamingScriptedLLM(ScriptedLLM):
+    """A :class:`ScriptedLLM` that streams: a reply's text arrives one ``cl100k_base``
+    token at a time (``tokens_per_second`` paces them; ``None``: as fast as the loop
+    goes), as a real provider's stream would, when the call's text is listened for
+    (``achat(on_delta=...)`` or a run showing its plan as it is written)."""
+
+    stream = True
+
+    def __init__(
+        self,
+        replies: Iterable[ScriptEntry],
+        *,
+        tokens_per_second: float | None = None,
+        model: str = "scripted-stream",
+        max_output_tokens: int = 4096,
+    ) -> None:
+        super().__init__(replies, model=model, max_output_tokens=max_output_tokens)
+        if tokens_per_second is not None and tokens_per_second <= 0:
+            raise ValueError(f"tokens_per_second must be positive, got {tokens_per_second}")
+        self.tokens_per_second = tokens_per_second
+
+    async def _astream(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        json_schema: dict[str, Any] | None,
+        tools: list[dict[str, Any]] | None,
+        max_tokens: int | None,
+        temperature: float | None,
+        on_delta: Callable[[str], None],
+    ) -> LLMReply:
+        reply = await self._achat(messages, json_schema=json_schema, tools=tools,
+                                  max_tokens=max_tokens, temperature=temperature)
+        pause = 0.0 if self.tokens_per_second is None else 1.0 / self.tokens_per_second
+        for piece in token_pieces(reply.content):
+            await asyncio.sleep(pause)
+            on_delta(piece)
+        return reply
+
+
+def token_pieces(text: str) -> list[str]:
+    """``text`` cut at its ``cl100k_base`` token boundaries (pieces that add up to it)."""
+    if not text:
+        return []
+    encoding = cl100k_base()
+    pieces: list[str] = []
+    pending = b""
+    for token in encoding.encode(text, disallowed_special=()):
+        pending += encoding.decode_single_token_bytes(token)
+        try:
+            pieces.append(pending.decode("utf-8"))
+        except UnicodeDecodeError:  # a character split across tokens: wait for its end
+            continue
+        pending = b""
+    if pending:
+        pieces.append(pending.decode("utf-8", errors="replace"))
+    return pieces

@@ -34,6 +34,7 @@ function newRun(runId) {
     maxIterations: 0,
     callables: new Set(),
     plans: [],          // {plan, iteration, revision}
+    writing: null,      // {iteration, text}: the planner's reply while it is written
     revisions: [],      // plan_revised events
     timeline: [],       // {kind: "phase"|"verdict"} | {kind: "call", call} | {kind: "group", columns}
     calls: new Map(),   // "kind:call_id" -> the call in flight or last seen under that id
@@ -69,14 +70,26 @@ function apply(run, event) {
       });
       break;
     case "state_changed":
+      if (event.dest !== "planning") run.writing = null;
       run.state = event.dest;
       run.visited.add(event.dest);
       if (event.dest === "planning") {
         run.timeline.push({ kind: "phase", label: `Planning ${run.iterationsUsed + 1}` });
       }
       break;
+    case "plan_delta": {
+      // Text after the first `offset` characters of the reply; offset 0 starts a new reply.
+      const writing = run.writing;
+      if (event.offset === 0 || !writing || writing.iteration !== event.iteration) {
+        if (event.offset === 0) run.writing = { iteration: event.iteration, text: event.text };
+      } else if (event.offset === writing.text.length) {
+        writing.text += event.text;
+      }
+      break;
+    }
     case "plan_created":
     case "plan_revised":
+      run.writing = null;
       run.plans.push({ plan: event.plan || "", iteration: event.iteration, revision: event.revision });
       if (event.type === "plan_revised") run.revisions.push(event);
       run.timeline.push({ kind: "phase", label: `Plan ${event.revision + 1} runs` });
@@ -235,8 +248,38 @@ function renderBudget(run) {
   $("iterations-fill").style.width = `${(iterationShare * 100).toFixed(1)}%`;
 }
 
+// The plan part of a reply being written: what follows its ```tf_plan fence, up to the end.
+function planBeingWritten(text) {
+  const fence = text.indexOf("```tf_plan");
+  if (fence < 0) return text;
+  const body = text.slice(text.indexOf("\n", fence) + 1 || text.length);
+  const end = body.indexOf("```");
+  return end < 0 ? body : body.slice(0, end);
+}
+
+function renderWriting(run) {
+  const box = $("plan");
+  box.classList.add("writing");
+  $("plan-meta").textContent = `writing · planning ${run.writing.iteration}`;
+  const table = el("div", { class: "code-lines" });
+  const text = planBeingWritten(run.writing.text);
+  text.split("\n").forEach((line, index) => {
+    table.append(el("div", { class: "code-line" }, [
+      el("span", { class: "ln", text: String(index + 1) }),
+      el("code", { class: "src" }, highlight(line, run.callables)),
+    ]));
+  });
+  table.lastChild.querySelector(".src").append(el("span", { class: "caret", text: "▍" }));
+  box.replaceChildren(table);
+}
+
 function renderPlan(run) {
   const box = $("plan");
+  if (run.writing) {
+    renderWriting(run);
+    return;
+  }
+  box.classList.remove("writing");
   const current = run.plans[run.plans.length - 1];
   if (!current) {
     box.replaceChildren(el("div", { class: "muted pad", text: "No plan yet." }));

@@ -1,0 +1,97 @@
+"""The plan as the planner writes it: its LLM's streamed text as ``plan_delta`` events.
+
+:class:`PlanDeltas` listens for the planner's LLM calls (``stream_llm_replies``) and
+coalesces their chunks, so a fast model sends at most :data:`MAX_DELTAS_PER_SECOND`
+events however many tokens it writes: the first chunk goes out at once, later ones wait
+for the rest of the interval (a timer on the event loop sends what is pending, so a model
+that pauses is still shown), and what is left goes out when the reply ends — before the
+whole plan is announced.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from dcbrain.events import EventData, PlanDelta
+
+#: At most this many ``plan_delta`` events a second.
+MAX_DELTAS_PER_SECOND = 20
+
+
+class PlanDeltas:
+    """Turns the planner's streamed text of one planning into ``plan_delta`` events."""
+
+    def __init__(
+        self,
+        emit: Callable[[EventData], Any],
+        iteration: int,
+        *,
+        interval_s: float = 1.0 / MAX_DELTAS_PER_SECOND,
+    ) -> None:
+        self._emit = emit
+        self.iteration = iteration
+        self.interval_s = interval_s
+        self._lock = threading.Lock()
+        self._pending: list[str] = []
+        self._start = 0  # offset of the pending text in its reply
+        self._offset = 0  # characters of the current reply received
+        self._last = float("-inf")
+        self._timer: asyncio.TimerHandle | None = None
+        self._closed = False
+
+    def open_reply(self) -> Callable[[str], None]:
+        """A planner's LLM call begins a reply: what is pending of the previous one goes
+        out first, and offsets start again at 0."""
+        self.flush()
+        with self._lock:
+            self._offset = self._start = 0
+        return self._take
+
+    def _take(self, text: str) -> None:
+        if not text:
+            return
+        with self._lock:
+            if self._closed:
+                return
+            if not self._pending:
+                self._start = self._offset
+            self._pending.append(text)
+            self._offset += len(text)
+            wait = self._last + self.interval_s - time.monotonic()
+            if wait > 0:
+                self._schedule(wait)
+                return
+        self.flush()
+
+    def _schedule(self, wait: float) -> None:
+        """Send the pending text in ``wait`` seconds (called with the lock held)."""
+        if self._timer is not None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # a chunk from outside a loop: it goes with the next one
+            return
+        self._timer = loop.call_later(wait, self.flush)
+
+    def flush(self) -> None:
+        """Send what is pending as one event."""
+        with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            if not self._pending:
+                return
+            text, start = "".join(self._pending), self._start
+            self._pending.clear()
+            self._last = time.monotonic()
+        self._emit(PlanDelta(iteration=self.iteration, offset=start, text=text))
+
+    def close(self) -> None:
+        """The planning ended: the rest goes out now, later chunks are dropped."""
+        self.flush()
+        with self._lock:
+            self._closed = True
