@@ -312,3 +312,49 @@ def test_a_failing_predicate_is_an_error_at_the_call_and_nothing_runs() -> None:
         interpreter.evaluate('x = 1\nreturn send_money(recipient="x", amount=1)')
     assert failed.value.line == 2
     assert bank.calls == []
+
+
+def test_a_run_waiting_for_a_decision_is_in_state_waiting_everywhere() -> None:
+    bank = Bank()
+    brain = bank_brain(bank, [plan(PAY)], [verdict(True)])
+
+    async def main() -> list[Any]:
+        events: list[Any] = []
+
+        async def follow() -> None:
+            async for event in brain.astream("pay", conversation_id="c1"):
+                events.append(event.to_dict())
+                if event.to_dict().get("dest") == "waiting":
+                    [run] = brain.runs
+                    assert run.state == "waiting"  # the run, its events and the board agree
+                    [request] = brain.pending_approvals(run.run_id)
+                    await brain.approve(run.run_id, request.call_id)
+
+        await follow()
+        return events
+
+    events = asyncio.run(main())
+    moves = [(e["source"], e["dest"]) for e in events if e["type"] == "state_changed"]
+    assert moves == [("init", "init"), ("init", "planning"), ("planning", "running"),
+                     ("running", "waiting"), ("waiting", "running"), ("running", "succeeded")]
+    asked = next(i for i, e in enumerate(events) if e["type"] == "approval_requested")
+    waiting = next(i for i, e in enumerate(events) if e.get("dest") == "waiting")
+    assert asked < waiting  # what it waits for is known when it says it waits
+    assert events[-1]["status"] == "succeeded"
+
+
+def test_an_aborted_waiting_run_leaves_state_waiting_for_aborted() -> None:
+    bank = Bank()
+    brain = bank_brain(bank, [plan(PAY)], [verdict(True)])
+
+    async def main() -> Any:
+        task = asyncio.create_task(brain.async_run("pay", conversation_id="c1"))
+        while not brain.runs or brain.runs[0].state != "waiting":
+            await asyncio.sleep(0.01)
+        assert brain.abort()
+        return await task
+
+    result = asyncio.run(main())
+    moves = [(e["source"], e["dest"]) for e in of_type(result, "state_changed")]
+    assert moves[-2:] == [("running", "waiting"), ("waiting", "aborted")]
+    assert bank.count("send_money") == 0

@@ -3,11 +3,16 @@
 The machine, declared below as data, mirrors the brain lifecycle's diagram::
 
     init ──plan──▶ planning ──exec_plan──▶ running ──succeed──▶ succeeded
-                    │  ▲  │                  │  │
+                    │  ▲  │                  │  │ ▲
                     │  │  └──succeed──▶ succeeded (direct answer)
-                    │  └───────plan──────────┘  └──fail──▶ failed
+                    │  └───────plan──────────┘  │ └─resume── waiting (for approvals)
+                    │                           ├──wait──────▶ waiting
+                    │                           └──fail──▶ failed
                     └──fail──▶ failed (budget stops while planning)
     any state ──abort──▶ aborted        any state ──init──▶ init
+
+``waiting`` is the seed's ``running`` paused: its plan reached calls that need a
+person's decision, and it holds no thread or sandbox worker until they are decided.
 
 A run owns everything that changes while it works: its attempts (the intermediate
 result), token budget, event recorder, clock, call journal and abort control. The
@@ -79,7 +84,8 @@ class BrainRun:
     clock, input mailbox, subscribers): see :class:`~dcbrain.brain.deps.RunDeps`.
     """
 
-    states: ClassVar[list[str]] = ["init", "planning", "running", "succeeded", "failed", "aborted"]
+    states: ClassVar[list[str]] = ["init", "planning", "running", "waiting", "succeeded",
+                                   "failed", "aborted"]
     transitions: ClassVar[list[dict[str, Any]]] = [
         {"trigger": "init", "source": "*", "dest": "init"},
         {
@@ -96,6 +102,9 @@ class BrainRun:
             "dest": "running",
             "conditions": "condition_exec_plan",
         },
+        # A plan stopped at calls that need approval; decided, it runs on.
+        {"trigger": "wait", "source": "running", "dest": "waiting"},
+        {"trigger": "resume", "source": "waiting", "dest": "running"},
         {
             "trigger": "succeed",
             "source": ["planning", "running"],
@@ -391,8 +400,8 @@ class BrainRun:
         A plan that reached calls needing approval stops there; once they are decided it
         runs again from the journal (its finished calls are not made again).
         """
-        if self.ir.current_plan is None:
-            return
+        if self.ir.current_plan is None or event.event.name == "resume":
+            return  # back from waiting: the loop below that waited goes on
         while True:
             self.gate.take_pending()
             await run_plan(self.ir, self._interpreter(self.plan_calls), self.recorder,
@@ -404,7 +413,7 @@ class BrainRun:
             await self._wait_for_approvals(requests)
 
     async def _wait_for_approvals(self, requests: list[ApprovalRequest]) -> None:
-        """Ask for decisions on ``requests`` and wait for them (status ``waiting``)."""
+        """Ask for decisions on ``requests`` and wait for them in state ``waiting``."""
         requests = with_plan(requests, self.ir.current_plan or "")
         await self.desk.open(self.run_id, requests)
         for request in requests:
@@ -413,11 +422,13 @@ class BrainRun:
                 tool=request.tool, arguments=request.arguments, args_hash=request.args_hash,
                 line=request.line, col=request.col, why=request.why, plan=request.plan,
                 expires_at=request.expires_at))
+        await self.trigger("wait")
         decisions = await self.control.interruptible(
             "run", self.desk.wait(self.run_id, requests, clock=self.clock))
         self.waited_s += max((decision.waited_s for decision in decisions), default=0.0)
         for decision in decisions:
             self._take_decision(decision)
+        await self.trigger("resume")
 
     async def _take_earlier_decisions(self) -> None:
         """The decisions earlier executions of this run waited for (a durable run's)."""

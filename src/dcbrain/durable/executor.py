@@ -192,7 +192,9 @@ class RunExecutor:
         if execution <= 1:
             return None
         events = self.store.events(run.run_id)
-        waited = bool(events) and events[-1].get("type") == EventType.APPROVAL_REQUESTED
+        last = events[-1] if events else {}
+        waited = last.get("type") == EventType.APPROVAL_REQUESTED or (
+            last.get("type") == EventType.STATE_CHANGED and last.get("dest") == WAITING)
         return resumption(events, execution, APPROVALS_DECIDED if waited else WORKER_LOST)
 
     async def _contained(self, live: LiveRun) -> RunOutcome:
