@@ -26,9 +26,11 @@ flight), from any task or thread. The work of each phase lives in its own module
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import uuid
 from collections.abc import Callable, Coroutine
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from transitions import EventData
@@ -37,6 +39,8 @@ from dcbrain.approvals import (
     ApprovalDecision,
     ApprovalDesk,
     ApprovalRequest,
+    ask_handler,
+    decision_for,
     waited_s,
     with_plan,
 )
@@ -73,6 +77,11 @@ if TYPE_CHECKING:
     from dcbrain.brain.dc_brain import DCBrain
 
 __all__ = ["BrainRun", "Clock"]
+
+logger = logging.getLogger("dcbrain.brain")
+
+#: ``decided_by`` of a decision an ``on_approval`` handler took.
+BY_HANDLER = "on_approval"
 
 
 class BrainRun:
@@ -128,6 +137,7 @@ class BrainRun:
         run_id: str | None = None,
         deps: RunDeps | None = None,
         output_type: Any = None,
+        wait_for_approvals: bool = True,
     ) -> None:
         deps = deps if deps is not None else RunDeps()
         self.brain = brain
@@ -164,6 +174,10 @@ class BrainRun:
         self.desk: ApprovalDesk = deps.approvals if deps.approvals is not None \
             else brain.approvals
         self.gate = ApprovalGate(timeout_s=brain.approval_timeout_s)
+        #: ``False``: the run ends its execution when its calls wait for decisions
+        #: (:attr:`suspended` holds them) instead of waiting for them.
+        self.wait_for_approvals = wait_for_approvals
+        self.suspended: list[ApprovalRequest] = []
         #: Seconds spent waiting for decisions: they do not count against the timeout.
         self.waited_s = 0.0
         self.started = 0.0
@@ -225,7 +239,8 @@ class BrainRun:
         ))
         try:
             await self._take_earlier_decisions()
-            await self._commit(self.message)
+            if self.resumed is None or not self.resumed.question_kept:
+                await self._commit(self.message)
             with observe_llm_calls(self.budget):
                 await self._drive()
         except RunSuspended:
@@ -413,22 +428,66 @@ class BrainRun:
             await self._wait_for_approvals(requests)
 
     async def _wait_for_approvals(self, requests: list[ApprovalRequest]) -> None:
-        """Ask for decisions on ``requests`` and wait for them in state ``waiting``."""
-        requests = with_plan(requests, self.ir.current_plan or "")
-        await self.desk.open(self.run_id, requests)
+        """Ask for decisions on ``requests`` (the brain's ``on_approval`` first) and wait
+        for the ones left in state ``waiting`` — or, told not to wait, end this execution
+        (:class:`RunSuspended`) with them in :attr:`suspended`."""
+        requests = [replace(request, run_id=self.run_id)
+                    for request in with_plan(requests, self.ir.current_plan or "")]
+        answered = await self._ask_handler(requests)
+        pending = [request for request in requests if request.call_id not in answered]
+        if pending:
+            await self.desk.open(self.run_id, pending)
         for request in requests:
             self.recorder.emit(ApprovalRequested(
                 call_id=request.call_id, kind=request.kind,  # type: ignore[arg-type]
                 tool=request.tool, arguments=request.arguments, args_hash=request.args_hash,
                 line=request.line, col=request.col, why=request.why, plan=request.plan,
                 expires_at=request.expires_at))
+        for decision in answered.values():
+            self._take_decision(decision)
+        if not pending:
+            return
         await self.trigger("wait")
+        if not self.wait_for_approvals:
+            self.suspended = pending
+            raise RunSuspended(self.run_id)
         decisions = await self.control.interruptible(
-            "run", self.desk.wait(self.run_id, requests, clock=self.clock))
+            "run", self.desk.wait(self.run_id, pending, clock=self.clock))
         self.waited_s += max((decision.waited_s for decision in decisions), default=0.0)
         for decision in decisions:
             self._take_decision(decision)
         await self.trigger("resume")
+
+    async def _ask_handler(self, requests: list[ApprovalRequest]
+                           ) -> dict[str, ApprovalDecision]:
+        """The decisions the brain's ``on_approval`` handler took, by call id; one that
+        fails is reported on the run (an ``error`` event and the log) and its request
+        stays pending."""
+        handler = self.brain.on_approval
+        answered: dict[str, ApprovalDecision] = {}
+        if handler is None:
+            return answered
+        for request in requests:
+            try:
+                answer = await self.control.interruptible("run", ask_handler(handler, request))
+            except AbortRequested:
+                raise
+            except Exception as exc:
+                self.report_error("on_approval", f"on_approval failed on call "
+                                  f"{request.call_id} ({request.tool}); it waits for a "
+                                  f"decision: {type(exc).__name__}: {exc}", exc)
+                continue
+            if answer is not None:
+                answered[request.call_id] = decision_for(
+                    request, approved=answer[0], reason=answer[1], by=BY_HANDLER)
+        return answered
+
+    def report_error(self, source: str, error: str, exc: BaseException | None = None) -> None:
+        """Tell the run's readers (an ``error`` event) and the log of a failure the run
+        survives."""
+        logger.error("run %s: %s", self.run_id, error, exc_info=exc,
+                     extra={"run_id": self.run_id, "source": source})
+        self.recorder.emit(ErrorEvent(source=source, error=error))
 
     async def _take_earlier_decisions(self) -> None:
         """The decisions earlier executions of this run waited for (a durable run's)."""
