@@ -71,20 +71,13 @@ class Event:
 Subscriber = Callable[[Event], None]
 
 
-def _reports_a_subscriber(payload: EventData) -> bool:
-    """Whether ``payload`` is the report of a failed subscriber (not reported again)."""
-    return getattr(payload, "source", None) == "subscriber" and payload.type == "error"
-
-
 class EventLog:
     """Numbers the events of one run in order and fans them out to subscribers.
 
     Thread-safe. A subscriber that raises is skipped for that event only; the run never
-    fails because an observer did, and never hides it: the failure is logged (with its
-    traceback) and told to the run's readers as an ``error`` event (``source:
-    "subscriber"``), so an app whose callback failed on ``approval_requested`` hears of it.
-    Once :meth:`seal` is called (the run's final event went out) later events are dropped,
-    so nothing follows ``final``.
+    fails because an observer did (a brain's run also reports it: see
+    :class:`~dcbrain.brain.trace.RunRecorder`). Once :meth:`seal` is called (the run's final event
+    went out) later events are dropped, so nothing follows ``final``.
     """
 
     def __init__(self, run_id: str | None = None, first_seq: int = 0) -> None:
@@ -112,21 +105,12 @@ class EventLog:
             event = Event(payload=payload, seq=self.first_seq + len(self.events),
                           run_id=self.run_id)
             self.events.append(event)
-            failures: list[str] = []
             for subscriber in list(self._subscribers):
                 try:
                     subscriber(event)
-                except Exception as exc:  # an observer's bug must not end the run
-                    name = getattr(subscriber, "__qualname__", type(subscriber).__name__)
-                    failures.append(f"event subscriber {name} failed on {event.type} event "
-                                    f"{event.seq}: {type(exc).__name__}: {exc}")
-                    logger.error("run %s: %s", self.run_id, failures[-1], exc_info=True,
-                                 extra={"run_id": self.run_id, "source": "subscriber"})
-            if failures and not _reports_a_subscriber(payload):
-                from dcbrain.events import ErrorEvent
-
-                for failure in failures:
-                    self.emit(ErrorEvent(source="subscriber", error=failure))
+                except Exception:  # an observer's bug must not end the run
+                    logger.warning("an event subscriber failed on %s event %d of run %s",
+                                   event.type, event.seq, self.run_id, exc_info=True)
         return event
 
     def seal(self) -> None:
