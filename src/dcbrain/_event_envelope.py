@@ -75,7 +75,8 @@ class EventLog:
     """Numbers the events of one run in order and fans them out to subscribers.
 
     Thread-safe. A subscriber that raises is skipped for that event only; the run never
-    fails because an observer did. Once :meth:`seal` is called (the run's final event
+    fails because an observer did (a brain's run also reports it: see
+    :class:`~dcbrain.brain.trace.RunRecorder`). Once :meth:`seal` is called (the run's final event
     went out) later events are dropped, so nothing follows ``final``.
     """
 

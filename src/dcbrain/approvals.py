@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import inspect
 import threading
 import time
 from collections import OrderedDict
@@ -81,6 +82,8 @@ class ApprovalRequest:
     plan: str = ""
     timeout_s: float = DEFAULT_APPROVAL_TIMEOUT_S
     requested_at: float = 0.0
+    #: The run that wants to make the call (what :meth:`DCBrain.approve` takes).
+    run_id: str = ""
 
     @property
     def expires_at(self) -> float:
@@ -156,6 +159,36 @@ def waited_s(decisions: Iterable[ApprovalDecision]) -> float:
     return sum(rounds.values())
 
 
+#: What an ``on_approval`` handler answers: ``True`` (approve), ``False`` (deny),
+#: ``(approved, reason)``, or ``None`` to leave the request pending for someone else.
+ApprovalAnswer = bool | tuple[bool, str] | None
+#: ``DCBrain(on_approval=...)``: sees every request as it opens, sync or async.
+ApprovalHandler = Callable[[ApprovalRequest], "ApprovalAnswer | Awaitable[ApprovalAnswer]"]
+
+
+async def ask_handler(handler: ApprovalHandler,
+                      request: ApprovalRequest) -> tuple[bool, str] | None:
+    """``handler``'s answer on ``request`` as ``(approved, reason)``, ``None`` when it left
+    it pending. A sync handler runs in a thread (it may block); an answer of another type
+    raises :class:`TypeError` naming it."""
+    if inspect.iscoroutinefunction(handler):
+        answer = await handler(request)
+    else:
+        answer = await asyncio.to_thread(handler, request)
+        if inspect.isawaitable(answer):
+            answer = await answer
+    if answer is None:
+        return None
+    if isinstance(answer, bool):
+        return answer, ""
+    if (isinstance(answer, tuple) and len(answer) == 2 and isinstance(answer[0], bool)
+            and isinstance(answer[1], str)):
+        return answer[0], answer[1]
+    raise TypeError(f"on_approval returned {type(answer).__name__} {answer!r:.80} for call "
+                    f"{request.call_id} ({request.tool}): expected True, False, "
+                    "(approved, reason) or None")
+
+
 class ApprovalDesk(Protocol):
     """Where a run's requests go and its decisions come from."""
 
@@ -203,7 +236,22 @@ class ApprovalBoard:
         self.on_request: list[Callable[[str, ApprovalRequest], None]] = []
 
     async def decisions(self, run_id: str) -> Sequence[ApprovalDecision]:
-        return ()
+        """Decisions taken while the run was not executing (it returned ``waiting``)."""
+        with self._lock:
+            waiting = self._runs.get(run_id)
+            if waiting is None or waiting.loop is not None:
+                return ()
+            return list(waiting.decided.values())
+
+    def close(self, run_id: str) -> None:
+        """The run is done with its requests: a later decision on them is a conflict."""
+        with self._lock:
+            ended = self._runs.pop(run_id, None)
+            if ended is not None:  # a second decision on these is a conflict, not unknown
+                for call_id in ended.decided:
+                    self._decided[(run_id, call_id)] = None
+                while len(self._decided) > _REMEMBERED_DECISIONS:
+                    self._decided.popitem(last=False)
 
     async def open(self, run_id: str, requests: Sequence[ApprovalRequest]) -> None:
         with self._lock:
@@ -245,13 +293,7 @@ class ApprovalBoard:
                 return [replace(waiting.decided[request.call_id], waited_s=waited)
                         for request in requests]
         finally:
-            with self._lock:
-                ended = self._runs.pop(run_id, None)
-                if ended is not None:  # a second decision on these is a conflict, not unknown
-                    for call_id in ended.decided:
-                        self._decided[(run_id, call_id)] = None
-                    while len(self._decided) > _REMEMBERED_DECISIONS:
-                        self._decided.popitem(last=False)
+            self.close(run_id)
 
     def pending(self, run_id: str | None = None) -> list[tuple[str, ApprovalRequest]]:
         """``(run_id, request)`` of every undecided request (of ``run_id`` only, if given)."""
@@ -345,14 +387,17 @@ __all__ = [
     "BY_TIMEOUT",
     "DEFAULT_APPROVAL_TIMEOUT_S",
     "TIMED_OUT",
+    "ApprovalAnswer",
     "ApprovalBoard",
     "ApprovalDecision",
     "ApprovalDesk",
+    "ApprovalHandler",
     "ApprovalRequest",
     "Asker",
     "AskingDesk",
     "approval_call_id",
     "args_hash",
+    "ask_handler",
     "decision_for",
     "shown_arguments",
     "waited_s",

@@ -98,6 +98,69 @@ def _tool_file(config: Config, item: Callable[..., Any] | Tool) -> str:
     return str(path)
 
 
+# -- the answer's type ------------------------------------------------------------------
+def load_output_type(config: Config) -> Any:
+    """The type ``[brain] output_type`` names (``None`` when unset): ``"module:Class"``,
+    the module importable (the config's folder first) or a ``.py`` file relative to the
+    config (a tools file's classes too); a dotted name reaches a nested class."""
+    spec = config.brain.output_type
+    if spec is None:
+        return None
+    where, _, name = spec.rpartition(":")
+    key = "brain.output_type"
+    if where.endswith(".py"):
+        path = config.resolve(where)
+        if not path.is_file():
+            raise ConfigError(config.source, [f"{key}: {spec!r}: no file {path}"])
+        module: Any = _python_file(path)
+    else:
+        base = str(config.base_dir)
+        added = base not in sys.path
+        if added:
+            sys.path.insert(0, base)
+        try:
+            module = importlib.import_module(where)
+        except Exception as exc:
+            raise ConfigError(config.source, [
+                f"{key}: {spec!r}: importing {where} failed: {type(exc).__name__}: {exc}"
+            ]) from None
+        finally:
+            if added:
+                sys.path.remove(base)
+    found: Any = module
+    for part in name.split("."):
+        found = getattr(found, part, None)
+        if found is None:
+            raise ConfigError(config.source, [f"{key}: {spec!r}: {where} has no {name}"])
+    from dcbrain.brain.output import OutputType
+
+    try:
+        OutputType(found)
+    except TypeError as exc:
+        raise ConfigError(config.source, [f"{key}: {spec!r}: {exc}"]) from None
+    return found
+
+
+def _python_file(path: Path, *, fresh: bool = False) -> Any:
+    """The module of the Python file ``path``: the one loaded already (a tools file's
+    classes are those of the module its tools come from) unless ``fresh``."""
+    module_name = f"dcbrain_tools_{abs(hash(str(path.resolve())))}"
+    loaded = sys.modules.get(module_name)
+    if loaded is not None and not fresh:
+        return loaded
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise ConfigError(str(path), ["cannot load as a Python module"])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        sys.modules.pop(module_name, None)
+        raise ConfigError(str(path), [f"importing failed: {type(exc).__name__}: {exc}"]) from None
+    return module
+
+
 # -- tools -------------------------------------------------------------------------------
 def load_tool_file(path: str | Path) -> dict[str, Callable[..., Any] | Tool]:
     """The tools the Python file ``path`` defines, by tool name: its ``Tool(...)`` objects
@@ -111,17 +174,8 @@ def load_tool_file(path: str | Path) -> dict[str, Callable[..., Any] | Tool]:
     path = Path(path)
     if not path.is_file():
         raise ConfigError(str(path), ["tools file not found"])
-    module_name = f"dcbrain_tools_{abs(hash(str(path.resolve())))}"
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    if spec is None or spec.loader is None:
-        raise ConfigError(str(path), ["cannot load as a Python module"])
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    try:
-        spec.loader.exec_module(module)
-    except Exception as exc:
-        sys.modules.pop(module_name, None)
-        raise ConfigError(str(path), [f"importing failed: {type(exc).__name__}: {exc}"]) from None
+    module = _python_file(path, fresh=True)
+    module_name = module.__name__
     public = {name: value for name, value in vars(module).items() if not name.startswith("_")}
     declared = [value for value in public.values() if isinstance(value, Tool)]
     wrapped = {id(tool.func) for tool in declared}
@@ -450,6 +504,7 @@ def build_brain(config: Config, *, trace_path: str | Path | None = None,
         show_untrusted_to_planner=config.brain.show_untrusted_to_planner,
         trace_path=str(trace_path) if trace_path is not None else None,
         planner=planner,
+        output_type=load_output_type(config),
     )
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -11,9 +12,10 @@ from typing import Any
 import pytest
 
 from dcbrain import DCBrain, ScriptedLLM
-from dcbrain.approvals import TIMED_OUT, ApprovalBoard, args_hash
+from dcbrain.approvals import TIMED_OUT, ApprovalBoard, ApprovalRequest, args_hash
 from dcbrain.brain import RunDeps
-from dcbrain.exceptions import TFApprovalError
+from dcbrain.exceptions import TFApprovalError, TFBrainError
+from dcbrain.memory import SQLiteMemory
 from dcbrain.tfplan.interpreter import Isolation
 from dcbrain.tools import Tool
 from support.brain_scripts import plan, verdict
@@ -312,3 +314,197 @@ def test_a_failing_predicate_is_an_error_at_the_call_and_nothing_runs() -> None:
         interpreter.evaluate('x = 1\nreturn send_money(recipient="x", amount=1)')
     assert failed.value.line == 2
     assert bank.calls == []
+
+
+def test_a_run_waiting_for_a_decision_is_in_state_waiting_everywhere() -> None:
+    bank = Bank()
+    brain = bank_brain(bank, [plan(PAY)], [verdict(True)])
+
+    async def main() -> list[Any]:
+        events: list[Any] = []
+
+        async def follow() -> None:
+            async for event in brain.astream("pay", conversation_id="c1"):
+                events.append(event.to_dict())
+                if event.to_dict().get("dest") == "waiting":
+                    [run] = brain.runs
+                    assert run.state == "waiting"  # the run, its events and the board agree
+                    [request] = brain.pending_approvals(run.run_id)
+                    await brain.approve(run.run_id, request.call_id)
+
+        await follow()
+        return events
+
+    events = asyncio.run(main())
+    moves = [(e["source"], e["dest"]) for e in events if e["type"] == "state_changed"]
+    assert moves == [("init", "init"), ("init", "planning"), ("planning", "running"),
+                     ("running", "waiting"), ("waiting", "running"), ("running", "succeeded")]
+    asked = next(i for i, e in enumerate(events) if e["type"] == "approval_requested")
+    waiting = next(i for i, e in enumerate(events) if e.get("dest") == "waiting")
+    assert asked < waiting  # what it waits for is known when it says it waits
+    assert events[-1]["status"] == "succeeded"
+
+
+def test_an_aborted_waiting_run_leaves_state_waiting_for_aborted() -> None:
+    bank = Bank()
+    brain = bank_brain(bank, [plan(PAY)], [verdict(True)])
+
+    async def main() -> Any:
+        task = asyncio.create_task(brain.async_run("pay", conversation_id="c1"))
+        while not brain.runs or brain.runs[0].state != "waiting":
+            await asyncio.sleep(0.01)
+        assert brain.abort()
+        return await task
+
+    result = asyncio.run(main())
+    moves = [(e["source"], e["dest"]) for e in of_type(result, "state_changed")]
+    assert moves[-2:] == [("running", "waiting"), ("waiting", "aborted")]
+    assert bank.count("send_money") == 0
+
+
+# -- approvals nobody can miss ---------------------------------------------------------
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_an_on_approval_handler_decides_as_requests_open(kind: str) -> None:
+    bank = Bank()
+    seen: list[Any] = []
+
+    def sync_handler(request: Any) -> bool:
+        seen.append(request)
+        return True
+
+    async def async_handler(request: Any) -> bool:
+        seen.append(request)
+        return True
+
+    handler = sync_handler if kind == "sync" else async_handler
+    brain = bank_brain(bank, [plan(PAY)], [verdict(True)], on_approval=handler)
+    result = brain.run("pay alice", conversation_id="c1")
+    assert (result.status, result.final_result) == ("succeeded", "sent 100 to alice")
+    [request] = seen
+    assert (request.tool, request.arguments, request.run_id) == (
+        "send_money", {"recipient": "alice", "amount": 100}, result.run_id)
+    [decided] = of_type(result, "approval_decided")
+    assert (decided["approved"], decided["decided_by"]) == (True, "on_approval")
+    moves = [e["dest"] for e in of_type(result, "state_changed")]
+    assert "waiting" not in moves  # decided at once: the run never waited
+
+
+def test_a_handler_denies_with_a_reason_and_the_planner_hears_it() -> None:
+    bank = Bank()
+    brain = bank_brain(bank, [plan(PAY), "I may not pay alice."], [verdict(True)],
+                       on_approval=lambda request: (False, "alice is not a payee"))
+    result = brain.run("pay alice", conversation_id="c1")
+    assert bank.count("send_money") == 0
+    [decided] = of_type(result, "approval_decided")
+    assert (decided["approved"], decided["reason"]) == (False, "alice is not a payee")
+    assert result.final_result == "I may not pay alice."
+
+
+def test_a_handler_returning_none_leaves_the_request_to_a_person() -> None:
+    bank = Bank()
+    brain = bank_brain(bank, [plan(PAY)], [verdict(True)], on_approval=lambda request: None)
+    requests = deciding(brain, approve)
+    result = brain.run("pay alice", conversation_id="c1")
+    assert result.status == "succeeded" and len(requests) == 1
+    [decided] = of_type(result, "approval_decided")
+    assert decided["decided_by"] == "user"
+
+
+def test_a_failing_handler_is_reported_on_the_run_and_the_request_stays_pending(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    bank = Bank()
+
+    def broken(request: Any) -> bool:
+        raise RuntimeError("the approval service is down")
+
+    brain = bank_brain(bank, [plan(PAY)], [verdict(True)], on_approval=broken)
+    deciding(brain, approve)
+    with caplog.at_level(logging.ERROR, logger="dcbrain.brain"):
+        result = brain.run("pay alice", conversation_id="c1")
+    assert result.status == "succeeded"
+    [error] = [e for e in of_type(result, "error") if e["source"] == "on_approval"]
+    assert "the approval service is down" in error["error"]
+    assert any("the approval service is down" in r.getMessage() for r in caplog.records)
+
+
+def test_a_handler_answering_nonsense_is_reported_naming_what_it_returned() -> None:
+    bank = Bank()
+    brain = bank_brain(bank, [plan(PAY)], [verdict(True)], on_approval=lambda r: "yes")
+    deciding(brain, approve)
+    result = brain.run("pay alice", conversation_id="c1")
+    [error] = [e for e in of_type(result, "error") if e["source"] == "on_approval"]
+    assert "on_approval returned str 'yes'" in error["error"]
+    assert "expected True, False, (approved, reason) or None" in error["error"]
+
+
+def test_a_run_asked_not_to_wait_returns_waiting_and_resumes_by_run_id(
+    tmp_path: Any,
+) -> None:
+    bank = Bank()
+    memory = SQLiteMemory(tmp_path / "m.db")
+    brain = bank_brain(bank, [plan(PAY)], [verdict(True)], memory=memory)
+    waiting = brain.run("pay alice", conversation_id="c1", wait_for_approvals=False)
+    assert (waiting.status, waiting.reason) == ("waiting", "approval")
+    [request] = waiting.pending_approvals
+    assert isinstance(request, ApprovalRequest) and request.tool == "send_money"
+    assert waiting.to_dict()["pending_approvals"][0]["call_id"] == request.call_id
+    assert bank.calls == [("balance", "main")]  # stopped before the call
+    assert brain.runs == [] and brain.pending_approvals() == [request]
+    brain.approve_sync(waiting.run_id, request.call_id, args_hash=request.args_hash)
+    result = brain.resume(waiting.run_id)
+    assert (result.status, result.final_result) == ("succeeded", "sent 100 to alice")
+    assert bank.calls == [("balance", "main"), ("send_money", ("alice", 100))]  # once each
+    assert result.iterations == 1  # the planner was not asked again
+    seqs = [event["seq"] for event in result.events]
+    assert seqs == list(range(len(seqs)))  # both executions, numbered on
+    assert [e["type"] for e in result.events].count("run_resumed") == 1
+    messages = memory.messages("c1")
+    assert [m.role for m in messages] == ["user", "assistant"]  # the question kept once
+    memory.close()
+
+
+def test_a_waiting_run_resumes_through_async_run_with_its_run_id() -> None:
+    bank = Bank()
+    brain = bank_brain(bank, [plan(PAY)], [verdict(True)])
+
+    async def main() -> Any:
+        waiting = await brain.async_run("pay alice", "c1", wait_for_approvals=False)
+        [request] = waiting.pending_approvals
+        await brain.deny(waiting.run_id, request.call_id, reason="not today")
+        with pytest.raises(TFBrainError, match="waits for decisions"):
+            await brain.async_run("another question", "c1", run_id=waiting.run_id)
+        return await brain.async_run("pay alice", "c1", run_id=waiting.run_id)
+
+    result = asyncio.run(main())
+    assert bank.count("send_money") == 0
+    [decided] = of_type(result, "approval_decided")
+    assert (decided["approved"], decided["reason"]) == (False, "not today")
+
+
+def test_resuming_what_does_not_wait_is_a_clear_error() -> None:
+    brain = bank_brain(Bank(), [], [])
+    with pytest.raises(TFBrainError, match="no run nope waits to be resumed"):
+        brain.resume("nope")
+
+
+def test_a_subscriber_that_raises_is_reported_on_the_run_and_in_the_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    bank = Bank()
+    brain = bank_brain(bank, [plan(PAY)], [verdict(True)])
+    deciding(brain, approve)
+
+    def app_callback(event: Any) -> None:
+        if event.type == "approval_requested":
+            raise KeyError("arguments")
+
+    brain.subscribe(app_callback)
+    with caplog.at_level(logging.ERROR, logger="dcbrain.events"):
+        result = brain.run("pay alice", conversation_id="c1")
+    assert result.status == "succeeded"
+    [error] = [e for e in of_type(result, "error") if e["source"] == "subscriber"]
+    assert "app_callback failed on approval_requested event" in error["error"]
+    assert "KeyError" in error["error"]
+    assert any("app_callback" in r.getMessage() and r.exc_info for r in caplog.records)

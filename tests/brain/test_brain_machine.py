@@ -10,7 +10,7 @@ from transitions import MachineError
 from dcbrain import ScriptedLLM
 from dcbrain.brain import BrainRun, DCBrain
 
-STATES = ["init", "planning", "running", "succeeded", "failed", "aborted"]
+STATES = ["init", "planning", "running", "waiting", "succeeded", "failed", "aborted"]
 
 
 def idle_brain() -> DCBrain:
@@ -31,7 +31,10 @@ def test_the_table_reads_like_the_seed_diagram() -> None:
     assert set(machine.get_triggers("planning")) == {
         "init", "plan", "exec_plan", "succeed", "fail", "abort"
     }
-    assert set(machine.get_triggers("running")) == {"init", "plan", "succeed", "fail", "abort"}
+    assert set(machine.get_triggers("running")) == {
+        "init", "plan", "succeed", "fail", "wait", "abort"
+    }
+    assert set(machine.get_triggers("waiting")) == {"init", "resume", "abort"}
     for terminal in ("succeeded", "failed", "aborted"):
         assert set(machine.get_triggers(terminal)) == {"init", "abort"}
 
@@ -53,7 +56,7 @@ async def test_plan_is_not_allowed_from_a_terminal_state(state: str) -> None:
         await brain.trigger("plan")
 
 
-@pytest.mark.parametrize("state", ["init", "succeeded", "failed", "aborted"])
+@pytest.mark.parametrize("state", ["init", "waiting", "succeeded", "failed", "aborted"])
 async def test_fail_only_from_planning_or_running(state: str) -> None:
     brain = idle_run()
     brain.machine.set_state(state, model=brain)

@@ -130,3 +130,26 @@ def test_ls_show_prune_and_refusals_on_the_database(
     assert memory.get_run(LIVE) is not None  # running, however old: never pruned
     assert both.returncode == 2 and "not both" in both.stderr
     assert missing.returncode == 2
+
+
+def test_ls_prints_whole_run_ids_and_show_takes_a_unique_prefix(
+    run_cli: RunCLI, memory: SQLiteMemory, config: Path
+) -> None:
+    memory.save_run("2" * 8 + "a" * 24, "c3", "succeeded", {"question": "another 2"})
+    db = ["--config", str(config)]
+    with _server(memory) as api:
+        url = ["--url", api.base_url]
+        table = run_cli("runs", "ls", *url, env={"COLUMNS": "60"})
+        by_prefix = run_cli("runs", "show", "111", *url)
+        ambiguous = run_cli("runs", "show", "2222", *url)
+        unknown = run_cli("runs", "show", "9", *url)
+    local = run_cli("runs", "show", "33", *db)
+    local_ambiguous = run_cli("runs", "show", "22", *db)
+    assert table.returncode == 0, table.stderr
+    assert all(run_id in table.stdout for run_id in (OLD, NEW, LIVE))  # never cut
+    assert json.loads(by_prefix.stdout)["run_id"] == OLD
+    assert ambiguous.returncode == 1 and "several run ids" in ambiguous.stderr
+    assert NEW in ambiguous.stderr
+    assert unknown.returncode == 1 and "no run id starts with it" in unknown.stderr
+    assert json.loads(local.stdout)["run_id"] == LIVE
+    assert local_ambiguous.returncode == 1 and "give more of the id" in local_ambiguous.stderr

@@ -55,7 +55,8 @@ class BaseBrain(ABC):
         """Call ``callback(event)`` for every event of every later run; returns an unsubscribe.
 
         Callbacks run synchronously where the event happens (possibly a plan's worker
-        thread): keep them short. One that raises is skipped for that event.
+        thread): keep them short. One that raises is skipped for that event and reported
+        on the run (an ``error`` event with ``source: "subscriber"``, and the log).
         """
         self._subscribers.append(callback)
 

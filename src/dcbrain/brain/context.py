@@ -17,15 +17,16 @@ from dcbrain.messages import TextMessage
 from dcbrain.usage import Usage
 
 if TYPE_CHECKING:
+    from dcbrain.approvals import ApprovalRequest
     from dcbrain.brain.deps import AttemptStore
     from dcbrain.memory import Recall
     from dcbrain.tfplan import ConsoleResult
     from dcbrain.tools import Tool
 
-BrainStatus = Literal["succeeded", "failed", "aborted"]
+BrainStatus = Literal["succeeded", "failed", "aborted", "waiting"]
 BrainReason = Literal[
     "validated", "direct_answer", "max_iterations", "max_tokens", "timeout", "aborted",
-    "repeated_plan", "error",
+    "repeated_plan", "error", "approval",
 ]
 
 logger = logging.getLogger("dcbrain.brain")
@@ -211,7 +212,9 @@ class BrainResult:
 
     ``status`` is ``succeeded``, ``failed`` or ``aborted``; ``reason`` says why
     (``validated``, ``direct_answer``, ``max_iterations``, ``max_tokens``, ``timeout``,
-    ``aborted``, ``repeated_plan``, ``error``). ``output`` is the answer as the caller's
+    ``aborted``, ``repeated_plan``, ``error``). A run asked not to wait for approvals
+    returns ``waiting`` (reason ``approval``) with its ``pending_approvals``, to be
+    decided and resumed by its ``run_id``. ``output`` is the answer as the caller's
     ``output_type`` (an instance of it; without one, the same value as ``final_result``;
     ``None`` unless the run succeeded). ``messages`` are the run's messages: the question
     and the answer the brain committed to the conversation (none for an aborted run).
@@ -239,6 +242,8 @@ class BrainResult:
     reused_calls: int = 0
     output: Any = None
     messages: list[TextMessage] = field(default_factory=list)
+    #: The calls a ``waiting`` result waits for (decide them, then resume the run).
+    pending_approvals: list[ApprovalRequest] = field(default_factory=list)
 
     @classmethod
     def from_intermediate(
@@ -293,6 +298,8 @@ class BrainResult:
         }
         if self.validated_by is not None:  # nobody judged a direct answer
             record["validated_by"] = self.validated_by
+        if self.pending_approvals:
+            record["pending_approvals"] = [r.to_dict() for r in self.pending_approvals]
         if include_events:
             record["events"] = list(self.events)
         return record

@@ -20,13 +20,15 @@ from transitions.extensions.asyncio import AsyncMachine
 from dcbrain.brain.budget import llm_phase
 from dcbrain.events import LLMPhase
 from dcbrain.exceptions import AbortRequested as AbortRequested
-from dcbrain.exceptions import TFUserNewInputError
+from dcbrain.exceptions import RunSuspended, TFUserNewInputError
 
 T = TypeVar("T")
 
 
-#: How a run stops by design from inside a machine callback.
-EXPECTED_STOPS: tuple[type[Exception], ...] = (AbortRequested, TFUserNewInputError)
+#: How a run stops by design from inside a machine callback (a suspended run goes on
+#: in another execution).
+EXPECTED_STOPS: tuple[type[BaseException], ...] = (AbortRequested, TFUserNewInputError,
+                                                   RunSuspended)
 
 
 class BrainMachine(AsyncMachine):
@@ -38,7 +40,7 @@ class BrainMachine(AsyncMachine):
     the trigger returned (:meth:`take_stop`).
     """
 
-    stop: Exception | None = None
+    stop: BaseException | None = None
 
     def _checked_assignment(self, model: Any, name: str, func: Any) -> None:
         if name == "abort" and callable(getattr(model, name, None)):
@@ -72,7 +74,7 @@ class BrainMachine(AsyncMachine):
         """
         return [await callback() for callback in callables]
 
-    def take_stop(self) -> Exception | None:
+    def take_stop(self) -> BaseException | None:
         """The stop held back during the last trigger, if any (cleared)."""
         stop, self.stop = self.stop, None
         return stop

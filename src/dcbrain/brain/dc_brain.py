@@ -11,18 +11,21 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
+from dcbrain._sync import run_sync
 from dcbrain.approvals import (
     DEFAULT_APPROVAL_TIMEOUT_S,
     ApprovalBoard,
     ApprovalDecision,
+    ApprovalHandler,
     ApprovalRequest,
 )
 from dcbrain.brain.base import BaseBrain, EventCallback
 from dcbrain.brain.context import BrainResult, ContextualPlanInfo
-from dcbrain.brain.deps import AttemptStore, RunDeps
+from dcbrain.brain.deps import AttemptStore, Resumption, RunDeps
 from dcbrain.brain.output import OutputType
 from dcbrain.brain.planner import Planner, TemplatePlanner
 from dcbrain.brain.planning import as_prompt
@@ -40,12 +43,13 @@ from dcbrain.chain import (
     MemoPrompt,
     check_plan_names,
 )
-from dcbrain.exceptions import TFBrainBusyError, TFBrainError
+from dcbrain.exceptions import RunSuspended, TFBrainBusyError, TFBrainError
+from dcbrain.journal import CallJournal
 from dcbrain.llm.base import ChatLLM
 from dcbrain.llm.tokens import cl100k_base
 from dcbrain.memory.recall import DEFAULT_MEMORY_CHUNK_SIZE, MemoryChunkSize
 from dcbrain.memory.run_store import RunStore
-from dcbrain.messages import TextMessage
+from dcbrain.messages import TextMessage, as_message
 from dcbrain.policies import (
     Policy,
     PolicyMode,
@@ -57,6 +61,24 @@ from dcbrain.policies import (
 from dcbrain.tfplan import Interpreter, Limits
 from dcbrain.tfplan.interpreter import Isolation
 from dcbrain.tools import Tool, ToolLike, as_tool, checked_timeout
+from dcbrain.usage import Usage
+
+#: Why a run that returned ``waiting`` executes again.
+APPROVALS_DECIDED = "the calls the run waited for were decided"
+
+
+@dataclass(frozen=True)
+class _Suspended:
+    """A run that returned ``waiting``: what its next execution goes on from."""
+
+    question: TextMessage
+    conversation_id: str
+    deps: RunDeps
+    output_type: Any
+    events: list[dict[str, Any]]
+    usage: Usage
+    duration_s: float
+    execution: int
 
 
 class DCBrain(BaseBrain):
@@ -88,6 +110,10 @@ class DCBrain(BaseBrain):
     (``trusted_args``, ``policies``); ``policy_mode`` is ``"off"``, ``"enforce"`` (plan
     values carry their sources) or ``"strict"`` (also the conditions a call was made
     under); default: ``"enforce"`` once a policy is declared anywhere, else ``"off"``.
+    ``on_approval`` (sync or async) sees every approval request as it opens and answers
+    ``True``/``False``/``(approved, reason)``, or ``None`` to leave it pending for
+    :meth:`approve`/:meth:`deny`; one that raises is reported on the run (an ``error``
+    event, the log) and the request stays pending.
     ``on_violation="ask"`` puts a call whose ``trusted_args`` carry untrusted data ("pay
     the bill in this file") to a person, as an approval request naming the argument and
     its sources, instead of refusing it (``"deny"``, the default); a tool's own
@@ -135,6 +161,7 @@ class DCBrain(BaseBrain):
         policy_mode: PolicyMode | None = None,
         show_untrusted_to_planner: bool = True,
         on_violation: Violation = "deny",
+        on_approval: ApprovalHandler | None = None,
     ) -> None:
         super().__init__(memory=memory, memory_chunk_size=memory_chunk_size, trace_path=trace_path)
         if max_iterations < 1:
@@ -177,6 +204,12 @@ class DCBrain(BaseBrain):
         #: Where this brain's runs wait for decisions unless a run brings its own desk
         #: (``RunDeps.approvals``): :meth:`approve` and :meth:`deny` decide there.
         self.approvals = approvals if approvals is not None else ApprovalBoard()
+        if on_approval is not None and not callable(on_approval):
+            raise TypeError(f"DCBrain: on_approval must be a function of an ApprovalRequest, "
+                            f"not {type(on_approval).__name__}")
+        self.on_approval = on_approval
+        #: Runs that returned ``waiting`` (``wait_for_approvals=False``), by run id.
+        self._suspended: dict[str, _Suspended] = {}
         self.show_untrusted_to_planner = show_untrusted_to_planner
         # Without a store given per run: kept in the memory's file when it is also a run
         # store (other processes see them), else in this process.
@@ -249,6 +282,7 @@ class DCBrain(BaseBrain):
         run_id: str | None = None,
         deps: RunDeps | None = None,
         output_type: Any = None,
+        wait_for_approvals: bool = True,
     ) -> AsyncIterator[BrainRun]:
         """A new run of ``question``, registered with this brain while the block runs::
 
@@ -260,7 +294,7 @@ class DCBrain(BaseBrain):
         :meth:`async_run`, :meth:`BrainRun.execute` returns a timeout's result.
         """
         run = BrainRun(self, question, conversation_id, run_id=run_id, deps=deps,
-                       output_type=output_type)
+                       output_type=output_type, wait_for_approvals=wait_for_approvals)
         with self._runs_lock:
             for other in self._runs.values():
                 if other.run_id == run.run_id or other.conversation_id == conversation_id:
@@ -285,6 +319,7 @@ class DCBrain(BaseBrain):
         run_id: str | None = None,
         deps: RunDeps | None = None,
         output_type: Any = None,
+        wait_for_approvals: bool = True,
     ) -> BrainResult:
         """Answer ``question``; returns a :class:`BrainResult` on every stop but two.
 
@@ -295,16 +330,110 @@ class DCBrain(BaseBrain):
         ``result`` is the partial result (reason ``timeout``) unless the brain has
         ``raise_on_timeout=False``; new user input raises
         :class:`~dcbrain.exceptions.TFUserNewInputError` untouched.
+
+        ``wait_for_approvals=False``: when calls of its plan need a person's decision the
+        run returns at once, ``status="waiting"`` with the ``pending_approvals``; decide
+        them (:meth:`approve`/:meth:`deny`), then :meth:`aresume` it by ``run_id`` (or
+        call this again with the same question and ``run_id``).
         """
-        deps = (deps if deps is not None else RunDeps()).with_subscriber(on_event)
-        async with self.start_run(question, conversation_id, run_id=run_id, deps=deps,
-                                  output_type=output_type) as run:
-            result = await run.execute()
+        if run_id is not None and run_id in self._suspended:
+            held = self._suspended[run_id]
+            if as_message(question).content != held.question.content:
+                raise TFBrainError(
+                    f"run {run_id} waits for decisions on its calls (it asked "
+                    f"{held.question.content[:80]!r}): resume it with brain.aresume("
+                    f"{run_id!r}), or give another run_id for another question")
+            return await self.aresume(run_id, on_event=on_event,
+                                      wait_for_approvals=wait_for_approvals)
+        deps = deps if deps is not None else RunDeps()
+        return await self._execute(question, conversation_id, run_id, deps, on_event,
+                                   output_type, wait_for_approvals, [], 1)
+
+    def run(
+        self,
+        question: str | TextMessage,
+        conversation_id: str = "default",
+        *,
+        run_id: str | None = None,
+        output_type: Any = None,
+        wait_for_approvals: bool = True,
+    ) -> BrainResult:
+        """Blocking :meth:`async_run`; usable with or without a running event loop."""
+        return run_sync(lambda: self.async_run(question, conversation_id, run_id=run_id,
+                                               output_type=output_type,
+                                               wait_for_approvals=wait_for_approvals))
+
+    async def aresume(self, run_id: str, *, on_event: EventCallback | None = None,
+                      wait_for_approvals: bool = True) -> BrainResult:
+        """Go on with run ``run_id``, which returned ``waiting``, once its calls are
+        decided: its plan runs again from the run's journal (no call is made twice, the
+        planner is not asked again). A call still undecided is waited for (or, with
+        ``wait_for_approvals=False``, the run returns ``waiting`` again). Its result tells
+        every execution: their events, usage and duration."""
+        held = self._suspended.pop(run_id, None)
+        if held is None:
+            raise TFBrainError(f"no run {run_id} waits to be resumed on this DCBrain (only "
+                               "a run that returned status 'waiting' can be)")
+        decided = frozenset(str(event.get("call_id")) for event in held.events
+                            if event.get("type") == "approval_decided")
+        deps = replace(held.deps, resumed=Resumption(
+            execution=held.execution + 1, reason=APPROVALS_DECIDED,
+            first_seq=len(held.events), usage=held.usage, duration_s=held.duration_s,
+            decided=decided, question_kept=True))
+        try:
+            return await self._execute(held.question, held.conversation_id, run_id, deps,
+                                       on_event, held.output_type, wait_for_approvals,
+                                       held.events, held.execution + 1)
+        except BaseException:
+            self._suspended.setdefault(run_id, held)  # still resumable
+            raise
+
+    def resume(self, run_id: str, *, wait_for_approvals: bool = True) -> BrainResult:
+        """Blocking :meth:`aresume`; usable with or without a running event loop."""
+        return run_sync(lambda: self.aresume(run_id, wait_for_approvals=wait_for_approvals))
+
+    async def _execute(self, question: str | TextMessage, conversation_id: str,
+                       run_id: str | None, deps: RunDeps, on_event: EventCallback | None,
+                       output_type: Any, wait_for_approvals: bool,
+                       earlier: list[dict[str, Any]], execution: int) -> BrainResult:
+        """One execution of a run; a run that returned ``waiting`` is kept to resume."""
+        if deps.journal is None:  # kept for a resumption, should the run return waiting
+            deps = replace(deps, journal=CallJournal())
+        async with self.start_run(question, conversation_id, run_id=run_id,
+                                  deps=deps.with_subscriber(on_event),
+                                  output_type=output_type,
+                                  wait_for_approvals=wait_for_approvals) as run:
+            try:
+                result = await run.execute()
+            except RunSuspended:
+                if not run.suspended:
+                    raise  # a desk of its own ended this execution (a durable run's)
+                return self._waiting(run, deps, output_type, earlier, execution)
+        if earlier:
+            result.events = [*earlier, *result.events]
+        self.approvals.close(result.run_id)
         if result.reason == "timeout" and self.raise_on_timeout:
             raise TFBrainError(
                 f"DCBrain timed out after {self.timeout:g} s and {result.iterations} plannings",
                 result=result,
             )
+        return result
+
+    def _waiting(self, run: BrainRun, deps: RunDeps, output_type: Any,
+                 earlier: list[dict[str, Any]], execution: int) -> BrainResult:
+        """The ``waiting`` result of ``run``, kept to be resumed."""
+        usage = run.budget.usage.copy()
+        duration_s = run.elapsed
+        if run.resumed is not None:
+            usage = usage + run.resumed.usage
+            duration_s += run.resumed.duration_s
+        result = BrainResult.from_intermediate(run.ir, usage, duration_s)
+        result.status, result.reason = "waiting", "approval"
+        result.pending_approvals = list(run.suspended)
+        result.events = [*earlier, *run.recorder.as_dicts()]
+        self._suspended[run.run_id] = _Suspended(
+            run.message, run.conversation_id, replace(deps, resumed=None), output_type,
+            result.events, usage, duration_s, execution)
         return result
 
     @property

@@ -65,6 +65,9 @@ class Resumption:
     interrupted: tuple[CallFinished, ...] = ()
     #: Calls whose decision an earlier execution already announced (``approval_decided``).
     decided: frozenset[str] = frozenset()
+    #: The earlier execution committed the question to memory (an in-process run that
+    #: returned ``waiting``): this one does not again.
+    question_kept: bool = False
 
 
 @dataclass(frozen=True)

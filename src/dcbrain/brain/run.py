@@ -3,11 +3,16 @@
 The machine, declared below as data, mirrors the brain lifecycle's diagram::
 
     init ──plan──▶ planning ──exec_plan──▶ running ──succeed──▶ succeeded
-                    │  ▲  │                  │  │
+                    │  ▲  │                  │  │ ▲
                     │  │  └──succeed──▶ succeeded (direct answer)
-                    │  └───────plan──────────┘  └──fail──▶ failed
+                    │  └───────plan──────────┘  │ └─resume── waiting (for approvals)
+                    │                           ├──wait──────▶ waiting
+                    │                           └──fail──▶ failed
                     └──fail──▶ failed (budget stops while planning)
     any state ──abort──▶ aborted        any state ──init──▶ init
+
+``waiting`` is the seed's ``running`` paused: its plan reached calls that need a
+person's decision, and it holds no thread or sandbox worker until they are decided.
 
 A run owns everything that changes while it works: its attempts (the intermediate
 result), token budget, event recorder, clock, call journal and abort control. The
@@ -21,9 +26,11 @@ flight), from any task or thread. The work of each phase lives in its own module
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import uuid
 from collections.abc import Callable, Coroutine
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from transitions import EventData
@@ -32,6 +39,8 @@ from dcbrain.approvals import (
     ApprovalDecision,
     ApprovalDesk,
     ApprovalRequest,
+    ask_handler,
+    decision_for,
     waited_s,
     with_plan,
 )
@@ -69,6 +78,11 @@ if TYPE_CHECKING:
 
 __all__ = ["BrainRun", "Clock"]
 
+logger = logging.getLogger("dcbrain.brain")
+
+#: ``decided_by`` of a decision an ``on_approval`` handler took.
+BY_HANDLER = "on_approval"
+
 
 class BrainRun:
     """One question answered by a :class:`~dcbrain.brain.DCBrain`: its machine and its state.
@@ -79,7 +93,8 @@ class BrainRun:
     clock, input mailbox, subscribers): see :class:`~dcbrain.brain.deps.RunDeps`.
     """
 
-    states: ClassVar[list[str]] = ["init", "planning", "running", "succeeded", "failed", "aborted"]
+    states: ClassVar[list[str]] = ["init", "planning", "running", "waiting", "succeeded",
+                                   "failed", "aborted"]
     transitions: ClassVar[list[dict[str, Any]]] = [
         {"trigger": "init", "source": "*", "dest": "init"},
         {
@@ -96,6 +111,9 @@ class BrainRun:
             "dest": "running",
             "conditions": "condition_exec_plan",
         },
+        # A plan stopped at calls that need approval; decided, it runs on.
+        {"trigger": "wait", "source": "running", "dest": "waiting"},
+        {"trigger": "resume", "source": "waiting", "dest": "running"},
         {
             "trigger": "succeed",
             "source": ["planning", "running"],
@@ -119,6 +137,7 @@ class BrainRun:
         run_id: str | None = None,
         deps: RunDeps | None = None,
         output_type: Any = None,
+        wait_for_approvals: bool = True,
     ) -> None:
         deps = deps if deps is not None else RunDeps()
         self.brain = brain
@@ -155,6 +174,10 @@ class BrainRun:
         self.desk: ApprovalDesk = deps.approvals if deps.approvals is not None \
             else brain.approvals
         self.gate = ApprovalGate(timeout_s=brain.approval_timeout_s)
+        #: ``False``: the run ends its execution when its calls wait for decisions
+        #: (:attr:`suspended` holds them) instead of waiting for them.
+        self.wait_for_approvals = wait_for_approvals
+        self.suspended: list[ApprovalRequest] = []
         #: Seconds spent waiting for decisions: they do not count against the timeout.
         self.waited_s = 0.0
         self.started = 0.0
@@ -216,7 +239,8 @@ class BrainRun:
         ))
         try:
             await self._take_earlier_decisions()
-            await self._commit(self.message)
+            if self.resumed is None or not self.resumed.question_kept:
+                await self._commit(self.message)
             with observe_llm_calls(self.budget):
                 await self._drive()
         except RunSuspended:
@@ -391,8 +415,8 @@ class BrainRun:
         A plan that reached calls needing approval stops there; once they are decided it
         runs again from the journal (its finished calls are not made again).
         """
-        if self.ir.current_plan is None:
-            return
+        if self.ir.current_plan is None or event.event.name == "resume":
+            return  # back from waiting: the loop below that waited goes on
         while True:
             self.gate.take_pending()
             await run_plan(self.ir, self._interpreter(self.plan_calls), self.recorder,
@@ -404,20 +428,66 @@ class BrainRun:
             await self._wait_for_approvals(requests)
 
     async def _wait_for_approvals(self, requests: list[ApprovalRequest]) -> None:
-        """Ask for decisions on ``requests`` and wait for them (status ``waiting``)."""
-        requests = with_plan(requests, self.ir.current_plan or "")
-        await self.desk.open(self.run_id, requests)
+        """Ask for decisions on ``requests`` (the brain's ``on_approval`` first) and wait
+        for the ones left in state ``waiting`` — or, told not to wait, end this execution
+        (:class:`RunSuspended`) with them in :attr:`suspended`."""
+        requests = [replace(request, run_id=self.run_id)
+                    for request in with_plan(requests, self.ir.current_plan or "")]
+        answered = await self._ask_handler(requests)
+        pending = [request for request in requests if request.call_id not in answered]
+        if pending:
+            await self.desk.open(self.run_id, pending)
         for request in requests:
             self.recorder.emit(ApprovalRequested(
                 call_id=request.call_id, kind=request.kind,  # type: ignore[arg-type]
                 tool=request.tool, arguments=request.arguments, args_hash=request.args_hash,
                 line=request.line, col=request.col, why=request.why, plan=request.plan,
                 expires_at=request.expires_at))
+        for decision in answered.values():
+            self._take_decision(decision)
+        if not pending:
+            return
+        await self.trigger("wait")
+        if not self.wait_for_approvals:
+            self.suspended = pending
+            raise RunSuspended(self.run_id)
         decisions = await self.control.interruptible(
-            "run", self.desk.wait(self.run_id, requests, clock=self.clock))
+            "run", self.desk.wait(self.run_id, pending, clock=self.clock))
         self.waited_s += max((decision.waited_s for decision in decisions), default=0.0)
         for decision in decisions:
             self._take_decision(decision)
+        await self.trigger("resume")
+
+    async def _ask_handler(self, requests: list[ApprovalRequest]
+                           ) -> dict[str, ApprovalDecision]:
+        """The decisions the brain's ``on_approval`` handler took, by call id; one that
+        fails is reported on the run (an ``error`` event and the log) and its request
+        stays pending."""
+        handler = self.brain.on_approval
+        answered: dict[str, ApprovalDecision] = {}
+        if handler is None:
+            return answered
+        for request in requests:
+            try:
+                answer = await self.control.interruptible("run", ask_handler(handler, request))
+            except AbortRequested:
+                raise
+            except Exception as exc:
+                self.report_error("on_approval", f"on_approval failed on call "
+                                  f"{request.call_id} ({request.tool}); it waits for a "
+                                  f"decision: {type(exc).__name__}: {exc}", exc)
+                continue
+            if answer is not None:
+                answered[request.call_id] = decision_for(
+                    request, approved=answer[0], reason=answer[1], by=BY_HANDLER)
+        return answered
+
+    def report_error(self, source: str, error: str, exc: BaseException | None = None) -> None:
+        """Tell the run's readers (an ``error`` event) and the log of a failure the run
+        survives."""
+        logger.error("run %s: %s", self.run_id, error, exc_info=exc,
+                     extra={"run_id": self.run_id, "source": source})
+        self.recorder.emit(ErrorEvent(source=source, error=error))
 
     async def _take_earlier_decisions(self) -> None:
         """The decisions earlier executions of this run waited for (a durable run's)."""

@@ -9,6 +9,7 @@ OpenTelemetry exporter. Without an OpenTelemetry tracer provider, no spans are m
 from __future__ import annotations
 
 import itertools
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -29,6 +30,7 @@ from dcbrain.events import (
     CallRetry,
     CallStarted,
     CallStatus,
+    ErrorEvent,
     Event,
     EventData,
     EventLog,
@@ -51,6 +53,8 @@ Subscriber = Callable[[Event], None]
 
 TRACER_NAME = "dcbrain.brain"
 
+logger = logging.getLogger("dcbrain.events")
+
 
 class RunRecorder:
     """Collects one run's events and delivers each, in order, to every sink."""
@@ -68,8 +72,10 @@ class RunRecorder:
         self._lock = threading.Lock()
         self._jsonl: JSONLTrace | None = JSONLTrace(trace_path) if trace_path else None
         self._spans = OTelSpans() if spans and tracing_configured() else None
+        #: Subscribers' failures not yet told to the run (an ``error`` event each).
+        self._failures: list[str] = []
         for subscriber in subscribers:
-            self.log.subscribe(subscriber)
+            self.log.subscribe(self._reported(subscriber))
 
     def emit(self, payload: EventData) -> Event | None:
         """Record ``payload`` as the run's next event; dropped once the run is closed."""
@@ -81,7 +87,30 @@ class RunRecorder:
                 self._jsonl.write(event)
             if self._spans is not None:
                 self._spans.handle(event)
+            failures, self._failures = self._failures, []
+        for failure in failures:
+            self.emit(ErrorEvent(source="subscriber", error=failure))
         return event
+
+    def _reported(self, subscriber: Subscriber) -> Subscriber:
+        """``subscriber``, whose failure is never hidden: it is logged with its traceback
+        and told to the run as an ``error`` event (``source: "subscriber"``) — an app
+        whose callback failed on ``approval_requested`` hears of it. The run goes on."""
+
+        def deliver(event: Event) -> None:
+            try:
+                subscriber(event)
+            except Exception as exc:
+                name = getattr(subscriber, "__qualname__", type(subscriber).__name__)
+                failure = (f"event subscriber {name} failed on {event.type} event "
+                           f"{event.seq}: {type(exc).__name__}: {exc}")
+                logger.error("run %s: %s", event.run_id, failure, exc_info=True,
+                             extra={"run_id": event.run_id, "source": "subscriber"})
+                payload = event.payload
+                if not (isinstance(payload, ErrorEvent) and payload.source == "subscriber"):
+                    self._failures.append(failure)  # under the lock of emit()
+
+        return deliver
 
     def close(self) -> None:
         """The run ended: nothing more is recorded."""

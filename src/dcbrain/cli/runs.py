@@ -46,7 +46,10 @@ TokenOption = Annotated[str | None, typer.Option(
 DbOption = Annotated[str | None, typer.Option(
     "--db", help="The PostgreSQL URL the server and workers use (as serve --db); default: "
     "the SQLite file of --config.", show_default=False)]
-RunArgument = Annotated[str, typer.Argument(help="The run id.")]
+RunArgument = Annotated[str, typer.Argument(
+    help="The run id, or a prefix of it only one run has.")]
+#: How many runs a prefix is looked for among (newest first), at most.
+PREFIX_SEARCH_RUNS = 10_000
 
 ANY_VERSION_HELP = (
     "Resume the run under this command's application version (--app-version, else the "
@@ -238,8 +241,13 @@ def _print_table(runs: list[dict[str, Any]]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table("run", "conversation", "status", "reason", "created", "question",
-                  box=None, pad_edge=False)
+    table = Table(box=None, pad_edge=False)
+    widest = max((len(run["run_id"]) for run in runs), default=3)
+    table.add_column("run", no_wrap=True, min_width=widest)  # whole: ids are typed back
+    for name in ("conversation", "status", "reason"):
+        table.add_column(name, overflow="fold")
+    table.add_column("created", no_wrap=True)
+    table.add_column("question", overflow="ellipsis", no_wrap=True)
     for run in runs:
         created = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run["created_at"]))
         question = (run.get("question") or "").replace("\n", " ")
@@ -249,17 +257,66 @@ def _print_table(runs: list[dict[str, Any]]) -> None:
     Console(highlight=False, soft_wrap=True).print(table)
 
 
+def _unique(prefix: str, pages: Iterator[dict[str, Any]]) -> str:
+    """The one run id starting with ``prefix`` among the listed ``pages``; refused when
+    none or several do."""
+    found: list[str] = []
+    seen = 0
+    for page in pages:
+        for run in page["runs"]:
+            seen += 1
+            if str(run["run_id"]).startswith(prefix):
+                found.append(str(run["run_id"]))
+        if len(found) > 1 or seen >= PREFIX_SEARCH_RUNS:
+            break
+    if not found:
+        _refused(f"no run {prefix!r} (and no run id starts with it)")
+    if len(found) > 1:
+        _refused(f"{prefix!r} is the start of several run ids ({', '.join(found[:5])}"
+                 f"{', …' if len(found) > 5 else ''}): give more of the id")
+    return found[0]
+
+
+def _http_pages(client: httpx.Client) -> Iterator[dict[str, Any]]:
+    cursor: str | None = None
+    while True:
+        params = {"limit": "200", **({"cursor": cursor} if cursor else {})}
+        page: dict[str, Any] = _answer(client.get("/v1/runs", params=params))
+        yield page
+        cursor = page.get("next_cursor")
+        if not cursor:
+            return
+
+
+def _local_pages(local: _Local) -> Iterator[dict[str, Any]]:
+    from dcbrain.runs.listing import RunQuery
+
+    cursor: str | None = None
+    while True:
+        page: dict[str, Any] = asyncio.run(local.service.page_runs(
+            RunQuery.parse(None, None, 200, cursor))).to_dict()
+        yield page
+        cursor = page.get("next_cursor")
+        if not cursor:
+            return
+
+
 @runs_app.command("show")
 def show(run_id: RunArgument, url: UrlOption = None, token: TokenOption = None,
          db: DbOption = None, config: ConfigOption = None) -> None:
-    """Print one run's record as JSON."""
+    """Print one run's record as JSON (the run id, or a prefix only one run has)."""
     target = _target(url, token, db, config)
     if target.url is not None:
         with _http(target) as client:
-            print_json(_answer(client.get(f"/v1/runs/{run_id}")))
+            response = client.get(f"/v1/runs/{run_id}")
+            if response.status_code == 404:
+                response = client.get(f"/v1/runs/{_unique(run_id, _http_pages(client))}")
+            print_json(_answer(response))
         return
     with _database(target) as local:
         summary = asyncio.run(local.service.describe(run_id))
+        if summary is None:
+            summary = asyncio.run(local.service.describe(_unique(run_id, _local_pages(local))))
     if summary is None:
         _refused(f"no run {run_id!r}")
     print_json(summary)

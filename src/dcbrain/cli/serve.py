@@ -132,7 +132,12 @@ def serve(
     Exit codes: 2 bad config, port in use, or a non-loopback address without a token;
     130 stopped with Ctrl-C.
     """
-    from dcbrain.composition import brain_factory_from_config, retention_periods, shared_memory
+    from dcbrain.composition import (
+        brain_factory_from_config,
+        load_output_type,
+        retention_periods,
+        shared_memory,
+    )
     from dcbrain.config import ConfigError
     from dcbrain.exceptions import DatabaseUnavailable
     from dcbrain.runs.retention import DEFAULT_CHECK_EVERY_S
@@ -174,6 +179,7 @@ def serve(
     store: RunStore | None = None
     runs: RunService | None
     try:
+        output_type = load_output_type(loaded)
         if role not in ("all", "api"):
             raise ValueError(f"--role must be 'all' or 'api', not {role!r}")
         if role == "api":  # no brain, no local file: the workers run, the database keeps
@@ -211,6 +217,7 @@ def serve(
         list_conversations=list_conversations,
         retention_s=retention[0] if retention is not None else None,
         retention_check_s=retention[1] if retention is not None else DEFAULT_CHECK_EVERY_S,
+        output_type=output_type,
     )
     serve_metrics(app, Metrics(), token=token, open_metrics=loaded.telemetry.metrics_open)
     shown = f"[{host}]" if ":" in host else host

@@ -192,7 +192,9 @@ class RunExecutor:
         if execution <= 1:
             return None
         events = self.store.events(run.run_id)
-        waited = bool(events) and events[-1].get("type") == EventType.APPROVAL_REQUESTED
+        last = events[-1] if events else {}
+        waited = last.get("type") == EventType.APPROVAL_REQUESTED or (
+            last.get("type") == EventType.STATE_CHANGED and last.get("dest") == WAITING)
         return resumption(events, execution, APPROVALS_DECIDED if waited else WORKER_LOST)
 
     async def _contained(self, live: LiveRun) -> RunOutcome:
@@ -237,10 +239,12 @@ class RunExecutor:
         changes = {"reason": outcome.reason, "result": outcome.result_record(),
                    "error": encodable(outcome.error), "superseded_by": request.superseded_by,
                    "event_count": request.next_seq, "finished_at": time.time()}
+        final = [sink.final] if sink.final is not None else []
         try:
-            # Stranded too: a worker silent too long (not dead) may be called stranded.
-            await asyncio.to_thread(self.store.update_run, request.run_id, outcome.status,
-                                    changes, only_from=(RUNNING, QUEUED, STRANDED))
+            # The status with the final event, at once. Stranded too: a worker silent too
+            # long (not dead) may be called stranded.
+            await asyncio.to_thread(self.store.end_run, request.run_id, outcome.status,
+                                    changes, final, only_from=(RUNNING, QUEUED, STRANDED))
         except Exception:  # the run stays running in the store: a peer resumes it
             logger.exception("could not record the end (%s) of run %s", outcome.status,
                              request.run_id)

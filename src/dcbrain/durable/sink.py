@@ -4,16 +4,21 @@ Emitters (the run's loop, plan threads) only queue; events become dicts here, wh
 they are written. A replayed run emits the same ``seq`` numbers for the part that
 already ran; those rows exist and are skipped, so the stored events stay exactly-once
 and only the new tail is added.
+
+The run's ``final`` event is held back: the executor stores it together with the run's
+terminal status (:meth:`DurableStore.end_run`), so whoever reads the ``final`` reads the
+status it announces.
 """
 
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from dcbrain._text import encodable
 from dcbrain.durable.store import DurableStore
 from dcbrain.durable.writer import StoreWriter
-from dcbrain.events import Event
+from dcbrain.events import Event, EventType
 
 logger = logging.getLogger("dcbrain.durable")
 
@@ -25,10 +30,15 @@ class EventSink:
         self.store = store
         self.run_id = run_id
         self.writer = writer
+        #: The run's ``final`` event, stored with its terminal status.
+        self.final: dict[str, Any] | None = None
 
     def __call__(self, event: Event) -> None:
         record = encodable(event.to_dict())  # a plan may build any string; stores need UTF-8
         record["run_id"] = self.run_id
+        if event.type == EventType.FINAL:
+            self.final = record
+            return
         self.writer.add_events(self.run_id, [record])
 
     def next_free_seq(self, at_least: int) -> int:

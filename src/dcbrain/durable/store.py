@@ -74,6 +74,18 @@ class DurableStore(ABC):
         one of ``only_from`` (a compare-and-set: two nodes never both win).
         """
 
+    def end_run(self, run_id: str, status: str, changes: dict[str, Any],
+                events: Sequence[dict[str, Any]], *,
+                only_from: Collection[str]) -> RunRecord | None:
+        """:meth:`update_run` to a terminal ``status`` and, only if it won, store ``events``
+        (the run's ``final``): a reader that sees the ``final`` event reads the status,
+        result and event count it announces. Backends that can do both in one transaction
+        do; the others set the status first."""
+        ended = self.update_run(run_id, status, changes, only_from=only_from)
+        if ended is not None and events:
+            self.append_events(run_id, events)
+        return ended
+
     @abstractmethod
     def page_runs(self, statuses: Collection[str] = (), conversation_id: str | None = None,
                   limit: int = 50, before: tuple[float, str] | None = None) -> list[RunRecord]:
@@ -250,6 +262,23 @@ class PostgresDurableStore(PostgresRunAdmin, DurableStore):
     def append_events(self, run_id: str, events: Sequence[dict[str, Any]]) -> int:
         return self._write({run_id: list(events)}, ())
 
+    def end_run(self, run_id: str, status: str, changes: dict[str, Any],
+                events: Sequence[dict[str, Any]], *,
+                only_from: Collection[str]) -> RunRecord | None:
+        with self._connection() as conn, conn.transaction():
+            row = conn.execute(
+                f"UPDATE dcbrain_runs SET status = %s, data = data || %s::jsonb, "
+                f"updated_at = %s WHERE run_id = %s AND status = ANY(%s) "
+                f"RETURNING {_RUN_COLUMNS}",
+                (status, _dumps(changes), time.time(), run_id, list(only_from)),
+            ).fetchone()
+            if row is None:
+                return None
+            self._insert_events(conn, {run_id: list(events)})
+        if events and self.on_append is not None:
+            self.on_append(run_id)
+        return RunRecord(*row)
+
     def write_batch(self, events: dict[str, list[dict[str, Any]]],
                     journal: Sequence[JournalRow]) -> None:
         self._write(events, journal)
@@ -262,11 +291,8 @@ class PostgresDurableStore(PostgresRunAdmin, DurableStore):
         Each list goes as one JSON document: psycopg's text arrays escape every string
         with a regular expression, which costs more than the whole insert.
         """
-        rows = [{"r": run_id, "s": int(e["seq"]), "e": e}
-                for run_id, records in events.items() for e in records]
-        if not rows and not journal:
+        if not any(events.values()) and not journal:
             return 0
-        inserted = 0
         with self._connection() as conn, conn.transaction():
             if journal:
                 conn.execute(
@@ -277,21 +303,32 @@ class PostgresDurableStore(PostgresRunAdmin, DurableStore):
                     "ON CONFLICT (run_id, key) DO NOTHING",
                     (_dumps([{"r": r, "k": k, "e": e} for r, k, e in journal]),),
                 )
-            if rows:
-                inserted = conn.execute(
-                    "INSERT INTO dcbrain_run_events SELECT t.r, t.s, t.e, %s "
-                    "FROM jsonb_to_recordset(%s::jsonb) AS t(r text, s int, e jsonb) "
-                    "ON CONFLICT (run_id, seq) DO NOTHING",
-                    (time.time(), _dumps(rows)),
-                ).rowcount
-                notified = [run_id for run_id, records in events.items() if records]
-                conn.execute("SELECT pg_notify(%s, r) FROM jsonb_array_elements_text(%s::jsonb) "
-                             "AS t(r)", (EVENTS_CHANNEL, _dumps(notified)))
+            inserted = self._insert_events(conn, events)
         if self.on_append is not None:
             for run_id, records in events.items():
                 if records:
                     self.on_append(run_id)
         return inserted
+
+    @staticmethod
+    def _insert_events(conn: psycopg.Connection[Any],
+                       events: Mapping[str, Sequence[dict[str, Any]]]) -> int:
+        """Insert the events not stored yet and NOTIFY their runs (in the caller's
+        transaction); returns how many were new."""
+        rows = [{"r": run_id, "s": int(e["seq"]), "e": e}
+                for run_id, records in events.items() for e in records]
+        if not rows:
+            return 0
+        inserted = conn.execute(
+            "INSERT INTO dcbrain_run_events SELECT t.r, t.s, t.e, %s "
+            "FROM jsonb_to_recordset(%s::jsonb) AS t(r text, s int, e jsonb) "
+            "ON CONFLICT (run_id, seq) DO NOTHING",
+            (time.time(), _dumps(rows)),
+        ).rowcount
+        notified = [run_id for run_id, records in events.items() if records]
+        conn.execute("SELECT pg_notify(%s, r) FROM jsonb_array_elements_text(%s::jsonb) "
+                     "AS t(r)", (EVENTS_CHANNEL, _dumps(notified)))
+        return int(inserted)
 
     def events(self, run_id: str, after: int = -1) -> list[dict[str, Any]]:
         with self._connection() as conn:
@@ -438,6 +475,12 @@ class SQLiteDurableStore(DurableStore):
             data = {**record.data, **changes}
             self.runs.save_run(run_id, record.conversation_id, status, data)
             return self.runs.get_run(run_id)
+
+    def end_run(self, run_id: str, status: str, changes: dict[str, Any],
+                events: Sequence[dict[str, Any]], *,
+                only_from: Collection[str]) -> RunRecord | None:
+        with self._lock:  # no other write of this process comes between the two
+            return super().end_run(run_id, status, changes, events, only_from=only_from)
 
     def append_events(self, run_id: str, events: Sequence[dict[str, Any]]) -> int:
         inserted = 0

@@ -26,7 +26,8 @@ TERMINAL_STATUSES: Final[frozenset[str]] = frozenset(
 
 RunReason = Literal[
     "validated", "direct_answer", "max_iterations", "max_tokens", "timeout", "repeated_plan",
-    "error", "aborted", "new_input", "superseded", "server_shutdown", "server_restart",
+    "error", "approval", "aborted", "new_input", "superseded", "server_shutdown",
+    "server_restart",
 ]
 
 #: What each status means; the docs' table is generated from this one.
@@ -55,6 +56,7 @@ RUN_REASONS: Final[dict[str, tuple[str, str]]] = {
                 "holding the partial result unless `raise_on_timeout=False`)"),
     "repeated_plan": ("brain", "the planner wrote a failed plan again, twice"),
     "error": ("brain", "a chain, tool, LLM or the brain itself failed"),
+    "approval": ("brain", "status `waiting`: calls of its plan wait for a person's decision"),
     "aborted": ("caller", "`abort()` was called (`POST /v1/runs/{id}/abort`)"),
     "new_input": ("runs", "new user input arrived while the run worked, and no newer run "
                   "took its place"),

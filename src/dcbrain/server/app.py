@@ -99,6 +99,7 @@ def create_app(
     max_streams: int = DEFAULT_MAX_STREAMS,
     retention_s: float | None = None,
     retention_check_s: float = DEFAULT_CHECK_EVERY_S,
+    output_type: Any = None,
 ) -> Starlette:
     """The server as an ASGI app.
 
@@ -118,7 +119,9 @@ def create_app(
     address and in total (429 beyond). ``runs`` replaces the in-process
     :class:`RunManager` (e.g. durable runs executed by workers); the run options above
     then belong to it. ``retention_s`` prunes runs that ended longer ago than that, at
-    start and every ``retention_check_s`` (``None``: runs are kept).
+    start and every ``retention_check_s`` (``None``: runs are kept). ``output_type`` is
+    the type the brain's answers are validated into (``[brain] output_type``):
+    ``GET /v1/schema`` shows its JSON Schema.
     """
     if max_body_bytes < 1:
         raise ValueError("max_body_bytes must be at least 1")
@@ -158,8 +161,14 @@ def create_app(
             retention.stop()
         await runs.stop()
 
+    schema = output_schema(output_type)
+
+    async def get_schema(request: Request) -> Response:
+        return JSONResponse(schema)
+
     routes = [
         Route("/", _index, methods=["GET"]),
+        Route("/v1/schema", get_schema, methods=["GET"]),
         Mount("/static", StaticFiles(packages=[("dcbrain.server", "static")]), name="static"),
         Route("/v1/health", api.health, methods=["GET"]),
         Route("/v1/ready", api.ready, methods=["GET"]),
@@ -190,6 +199,17 @@ def create_app(
     app.state.drain = drain  # what a DrainingServer drains on SIGTERM
     app.add_middleware(_Guard, token=token, allowed_hosts=tuple(allowed_hosts))
     return app
+
+
+def output_schema(output_type: Any) -> dict[str, Any]:
+    """What ``GET /v1/schema`` answers: the answer's type and its JSON Schema (both
+    ``null`` when answers are untyped)."""
+    if output_type is None:
+        return {"output_type": None, "output_schema": None}
+    from dcbrain.brain.output import OutputType
+
+    typed = OutputType(output_type)
+    return {"output_type": typed.name, "output_schema": json.loads(typed.schema)}
 
 
 async def _index(request: Request) -> Response:

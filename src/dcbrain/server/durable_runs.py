@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -50,8 +49,6 @@ _LIVE = LIVE_STATUSES
 _NOT_EXECUTING = (QUEUED, WAITING, STRANDED)
 #: How often (seconds) an API node denies approval requests nobody decided in time.
 APPROVAL_SWEEP_S = 5.0
-#: How long a stream waits after a run's final event for its terminal status (seconds).
-_STATUS_AFTER_FINAL_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -166,11 +163,9 @@ class DurableRuns:
         return DurableSubmittedRun(run_id, conversation_id, supersedes)
 
     def _supersede(self, old: StoredRun, by: str, text: str) -> None:
-        ended = self.store.update_run(old.run_id, "aborted",
-                                      {"reason": "superseded", "superseded_by": by},
-                                      only_from=_NOT_EXECUTING)
-        if ended is not None:  # not executing anywhere: end it here
-            self._final(old, "aborted", "aborted", superseded_by=by)  # said as superseded
+        ended = self._end_here(old.run_id, {"reason": "superseded", "superseded_by": by},
+                               superseded_by=by)
+        if ended is not None:  # not executing anywhere: ended here
             self.engine.cancel(old.run_id, ended.data.get("workflow_id"))
             return
         # Running (or just claimed by a worker): recorded first, so a recovered run sees it.
@@ -182,10 +177,8 @@ class DurableRuns:
         return await asyncio.to_thread(self._abort, run_id)
 
     def _abort(self, run_id: str) -> bool:
-        ended = self.store.update_run(run_id, "aborted", {"reason": "aborted"},
-                                      only_from=_NOT_EXECUTING)
-        if ended is not None:  # not executing anywhere: end it here
-            self._final(ended, "aborted", "aborted")
+        ended = self._end_here(run_id, {"reason": "aborted"})
+        if ended is not None:  # not executing anywhere: ended here
             self.engine.cancel(run_id, ended.data.get("workflow_id"))
             return True
         if self.store.update_run(run_id, RUNNING, {"abort_requested": True},
@@ -216,18 +209,27 @@ class DurableRuns:
     def prune(self, older_than_s: float) -> int:
         return prune_runs(self.store, older_than_s, forget_workflows=self.engine.forget)
 
-    def _final(self, run: StoredRun, status: str, reason: str,
-               superseded_by: str | None = None) -> None:
-        """The ``final`` event of a run that ends before any worker started it."""
-        stored = self.store.events(run.run_id)
-        request = RunRequest(run.run_id, run.conversation_id or "",
-                             str(run.data.get("question", "")), superseded_by=superseded_by,
-                             next_seq=int(stored[-1]["seq"]) + 1 if stored else 0)
+    def _end_here(self, run_id: str, changes: dict[str, Any],
+                  superseded_by: str | None = None) -> StoredRun | None:
+        """Abort a run no worker executes (``None`` when it is executing or ended): its
+        status and event count first, then its ``final`` (said as superseded when
+        ``superseded_by``), so a reader of the ``final`` reads the terminal record."""
+        stored = self.store.events(run_id)
+        next_seq = int(stored[-1]["seq"]) + 1 if stored else 0
+        ended = self.store.update_run(run_id, "aborted",
+                                      {**changes, "event_count": next_seq + 1},
+                                      only_from=_NOT_EXECUTING)
+        if ended is None:
+            return None
+        request = RunRequest(run_id, ended.conversation_id or "",
+                             str(ended.data.get("question", "")), superseded_by=superseded_by,
+                             next_seq=next_seq)
 
         def store(event: Event) -> None:
-            self.store.append_events(run.run_id, [event.to_dict()])
+            self.store.append_events(run_id, [event.to_dict()])
 
-        end_unstarted(request, store, status, reason)
+        end_unstarted(request, store, "aborted", "aborted")
+        return ended
 
     async def _refresh_active(self) -> None:
         if not self._active:
@@ -285,12 +287,7 @@ class DurableRuns:
         return conversations(rows, limit)
 
     async def events(self, run_id: str, after: int = -1) -> AsyncIterator[dict[str, Any]]:
+        # A run's final event is stored with its terminal status (or after it, when this
+        # node ends a run no worker executes): the record is terminal once it is read.
         async for event in self.hub.follow(run_id, after):
             yield event
-        # The worker records the status right after the final event: let it land first.
-        deadline = time.monotonic() + _STATUS_AFTER_FINAL_S
-        while time.monotonic() < deadline:
-            record = await asyncio.to_thread(self.store.get_run, run_id)
-            if record is None or record.status not in _LIVE:
-                return
-            await asyncio.sleep(0.02)

@@ -24,6 +24,7 @@ from dcbrain._text import encodable
 from dcbrain.approvals import ApprovalBoard
 from dcbrain.brain import RunDeps
 from dcbrain.events import ApprovalDecided, ApprovalRequested, Event
+from dcbrain.events import Final as FinalEvent
 from dcbrain.exceptions import RunConflict, TFApprovalError
 from dcbrain.exceptions import TooManyRuns as TooManyRuns
 from dcbrain.memory import Memory, RunStore
@@ -70,6 +71,8 @@ class ServerRun:
     task: asyncio.Task[None] | None = None
     finished: asyncio.Event = field(default_factory=asyncio.Event)
     stop_waiting: asyncio.Event = field(default_factory=asyncio.Event)
+    #: The run's ``final`` event, logged once its terminal status is recorded.
+    final: Event | None = None
 
     @property
     def run_id(self) -> str:
@@ -330,9 +333,15 @@ class RunManager:
         await self._finish(run, writer)
 
     def _add_event(self, run: ServerRun, event: Event) -> None:
-        """Log the event; an approval asked or decided changes the run's status."""
-        run.log.add(event)
+        """Log the event; an approval asked or decided changes the run's status.
+
+        The ``final`` event waits for :meth:`_end`: whoever reads it reads the terminal
+        status, result and event count it announces."""
         payload = event.payload
+        if isinstance(payload, FinalEvent) and not run.done:
+            run.final = event
+            return
+        run.log.add(event)
         if isinstance(payload, ApprovalRequested | ApprovalDecided) and not run.done:
             approvals = {item["call_id"]: item for item in run.record.approvals}
             if isinstance(payload, ApprovalRequested):
@@ -406,6 +415,9 @@ class RunManager:
         record.status = outcome.status
         if self._active.get(run.conversation_id) is run:  # the slot is free from now on
             del self._active[run.conversation_id]
+        if run.final is not None:
+            run.log.add(run.final)
+            run.final = None
         run.log.notify()
 
     async def _finish(self, run: ServerRun, writer: asyncio.Task[None]) -> None:

@@ -2,7 +2,7 @@
 // Plain DOM, no build step. Every piece of server text goes through textContent.
 "use strict";
 
-const STATES = ["init", "planning", "running", "succeeded", "failed", "aborted"];
+const STATES = ["init", "planning", "running", "waiting", "succeeded", "failed", "aborted"];
 const KEYWORDS = new Set([
   "and", "assert", "break", "continue", "def", "del", "elif", "else", "for", "if", "in",
   "is", "lambda", "not", "or", "pass", "raise", "return", "while",
