@@ -224,3 +224,14 @@ async def test_a_malformed_completion_instead_of_a_stream_is_a_clear_error(
     llm = OpenAILLM("fake-model", base_url=fake_openai.base_url, api_key="k", max_retries=0)
     with pytest.raises(TFLLMError, match="malformed response"):
         await llm.achat(MESSAGES, on_delta=lambda text: None)
+
+
+def test_the_scripted_server_refuses_bodies_that_are_not_requests() -> None:
+    with ScriptedOpenAIServer(["still here"]) as server:
+        url = server.base_url + "/chat/completions"
+        nested = httpx.post(url, content=b"[" * 100_000 + b"]" * 100_000, timeout=10)
+        assert nested.status_code == 400
+        assert httpx.post(url, content=b"{not json", timeout=10).status_code == 400
+        assert httpx.post(server.base_url + "/nowhere", json={}, timeout=10).status_code == 404
+        ok = httpx.post(url, json={"messages": MESSAGES}, timeout=10).json()
+    assert ok["choices"][0]["message"]["content"] == "still here"

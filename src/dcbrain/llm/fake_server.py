@@ -313,7 +313,7 @@ def _handler(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 return
             try:
                 body = json.loads(raw or b"null")
-            except ValueError:
+            except (ValueError, RecursionError):  # not JSON, or nested too deeply
                 body = None
             if not isinstance(body, dict):
                 self._error(400, "the body is not a JSON object")
