@@ -339,8 +339,15 @@ class PlanCallEvents:
             entry = self._open.get(id(call.record))
         if entry is None or call.kind != "chain":
             return None
-        started = entry[0]
-        return TextDeltas(self._recorder.emit, lambda offset, text: ChainDelta(
+        started, record = entry
+
+        def emit_while_open(payload: EventData) -> None:
+            with self._lock:
+                still_open = id(record) in self._open
+            if still_open:  # nothing of a call follows its call_finished
+                self._recorder.emit(payload)
+
+        return TextDeltas(emit_while_open, lambda offset, text: ChainDelta(
             call_id=started.call_id, name=started.name, offset=offset, text=text))
 
     def on_call_abandoned(self, call: PlanCall) -> None:
