@@ -48,6 +48,7 @@ class EventType(StrEnum):
     CALL_FINISHED = "call_finished"
     CALL_ABANDONED = "call_abandoned"
     CALL_RETRY = "call_retry"
+    CHAIN_DELTA = "chain_delta"
     APPROVAL_REQUESTED = "approval_requested"
     APPROVAL_DECIDED = "approval_decided"
     POLICY_DENIED = "policy_denied"
@@ -398,6 +399,20 @@ class CallRetry(EventData):
     path: str | None = None
 
 
+class ChainDelta(EventData):
+    """Text a plan's chain call has just had its LLM write, while it writes (the chain's
+    LLM streams): ``text`` follows the first ``offset`` characters of the reply; ``offset``
+    0 starts a new reply (another try, another LLM call of the chain). Between the call's
+    ``call_started`` and ``call_finished``, at most about 20 a second; the call's
+    ``result`` is still its whole output."""
+
+    type: ClassVar[str] = EventType.CHAIN_DELTA
+    call_id: str
+    name: str
+    offset: int
+    text: str
+
+
 class ApprovalRequested(EventData):
     """A plan reached a call that needs a person's approval: the run waits (status
     ``waiting``) until it is decided, or is denied at ``expires_at`` (epoch seconds).
@@ -480,7 +495,7 @@ EVENT_CLASSES: tuple[type[EventData], ...] = (
     BrainRunStarted, AgentRunStarted, RunResumed, StateChanged, PlanDelta, PlanCreated,
     PlanRevised,
     PlanFinished, PlanCallStarted, LLMCallStarted, StepCallStarted, PlanCallFinished,
-    LLMCallFinished, StepCallFinished, CallAbandoned, CallRetry, ApprovalRequested,
+    LLMCallFinished, StepCallFinished, CallAbandoned, CallRetry, ChainDelta, ApprovalRequested,
     ApprovalDecided, PolicyDenied, StepStarted, StepFinished,
     Validation, Budget, ErrorEvent, Final,
 )

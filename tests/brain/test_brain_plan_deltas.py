@@ -1,4 +1,5 @@
-"""The plan as the planner writes it: ``plan_delta`` events from a streaming plan LLM."""
+"""Streamed LLM text in a run: `plan_delta` from a streaming plan LLM, `chain_delta` from
+a chain whose LLM streams."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 from dcbrain import OpenAILLM, ScriptedLLM
 from dcbrain.brain import DCBrain
-from dcbrain.brain.plan_deltas import PlanDeltas
+from dcbrain.brain.text_deltas import PlanDeltas
 from dcbrain.events import EventData, PlanDelta, parse_payload
 from dcbrain.llm import StreamingScriptedLLM
 from dcbrain.llm.fake_server import ScriptedOpenAIServer
@@ -181,3 +182,25 @@ async def test_an_abort_while_the_plan_is_written_stops_the_stream() -> None:
     assert "plan_delta" in types and "plan_created" not in types
     (planner_call,) = [e for e in result.events if e["type"] == "call_finished"]
     assert planner_call["status"] == "aborted"
+
+
+def test_a_chain_whose_llm_streams_shows_its_output_as_it_is_written() -> None:
+    from dcbrain import Chain
+
+    summary = "Lisbon in three nights: the old town, the river and the coast."
+    summarize = Chain(name="summarize", description="Summarize a text",
+                      llm=StreamingScriptedLLM([summary]), prompt="Summarize: {{ text }}")
+    brain = DCBrain(spec_chains={"summarize": summarize},
+                    default_llm=ScriptedLLM([plan("return summarize(text='a trip')")]),
+                    default_validate_llm=ScriptedLLM([verdict(True)]), tools=[add])
+    result = brain.run("q")
+    assert result.final_result == summary
+    events = result.events
+    (started,) = [e for e in events if e["type"] == "call_started" and e["kind"] == "chain"]
+    (finished,) = [e for e in events if e["type"] == "call_finished" and e["kind"] == "chain"]
+    deltas = [e for e in events if e["type"] == "chain_delta"]
+    assert len(deltas) >= 2
+    assert {(d["call_id"], d["name"]) for d in deltas} == {(started["call_id"], "summarize")}
+    assert "".join(d["text"] for d in deltas) == summary
+    assert all(started["seq"] < d["seq"] < finished["seq"] for d in deltas)
+    assert "plan_delta" not in event_types(events)  # the planner did not stream

@@ -224,3 +224,29 @@ async def test_a_malformed_completion_instead_of_a_stream_is_a_clear_error(
     llm = OpenAILLM("fake-model", base_url=fake_openai.base_url, api_key="k", max_retries=0)
     with pytest.raises(TFLLMError, match="malformed response"):
         await llm.achat(MESSAGES, on_delta=lambda text: None)
+
+
+def test_the_scripted_server_refuses_bodies_that_are_not_requests() -> None:
+    with ScriptedOpenAIServer(["still here"]) as server:
+        url = server.base_url + "/chat/completions"
+        nested = httpx.post(url, content=b"[" * 100_000 + b"]" * 100_000, timeout=10)
+        assert nested.status_code == 400
+        assert httpx.post(url, content=b"{not json", timeout=10).status_code == 400
+        assert httpx.post(server.base_url + "/nowhere", json={}, timeout=10).status_code == 404
+        ok = httpx.post(url, json={"messages": MESSAGES}, timeout=10).json()
+    assert ok["choices"][0]["message"]["content"] == "still here"
+
+
+def test_llm_stream_in_the_config_file_turns_streaming_off(tmp_path: Path) -> None:
+    from dcbrain.composition import build_llms
+    from dcbrain.config import ConfigError, load_config
+
+    path = tmp_path / "dcbrain.toml"
+    path.write_text('[llm.streams]\nmodel = "m"\napi_key = "k"\n'
+                    '[llm.whole]\nmodel = "m"\napi_key = "k"\nstream = false\n'
+                    '[roles]\ndefault = "streams"\n')
+    llms = build_llms(load_config(path, environ={}))
+    assert (llms["streams"].stream, llms["whole"].stream) == (True, False)
+    path.write_text('[llm.main]\nmodel = "m"\napi_key = "k"\nstream = "no"\n')
+    with pytest.raises(ConfigError, match=r"llm\.main\.stream"):
+        load_config(path, environ={})

@@ -22,10 +22,10 @@ from dcbrain._jsonsafe import dumps
 from dcbrain.brain.base import answer_text
 from dcbrain.brain.context import BrainContext, BrainIntermediateResult
 from dcbrain.brain.control import RunControl
-from dcbrain.brain.plan_deltas import PlanDeltas
 from dcbrain.brain.plan_diff import ScriptDiff, plan_calls
 from dcbrain.brain.planner import Planner
 from dcbrain.brain.planner_view import PlannerView
+from dcbrain.brain.text_deltas import PlanDeltas
 from dcbrain.brain.trace import RunRecorder
 from dcbrain.chain import AdditionalInfoPrompt
 from dcbrain.events import PlanCreated, PlanFinished, PlanRevised

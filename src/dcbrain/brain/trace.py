@@ -21,6 +21,7 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from dcbrain._jsonsafe import dumps
+from dcbrain.brain.text_deltas import TextDeltas
 from dcbrain.chain import PlanCall
 from dcbrain.events import (
     DEFAULT_CLIP,
@@ -30,6 +31,7 @@ from dcbrain.events import (
     CallRetry,
     CallStarted,
     CallStatus,
+    ChainDelta,
     ErrorEvent,
     Event,
     EventData,
@@ -358,6 +360,24 @@ class PlanCallEvents:
         with self._lock:
             entry = self._open.get(id(call.record))
         return None if entry is None else self._recorder.call_context(entry[0].call_id)
+
+    def text_deltas(self, call: PlanCall) -> TextDeltas | None:
+        """Where the text a chain call's LLMs write goes while it runs: ``chain_delta``
+        events of the open call ``call``."""
+        with self._lock:
+            entry = self._open.get(id(call.record))
+        if entry is None or call.kind != "chain":
+            return None
+        started, record = entry
+
+        def emit_while_open(payload: EventData) -> None:
+            with self._lock:
+                still_open = id(record) in self._open
+            if still_open:  # nothing of a call follows its call_finished
+                self._recorder.emit(payload)
+
+        return TextDeltas(emit_while_open, lambda offset, text: ChainDelta(
+            call_id=started.call_id, name=started.name, offset=offset, text=text))
 
     def on_call_abandoned(self, call: PlanCall) -> None:
         """The run stopped waiting for the open call ``call`` (its end follows)."""

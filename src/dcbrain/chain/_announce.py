@@ -11,6 +11,7 @@ from typing import Protocol
 from opentelemetry import context as otel_context
 
 from dcbrain.events import PlanCallKind, PolicyDenied
+from dcbrain.llm.observe import stream_llm_replies
 from dcbrain.tfplan import CallRecord
 from dcbrain.tfplan.errors import TFPolicyDenied
 
@@ -114,6 +115,24 @@ class CallAnnouncer:
             yield
         finally:
             otel_context.detach(token)
+
+    @contextmanager
+    def streamed(self, record: CallRecord | None) -> Iterator[None]:
+        """Give the text the LLMs of the announced call ``record`` write in the body to the
+        observer as it is written, when it listens (``text_deltas``: an object with
+        ``open_reply()`` and ``close()``, or ``None``); closed when the body ends."""
+        open_deltas = getattr(self._observer, "text_deltas", None)
+        with self._lock:
+            call = self._announced.get(id(record)) if record is not None else None
+        deltas = open_deltas(call) if open_deltas is not None and call is not None else None
+        if deltas is None:
+            yield
+            return
+        try:
+            with stream_llm_replies(deltas.open_reply):
+                yield
+        finally:
+            deltas.close()
 
     def on_call_abandoned(self, record: CallRecord) -> None:
         report = getattr(self._observer, "on_call_abandoned", None)

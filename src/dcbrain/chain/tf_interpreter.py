@@ -412,7 +412,7 @@ class TFChainInterpreter:
             return chain.async_run(message, self.conversation, self.knowledge)
 
         try:
-            with self._journal.context(key), self._traced(record):
+            with self._journal.context(key), self._traced(record), self._streamed(record):
                 if chain.retry is None:
                     result = await run()
                 else:
@@ -451,6 +451,12 @@ class TFChainInterpreter:
         if self._announcer is None:
             return nullcontext()
         return self._announcer.traced(record)
+
+    def _streamed(self, record: CallRecord | None) -> AbstractContextManager[None]:
+        """While the chain call ``record`` runs, its LLMs' text goes to the observer."""
+        if self._announcer is None:
+            return nullcontext()
+        return self._announcer.streamed(record)
 
     def _construct_chain(self, **kwargs: Any) -> Callable[..., Any]:
         """``__construct_chain(...)``: a new chain on ``default_llm``, callable by the plan.

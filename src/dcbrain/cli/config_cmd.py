@@ -34,6 +34,7 @@ structured_output = "json_object"        # "json_schema" (OpenAI, vLLM, Ollama) 
 # timeout = 60.0
 # max_retries = 2
 # max_output_tokens = 4096
+# stream = true                          # the plan shows as it is written; false: no streaming
 
 # [llm.small]
 # provider = "local"                     # the embedded llama.cpp model, no key needed

@@ -17,7 +17,8 @@ It prints ``listening on http://127.0.0.1:8099/v1`` once it accepts requests. Ea
 
 A request with ``"stream": true`` gets server-sent chunks, one ``cl100k_base`` token each,
 paced at ``tokens_per_second`` (unpaced without it), and a last chunk with the usage when
-``stream_options.include_usage`` asks for it; otherwise one JSON completion. Usage is
+``stream_options.include_usage`` asks for it; otherwise one JSON completion, sent once
+the reply's tokens would have been written at that pace. Usage is
 counted as dcbrain counts it (the prompt's and the reply's ``cl100k_base`` tokens) unless
 the entry gives its own. After the last entry every call is answered 400 "no scripted
 reply" (or, with ``--repeat``, the script starts over). ``GET /v1/models`` lists the model.
@@ -34,6 +35,7 @@ import itertools
 import json
 import sys
 import threading
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -311,7 +313,7 @@ def _handler(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 return
             try:
                 body = json.loads(raw or b"null")
-            except ValueError:
+            except (ValueError, RecursionError):  # not JSON, or nested too deeply
                 body = None
             if not isinstance(body, dict):
                 self._error(400, "the body is not a JSON object")
@@ -326,7 +328,10 @@ def _handler(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 self._error(reply.status, reply.error or "scripted failure")
             elif body.get("stream") is True:
                 self._stream(reply, body)
-            else:
+            else:  # a model takes as long to write a reply it sends at once
+                writing_s = server._pause(reply) * len(token_pieces(reply.content))
+                if writing_s and server._stopping.wait(writing_s):
+                    return
                 self._json(200, server._completion(reply, body))
 
         def _stream(self, reply: ScriptedReply, body: dict[str, Any]) -> None:
@@ -337,11 +342,14 @@ def _handler(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 self.send_header("Cache-Control", "no-cache")
                 self.send_header("Transfer-Encoding", "chunked")
                 self.end_headers()
+                began = time.monotonic()
                 for index, chunk in enumerate(server._chunks(reply, body)):
                     if chunk is None:  # cut: the connection closes without the last chunk
                         self.close_connection = True
                         return
-                    if index > 1 and pause and server._stopping.wait(pause):
+                    # on a schedule, so a late wake-up does not slow the rest of the reply
+                    due = began + max(index - 1, 0) * pause - time.monotonic()
+                    if due > 0 and server._stopping.wait(due):
                         return
                     self._send_chunk(f"data: {json.dumps(chunk)}\n\n".encode())
                 self._send_chunk(b"data: [DONE]\n\n")

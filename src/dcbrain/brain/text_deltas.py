@@ -1,8 +1,9 @@
-"""The plan as the planner writes it: its LLM's streamed text as ``plan_delta`` events.
+"""Streamed LLM text as events: the plan as the planner writes it (``plan_delta``), a chain
+call's output as its LLM writes it (``chain_delta``).
 
-:class:`PlanDeltas` listens for the planner's LLM calls (``stream_llm_replies``) and
-coalesces their chunks, so a fast model sends at most :data:`MAX_DELTAS_PER_SECOND`
-events however many tokens it writes: the first chunk goes out at once, later ones wait
+:class:`TextDeltas` listens for LLM calls (``stream_llm_replies``) and coalesces their
+chunks, so a fast model sends at most :data:`MAX_DELTAS_PER_SECOND` events however many
+tokens it writes: the first chunk goes out at once, later ones wait
 for the rest of the interval (a timer on the event loop sends what is pending, so a model
 that pauses is still shown), and what is left goes out when the reply ends — before the
 whole plan is announced.
@@ -22,18 +23,18 @@ from dcbrain.events import EventData, PlanDelta
 MAX_DELTAS_PER_SECOND = 20
 
 
-class PlanDeltas:
-    """Turns the planner's streamed text of one planning into ``plan_delta`` events."""
+class TextDeltas:
+    """Turns streamed text into events ``event(offset, text)``, given to ``emit``."""
 
     def __init__(
         self,
         emit: Callable[[EventData], Any],
-        iteration: int,
+        event: Callable[[int, str], EventData],
         *,
         interval_s: float = 1.0 / MAX_DELTAS_PER_SECOND,
     ) -> None:
         self._emit = emit
-        self.iteration = iteration
+        self._event = event
         self.interval_s = interval_s
         self._lock = threading.Lock()
         self._pending: list[str] = []
@@ -44,7 +45,7 @@ class PlanDeltas:
         self._closed = False
 
     def open_reply(self) -> Callable[[str], None]:
-        """A planner's LLM call begins a reply: what is pending of the previous one goes
+        """An LLM call begins a reply: what is pending of the previous one goes
         out first, and offsets start again at 0."""
         self.flush()
         with self._lock:
@@ -88,10 +89,27 @@ class PlanDeltas:
             text, start = "".join(self._pending), self._start
             self._pending.clear()
             self._last = time.monotonic()
-        self._emit(PlanDelta(iteration=self.iteration, offset=start, text=text))
+        self._emit(self._event(start, text))
 
     def close(self) -> None:
         """The planning ended: the rest goes out now, later chunks are dropped."""
         self.flush()
         with self._lock:
             self._closed = True
+
+
+class PlanDeltas(TextDeltas):
+    """The planner's streamed text of one planning as ``plan_delta`` events."""
+
+    def __init__(
+        self,
+        emit: Callable[[EventData], Any],
+        iteration: int,
+        *,
+        interval_s: float = 1.0 / MAX_DELTAS_PER_SECOND,
+    ) -> None:
+        super().__init__(emit, self._delta, interval_s=interval_s)
+        self.iteration = iteration
+
+    def _delta(self, offset: int, text: str) -> PlanDelta:
+        return PlanDelta(iteration=self.iteration, offset=offset, text=text)
