@@ -25,6 +25,7 @@ from dcbrain.brain.control import RunControl
 from dcbrain.brain.plan_diff import ScriptDiff, plan_calls
 from dcbrain.brain.planner import Planner
 from dcbrain.brain.planner_view import PlannerView
+from dcbrain.brain.tool_docs import describe_callables, records_section
 from dcbrain.brain.trace import RunRecorder
 from dcbrain.chain import AdditionalInfoPrompt
 from dcbrain.events import PlanCreated, PlanFinished, PlanRevised
@@ -34,6 +35,7 @@ from dcbrain.messages import TextMessage
 from dcbrain.retries import is_transient
 from dcbrain.tfplan import extract_plan
 from dcbrain.tfplan.interpreter import off_the_loop
+from dcbrain.tfplan.shapes import ShapeWriter
 
 if TYPE_CHECKING:
     from dcbrain.brain.dc_brain import DCBrain
@@ -112,9 +114,17 @@ class PlanningContext:
         )
 
     def describe(self, described: list[dict[str, Any]]) -> None:
-        """Take the capability descriptions of the chains and tools plans may call."""
-        self.spec_chains = json_lines([item for item in described if item["kind"] == "chain"])
-        self.tools = json_lines([item for item in described if item["kind"] != "chain"])
+        """Take the capability descriptions of the chains and tools plans may call, as
+        signatures; the records their results hold follow the last section."""
+        writer = ShapeWriter()
+        chains = [item for item in described if item["kind"] == "chain"]
+        tools = [item for item in described if item["kind"] != "chain"]
+        self.spec_chains = describe_callables(chains, writer)
+        self.tools = describe_callables(tools, writer)
+        if tools or not chains:
+            self.tools += records_section(writer)
+        else:
+            self.spec_chains += records_section(writer)
 
     def take_recall(self, context: BrainContext, recall: Recall) -> None:
         """Give the planning what memory recalled: conversation, knowledge, documents, hits."""

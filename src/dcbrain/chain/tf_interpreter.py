@@ -130,6 +130,8 @@ class _ToolCallable:
         self.trusted_output = tool.trusted_output
         self.trusted_fields = tool.trusted_fields
         self.trusted_args = tool.trusted_args
+        self.returns_doc = tool.returns_doc
+        self.example = tool.example
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         owner = self.owner
@@ -293,7 +295,8 @@ class TFChainInterpreter:
         return check(plan, self._checked_specs(), flow=self.flow_check)
 
     def describe_callables(self) -> list[dict[str, Any]]:
-        """Name, kind, description, input and output schema of each chain and tool."""
+        """Name, kind, description, input and output schema of each chain and tool, with
+        its trust declarations, its docstring's ``Returns:`` and its example result."""
         return [
             {
                 "name": spec.name,
@@ -301,6 +304,12 @@ class TFChainInterpreter:
                 "description": spec.description,
                 "input_schema": spec.parameters,
                 "output_schema": spec.returns,
+                "side_effects": spec.side_effects,
+                "trusted_output": spec.trusted_output,
+                "trusted_args": sorted(spec.trusted_args),
+                "trusted_fields": sorted(spec.trusted_fields),
+                "returns_doc": spec.returns_doc,
+                "example": spec.example,
             }
             for spec in self.specs.values()
         ]

@@ -4,7 +4,8 @@ Reports, all at once and with positions: names bound nowhere the reading scope c
 (names resolve scope by scope, see ``scopes.py``), calls to
 unknown functions, keyword arguments a chain/tool does not take, missing required ones,
 positional arguments to keyword-only callables, literal arguments of a type a tool's
-schema refuses, and methods that no value type has.
+schema refuses, methods that no value type has, and fields read from results whose
+declared shape has no such field (``_result_fields.py``).
 A bad plan then costs a replan, not an execution.
 """
 
@@ -22,6 +23,7 @@ from decimal import Decimal
 from typing import Any
 
 from dcbrain.tfplan._argument_types import literal_mismatch
+from dcbrain.tfplan._result_fields import field_problems
 from dcbrain.tfplan.builtins import BUILTIN_FUNCTIONS, EXCEPTIONS
 from dcbrain.tfplan.errors import Problem, TFSyntaxError, first_problems
 from dcbrain.tfplan.flow import flow_problems
@@ -78,6 +80,9 @@ class CallableSpec:
     trusted_args: frozenset[str] = frozenset()
     #: Fields of the result's records that are trusted data (``trusted_output`` false).
     trusted_fields: frozenset[str] = frozenset()
+    #: What the docstring's ``Returns:`` says, and an example result (for planners).
+    returns_doc: str = ""
+    example: Any = None
 
     @classmethod
     def from_callable(cls, name: str, func: Callable[..., Any]) -> CallableSpec:
@@ -89,7 +94,9 @@ class CallableSpec:
             spec, trusted_output=getattr(func, "trusted_output", False) is True,
             side_effects=getattr(func, "side_effects", True) is not False,
             trusted_args=_names(getattr(func, "trusted_args", ())),
-            trusted_fields=_names(getattr(func, "trusted_fields", ())))
+            trusted_fields=_names(getattr(func, "trusted_fields", ())),
+            returns_doc=str(getattr(func, "returns_doc", "") or ""),
+            example=getattr(func, "example", None))
 
     @classmethod
     def _from_signature(cls, name: str, func: Callable[..., Any]) -> CallableSpec:
@@ -199,6 +206,8 @@ class _Checker:
             elif isinstance(node, ast.Attribute) and node.attr not in ALL_METHOD_NAMES \
                     and not _is_namespace_access(node):
                 self._add(node, f"no value in tf_plan has a method {node.attr!r}")
+        for node, message in field_problems(self.plan.tree, self.specs):
+            self._add(node, message)
         if self.flow:
             self.problems += flow_problems(self.plan, self.specs)
         self.problems.sort(key=lambda p: (p.line, p.col))
