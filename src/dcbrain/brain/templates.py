@@ -30,7 +30,7 @@ Answer the user's question (the last message) in one of two ways:
    the answer. The script runs in a sandbox; its result is checked by a validator.
 
 ## The tf_plan language
-""" + language_summary() + """\
+{% raw %}""" + language_summary() + """{% endraw %}\
 `raise ValueError("...")` gives up with a message. Prefer `parallel` whenever calls do
 not depend on each other, and end with `return value` (a dict for several values).
 

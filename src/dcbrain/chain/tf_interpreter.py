@@ -36,7 +36,12 @@ from dcbrain.chain._retrying import JournaledTries
 from dcbrain.chain._usage import UsageCollector
 from dcbrain.chain.approval_gate import ApprovalGate, approval_reason
 from dcbrain.chain.chain import Chain
-from dcbrain.chain.construct import CONSTRUCT_CHAIN_SPEC, built_by_plan, construct_plan_chain
+from dcbrain.chain.construct import (
+    CALL_ARGUMENTS,
+    CONSTRUCT_CHAIN_SPEC,
+    built_by_plan,
+    construct_plan_chain,
+)
 from dcbrain.chain.containers import Chains
 from dcbrain.chain.intermediate import intermediate_results_added
 from dcbrain.chain.plan_names import check_plan_names
@@ -292,7 +297,8 @@ class TFChainInterpreter:
 
     def check(self, plan: str) -> list[Problem]:
         """Every static problem of ``plan`` (syntax included) against the chains and tools."""
-        return check(plan, self._checked_specs(), flow=self.flow_check)
+        return check(plan, self._checked_specs(), flow=self.flow_check,
+                     chain_inputs=self.additional_info)
 
     def describe_callables(self) -> list[dict[str, Any]]:
         """Name, kind, description, input and output schema of each chain and tool, with
@@ -364,7 +370,8 @@ class TFChainInterpreter:
         # compiled as the run will compile it (raises TFSyntaxError); the run reuses it
         parsed, _ = compile_source(plan, frozenset(self._interpreter.callables))
         if run_check:
-            problems = check(parsed, self._checked_specs(), flow=self.flow_check)
+            problems = check(parsed, self._checked_specs(), flow=self.flow_check,
+                             chain_inputs=self.additional_info)
             if problems:
                 raise TFCheckError(problems, parsed.source)
 
@@ -403,6 +410,8 @@ class TFChainInterpreter:
         if denied is not None:
             raise denied
         message = self.construct_chain_run_input(kwargs, additional_info=scope.chain_info())
+        if built_by_plan(chain):
+            message.additional_kwargs[CALL_ARGUMENTS] = list(kwargs)
         return self._run_chain(chain, message, scope, key, record)
 
     async def _run_chain(

@@ -5,7 +5,8 @@ Reports, all at once and with positions: names bound nowhere the reading scope c
 unknown functions, keyword arguments a chain/tool does not take, missing required ones,
 positional arguments to keyword-only callables, literal arguments of a type a tool's
 schema refuses, methods that no value type has, and fields read from results whose
-declared shape has no such field (``_result_fields.py``).
+declared shape has no such field (``_result_fields.py``), and calls of a plan's own
+chain that leave out a name its prompt substitutes (``_chain_prompts.py``).
 A bad plan then costs a replan, not an execution.
 """
 
@@ -23,6 +24,7 @@ from decimal import Decimal
 from typing import Any
 
 from dcbrain.tfplan._argument_types import literal_mismatch
+from dcbrain.tfplan._chain_prompts import prompt_argument_problems
 from dcbrain.tfplan._result_fields import field_problems
 from dcbrain.tfplan.builtins import BUILTIN_FUNCTIONS, EXCEPTIONS
 from dcbrain.tfplan.errors import Problem, TFSyntaxError, first_problems
@@ -153,8 +155,12 @@ def check(
     specs: Mapping[str, CallableSpec] | Iterable[CallableSpec] = (),
     *,
     flow: bool = True,
+    chain_inputs: Iterable[str] = (),
 ) -> list[Problem]:
     """Every problem of ``plan`` against ``specs``, in source order (empty: the plan is fine).
+
+    ``chain_inputs`` are the names every chain call has without passing them (the
+    interpreter's ``additional_info``): a plan's own chain may substitute them.
 
     Syntax problems of a source string are returned as problems too. With ``flow`` (the
     default) untrusted data that certainly reaches an argument a callable declares in
@@ -169,13 +175,16 @@ def check(
         except TFSyntaxError as exc:
             if exc.tree is None:  # not even Python: nothing more can be said
                 return list(exc.problems)
-            rest = _Checker(Plan(source=source, tree=exc.tree), by_name, flow).run()
+            rest = _Checker(Plan(source=source, tree=exc.tree), by_name, flow,
+                            chain_inputs).run()
             return first_problems(sorted([*exc.problems, *rest], key=lambda p: (p.line, p.col)))
-    return first_problems(_Checker(plan, by_name, flow).run())
+    return first_problems(_Checker(plan, by_name, flow, chain_inputs).run())
 
 
 class _Checker:
-    def __init__(self, plan: Plan, specs: Mapping[str, CallableSpec], flow: bool) -> None:
+    def __init__(self, plan: Plan, specs: Mapping[str, CallableSpec], flow: bool,
+                 chain_inputs: Iterable[str] = ()) -> None:
+        self.chain_inputs = frozenset(chain_inputs)
         self.plan = plan
         self.specs = specs
         self.flow = flow
@@ -207,6 +216,8 @@ class _Checker:
                     and not _is_namespace_access(node):
                 self._add(node, f"no value in tf_plan has a method {node.attr!r}")
         for node, message in field_problems(self.plan.tree, self.specs):
+            self._add(node, message)
+        for node, message in prompt_argument_problems(self.plan.tree, self.chain_inputs):
             self._add(node, message)
         if self.flow:
             self.problems += flow_problems(self.plan, self.specs)

@@ -137,8 +137,11 @@ def language_summary() -> str:
         "an output schema; wrap other values, e.g. {\"result\": [1, 2, 3]}.",
         "- `a, b = parallel(chain_a(x=1), tool_b(y=2))` runs independent calls at the same "
         "time and returns their results as a list in argument order.",
-        "- `helper = __construct_chain(output_schema={...}, prompt=\"...\", name=\"...\")` "
-        "builds a new chain at run time; call it as `helper(input=\"...\")`.",
+        "- `helper = __construct_chain(prompt=\"Rate {{ review }} for {{ reader }}\", "
+        "output_schema={...}, name=\"...\")` builds a chain at run time. A call fills "
+        "`{{ name }}` with its argument `name` (`{{ input }}`: `input=`): "
+        "`helper(review=text, reader=\"a child\")`; arguments the prompt does not name are "
+        "sent after it as data, and a name the call does not pass is an error.",
         "- The plan's result is the value of a top-level `return`, else of the last "
         "top-level expression; print() output is captured and shown with it.",
         "- The script is checked before it runs: names bound nowhere the code can see, "
