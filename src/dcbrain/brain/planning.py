@@ -43,6 +43,10 @@ if TYPE_CHECKING:
 
 #: Successful calls listed for the planner.
 JOURNAL_CALLS_SHOWN = 40
+#: Characters of the values plans handed back with ``replan_with`` shown to the planner:
+#: about half the tokens left (a token is some four characters), within these bounds.
+LOOKED_UP_MAX_CHARS = 60_000
+LOOKED_UP_MIN_CHARS = 2_000
 
 
 def as_prompt(
@@ -61,11 +65,12 @@ class PlanningContext:
     """Everything a planner is told; the planning template renders its fields by name.
 
     ``contextual_plan_info`` lists earlier failed attempts (``plan``, ``result``,
-    ``error``, ``suggestion``), ``succeeded_calls`` the run's successful calls
-    (``journal_calls`` is the same list as the template shows it), ``output_schema`` the
-    JSON Schema the answer must match (empty: any answer). ``conversation`` and
-    ``knowledge`` are the recalled memory, rendered by their own prompts; ``extra``
-    carries the question's own ``additional_kwargs`` for custom templates.
+    ``error``, ``suggestion``), ``looked_up`` what plans handed back with
+    ``replan_with(value)`` (``plan``, ``value``, ``sources``), ``succeeded_calls`` the
+    run's successful calls (``journal_calls`` is the same list as the template shows it),
+    ``output_schema`` the JSON Schema the answer must match (empty: any answer).
+    ``conversation`` and ``knowledge`` are the recalled memory, rendered by their own
+    prompts; ``extra`` carries the question's own ``additional_kwargs`` for custom templates.
     """
 
     question: str
@@ -82,6 +87,9 @@ class PlanningContext:
     journal_calls: str = ""
     succeeded_calls: list[str] = field(default_factory=list)
     output_schema: str = ""
+    #: What plans that ended with ``replan_with(value)`` handed back: ``plan``, ``value``
+    #: (its text, in full within the budget), ``sources`` (of the data it may hold).
+    looked_up: list[dict[str, Any]] = field(default_factory=list)
     conversation: list[TextMessage] = field(default_factory=list)
     knowledge: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
@@ -101,7 +109,8 @@ class PlanningContext:
         cls, brain: DCBrain, context: BrainContext, output_schema: str = ""
     ) -> PlanningContext:
         view = PlannerView(brain.show_untrusted_to_planner,
-                           frozenset(tool.name for tool in brain.tools if tool.trusted_output))
+                           frozenset(tool.name for tool in brain.tools if tool.trusted_output),
+                           frozenset(brain.spec_chains))
         return cls(
             view=view,
             question=context.current_input.content,
@@ -154,6 +163,13 @@ class PlanningContext:
         self.tokens_left = tokens_left
         self.succeeded_calls = [self.view.call_text(entry) for entry in entries]
         self.journal_calls = describe_calls(self.succeeded_calls)
+        # the looked-up values share a part of the tokens left, the latest first
+        room = max(LOOKED_UP_MIN_CHARS, min(LOOKED_UP_MAX_CHARS, tokens_left * 2))
+        shown: list[dict[str, Any]] = []
+        for item in reversed(ir.looked_up):
+            shown.insert(0, self.view.looked_up(item, room))
+            room = max(LOOKED_UP_MIN_CHARS, room - len(shown[0]["value"]))
+        self.looked_up = shown
 
     def template_vars(self) -> dict[str, Any]:
         values = {item.name: getattr(self, item.name) for item in fields(self)

@@ -4,7 +4,8 @@ The planning template renders the fields of
 :class:`~dcbrain.brain.planning.PlanningContext`: ``spec_chains`` and ``tools`` (JSON
 capability descriptions), ``iterations_left``, ``max_iterations``, ``tokens_left``,
 ``max_tokens``, ``contextual_plan_info`` (earlier failed attempts: ``plan``, ``result``,
-``error``, ``suggestion``), ``previous_suggestion``, ``memory_documents``,
+``error``, ``suggestion``), ``looked_up`` (what plans handed back with ``replan_with``:
+``plan``, ``value``, ``sources``, ``iteration``), ``previous_suggestion``, ``memory_documents``,
 ``memory_keyword_hits``, ``journal_calls`` (the run's successful calls with their
 results; ``succeeded_calls`` is the same as a list) and ``output_schema`` (the JSON
 Schema of the run's output type, empty without one). The question itself is sent after it,
@@ -48,6 +49,17 @@ Tokens left: {{ tokens_left }} of {{ max_tokens }}. Keep plans short and direct.
 The answer (the value the plan returns, or a direct answer written as JSON) must match
 this JSON Schema:
 {{ output_schema }}
+{% endif %}{% if looked_up %}
+## What your plans looked up with replan_with
+{% for item in looked_up %}
+### Attempt {{ item.iteration }} (data from {{ item.sources }})
+```tf_plan
+{{ item.plan }}
+```
+It handed back:
+{{ item.value }}
+{% endfor %}
+Use what they found to write the plan that answers the question.
 {% endif %}{% if contextual_plan_info %}
 ## Earlier attempts that did not solve the question
 {% for attempt in contextual_plan_info %}

@@ -219,10 +219,39 @@ class _Checker:
             self._add(node, message)
         for node, message in prompt_argument_problems(self.plan.tree, self.chain_inputs):
             self._add(node, message)
+        self._check_replan_with()
         if self.flow:
             self.problems += flow_problems(self.plan, self.specs)
         self.problems.sort(key=lambda p: (p.line, p.col))
         return self.problems
+
+    def _check_replan_with(self) -> None:
+        """``replan_with(value)`` ends the plan: a top-level ``return replan_with(x)`` or the
+        plan's last statement, with one argument."""
+        if "replan_with" not in self.plan.source:
+            return
+        body = self.plan.tree.body
+        allowed: set[int] = set()
+        if body and isinstance(body[-1], ast.Expr):
+            allowed.add(id(body[-1].value))
+        stack: list[ast.AST] = list(body)
+        while stack:  # top-level returns, not those of plan functions
+            node = stack.pop()
+            if isinstance(node, ast.Return) and node.value is not None:
+                allowed.add(id(node.value))
+            if not isinstance(node, ast.FunctionDef | ast.Lambda):
+                stack.extend(ast.iter_child_nodes(node))
+        for node in ast.walk(self.plan.tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                    and node.func.id == "replan_with" and id(node.func) not in self.plan_bound:
+                if id(node) not in allowed:
+                    self._add(node, "replan_with(value) ends the plan: write `return "
+                                    "replan_with(value)` at the top level, not inside an "
+                                    "expression or a function")
+                elif len(node.args) != 1 or node.keywords \
+                        or isinstance(node.args[0], ast.Starred):
+                    self._add(node, "replan_with takes exactly one value: "
+                                    "replan_with({\"email\": text})")
 
     def _unknown_name(self, node: ast.Name, available: frozenset[str]) -> None:
         hint = self.hints.get(node.id)
