@@ -11,8 +11,9 @@ results; ``succeeded_calls`` is the same as a list) and ``output_schema`` (the J
 Schema of the run's output type, empty without one). The question itself is sent after it,
 with the conversation (``MemoPrompt``) and knowledge (``KnowledgePrompt``) in between.
 
-The validation template reads ``input`` (the question), ``plan``, ``plan_result`` and
-``plan_output`` (what the plan printed).
+The validation template reads ``input`` (the question), ``plan``, ``plan_result``,
+``plan_output`` (what the plan printed) and ``evidence`` (the calls the plan made, one
+per line with their results).
 """
 
 from __future__ import annotations
@@ -104,7 +105,17 @@ Decide whether the plan's result fully and correctly answers the user's question
 {% if plan_output %}
 ## What the plan printed
 {{ plan_output }}
+{% endif %}{% if evidence %}
+## The calls the plan made, with their results (what the result rests on)
+{{ evidence }}
 {% endif %}
+Check that:
+- the result answers every part of the question, in the form it asks for;
+- each name, number, date and total in it follows from the calls' results above
+  (recompute sums, counts and differences yourself);
+- it does not rest on a call that failed or found nothing, and the plan did nothing the
+  question did not ask for.
+
 Reply with only a JSON object: {"is_solved": true or false, "suggestion": "..."}.
 `is_solved` is true only when the result answers the question completely and correctly.
 When it is false, `suggestion` says concretely what the next plan must do differently;
