@@ -97,6 +97,11 @@ class PlanningContext:
     view: PlannerView = field(default_factory=PlannerView)
 
     @property
+    def attempt(self) -> int:
+        """Which planning of the run this is: 1 the first, 2 after one plan ran, ..."""
+        return self.max_iterations - self.iterations_left + 1
+
+    @property
     def untrusted_sources_shown(self) -> frozenset[str]:
         """Sources of untrusted data the planner has been shown in this run so far
         (``tool:read_file``, ``chain:extract``, ``memory:documents``, ...): the literals of
