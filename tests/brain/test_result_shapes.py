@@ -189,3 +189,22 @@ def test_an_mcp_tools_output_schema_reaches_the_prompt_and_the_check() -> None:
         interpreter = TFChainInterpreter({}, tools=tools)
         [problem] = interpreter.check('return lookup(a="x")["b"]')
         assert problem.message.startswith("the record from tool 'lookup' has no field 'b'")
+
+
+def test_a_hostile_result_schema_is_written_in_bounded_work() -> None:
+    # each definition points at the next eight times: written out, 8**30 parts
+    definitions: dict[str, Any] = {
+        f"D{i}": {"anyOf": [{"$ref": f"#/$defs/D{i + 1}"},
+                            {"type": "array", "items": {"$ref": f"#/$defs/D{i + 1}"}}] * 4}
+        for i in range(30)}
+    definitions["D30"] = {"type": "object", "properties": {"a": {"$ref": "#/$defs/D0"}}}
+    fan_out = {"$defs": definitions, "$ref": "#/$defs/D0"}
+    loop = {"$defs": {"A": {"$ref": "#/$defs/A"}}, "$ref": "#/$defs/A"}
+    tools = [Tool(get_page, name="fan_out", output_schema=fan_out),
+             Tool(get_page, name="loop", output_schema=loop)]
+    section = planning_prompt(tools)
+    assert len(section) < 5_000
+    assert "loop(url: str) -> Any" in section
+    interpreter = TFChainInterpreter({}, tools=tools)
+    assert interpreter.check('x = loop(url="u")\ny = x\ny.append(x)\nreturn x["a"]["b"], '
+                             'fan_out(url="u")["a"]') == []

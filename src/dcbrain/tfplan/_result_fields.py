@@ -47,6 +47,7 @@ class _FieldCheck:
         self.bindings: dict[str, list[ast.AST]] = {}
         self.changed: set[str] = set()
         self.plan_functions: set[str] = set()
+        self._mutated: list[ast.AST] = []
         self._memo: dict[str, tuple[Shape, str] | None] = {}
         self._busy: set[str] = set()
         self._collect(tree)
@@ -75,18 +76,18 @@ class _FieldCheck:
             elif isinstance(node, ast.Global | ast.Nonlocal):
                 self.changed.update(node.names)
             elif isinstance(node, ast.Delete):
-                for target in node.targets:
-                    self._changes(target)
+                self._mutated.extend(node.targets)
             elif isinstance(node, ast.Call):
                 func = node.func
                 if isinstance(func, ast.Attribute) and func.attr in _MUTATING:
-                    self._changes(func.value)
+                    self._mutated.append(func.value)
         # a value handed to a plan function may be changed there
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
                     and node.func.id in self.plan_functions:
-                for argument in [*node.args, *(keyword.value for keyword in node.keywords)]:
-                    self._changes(argument)
+                self._mutated.extend([*node.args, *(keyword.value for keyword in node.keywords)])
+        for node in self._mutated:  # once every binding is known, for aliases
+            self._changes(node)
 
     def _bind_target(self, target: ast.AST, node: ast.AST) -> None:
         if isinstance(target, ast.Name):
@@ -96,7 +97,7 @@ class _FieldCheck:
                 self._bind_target(element.value if isinstance(element, ast.Starred)
                                   else element, node)
         elif isinstance(target, ast.Subscript | ast.Attribute | ast.Starred):
-            self._changes(target)
+            self._mutated.append(target)
 
     def _bind(self, name: str, node: ast.AST) -> None:
         self.bindings.setdefault(name, []).append(node)
@@ -105,7 +106,7 @@ class _FieldCheck:
         """The name under ``node`` (``x`` of ``x[0]["k"]``) may now hold other fields."""
         while isinstance(node, ast.Subscript | ast.Attribute | ast.Starred):
             node = node.value
-        if isinstance(node, ast.Name):
+        if isinstance(node, ast.Name) and node.id not in self.changed:
             self.changed.add(node.id)
             for binding in self.bindings.get(node.id, []):
                 value = getattr(binding, "value", None)

@@ -26,6 +26,8 @@ MAX_FIELDS = 60
 #: Alternatives of a union and values of an enum written out.
 MAX_ALTERNATIVES = 8
 MAX_ENUM = 12
+#: Schema parts one writer looks at before writing ``Any`` for the rest.
+MAX_WORK = 20_000
 #: Characters of a description (its first line) and of one type's text.
 MAX_DESCRIPTION = 200
 MAX_TYPE_TEXT = 300
@@ -146,6 +148,7 @@ class ShapeWriter:
     def __init__(self) -> None:
         self._records: dict[str, list[str]] = {}
         self._keys: dict[str, str] = {}  # record name -> its schema's JSON, to tell twins apart
+        self._work = 0  # schema parts written: $refs make a small schema a large tree
 
     def type_text(self, schema: Any, root: Mapping[str, Any], hint: str = "",
                   depth: int = 0) -> str:
@@ -155,7 +158,8 @@ class ShapeWriter:
         return text if len(text) <= MAX_TYPE_TEXT else text[:MAX_TYPE_TEXT] + "…"
 
     def _type(self, schema: Any, root: Mapping[str, Any], hint: str, depth: int) -> str:
-        if not isinstance(schema, Mapping) or not schema:
+        self._work += 1
+        if not isinstance(schema, Mapping) or not schema or self._work > MAX_WORK:
             return "Any"
         if depth > MAX_DEPTH:
             return "dict" if "properties" in schema else "Any"
