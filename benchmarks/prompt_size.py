@@ -7,7 +7,8 @@ suites' functions as tools with their trust declarations). Per suite it prints t
 (``cl100k_base``) of the whole planning prompt and of its tool section, three ways:
 
 - ``json``: the tool section as it was rendered before result shapes (one JSON object
-  per tool with its input and output schema), recomputed here as the reference;
+  per tool with its input and output schema), recomputed here as the reference, in
+  today's prompt (whose language summary is longer than it was);
 - ``plain``: today's rendering of the same tools, which declare no result shape;
 - ``shaped``: today's rendering with each tool's result shape taken from the suite
   function's return annotation (what ``Tool(func)`` derives from ``-> list[Email]``).
