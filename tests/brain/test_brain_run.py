@@ -174,7 +174,7 @@ def test_capabilities_are_serialized_into_the_input_and_the_planning_prompt() ->
     tools_section = text.split("## Tools\n")[1].split("\n## ")[0]
     assert tools_section.startswith("add(a: int, b: int) -> int\n")
     assert tools_section.rstrip().endswith(
-        'Records these return (dicts: read a field as r["field"]):\n'
+        'Records (dicts: read a field as r["field"]):\n'
         "summarize_result:\n  summary: str")
     assert "Planning attempts left, this one included: 10 of 10." in text
     assert "Tokens left: 128000 of 128000." in text

@@ -20,7 +20,7 @@ MAX_EXAMPLE = 300
 LEGEND = ("Marks: [read-only] changes nothing; [trusted args: a] a may only carry the "
           "user's words, the plan's literals or trusted results; [trusted result] / "
           "[trusted fields: f] that result / those fields of its records are trusted data.")
-RECORDS_HEADING = 'Records these return (dicts: read a field as r["field"]):'
+RECORDS_HEADING = 'Records (dicts: read a field as r["field"]):'
 
 
 def describe_callables(items: Sequence[Mapping[str, Any]], writer: ShapeWriter) -> str:
