@@ -16,7 +16,8 @@ from typing import Any
 _PARAMETER_SECTION = re.compile(
     r"^[ \t]*(?:(?:Args|Arguments|Parameters|Params|Keyword Args|Keyword Arguments|"
     r"Other Parameters)[ \t]*:[ \t]*$|(?:Parameters|Other Parameters)[ \t]*\n[ \t]*-{3,}"
-    r"|:(?:param|parameter|arg|argument|key|keyword)[ \t]+\w)",
+    r"|:(?:param|parameter|arg|argument|key|keyword)[ \t]+\w"
+    r"|(?:Returns|Return|Yields)[ \t]*:[ \t]*$|Returns[ \t]*\n[ \t]*-{3,}|:returns?:)",
     re.MULTILINE)
 #: A Google section header right under prose: griffe reads it as a section only after a
 #: blank line, and would leave it in the summary.
@@ -29,11 +30,12 @@ _SPHINX = re.compile(r"^[ \t]*:(?:param|parameter|arg|argument|key|keyword)[ \t]
 
 @dataclass(frozen=True)
 class DocstringParts:
-    """A docstring's summary (its first paragraph of prose, sections left out) and the
-    description of each parameter it documents."""
+    """A docstring's summary (its first paragraph of prose, sections left out), the
+    description of each parameter it documents, and what its ``Returns:`` says."""
 
     summary: str = ""
     parameters: dict[str, str] = field(default_factory=dict)
+    returns: str = ""
 
 
 def docstring_parts(doc: str | None) -> DocstringParts:
@@ -51,6 +53,7 @@ def docstring_parts(doc: str | None) -> DocstringParts:
                               parser_options={"warnings": False}).parse()
     summary = ""
     parameters: dict[str, str] = {}
+    returns: list[str] = []
     for section in parsed:
         if section.kind is griffe.DocstringSectionKind.text and not summary:
             summary = str(section.value).split("\n\n")[0]
@@ -59,4 +62,10 @@ def docstring_parts(doc: str | None) -> DocstringParts:
             for parameter in section.value:
                 if parameter.description:
                     parameters.setdefault(parameter.name, inspect.cleandoc(parameter.description))
-    return DocstringParts(summary.strip(), parameters)
+        elif section.kind is griffe.DocstringSectionKind.returns:
+            for item in section.value:
+                annotation = str(item.annotation or "").strip()
+                description = inspect.cleandoc(item.description or "")
+                returns.append(f"{annotation}: {description}" if annotation and description
+                               else annotation or description)
+    return DocstringParts(summary.strip(), parameters, "; ".join(filter(None, returns)))

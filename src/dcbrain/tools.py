@@ -81,6 +81,12 @@ class Tool:
     ``policies`` are functions of a :class:`~dcbrain.policies.PolicyCall` checked before
     each call. ``on_violation="ask"`` puts a call whose ``trusted_args`` carry untrusted
     data to a person instead of refusing it (``"deny"``; default: the brain's).
+
+    The planner reads the result's shape from the return annotation (a pydantic model,
+    dataclass, TypedDict, ``list``/``dict`` of them, ``Decimal``, ``date`` ...), else from
+    ``output_schema`` (a JSON Schema, which wins over the annotation), and the docstring's
+    ``Returns:`` section; ``example`` is a sample result it is shown (for a text result,
+    its format). The static checker holds plans to the same shape.
     """
 
     #: How failed calls are tried again; ``None``: they are not.
@@ -106,6 +112,9 @@ class Tool:
     #: What a call whose ``trusted_args`` carry untrusted data gets: ``"deny"``, ``"ask"``
     #: a person, or ``None``: the brain's choice.
     on_violation: Violation | None = None
+    #: What the docstring's ``Returns:`` says of the result, and an example result.
+    returns_doc: str = ""
+    example: Any = None
 
     def needs_approval(self, arguments: Mapping[str, Any]) -> bool:
         """Whether a call with these keyword arguments waits for a person's decision;
@@ -131,6 +140,8 @@ class Tool:
         policies: Iterable[Policy] = (),
         on_violation: Violation | None = None,
         trusted_fields: Iterable[str] = (),
+        output_schema: Mapping[str, Any] | None = None,
+        example: Any = None,
     ) -> None:
         self.func = func
         self.retry = RetryPolicy.of(retries, retry_on, backoff)
@@ -143,10 +154,15 @@ class Tool:
         self.timeout_s = checked_timeout(timeout_s, f"tool {name or func.__name__!r}")
         self.name = name or func.__name__
         self.is_async = inspect.iscoroutinefunction(func)
-        self.signature, self._validated, parameters, returns, summary = derived_from(func)
-        self.description = description or summary
+        self.signature, self._validated, parameters, returns, documented = derived_from(func)
+        self.description = description or documented.summary
         self.parameters_schema: dict[str, Any] = copy.deepcopy(parameters)
-        self.returns_schema: dict[str, Any] | None = copy.deepcopy(returns)
+        self.returns_schema: dict[str, Any] | None = copy.deepcopy(
+            dict(output_schema) if output_schema is not None else returns)
+        #: What the docstring's ``Returns:`` section says of the result.
+        self.returns_doc = documented.returns
+        #: An example result shown to the planner (a text tool's sample output).
+        self.example = checked_example(example, f"tool {self.name!r}")
 
     def __repr__(self) -> str:
         return f"Tool({self.name!r})"
@@ -334,6 +350,13 @@ def needs_approval(owner: Any, arguments: Mapping[str, Any]) -> bool:
                           f"{type(exc).__name__}: {exc}") from None
 
 
+def checked_example(example: Any, owner: str) -> Any:
+    """``example`` of a tool as JSON data, refused when it is not JSON-like."""
+    if example is None:
+        return None
+    return check_json_like(to_json_data(example, f"{owner} example"), f"{owner} example")
+
+
 def checked_timeout(timeout_s: float | None, owner: str,
                     option: str = "timeout_s") -> float | None:
     """``timeout_s`` of a tool or chain, refused unless ``None`` or a positive number."""
@@ -442,7 +465,9 @@ class SchemaTool(Tool):
     ``parameters_schema`` before the call; the result becomes plain
     JSON data. With ``closed=True`` a schema that does not say otherwise rejects
     unknown arguments (``"additionalProperties": false``), so the static checker reports
-    them too. ``reuse``, ``timeout_s``, ``retries``/``retry_on``/``backoff``,
+    them too. ``returns_schema`` is the result's shape the planner reads and the checker
+    holds plans to (an MCP tool's ``outputSchema``). ``reuse``, ``timeout_s``,
+    ``retries``/``retry_on``/``backoff``, ``example``,
     ``requires_approval``/``approval_timeout_s`` and the trust options as for
     :class:`Tool`. The schema is compiled by :func:`dcbrain.schemas.compile_schema`; a
     refused one raises
@@ -474,6 +499,7 @@ class SchemaTool(Tool):
         policies: Iterable[Policy] = (),
         on_violation: Violation | None = None,
         trusted_fields: Iterable[str] = (),
+        example: Any = None,
     ) -> None:
         from dcbrain.schemas import compile_schema
 
@@ -493,6 +519,7 @@ class SchemaTool(Tool):
         self.is_async = True
         self.parameters_schema = schema
         self.returns_schema = returns_schema
+        self.example = checked_example(example, f"tool {name!r}")
         self.signature = _schema_signature(schema)
         self.check_values = check_values
         self._compiled_schema = compile_schema(

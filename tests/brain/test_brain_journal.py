@@ -196,7 +196,7 @@ def test_a_chain_is_reused_with_its_intermediate_results() -> None:
                                           "required": ["summary"]})
     brain = DCBrain(
         spec_chains={"summarize": summarize},
-        default_llm=ScriptedLLM([plan('s = summarize(text="long")\nreturn s["nope"]'),
+        default_llm=ScriptedLLM([plan('s = summarize(text="long")\nk = "nope"\nreturn s[k]'),
                                  plan('s = summarize(text="long")\nreturn s["summary"]')]),
         default_validate_llm=ScriptedLLM([verdict(True)]))
     result = brain.run("q", conversation_id="c1")

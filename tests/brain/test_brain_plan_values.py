@@ -61,9 +61,9 @@ def test_the_planner_is_told_the_formats_and_the_plan_computes_with_money() -> N
     result = brain.run("Refund half of order A1", conversation_id="c1")
     assert result.status == "succeeded", result.reason
     prompt = "\n".join(str(message["content"]) for message in planner.calls[0])
-    assert '"total": {"format": "decimal", "title": "Total", "type": "string"}' in prompt
-    assert '"placed": {"format": "date-time"' in prompt and '"due": {"format": "date"' in prompt
-    assert '"amount": {"type": "string", "format": "decimal"}' in prompt
+    assert "lookup_order(order_id: str) -> Order\n" in prompt
+    assert "Order:\n  order_id: str\n  total: Decimal\n  placed: datetime\n  due: date" in prompt
+    assert "refund(order_id: str, amount: Decimal, on: date) -> dict\n" in prompt
     assert shop.refunds == [(Decimal("64.995"), date(2026, 3, 31))]
     assert [type(part) for part in shop.refunds[0]] == [Decimal, date]
     final = result.final_result

@@ -169,15 +169,13 @@ def test_capabilities_are_serialized_into_the_input_and_the_planning_prompt() ->
     assert seen["last"] == {"role": "user", "content": "Summarize the news"}
     text = seen["system"]["content"]
     chains_section = text.split("## Chains\n")[1].split("\n\n")[0]
-    described = [json.loads(line) for line in chains_section.splitlines()]
-    assert described == [{
-        "name": "summarize", "kind": "chain", "description": "Summarize a text",
-        "input_schema": {"type": "object", "properties": {"text": {"type": "string"}},
-                         "required": ["text"]},
-        "output_schema": summarize.output_schema,
-    }]
-    tools_section = text.split("## Tools\n")[1].split("\n\n")[0]
-    assert json.loads(tools_section)["name"] == "add"
+    assert chains_section == ("summarize(text: str) -> summarize_result\n"
+                              "  Summarize a text")
+    tools_section = text.split("## Tools\n")[1].split("\n## ")[0]
+    assert tools_section.startswith("add(a: int, b: int) -> int\n")
+    assert tools_section.rstrip().endswith(
+        'Records (dicts: read a field as r["field"]):\n'
+        "summarize_result:\n  summary: str")
     assert "Planning attempts left, this one included: 10 of 10." in text
     assert "Tokens left: 128000 of 128000." in text
     for construct in ("import", "try", "parallel(", "return value", "keyword arguments"):

@@ -59,7 +59,7 @@ def test_a_chains_llm_call_nests_under_the_chain_and_a_reused_call_is_marked(
                                           "required": ["summary"]})
     brain = DCBrain(
         spec_chains={"summarize": summarize},
-        default_llm=ScriptedLLM([plan('s = summarize(text="long")\nreturn s["nope"]'),
+        default_llm=ScriptedLLM([plan('s = summarize(text="long")\nk = "nope"\nreturn s[k]'),
                                  plan('s = summarize(text="long")\nreturn s["summary"]')]),
         default_validate_llm=ScriptedLLM([verdict(True)]))
     result = brain.run("q", conversation_id="c1")

@@ -66,7 +66,7 @@ def test_each_failure_is_handed_to_the_next_round_with_its_reason() -> None:
         "I would summarize it.",                              # no block
         block("x = summarize(text='a'"),                      # syntax
         block("summarize(txt='a')"),                          # check
-        block("s = summarize(text='a')\ny = s['missing']"),   # runtime, line 2
+        block("s = summarize(text='a')\ny = s['summary'][9]"),  # runtime, line 2
         block("summarize(text='a')['summary']"),
     )
     dc = DCChains(
@@ -81,13 +81,14 @@ def test_each_failure_is_handed_to_the_next_round_with_its_reason() -> None:
         "I would summarize it.",
         "x = summarize(text='a'",
         "summarize(txt='a')",
-        "s = summarize(text='a')\ny = s['missing']",
+        "s = summarize(text='a')\ny = s['summary'][9]",
     ]
     assert infos[0].startswith("no tf_plan block")
     assert infos[1].startswith("1:")
     assert "never closed" in infos[1] or "invalid syntax" in infos[1]
     assert infos[2] == "1:1: chain 'summarize' is missing required argument 'text'"
-    assert infos[3] == "2:5: KeyError: 'missing'\n    y = s['missing']\n        ^"
+    assert infos[3] == "2:5: IndexError: string index out of range\n    y = s['summary'][9]\n" \
+        "        ^"
     # the round that failed at run time spent tokens: they are kept
     assert tokens(result.usage) == (20, 2, 2)
 

@@ -126,7 +126,12 @@ def test_chains_take_keyword_arguments_only() -> None:
 
 def test_describe_callables_gives_what_a_planning_prompt_needs() -> None:
     interpreter = TFChainInterpreter({"summarize": summarize_chain()}, tools=[word_count])
-    assert interpreter.describe_callables() == [
+    described = interpreter.describe_callables()
+    trust = {"side_effects": True, "trusted_output": False, "trusted_args": [],
+             "trusted_fields": [], "returns_doc": "", "example": None}
+    assert [{key: item[key] for key in trust} for item in described] == [trust, trust]
+    assert [{key: value for key, value in item.items() if key not in trust}
+            for item in described] == [
         {
             "name": "summarize",
             "kind": "chain",

@@ -99,6 +99,10 @@ class BrainIntermediateResult:
     repeats: int = 0
     output: Any = None
     reply: TextMessage | None = None
+    #: Whether the current plan ended with ``replan_with(value)``, and the plans that did
+    #: (``plan``, ``value``, ``calls``: the names of the calls it made, ``iteration``).
+    replanning: bool = False
+    looked_up: list[dict[str, Any]] = field(default_factory=list)
 
     def start_attempt(self) -> None:
         """Archive the current plan and its result, if any, and clear them for the next."""
@@ -110,6 +114,7 @@ class BrainIntermediateResult:
         self.current_result = None
         self.interpreter_err = None
         self.attempt_recorded = False
+        self.replanning = False
 
     def answer_message(self, text: str) -> TextMessage:
         """``text`` as the assistant's message of this run, with how the run ended; it is
@@ -156,8 +161,10 @@ class ContextualPlanInfo:
         return list(self._current(conversation_id))
 
     def record(self, ir: BrainIntermediateResult) -> None:
-        """Remember the current attempt of ``ir`` if it failed (once per attempt)."""
-        if ir.attempt_recorded or (ir.current_plan is None and ir.interpreter_err is None):
+        """Remember the current attempt of ``ir`` if it failed (once per attempt; a plan that
+        ended with ``replan_with`` did not fail)."""
+        if ir.attempt_recorded or ir.replanning \
+                or (ir.current_plan is None and ir.interpreter_err is None):
             return
         ir.attempt_recorded = True
         conversation_id = ir.context.conversation_id

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from dcbrain.chain import BasePrompt, Chain
-from dcbrain.llm.base import ChatLLM
+from dcbrain.llm.base import ChatLLM, LLMReply
 from dcbrain.usage import Usage
 
 if TYPE_CHECKING:
@@ -40,8 +40,9 @@ class Planner(Protocol):
     against the run's token budget and appear in its events.
     """
 
-    async def plan(self, ctx: PlanningContext) -> PlanReply:
-        """The reply to one planning of the run ``ctx`` describes."""
+    async def plan(self, ctx: PlanningContext) -> PlanReply | LLMReply:
+        """The reply to one planning of the run ``ctx`` describes (its ``content`` and
+        ``usage``)."""
         ...
 
 

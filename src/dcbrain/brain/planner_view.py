@@ -53,6 +53,8 @@ class PlannerView:
 
     show_untrusted: bool = True
     trusted_tools: frozenset[str] = frozenset()
+    #: Names of the chains (any other call is a tool's).
+    chains: frozenset[str] = frozenset()
     #: Sources of untrusted data the planner was shown (``tool:read_file``, ...).
     shown: set[str] = field(default_factory=set)
 
@@ -114,6 +116,31 @@ class PlannerView:
                         else placeholder(value, EARLIER_ATTEMPT)
             shown.append(attempt)
         return shown
+
+    def looked_up(self, item: dict[str, Any], limit: int) -> dict[str, Any]:
+        """What a plan handed back with ``replan_with(value)``: the plan, the value's text
+        (cut to ``limit`` characters) and the sources of what it may hold (the untrusted
+        calls the plan made); a placeholder without ``show_untrusted``."""
+        calls = item.get("calls") or []
+        sources = [source for name in calls
+                   if (source := self._source_of_name(str(name))) is not None]
+        value = item.get("value")
+        text = value if isinstance(value, str) else dumps(value)
+        if len(text) > limit:
+            text = text[:limit] + f"… ({len(text) - limit} more characters not shown)"
+        if sources and not self.show_untrusted:
+            text = placeholder(value, ", ".join(sources))
+        else:
+            self.shown.update(sources)
+        return {"plan": item.get("plan", ""), "value": text, "iteration": item.get("iteration"),
+                "sources": ", ".join(sources) or "the plan and trusted data only"}
+
+    def _source_of_name(self, name: str) -> str | None:
+        name = name.split("#", 1)[0]
+        if name in self.trusted_tools:
+            return None
+        kind = "chain" if name in self.chains else "tool"
+        return f"{kind}:{name}"
 
     def suggestion(self, text: str, sources: Iterable[str]) -> str:
         """The validator's last suggestion (it judged a result that may hold read data)."""

@@ -26,6 +26,7 @@ from dcbrain.brain.plan_diff import ScriptDiff, plan_calls
 from dcbrain.brain.planner import Planner
 from dcbrain.brain.planner_view import PlannerView
 from dcbrain.brain.text_deltas import PlanDeltas
+from dcbrain.brain.tool_docs import describe_callables, records_section
 from dcbrain.brain.trace import RunRecorder
 from dcbrain.chain import AdditionalInfoPrompt
 from dcbrain.events import PlanCreated, PlanFinished, PlanRevised
@@ -36,6 +37,7 @@ from dcbrain.messages import TextMessage
 from dcbrain.retries import is_transient
 from dcbrain.tfplan import extract_plan
 from dcbrain.tfplan.interpreter import off_the_loop
+from dcbrain.tfplan.shapes import ShapeWriter
 
 if TYPE_CHECKING:
     from dcbrain.brain.dc_brain import DCBrain
@@ -43,6 +45,10 @@ if TYPE_CHECKING:
 
 #: Successful calls listed for the planner.
 JOURNAL_CALLS_SHOWN = 40
+#: Characters of the values plans handed back with ``replan_with`` shown to the planner:
+#: about half the tokens left (a token is some four characters), within these bounds.
+LOOKED_UP_MAX_CHARS = 60_000
+LOOKED_UP_MIN_CHARS = 2_000
 
 
 def as_prompt(
@@ -61,11 +67,12 @@ class PlanningContext:
     """Everything a planner is told; the planning template renders its fields by name.
 
     ``contextual_plan_info`` lists earlier failed attempts (``plan``, ``result``,
-    ``error``, ``suggestion``), ``succeeded_calls`` the run's successful calls
-    (``journal_calls`` is the same list as the template shows it), ``output_schema`` the
-    JSON Schema the answer must match (empty: any answer). ``conversation`` and
-    ``knowledge`` are the recalled memory, rendered by their own prompts; ``extra``
-    carries the question's own ``additional_kwargs`` for custom templates.
+    ``error``, ``suggestion``), ``looked_up`` what plans handed back with
+    ``replan_with(value)`` (``plan``, ``value``, ``sources``), ``succeeded_calls`` the
+    run's successful calls (``journal_calls`` is the same list as the template shows it),
+    ``output_schema`` the JSON Schema the answer must match (empty: any answer).
+    ``conversation`` and ``knowledge`` are the recalled memory, rendered by their own
+    prompts; ``extra`` carries the question's own ``additional_kwargs`` for custom templates.
     """
 
     question: str
@@ -82,11 +89,19 @@ class PlanningContext:
     journal_calls: str = ""
     succeeded_calls: list[str] = field(default_factory=list)
     output_schema: str = ""
+    #: What plans that ended with ``replan_with(value)`` handed back: ``plan``, ``value``
+    #: (its text, in full within the budget), ``sources`` (of the data it may hold).
+    looked_up: list[dict[str, Any]] = field(default_factory=list)
     conversation: list[TextMessage] = field(default_factory=list)
     knowledge: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
     #: How untrusted data is shown to the planner (``DCBrain(show_untrusted_to_planner=)``).
     view: PlannerView = field(default_factory=PlannerView)
+
+    @property
+    def attempt(self) -> int:
+        """Which planning of the run this is: 1 the first, 2 after one plan ran, ..."""
+        return self.max_iterations - self.iterations_left + 1
 
     @property
     def untrusted_sources_shown(self) -> frozenset[str]:
@@ -101,7 +116,8 @@ class PlanningContext:
         cls, brain: DCBrain, context: BrainContext, output_schema: str = ""
     ) -> PlanningContext:
         view = PlannerView(brain.show_untrusted_to_planner,
-                           frozenset(tool.name for tool in brain.tools if tool.trusted_output))
+                           frozenset(tool.name for tool in brain.tools if tool.trusted_output),
+                           frozenset(brain.spec_chains))
         return cls(
             view=view,
             question=context.current_input.content,
@@ -114,9 +130,17 @@ class PlanningContext:
         )
 
     def describe(self, described: list[dict[str, Any]]) -> None:
-        """Take the capability descriptions of the chains and tools plans may call."""
-        self.spec_chains = json_lines([item for item in described if item["kind"] == "chain"])
-        self.tools = json_lines([item for item in described if item["kind"] != "chain"])
+        """Take the capability descriptions of the chains and tools plans may call, as
+        signatures; the records their results hold follow the last section."""
+        writer = ShapeWriter()
+        chains = [item for item in described if item["kind"] == "chain"]
+        tools = [item for item in described if item["kind"] != "chain"]
+        self.spec_chains = describe_callables(chains, writer)
+        self.tools = describe_callables(tools, writer)
+        if tools or not chains:
+            self.tools += records_section(writer)
+        else:
+            self.spec_chains += records_section(writer)
 
     def take_recall(self, context: BrainContext, recall: Recall) -> None:
         """Give the planning what memory recalled: conversation, knowledge, documents, hits."""
@@ -146,6 +170,13 @@ class PlanningContext:
         self.tokens_left = tokens_left
         self.succeeded_calls = [self.view.call_text(entry) for entry in entries]
         self.journal_calls = describe_calls(self.succeeded_calls)
+        # the looked-up values share a part of the tokens left, the latest first
+        room = max(LOOKED_UP_MIN_CHARS, min(LOOKED_UP_MAX_CHARS, tokens_left * 2))
+        shown: list[dict[str, Any]] = []
+        for item in reversed(ir.looked_up):
+            shown.insert(0, self.view.looked_up(item, room))
+            room = max(LOOKED_UP_MIN_CHARS, room - len(shown[0]["value"]))
+        self.looked_up = shown
 
     def template_vars(self) -> dict[str, Any]:
         values = {item.name: getattr(self, item.name) for item in fields(self)

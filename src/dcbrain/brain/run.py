@@ -538,6 +538,8 @@ class BrainRun:
         """A direct answer (judged too with ``validate_direct_answers``), or a plan result
         the validator accepts, that fits the output type."""
         ir, brain = self.ir, self.brain
+        if ir.replanning:  # the plan looked something up for the planner: no verdict
+            return False
         if ir.direct_answer and not brain.validate_direct_answers:
             ir.reason = "direct_answer"
             return self._accept_output()

@@ -3,6 +3,8 @@
 A recoverable error of the run (``TFLLMInterrupt``, ``TFInterpreterError``,
 ``TFChainError``) becomes the attempt's ``interpreter_err``: no validation, and the
 error reaches the next planning. Anything else, a spent token budget included, leaves.
+A plan that ended with ``replan_with(value)`` is noted on the attempt (``replanning``):
+the value goes to the next planning, not to the validator.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from dcbrain.exceptions import (
     TFLLMInterrupt,
     TFTokenBudgetExceeded,
 )
+from dcbrain.tfplan.builtins import requested_replan
 from dcbrain.tfplan.errors import TFInterpreterError
 
 #: Errors of a plan run the brain recovers from by replanning.
@@ -59,6 +62,12 @@ async def run_plan(
     ir.current_result = result
     ir.last_result = result.value
     ir.last_error = None
+    replan, value = requested_replan(ir.current_plan, result.value)
+    if replan:  # a look before acting: the planner gets the value, the validator nothing
+        ir.replanning = True
+        ir.looked_up.append({"plan": ir.current_plan, "value": value,
+                             "calls": list(dict.fromkeys(call.name for call in result.trace)),
+                             "iteration": ir.iterations})
     recorder.emit(PlanFinished(
         iteration=ir.iterations,
         ok=True,

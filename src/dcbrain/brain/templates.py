@@ -4,14 +4,16 @@ The planning template renders the fields of
 :class:`~dcbrain.brain.planning.PlanningContext`: ``spec_chains`` and ``tools`` (JSON
 capability descriptions), ``iterations_left``, ``max_iterations``, ``tokens_left``,
 ``max_tokens``, ``contextual_plan_info`` (earlier failed attempts: ``plan``, ``result``,
-``error``, ``suggestion``), ``previous_suggestion``, ``memory_documents``,
+``error``, ``suggestion``), ``looked_up`` (what plans handed back with ``replan_with``:
+``plan``, ``value``, ``sources``, ``iteration``), ``previous_suggestion``, ``memory_documents``,
 ``memory_keyword_hits``, ``journal_calls`` (the run's successful calls with their
 results; ``succeeded_calls`` is the same as a list) and ``output_schema`` (the JSON
 Schema of the run's output type, empty without one). The question itself is sent after it,
 with the conversation (``MemoPrompt``) and knowledge (``KnowledgePrompt``) in between.
 
-The validation template reads ``input`` (the question), ``plan``, ``plan_result`` and
-``plan_output`` (what the plan printed).
+The validation template reads ``input`` (the question), ``plan``, ``plan_result``,
+``plan_output`` (what the plan printed) and ``evidence`` (the calls the plan made, one
+per line with their results).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ Answer the user's question (the last message) in one of two ways:
    the answer. The script runs in a sandbox; its result is checked by a validator.
 
 ## The tf_plan language
-""" + language_summary() + """\
+{% raw %}""" + language_summary() + """{% endraw %}\
 `raise ValueError("...")` gives up with a message. Prefer `parallel` whenever calls do
 not depend on each other, and end with `return value` (a dict for several values).
 
@@ -48,6 +50,17 @@ Tokens left: {{ tokens_left }} of {{ max_tokens }}. Keep plans short and direct.
 The answer (the value the plan returns, or a direct answer written as JSON) must match
 this JSON Schema:
 {{ output_schema }}
+{% endif %}{% if looked_up %}
+## What your plans looked up with replan_with
+{% for item in looked_up %}
+### Attempt {{ item.iteration }} (data from {{ item.sources }})
+```tf_plan
+{{ item.plan }}
+```
+It handed back:
+{{ item.value }}
+{% endfor %}
+Use what they found to write the plan that answers the question.
 {% endif %}{% if contextual_plan_info %}
 ## Earlier attempts that did not solve the question
 {% for attempt in contextual_plan_info %}
@@ -92,7 +105,17 @@ Decide whether the plan's result fully and correctly answers the user's question
 {% if plan_output %}
 ## What the plan printed
 {{ plan_output }}
+{% endif %}{% if evidence %}
+## The calls the plan made, with their results (what the result rests on)
+{{ evidence }}
 {% endif %}
+Check that:
+- the result answers every part of the question, in the form it asks for;
+- each name, number, date and total in it follows from the calls' results above
+  (recompute sums, counts and differences yourself);
+- it does not rest on a call that failed or found nothing, and the plan did nothing the
+  question did not ask for.
+
 Reply with only a JSON object: {"is_solved": true or false, "suggestion": "..."}.
 `is_solved` is true only when the result answers the question completely and correctly.
 When it is false, `suggestion` says concretely what the next plan must do differently;

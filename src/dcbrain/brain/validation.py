@@ -5,14 +5,18 @@ says ``validate_direct_answers``: the validator then sees that no plan ran. The 
 is structured output (``VERDICT_SCHEMA``). A verdict that is not valid JSON
 of that shape, even after the chain's repair and one retry, counts as *not solved* with
 the parse error as the suggestion: a confused validator costs an iteration, never the run.
+The validator sees the evidence too: the calls the plan made, with their results
+(:func:`evidence`), so it can check the result against the data it rests on.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from dcbrain._jsonsafe import dumps
 from dcbrain.brain.context import BrainIntermediateResult, describe_value
 from dcbrain.brain.control import RunControl
 from dcbrain.brain.templates import VERDICT_SCHEMA
@@ -23,7 +27,11 @@ from dcbrain.exceptions import TFChainError
 from dcbrain.journal import CallJournal, JournalEntry, JournalKey
 from dcbrain.llm.base import ChatLLM
 from dcbrain.messages import TextMessage
+from dcbrain.tfplan import CallRecord
 
+#: Characters of the calls' results the validator is shown, in all and per call.
+EVIDENCE_CHARS = 8000
+EVIDENCE_RESULT_CHARS = 1500
 #: What the validator is shown as the plan of a direct answer: nothing ran, no tool acted.
 NO_PLAN = ("# no plan: the assistant answered directly, without running a plan or calling "
            "any chain or tool")
@@ -94,18 +102,43 @@ async def ask_validator(
     )
     if ir.direct_answer:
         judged = {"plan": NO_PLAN, "plan_result": describe_value(ir.final_result),
-                  "plan_output": ""}
+                  "plan_output": "", "evidence": ""}
     else:
         result = ir.current_result
         assert result is not None
         judged = {"plan": ir.current_plan or "", "plan_result": describe_value(result.value),
-                  "plan_output": result.stdout[-4000:]}
+                  "plan_output": result.stdout[-4000:], "evidence": evidence(result.trace)}
     message = TextMessage(content=ir.context.current_input.content, additional_kwargs=judged)
     try:
         verdict = await control.interruptible("validate", chain.async_run(message))
     except TFChainError as exc:
         return Verdict(False, f"the validator's verdict could not be parsed: {exc}", str(exc))
     return parse_verdict(verdict.content)
+
+
+def evidence(trace: Sequence[CallRecord], budget: int = EVIDENCE_CHARS) -> str:
+    """The calls a plan made, one per line with its arguments and its result (or error),
+    in the order they were made: what the plan's result rests on. Each result is cut to
+    :data:`EVIDENCE_RESULT_CHARS` characters, the whole to ``budget``."""
+    lines: list[str] = []
+    used = 0
+    for number, call in enumerate(trace, 1):
+        arguments = ", ".join([*(dumps(value) for value in call.args),
+                               *(f"{key}={dumps(value)}" for key, value in call.kwargs.items())])
+        if call.error is not None:
+            outcome = f"failed: {call.error}"
+        else:
+            outcome = call.result if isinstance(call.result, str) else dumps(call.result)
+        if len(outcome) > EVIDENCE_RESULT_CHARS:
+            outcome = outcome[:EVIDENCE_RESULT_CHARS] + \
+                f"… ({len(outcome) - EVIDENCE_RESULT_CHARS} more characters)"
+        line = f"{number}. line {call.line}: {call.name}({arguments[:400]}) -> {outcome}"
+        if used + len(line) > budget:
+            lines.append(f"({len(trace) - number + 1} more calls not shown)")
+            break
+        lines.append(line)
+        used += len(line)
+    return "\n".join(lines)
 
 
 def validator_name(llm: ChatLLM) -> dict[str, Any]:

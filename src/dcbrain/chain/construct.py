@@ -2,7 +2,9 @@
 
 A plan may be written by a prompt-injected model, so what a plan passes is data, never
 code: :func:`construct_plan_chain` takes only :data:`PLAN_KEYWORDS`, each a plain value of
-its documented type, and a plan's prompt templates may only substitute values.
+its documented type, and a plan's prompt templates may only substitute values. The
+arguments a plan's call passes that its prompts do not name follow them as delimited
+data (:class:`CallDataPrompt`).
 """
 
 from __future__ import annotations
@@ -12,8 +14,15 @@ import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from dcbrain._jsonsafe import dumps
 from dcbrain.chain.chain import DEFAULT_PROMPT, Chain, PromptArg
-from dcbrain.chain.prompts import BasePrompt, JSONExamplePrompt, check_substitutions_only
+from dcbrain.chain.prompts import (
+    BasePrompt,
+    JSONExamplePrompt,
+    PromptContext,
+    check_substitutions_only,
+)
+from dcbrain.chain.runnable import TEXT_KWARGS
 from dcbrain.exceptions import TFChainError
 from dcbrain.llm.base import ChatLLM
 from dcbrain.tfplan import CallableSpec
@@ -24,7 +33,8 @@ PLAN_KEYWORDS: dict[str, dict[str, Any]] = {
     "tags": {"type": "array", "items": {"type": "string"}},
     "name": {"type": "string"},
     "description": {"type": "string"},
-    "prompt": {"type": "string", "description": "template; {{ name }} substitutes a value"},
+    "prompt": {"type": "string", "description": "template; {{ name }} substitutes the call's "
+               "argument name (arguments it does not name follow it as data)"},
     "system_prompt": {"type": "string"},
 }
 
@@ -110,8 +120,47 @@ def construct_plan_chain(llm: ChatLLM, arguments: Mapping[str, Any]) -> Chain:
         prompt=prompt,
         system_prompt=system_prompt,
     )
+    referenced: set[str] = set()
+    for part in [*chain.prompts, chain.system_prompt]:
+        if part is not None:
+            referenced |= part.input_variables()
+    chain.add_prompt(CallDataPrompt(frozenset(referenced)))
     _constructed.add(chain)
     return chain
+
+
+#: Where a plan's call of a constructed chain lists its arguments (for :class:`CallDataPrompt`).
+CALL_ARGUMENTS = "_call_arguments"
+
+
+class CallDataPrompt(BasePrompt):
+    """The arguments of a plan's call that the chain's prompts do not name, after them,
+    each between ``<data name="...">`` and ``</data>``: a chain a plan built gets the data
+    it is called with even when its prompt names none of it."""
+
+    def __init__(self, referenced: frozenset[str]) -> None:
+        self.referenced = referenced
+
+    def to_messages(self, context: PromptContext) -> list[dict[str, Any]]:
+        info = context.current_input.additional_kwargs
+        names = info.get(CALL_ARGUMENTS)
+        if not isinstance(names, list):
+            return []
+        shown = [name for name in names if name not in self.referenced and name in info]
+        if self.referenced & {"input", "current_input"}:
+            # the input text is one text argument, else all the arguments as JSON
+            text_argument = next((name for name in TEXT_KWARGS if name in names), None)
+            shown = [] if text_argument is None else \
+                [name for name in shown if name != text_argument]
+        if not shown:
+            return []
+        parts = ["The data of this task, each item between its <data> markers:"]
+        for name in shown:
+            value = info[name]
+            text = value if isinstance(value, str) else dumps(value)
+            text = text.replace("</data>", "<\\/data>")
+            parts.append(f'<data name="{name}">\n{text}\n</data>')
+        return [{"role": "user", "content": "\n".join(parts)}]
 
 
 def built_by_plan(chain: object) -> bool:

@@ -36,7 +36,12 @@ from dcbrain.chain._retrying import JournaledTries
 from dcbrain.chain._usage import UsageCollector
 from dcbrain.chain.approval_gate import ApprovalGate, approval_reason
 from dcbrain.chain.chain import Chain
-from dcbrain.chain.construct import CONSTRUCT_CHAIN_SPEC, built_by_plan, construct_plan_chain
+from dcbrain.chain.construct import (
+    CALL_ARGUMENTS,
+    CONSTRUCT_CHAIN_SPEC,
+    built_by_plan,
+    construct_plan_chain,
+)
 from dcbrain.chain.containers import Chains
 from dcbrain.chain.intermediate import intermediate_results_added
 from dcbrain.chain.plan_names import check_plan_names
@@ -130,6 +135,8 @@ class _ToolCallable:
         self.trusted_output = tool.trusted_output
         self.trusted_fields = tool.trusted_fields
         self.trusted_args = tool.trusted_args
+        self.returns_doc = tool.returns_doc
+        self.example = tool.example
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         owner = self.owner
@@ -290,10 +297,12 @@ class TFChainInterpreter:
 
     def check(self, plan: str) -> list[Problem]:
         """Every static problem of ``plan`` (syntax included) against the chains and tools."""
-        return check(plan, self._checked_specs(), flow=self.flow_check)
+        return check(plan, self._checked_specs(), flow=self.flow_check,
+                     chain_inputs=self.additional_info)
 
     def describe_callables(self) -> list[dict[str, Any]]:
-        """Name, kind, description, input and output schema of each chain and tool."""
+        """Name, kind, description, input and output schema of each chain and tool, with
+        its trust declarations, its docstring's ``Returns:`` and its example result."""
         return [
             {
                 "name": spec.name,
@@ -301,6 +310,12 @@ class TFChainInterpreter:
                 "description": spec.description,
                 "input_schema": spec.parameters,
                 "output_schema": spec.returns,
+                "side_effects": spec.side_effects,
+                "trusted_output": spec.trusted_output,
+                "trusted_args": sorted(spec.trusted_args),
+                "trusted_fields": sorted(spec.trusted_fields),
+                "returns_doc": spec.returns_doc,
+                "example": spec.example,
             }
             for spec in self.specs.values()
         ]
@@ -355,7 +370,8 @@ class TFChainInterpreter:
         # compiled as the run will compile it (raises TFSyntaxError); the run reuses it
         parsed, _ = compile_source(plan, frozenset(self._interpreter.callables))
         if run_check:
-            problems = check(parsed, self._checked_specs(), flow=self.flow_check)
+            problems = check(parsed, self._checked_specs(), flow=self.flow_check,
+                             chain_inputs=self.additional_info)
             if problems:
                 raise TFCheckError(problems, parsed.source)
 
@@ -394,6 +410,8 @@ class TFChainInterpreter:
         if denied is not None:
             raise denied
         message = self.construct_chain_run_input(kwargs, additional_info=scope.chain_info())
+        if built_by_plan(chain):
+            message.additional_kwargs[CALL_ARGUMENTS] = list(kwargs)
         return self._run_chain(chain, message, scope, key, record)
 
     async def _run_chain(

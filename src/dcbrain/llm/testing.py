@@ -1,6 +1,9 @@
 """LLMs for tests and offline demos: replay scripted replies or compute them with a function.
 
-Both count usage with ``cl100k_base`` (prompt = the counted messages, completion = the
+:class:`FunctionPlanner` and :class:`ScriptedPlanner` stand for a brain's planner
+instead: they get the typed planning context, not the prompt text.
+
+Both LLMs count usage with ``cl100k_base`` (prompt = the counted messages, completion = the
 counted reply) so token budgets behave as with a real provider, and both record what
 they received: ``calls`` holds the messages of every call, ``requests`` the full
 requests (messages and options).
@@ -17,6 +20,9 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeAlias
 
 from dcbrain.exceptions import TFScriptExhaustedError
+from dcbrain.llm._test_planners import FunctionPlanner as FunctionPlanner
+from dcbrain.llm._test_planners import ScriptedPlanner as ScriptedPlanner
+from dcbrain.llm._test_planners import tf_plan as tf_plan
 from dcbrain.llm.base import ChatLLM, LLMReply, ToolCall
 from dcbrain.llm.tokens import cl100k_base, cl100k_base_length, count_message_tokens
 from dcbrain.usage import Usage

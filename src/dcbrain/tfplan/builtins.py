@@ -47,8 +47,21 @@ BUILTIN_FUNCTIONS: tuple[str, ...] = (
     "min", "max", "sum", "abs", "round", "divmod", "sorted", "any", "all", "str", "int",
     "float", "bool", "list", "dict", "set", "frozenset", "tuple", "isinstance", "repr",
     "hash", "chr", "ord", "hex", "oct", "bin", "pow", "format", "callable", "parallel",
-    "json", "math", "datetime", "decimal",
+    "replan_with", "json", "math", "datetime", "decimal",
 )
+
+#: Characters of text and of format ``datetime.strptime`` takes.
+MAX_STRPTIME_CHARS = 200
+#: The one key of the value ``replan_with(value)`` makes the plan's result.
+REPLAN_WITH_KEY = "__replan_with__"
+
+
+def requested_replan(plan: str, value: Any) -> tuple[bool, Any]:
+    """Whether the plan ended with ``replan_with(value)``, and that value."""
+    if type(value) is dict and len(value) == 1 and REPLAN_WITH_KEY in value \
+            and "replan_with" in plan:
+        return True, value[REPLAN_WITH_KEY]
+    return False, None
 
 
 def build_builtins(guards: Guards) -> dict[str, Any]:
@@ -163,6 +176,9 @@ def build_builtins(guards: Guards) -> dict[str, Any]:
     def plan_parallel(*values: Any) -> list[Any]:
         return list(values)
 
+    def plan_replan_with(value: Any, /) -> dict[str, Any]:
+        return {REPLAN_WITH_KEY: value}
+
     def json_loads(text: Any) -> Any:
         if type(text) is not str:
             raise TypeError(f"json.loads() expects str, not {type(text).__name__}")
@@ -226,9 +242,21 @@ def build_builtins(guards: Guards) -> dict[str, Any]:
         for name in TYPE_MEMBERS.get(real, ()):
             if name != "fromkeys":  # the value types' own constructors: bounded by their input
                 members[name] = getattr(real, name)
+        if real is datetime:
+            members["strptime"] = plan_strptime
         if real is timezone:
             members["utc"] = UTC
         return TypeProxy(real, constructor, members)
+
+    def plan_strptime(text: Any, format: Any, /) -> datetime:
+        # the format is compiled to a regular expression: both stay short
+        if type(text) is not str or type(format) is not str:
+            raise TypeError("strptime() arguments must be str")
+        if len(text) > MAX_STRPTIME_CHARS or len(format) > MAX_STRPTIME_CHARS:
+            raise ValueError(f"strptime() takes at most {MAX_STRPTIME_CHARS} characters of "
+                             "text and of format")
+        charge(1 + len(text) + len(format))
+        return datetime.strptime(text, format)
 
     def plan_decimal(value: Any = "0", /) -> Decimal:
         if value.__class__ not in _DECIMAL_SOURCES:
@@ -268,7 +296,8 @@ def build_builtins(guards: Guards) -> dict[str, Any]:
         sorted=plan_sorted, sum=plan_sum, min=consumer(min, compares=True),
         max=consumer(max, compares=True),
         any=consumer(any), all=consumer(all), isinstance=plan_isinstance, format=plan_format,
-        pow=arithmetic.power, parallel=plan_parallel, round=arithmetic.round, hash=plan_hash,
+        pow=arithmetic.power, parallel=plan_parallel, replan_with=plan_replan_with,
+        round=arithmetic.round, hash=plan_hash,
         iter=plan_iter, hex=sized(hex), oct=sized(oct), bin=sized(bin),
         json=Namespace("json", {"dumps": strings.json_dumps, "loads": json_loads}),
         math=Namespace("math", math_members),

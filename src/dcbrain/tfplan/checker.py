@@ -4,7 +4,9 @@ Reports, all at once and with positions: names bound nowhere the reading scope c
 (names resolve scope by scope, see ``scopes.py``), calls to
 unknown functions, keyword arguments a chain/tool does not take, missing required ones,
 positional arguments to keyword-only callables, literal arguments of a type a tool's
-schema refuses, and methods that no value type has.
+schema refuses, methods that no value type has, and fields read from results whose
+declared shape has no such field (``_result_fields.py``), and calls of a plan's own
+chain that leave out a name its prompt substitutes (``_chain_prompts.py``).
 A bad plan then costs a replan, not an execution.
 """
 
@@ -22,6 +24,8 @@ from decimal import Decimal
 from typing import Any
 
 from dcbrain.tfplan._argument_types import literal_mismatch
+from dcbrain.tfplan._chain_prompts import prompt_argument_problems
+from dcbrain.tfplan._result_fields import field_problems
 from dcbrain.tfplan.builtins import BUILTIN_FUNCTIONS, EXCEPTIONS
 from dcbrain.tfplan.errors import Problem, TFSyntaxError, first_problems
 from dcbrain.tfplan.flow import flow_problems
@@ -78,6 +82,9 @@ class CallableSpec:
     trusted_args: frozenset[str] = frozenset()
     #: Fields of the result's records that are trusted data (``trusted_output`` false).
     trusted_fields: frozenset[str] = frozenset()
+    #: What the docstring's ``Returns:`` says, and an example result (for planners).
+    returns_doc: str = ""
+    example: Any = None
 
     @classmethod
     def from_callable(cls, name: str, func: Callable[..., Any]) -> CallableSpec:
@@ -89,7 +96,9 @@ class CallableSpec:
             spec, trusted_output=getattr(func, "trusted_output", False) is True,
             side_effects=getattr(func, "side_effects", True) is not False,
             trusted_args=_names(getattr(func, "trusted_args", ())),
-            trusted_fields=_names(getattr(func, "trusted_fields", ())))
+            trusted_fields=_names(getattr(func, "trusted_fields", ())),
+            returns_doc=str(getattr(func, "returns_doc", "") or ""),
+            example=getattr(func, "example", None))
 
     @classmethod
     def _from_signature(cls, name: str, func: Callable[..., Any]) -> CallableSpec:
@@ -146,8 +155,12 @@ def check(
     specs: Mapping[str, CallableSpec] | Iterable[CallableSpec] = (),
     *,
     flow: bool = True,
+    chain_inputs: Iterable[str] = (),
 ) -> list[Problem]:
     """Every problem of ``plan`` against ``specs``, in source order (empty: the plan is fine).
+
+    ``chain_inputs`` are the names every chain call has without passing them (the
+    interpreter's ``additional_info``): a plan's own chain may substitute them.
 
     Syntax problems of a source string are returned as problems too. With ``flow`` (the
     default) untrusted data that certainly reaches an argument a callable declares in
@@ -162,13 +175,16 @@ def check(
         except TFSyntaxError as exc:
             if exc.tree is None:  # not even Python: nothing more can be said
                 return list(exc.problems)
-            rest = _Checker(Plan(source=source, tree=exc.tree), by_name, flow).run()
+            rest = _Checker(Plan(source=source, tree=exc.tree), by_name, flow,
+                            chain_inputs).run()
             return first_problems(sorted([*exc.problems, *rest], key=lambda p: (p.line, p.col)))
-    return first_problems(_Checker(plan, by_name, flow).run())
+    return first_problems(_Checker(plan, by_name, flow, chain_inputs).run())
 
 
 class _Checker:
-    def __init__(self, plan: Plan, specs: Mapping[str, CallableSpec], flow: bool) -> None:
+    def __init__(self, plan: Plan, specs: Mapping[str, CallableSpec], flow: bool,
+                 chain_inputs: Iterable[str] = ()) -> None:
+        self.chain_inputs = frozenset(chain_inputs)
         self.plan = plan
         self.specs = specs
         self.flow = flow
@@ -199,10 +215,43 @@ class _Checker:
             elif isinstance(node, ast.Attribute) and node.attr not in ALL_METHOD_NAMES \
                     and not _is_namespace_access(node):
                 self._add(node, f"no value in tf_plan has a method {node.attr!r}")
+        for node, message in field_problems(self.plan.tree, self.specs):
+            self._add(node, message)
+        for node, message in prompt_argument_problems(self.plan.tree, self.chain_inputs):
+            self._add(node, message)
+        self._check_replan_with()
         if self.flow:
             self.problems += flow_problems(self.plan, self.specs)
         self.problems.sort(key=lambda p: (p.line, p.col))
         return self.problems
+
+    def _check_replan_with(self) -> None:
+        """``replan_with(value)`` ends the plan: a top-level ``return replan_with(x)`` or the
+        plan's last statement, with one argument."""
+        if "replan_with" not in self.plan.source:
+            return
+        body = self.plan.tree.body
+        allowed: set[int] = set()
+        if body and isinstance(body[-1], ast.Expr):
+            allowed.add(id(body[-1].value))
+        stack: list[ast.AST] = list(body)
+        while stack:  # top-level returns, not those of plan functions
+            node = stack.pop()
+            if isinstance(node, ast.Return) and node.value is not None:
+                allowed.add(id(node.value))
+            if not isinstance(node, ast.FunctionDef | ast.Lambda):
+                stack.extend(ast.iter_child_nodes(node))
+        for node in ast.walk(self.plan.tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                    and node.func.id == "replan_with" and id(node.func) not in self.plan_bound:
+                if id(node) not in allowed:
+                    self._add(node, "replan_with(value) ends the plan: write `return "
+                                    "replan_with(value)` at the top level, not inside an "
+                                    "expression or a function")
+                elif len(node.args) != 1 or node.keywords \
+                        or isinstance(node.args[0], ast.Starred):
+                    self._add(node, "replan_with takes exactly one value: "
+                                    "replan_with({\"email\": text})")
 
     def _unknown_name(self, node: ast.Name, available: frozenset[str]) -> None:
         hint = self.hints.get(node.id)

@@ -135,14 +135,30 @@ def language_summary() -> str:
         "- Call a chain or tool by its name with keyword arguments: "
         "`summary = summarize(text=article)`. A chain returns a str, or a dict when it has "
         "an output schema; wrap other values, e.g. {\"result\": [1, 2, 3]}.",
-        "- `a, b = parallel(chain_a(x=1), tool_b(y=2))` runs independent calls at the same "
-        "time and returns their results as a list in argument order.",
-        "- `helper = __construct_chain(output_schema={...}, prompt=\"...\", name=\"...\")` "
-        "builds a new chain at run time; call it as `helper(input=\"...\")`.",
+        "- `a, b = parallel(chain_a(x=1), tool_b(y=2))` evaluates its arguments (any "
+        "expressions; the chain and tool calls in them) at the same time and returns their "
+        "values as a list in argument order; `parallel(*[f(q=q) for q in queries])` makes "
+        "one branch per item. No keyword arguments.",
+        "- `return replan_with(value)` ends the plan and hands `value` to you, the planner: "
+        "your next prompt shows it in full (it uses one attempt, is not a failure and is "
+        "not validated). Look first when the instructions or the format are in the data "
+        "(an email's TODO list, a web page), then write the plan that acts.",
+        "- `helper = __construct_chain(prompt=\"Rate {{ review }} for {{ reader }}\", "
+        "output_schema={...}, name=\"...\")` builds a chain at run time. A call fills "
+        "`{{ name }}` with its argument `name` (`{{ input }}`: `input=`): "
+        "`helper(review=text, reader=\"a child\")`; arguments the prompt does not name are "
+        "sent after it as data, and a name the call does not pass is an error.",
+        "- Not available: a clock (`datetime.datetime.now()`, `date.today()`: ask a tool "
+        "for the date), `re`, `random`, `os`, `sys`, the `time` module, files, network, "
+        "`getattr`, `type`, `eval`, classes, try/except (a failed call ends the plan and "
+        "the next planning sees its error). Parse dates with "
+        "`datetime.datetime.strptime(text, \"%d %B %Y\")` or "
+        "`datetime.date.fromisoformat(text)`.",
         "- The plan's result is the value of a top-level `return`, else of the last "
         "top-level expression; print() output is captured and shown with it.",
         "- The script is checked before it runs: names bound nowhere the code can see, "
-        "unknown chains or tools and wrong keyword arguments are errors.",
+        "unknown chains or tools, wrong keyword arguments and fields a result's record "
+        "does not have are errors.",
     ]
     return "\n".join(lines) + "\n"
 

@@ -98,7 +98,7 @@ ALLOWED: dict[type, frozenset[str]] = {kind: FREE[kind] | CHARGED[kind] for kind
 TYPE_MEMBERS: dict[type, frozenset[str]] = {
     dict: frozenset({"fromkeys"}),
     date: frozenset({"fromisoformat"}),
-    datetime: frozenset({"fromisoformat", "combine"}),
+    datetime: frozenset({"fromisoformat", "combine", "strptime"}),
     time: frozenset({"fromisoformat"}),
 }
 
