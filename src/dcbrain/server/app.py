@@ -439,8 +439,9 @@ async def _api_error(request: Request, exc: Exception) -> Response:
 async def _database_unavailable(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, DatabaseUnavailable)
     logger.warning("%s %s: %s", request.method, request.url.path, exc)
+    # what failed where (hosts, sockets, users) goes to the log, not to the client
     return error_response(503, "database_unavailable",
-                          f"the database is unavailable; retry in a moment ({exc})",
+                          "the database is unavailable; retry in a moment",
                           headers={"Retry-After": str(exc.retry_after_s)})
 
 
