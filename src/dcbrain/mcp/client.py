@@ -31,6 +31,7 @@ from dcbrain.mcp.limits import (
     DEFAULT_MAX_LIST_PAGES,
     DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_MAX_TOOLS,
+    MAX_TOOL_NAME_CHARS,
     size_text,
 )
 from dcbrain.retries import Backoff, RetryPolicy
@@ -350,7 +351,14 @@ class MCPTools(Sequence[Tool]):
         if unknown:
             raise TFMCPError(f"tool_timeout_s names {', '.join(map(repr, unknown))}, which "
                              "it does not list")
-        self._trust.check(listing)
+        bad = next((info.name for info in listing
+                    if not info.name or len(info.name) > MAX_TOOL_NAME_CHARS), None)
+        if bad is not None:
+            which = "an empty name" if not bad else (
+                f"a name longer than {MAX_TOOL_NAME_CHARS} characters ({bad[:40]!r}…)")
+            raise TFMCPError(f"it lists a tool with {which}: a tool name is 1 to "
+                             f"{MAX_TOOL_NAME_CHARS} characters")
+        self._trust.check(listing, self.require_approval)
         for info in listing:
             tool = self._tool(info)
             if tool.name in tools:
