@@ -1,12 +1,15 @@
 """An API key never reaches the operators' channels: a provider that echoes it in an error
 (as some do), and a base URL with a password, leave no trace of either in ``dcbrain ask``'s
 JSON log lines, its result, its JSONL trace or the spans it exports over OTLP; nor do a
-tool's arguments, unless ``[telemetry] log_arguments`` says so."""
+tool's arguments reach the log or the spans, unless ``[telemetry] span_arguments`` puts
+them into the spans."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+
+import pytest
 
 from support.cli_runner import RunCLI
 from support.fake_openai import FakeOpenAIServer
@@ -23,7 +26,7 @@ def transfer(account: str) -> str:
 '''
 
 
-def write_config(tmp_path: Path, server: FakeOpenAIServer) -> Path:
+def write_config(tmp_path: Path, server: FakeOpenAIServer, telemetry: str = "") -> Path:
     (tmp_path / "tools.py").write_text(TOOLS)
     base = server.base_url.replace("http://", f"http://ops:{URL_PASSWORD}@")
     path = tmp_path / "dcbrain.toml"
@@ -36,14 +39,16 @@ def write_config(tmp_path: Path, server: FakeOpenAIServer) -> Path:
         "max_retries = 0\n"
         "[memory]\n"
         'path = ""\n'
-        "[brain]\nmax_iterations = 2\n")
+        "[brain]\nmax_iterations = 2\n" + telemetry)
     return path
 
 
+@pytest.mark.parametrize("span_arguments", [False, True])
 def test_a_key_echoed_by_the_provider_reaches_no_log_result_trace_or_span(
-    tmp_path: Path, run_cli: RunCLI, fake_openai: FakeOpenAIServer
+    tmp_path: Path, run_cli: RunCLI, fake_openai: FakeOpenAIServer, span_arguments: bool
 ) -> None:
-    write_config(tmp_path, fake_openai)
+    write_config(tmp_path, fake_openai,
+                 "[telemetry]\nspan_arguments = true\n" if span_arguments else "")
     fake_openai.reply(f'```tf_plan\nreturn transfer(account="{ARGUMENT}")\n```')
     for _ in range(4):
         fake_openai.fail(401, f"Incorrect API key provided: {SECRET_KEY}. You can find "
@@ -66,7 +71,7 @@ def test_a_key_echoed_by_the_provider_reaches_no_log_result_trace_or_span(
         assert SECRET_KEY not in text, name
         assert URL_PASSWORD not in text, name
     assert "Incorrect API key provided" in done.stdout + done.stderr  # the error is told
-    for name in ("stderr", "otlp"):
-        assert ARGUMENT not in channels[name], name
+    assert ARGUMENT not in channels["stderr"]
+    assert (ARGUMENT in channels["otlp"]) is span_arguments
     lines = [json.loads(line) for line in done.stderr.splitlines() if line.startswith("{")]
     assert lines, done.stderr
