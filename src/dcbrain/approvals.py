@@ -276,13 +276,18 @@ class ApprovalBoard:
                 return [replace(waiting.decided[request.call_id], waited_s=waited)
                         for request in requests]
         finally:
-            with self._lock:
-                ended = self._runs.pop(run_id, None)
-                if ended is not None:  # a second decision on these is a conflict, not unknown
-                    for call_id in ended.decided:
-                        self._decided[(run_id, call_id)] = None
-                    while len(self._decided) > _REMEMBERED_DECISIONS:
-                        self._decided.popitem(last=False)
+            self.forget(run_id)
+
+    def forget(self, run_id: str) -> None:
+        """The run waits no more (its wait ended, or never began: an abort came first):
+        its requests are dropped, its decided calls remembered as decided."""
+        with self._lock:
+            ended = self._runs.pop(run_id, None)
+            if ended is not None:  # a second decision on these is a conflict, not unknown
+                for call_id in ended.decided:
+                    self._decided[(run_id, call_id)] = None
+                while len(self._decided) > _REMEMBERED_DECISIONS:
+                    self._decided.popitem(last=False)
 
     def pending(self, run_id: str | None = None) -> list[tuple[str, ApprovalRequest]]:
         """``(run_id, request)`` of every undecided request (of ``run_id`` only, if given)."""

@@ -80,3 +80,29 @@ def test_a_run_past_the_process_wide_cap_fails_clearly_and_the_waiting_one_goes_
     assert first.status == "succeeded"
     assert ledger.paid == ["A"]
     assert board.pending() == []
+
+
+def test_an_abort_before_the_wait_begins_leaves_no_request_behind() -> None:
+    ledger = Ledger()
+    board = ApprovalBoard(max_pending=1)
+    brain = DCBrain(default_llm=ScriptedLLM([plan('return pay(invoice="A")')] * 2),
+                    default_validate_llm=ScriptedLLM([verdict(True)]),
+                    tools=[Tool(ledger.pay, requires_approval=True)], isolation="inprocess",
+                    approvals=board)
+    board.on_request.append(lambda run_id, request: brain.abort())  # as it is asked
+    first = brain.run("pay A", conversation_id="a")
+    assert (first.status, first.reason) == ("aborted", "aborted")
+    assert board.pending() == []
+    board.on_request.clear()
+    second = asyncio.run(_pay_once(brain, board))
+    assert second.status == "succeeded"  # the cap has room: nothing was left counted
+    assert ledger.paid == ["A"]
+
+
+async def _pay_once(brain: DCBrain, board: ApprovalBoard) -> BrainResult:
+    task = asyncio.create_task(brain.async_run("pay A", conversation_id="b"))
+    while not board.pending():
+        await asyncio.sleep(0.01)
+    [(run_id, request)] = board.pending()
+    await brain.approve(run_id, request.call_id, args_hash=request.args_hash)
+    return await task

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from transitions import EventData
 
 from dcbrain.approvals import (
+    ApprovalBoard,
     ApprovalDecision,
     ApprovalDesk,
     ApprovalRequest,
@@ -413,8 +414,12 @@ class BrainRun:
                 tool=request.tool, arguments=request.arguments, args_hash=request.args_hash,
                 line=request.line, col=request.col, why=request.why, plan=request.plan,
                 expires_at=request.expires_at))
-        decisions = await self.control.interruptible(
-            "run", self.desk.wait(self.run_id, requests, clock=self.clock))
+        try:
+            decisions = await self.control.interruptible(
+                "run", self.desk.wait(self.run_id, requests, clock=self.clock))
+        finally:
+            if isinstance(self.desk, ApprovalBoard):  # an abort may cancel the wait unstarted
+                self.desk.forget(self.run_id)
         self.waited_s += max((decision.waited_s for decision in decisions), default=0.0)
         for decision in decisions:
             self._take_decision(decision)
