@@ -42,6 +42,8 @@ BY_TIMEOUT = "timeout"
 #: At most this often (seconds) a waiting run looks at its clock again: a clock that is
 #: not the wall clock (a test's) is read, not slept on.
 _CLOCK_CHECK_S = 1.0
+#: Characters of a decision's reason (it is shown to the planner).
+MAX_REASON_CHARS = 2000
 #: Decisions one run may wait for at a time: a plan that reaches more calls needing
 #: approval fails at the first call past it (a clear error, nothing is asked).
 MAX_PENDING_PER_RUN = 64
@@ -382,6 +384,7 @@ __all__ = [
     "DEFAULT_APPROVAL_TIMEOUT_S",
     "DEFAULT_MAX_PENDING",
     "MAX_PENDING_PER_RUN",
+    "MAX_REASON_CHARS",
     "TIMED_OUT",
     "ApprovalBoard",
     "ApprovalDecision",

@@ -29,6 +29,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from dcbrain.approvals import MAX_REASON_CHARS
 from dcbrain.exceptions import ApiError as ApiError
 from dcbrain.exceptions import DatabaseUnavailable, TFApprovalError, TooManyRuns
 from dcbrain.memory import Memory, RunStore
@@ -343,9 +344,9 @@ class _Api:
             raise ApiError(400, "invalid_decision",
                            'send {"approved": true} or {"approved": false, "reason": "..."}')
         reason, digest = body.get("reason", ""), body.get("args_hash")
-        if not isinstance(reason, str) or len(reason) > 2000:
+        if not isinstance(reason, str) or len(reason) > MAX_REASON_CHARS:
             raise ApiError(400, "invalid_decision", "reason must be a string of at most "
-                           "2000 characters")
+                           f"{MAX_REASON_CHARS} characters")
         if digest is not None and not (isinstance(digest, str) and len(digest) == 64):
             raise ApiError(400, "invalid_decision", "args_hash must be the request's "
                            "64-character args_hash")
