@@ -76,3 +76,16 @@ def test_a_name_is_read_as_python_reads_it_so_a_look_alike_cannot_pass_the_clash
             DCBrain(default_llm=ScriptedLLM([]), tools=[find, *ligature])
     finally:
         ligature.close()
+
+
+def test_a_huge_tool_description_is_cut_before_it_reaches_a_planning_prompt() -> None:
+    from dcbrain.mcp.limits import MAX_TOOL_DESCRIPTION_CHARS
+
+    wordy = MCPTools(command=hostile_command("--tools", "echo", "--description", "1000000"),
+                     name="wordy")
+    try:
+        [echo] = list(wordy)
+        assert len(echo.description) <= MAX_TOOL_DESCRIPTION_CHARS + 10
+        assert echo.description.endswith("(cut)")
+    finally:
+        wordy.close()

@@ -31,6 +31,7 @@ from dcbrain.mcp.limits import (
     DEFAULT_MAX_LIST_PAGES,
     DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_MAX_TOOLS,
+    MAX_TOOL_DESCRIPTION_CHARS,
     MAX_TOOL_NAME_CHARS,
     size_text,
 )
@@ -379,7 +380,7 @@ class MCPTools(Sequence[Tool]):
             tool = SchemaTool(
                 call,
                 name=identifier(self.prefix + server_name),
-                description=info.description or info.title or "",
+                description=_described(info.description or info.title or ""),
                 parameters_schema=info.input_schema,
                 returns_schema=inner if inner is not None else info.output_schema,
                 closed=True,  # unknown keywords fail before the plan runs, not silently later
@@ -490,6 +491,13 @@ def _describe(exc: BaseException) -> str:
 def _error_text(result: Any) -> str:
     texts = [getattr(block, "text", "") for block in result.content]
     return " ".join(text for text in texts if text).strip() or "the tool reported an error"
+
+
+def _described(text: str) -> str:
+    """A server's description of a tool, cut to :data:`MAX_TOOL_DESCRIPTION_CHARS`."""
+    if len(text) <= MAX_TOOL_DESCRIPTION_CHARS:
+        return text
+    return text[:MAX_TOOL_DESCRIPTION_CHARS] + "… (cut)"
 
 
 __all__ = ["MCPTools", "TFMCPError", "TFMCPTransportError"]

@@ -3,7 +3,8 @@
 A server is untrusted: its messages are refused past ``max_message_bytes`` before they
 are parsed, and its tool list is cut off past ``max_list_pages`` pages, ``max_tools``
 tools or ``max_list_bytes`` bytes (all pages together). A tool name longer than
-:data:`MAX_TOOL_NAME_CHARS` (the MCP specification's 128) is refused.
+:data:`MAX_TOOL_NAME_CHARS` (the MCP specification's 128) is refused, and a description
+is cut to :data:`MAX_TOOL_DESCRIPTION_CHARS`.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ DEFAULT_MAX_LIST_PAGES = 100
 DEFAULT_MAX_LIST_BYTES = 16 * 1024 * 1024
 #: Characters a tool's name may have (names go into every planning prompt).
 MAX_TOOL_NAME_CHARS = 128
+#: Characters of a tool's description kept (it goes into every planning prompt).
+MAX_TOOL_DESCRIPTION_CHARS = 4000
 #: Tool names a refusal lists before it says how many more there are.
 LISTED_NAMES = 20
 
