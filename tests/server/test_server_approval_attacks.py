@@ -212,3 +212,23 @@ def test_a_cancelled_and_then_pruned_run_refuses_decisions(
         assert gone.status_code == 404 and gone.json()["error"] == "not_found"
         assert api.http.get("/v1/health").status_code == 200
     assert ledger.paid == []
+
+
+@pytest.mark.parametrize(("headers", "refused"), [
+    ({"host": "[::1]:8765", "origin": "http://[::1]:8765"}, False),
+    ({"host": "localhost", "origin": "http://localhost:80"}, False),
+    # TLS ended at a proxy that kept the Host: the page's origin is the server's
+    ({"host": "dcbrain.example", "origin": "https://dcbrain.example"}, False),
+    ({"host": "dcbrain.example", "origin": "https://evil.dcbrain.example"}, True),
+    ({"host": "127.0.0.1:9", "x-forwarded-host": "dcbrain.example",
+      "origin": "https://dcbrain.example"}, False),  # a proxy kept the page's host
+    ({"host": "127.0.0.1:9", "origin": "http://127.0.0.1:9", "sec-fetch-site": "same-site"},
+     True),
+    ({"host": "127.0.0.1:9", "sec-fetch-site": "none"}, False),  # typed by the user
+    ({"host": "127.0.0.1:9", "origin": "http://127.0.0.1:99999"}, True),
+    ({"host": "127.0.0.1:9"}, False),  # not from a page: curl, a script
+])
+def test_the_origin_rule(headers: dict[str, str], refused: bool) -> None:
+    from dcbrain.server.app import cross_origin_problem
+
+    assert (cross_origin_problem(headers) is not None) is refused
