@@ -43,6 +43,13 @@ BY_TIMEOUT = "timeout"
 #: At most this often (seconds) a waiting run looks at its clock again: a clock that is
 #: not the wall clock (a test's) is read, not slept on.
 _CLOCK_CHECK_S = 1.0
+#: Characters of a decision's reason (it is shown to the planner).
+MAX_REASON_CHARS = 2000
+#: Decisions one run may wait for at a time: a plan that reaches more calls needing
+#: approval fails at the first call past it (a clear error, nothing is asked).
+MAX_PENDING_PER_RUN = 64
+#: Undecided requests an :class:`ApprovalBoard` holds across all its runs by default.
+DEFAULT_MAX_PENDING = 4096
 #: Decided calls of runs that stopped waiting, remembered to refuse a second decision.
 _REMEMBERED_DECISIONS = 10_000
 #: Arguments shown to the person deciding: whole up to these sizes (characters).
@@ -61,6 +68,14 @@ def approval_call_id(key: JournalKey) -> str:
     """The id of the call ``key`` in approval requests and decisions: stable across the
     executions of a run, distinct for distinct calls."""
     return "ap-" + hashlib.sha256(key.text.encode()).hexdigest()[:20]
+
+
+def approval_call_key(key: JournalKey) -> str:
+    """The call ``key`` across the plans of a run: its branch, name, arguments and
+    occurrence, not its plan attempt. A decision answers a replan's call with this key
+    (the same call made again), never a second call with the same arguments."""
+    same = f"{key.path}|{key.name}|{key.args}|{key.occurrence}"
+    return hashlib.sha256(same.encode()).hexdigest()[:32]
 
 
 @dataclass(frozen=True)
@@ -84,6 +99,8 @@ class ApprovalRequest:
     requested_at: float = 0.0
     #: The run that wants to make the call (what :meth:`DCBrain.approve` takes).
     run_id: str = ""
+    #: :func:`approval_call_key` of the call ("": answered by its ``call_id`` only).
+    call_key: str = ""
 
     @property
     def expires_at(self) -> float:
@@ -111,6 +128,8 @@ class ApprovalDecision:
     decided_at: float = 0.0
     #: Seconds the run waited for this decision (from its request to the decision).
     waited_s: float = 0.0
+    #: The request's :func:`approval_call_key`.
+    call_key: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -145,7 +164,8 @@ def decision_for(request: ApprovalRequest, *, approved: bool, reason: str = "",
     return ApprovalDecision(
         call_id=request.call_id, approved=approved, args_hash=request.args_hash,
         tool=request.tool, reason=reason, decided_by=by, decided_at=decided_at,
-        waited_s=max(0.0, decided_at - request.requested_at) if request.requested_at else 0.0)
+        waited_s=max(0.0, decided_at - request.requested_at) if request.requested_at else 0.0,
+        call_key=request.call_key)
 
 
 def waited_s(decisions: Iterable[ApprovalDecision]) -> float:
@@ -223,10 +243,15 @@ class ApprovalBoard:
     """The desk of runs waiting in this process: decide with :meth:`decide` (any thread).
 
     A waiting run holds a coroutine only: its plan's thread and sandbox worker were given
-    back when the plan stopped.
+    back when the plan stopped. At most ``max_pending`` requests wait here at once, across
+    all runs: a run whose requests would pass it fails with a clear error (503) and asks
+    nothing; the runs already waiting are unharmed.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, max_pending: int = DEFAULT_MAX_PENDING) -> None:
+        if max_pending < 1:
+            raise ValueError("max_pending must be at least 1")
+        self.max_pending = max_pending
         self._lock = threading.Lock()
         self._runs: dict[str, _Waiting] = {}
         #: Calls decided for runs that went on, so a late second decision is told so.
@@ -255,6 +280,14 @@ class ApprovalBoard:
 
     async def open(self, run_id: str, requests: Sequence[ApprovalRequest]) -> None:
         with self._lock:
+            undecided = sum(len(w.requests) - len(w.decided) for w in self._runs.values())
+            known = self._runs[run_id].requests if run_id in self._runs else {}
+            new = sum(1 for request in requests if request.call_id not in known)
+            if undecided + new > self.max_pending:
+                raise TFApprovalError(
+                    f"run {run_id} asks for {new} decision(s), and {undecided} requests "
+                    f"already wait here (at most {self.max_pending} at a time): nothing "
+                    "was asked", status=503)
             waiting = self._runs.setdefault(run_id, _Waiting({}))
             waiting.requests.update((request.call_id, request) for request in requests)
         for request in requests:
@@ -386,6 +419,9 @@ def with_plan(requests: Sequence[ApprovalRequest], plan: str,
 __all__ = [
     "BY_TIMEOUT",
     "DEFAULT_APPROVAL_TIMEOUT_S",
+    "DEFAULT_MAX_PENDING",
+    "MAX_PENDING_PER_RUN",
+    "MAX_REASON_CHARS",
     "TIMED_OUT",
     "ApprovalAnswer",
     "ApprovalBoard",
@@ -396,6 +432,7 @@ __all__ = [
     "Asker",
     "AskingDesk",
     "approval_call_id",
+    "approval_call_key",
     "args_hash",
     "ask_handler",
     "decision_for",

@@ -198,6 +198,9 @@ class TelemetryConfig(_Section):
     otlp_endpoint: HttpUrl | None = None
     #: ``/metrics`` without the API token (for a scraper inside a trusted network).
     metrics_open: bool = False
+    #: Each chain/tool call's span carries its arguments (``dcbrain.call.arguments``,
+    #: JSON, clipped); off: spans and log lines never carry them.
+    span_arguments: bool = False
 
 
 class RetentionConfig(_Section):

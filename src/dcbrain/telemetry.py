@@ -24,6 +24,23 @@ OTLP_ENDPOINT_VARIABLES: tuple[str, ...] = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
 DEFAULT_SERVICE_NAME = "dcbrain"
 
 _propagator = TraceContextTextMapPropagator()
+#: Whether a call's span carries its arguments (``[telemetry] span_arguments``): off by
+#: default, since arguments are a run's data (addresses, amounts, a user's words) and an
+#: OTLP backend is usually read by more people than the runs are.
+_span_arguments = False
+#: Characters of a call's arguments a span keeps (as JSON).
+SPAN_ARGUMENTS_CHARS = 2000
+
+
+def set_span_arguments(on: bool) -> None:
+    """Put calls' arguments into their spans (``dcbrain.call.arguments``), or stop."""
+    global _span_arguments
+    _span_arguments = on
+
+
+def span_arguments() -> bool:
+    """Whether calls' spans carry their arguments (see :func:`set_span_arguments`)."""
+    return _span_arguments
 
 
 def current_traceparent() -> str | None:
@@ -57,14 +74,16 @@ def otlp_traces_endpoint(configured: str | None) -> str | None:
     return base.rstrip("/") + "/v1/traces" if base else None
 
 
-def configure_tracing(configured_endpoint: str | None, *,
-                      role: str) -> Callable[[], None] | None:
-    """Export this process's spans over OTLP/HTTP when an endpoint is known.
+def configure_tracing(configured_endpoint: str | None, *, role: str,
+                      arguments: bool = False) -> Callable[[], None] | None:
+    """Export this process's spans over OTLP/HTTP when an endpoint is known; ``arguments``
+    puts each call's arguments into its span (:func:`set_span_arguments`).
 
     ``role`` (``serve``, ``worker``, ``ask``) becomes the resource's ``dcbrain.role``;
     ``service.name`` is ``OTEL_SERVICE_NAME`` or ``dcbrain``. Returns what flushes and
     stops the exporter at exit (``None``: tracing stays off).
     """
+    set_span_arguments(arguments)
     endpoint = otlp_traces_endpoint(configured_endpoint)
     if endpoint is None:
         return None

@@ -7,7 +7,7 @@ from typing import Any
 
 import mcp.types as types
 
-from dcbrain import DCBrain, ScriptedLLM
+from dcbrain import DCBrain, FunctionLLM, ScriptedLLM
 from dcbrain.mcp.server import create_server
 from dcbrain.tools import Tool
 from mcp import Client
@@ -110,3 +110,35 @@ async def test_dcbrain_mcp_over_stdio_asks_before_an_mcp_tool_it_was_told_to_gua
     assert result.structured_content["answer"] == 42, result.content
     [message] = asked
     assert "add(" in message and '"a": 40' in message
+
+
+async def test_a_hostile_clients_endless_reason_is_clipped_before_the_planner_reads_it() -> None:
+    from dcbrain.approvals import MAX_REASON_CHARS
+
+    deleted: list[str] = []
+    seen: list[str] = []
+
+    async def elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action="accept",
+                                  content={"approved": False, "reason": "x" * 1_000_000})
+
+    def planner(messages: list[dict[str, Any]]) -> str:
+        seen.append("\n".join(str(m["content"]) for m in messages))
+        return plan(DELETE if len(seen) == 1 else 'return "kept the file"')
+
+    def delete_file(path: str) -> str:
+        """Delete the file at ``path``."""
+        deleted.append(path)
+        return f"deleted {path}"
+
+    brain = DCBrain(default_llm=FunctionLLM(planner),
+                    default_validate_llm=ScriptedLLM([verdict(True)]),
+                    tools=[Tool(delete_file, requires_approval=True)], isolation="inprocess")
+    async with Client(create_server(brain), elicitation_callback=elicit,
+                      mode="legacy") as client:
+        result = await client.call_tool("ask", {"question": "delete the old notes"})
+    assert result.structured_content is not None
+    assert result.structured_content["answer"] == "kept the file"
+    assert deleted == []
+    assert len(seen) == 2
+    assert "x" * MAX_REASON_CHARS in seen[1] and "x" * (MAX_REASON_CHARS + 1) not in seen[1]

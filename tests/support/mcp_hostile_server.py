@@ -12,6 +12,7 @@
                         connection is closed under them
     --exit-once PATH    over stdio, the first tools/call of the first server started with
                         this PATH exits the process unanswered (PATH marks that it did)
+    --description N     each tool's description is N characters long
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ def options() -> argparse.Namespace:
     parser.add_argument("--slow", type=float)
     parser.add_argument("--drop", type=int, default=0)
     parser.add_argument("--exit-once")
+    parser.add_argument("--description", type=int)
     return parser.parse_args()
 
 
@@ -49,7 +51,10 @@ DROPPED = [0]  # tools/call requests dropped so far
 
 
 def tool(name: str) -> dict[str, Any]:
-    return {"name": name, "description": f"{name}, as the server has it",
+    described = f"{name}, as the server has it"
+    if OPTIONS.description is not None:
+        described = (described + " " + "blah " * OPTIONS.description)[:OPTIONS.description]
+    return {"name": name, "description": described,
             "inputSchema": {"type": "object", "additionalProperties": True}}
 
 

@@ -33,6 +33,8 @@ class OTLPReceiver:
     """Listens on 127.0.0.1 (a free port) until closed; ``spans`` holds what came."""
 
     spans: list[ReceivedSpan] = field(default_factory=list)
+    #: Every export request's body as it arrived (decompressed): to look for a string in.
+    bodies: list[bytes] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         receiver = self
@@ -46,6 +48,8 @@ class OTLPReceiver:
                     self.send_response(404)
                     self.end_headers()
                     return
+                with receiver._lock:
+                    receiver.bodies.append(body)
                 request = ExportTraceServiceRequest()
                 request.ParseFromString(body)
                 receiver._keep(request)

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from transitions import EventData
 
 from dcbrain.approvals import (
+    ApprovalBoard,
     ApprovalDecision,
     ApprovalDesk,
     ApprovalRequest,
@@ -451,8 +452,12 @@ class BrainRun:
         if not self.wait_for_approvals:
             self.suspended = pending
             raise RunSuspended(self.run_id)
-        decisions = await self.control.interruptible(
-            "run", self.desk.wait(self.run_id, pending, clock=self.clock))
+        try:
+            decisions = await self.control.interruptible(
+                "run", self.desk.wait(self.run_id, pending, clock=self.clock))
+        finally:
+            if isinstance(self.desk, ApprovalBoard):  # an abort may cancel the wait unstarted
+                self.desk.close(self.run_id)
         self.waited_s += max((decision.waited_s for decision in decisions), default=0.0)
         for decision in decisions:
             self._take_decision(decision)

@@ -49,6 +49,7 @@ from dcbrain.events import (
     clip,
     clip_arguments,
 )
+from dcbrain.telemetry import SPAN_ARGUMENTS_CHARS, span_arguments
 from dcbrain.tfplan import CallRecord
 
 Subscriber = Callable[[Event], None]
@@ -263,6 +264,9 @@ class OTelSpans:
             if isinstance(call, PlanCallStarted):
                 attributes["dcbrain.call.line"] = call.line
                 attributes["dcbrain.reused"] = call.reused
+                if span_arguments():  # a documented opt-in: arguments are a run's data
+                    attributes["dcbrain.call.arguments"] = dumps(
+                        call.args, compact=True)[:SPAN_ARGUMENTS_CHARS]
             span = self._tracer.start_span(f"{call.kind} {call.name}", context=context,
                                            start_time=at, attributes=attributes)
         self._calls[call.call_id] = span

@@ -33,6 +33,7 @@ def observe_process(config: Config, role: str, log_format: str | None, *,
     from dcbrain.telemetry import configure_tracing
 
     endpoint = config.telemetry.otlp_endpoint
-    shutdown = configure_tracing(None if endpoint is None else str(endpoint), role=role)
+    shutdown = configure_tracing(None if endpoint is None else str(endpoint), role=role,
+                                 arguments=config.telemetry.span_arguments)
     if shutdown is not None:
         atexit.register(shutdown)  # the last spans are sent before the process exits

@@ -2,12 +2,17 @@
 
 Sources, strongest first: a flag (``--config`` chooses the file), the environment
 (``DCBRAIN_…`` variables), the file, the defaults. Secrets are masked: keys naming a key,
-token, secret or password, and the password and secret query values of URLs.
+token, secret, password, authorization or cookie, the user, password and secret query
+values of URLs, the value after a secret flag of a command (``--api-key X``,
+``--token=X``), the value of the variable an ``api_key_env`` names, and any of those
+written again anywhere else in the configuration.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 import sys
 from collections.abc import Iterator
@@ -25,8 +30,14 @@ if TYPE_CHECKING:
 
 MASK = "****"
 #: Key names whose values are secrets (``api_key_env`` names a variable: not one).
-_SECRET_NAME = re.compile(r"(api_?key|token|secret|password|passwd|credential)(?!_env)$",
+_SECRET_NAME = re.compile(
+    r"(api_?key|_key|^key|token|secret|password|passwd|credentials?|auth|authorization"
+    r"|auth_header|cookie)(?!_env)$", re.IGNORECASE)
+#: A command-line flag whose value (``--flag value`` or ``--flag=value``) is a secret.
+_SECRET_FLAG = re.compile(r"--?[\w-]*(key|token|secret|password|passwd|auth|cookie)[\w-]*",
                           re.IGNORECASE)
+#: Secrets shorter than this are not looked for inside other values (too many false hits).
+_MIN_SECRET = 6
 
 
 def show(
@@ -41,7 +52,10 @@ def show(
     loaded = load_config_or_exit(config)
     file_origin = {"given": "flag --config", CONFIG_FILE_ENV: f"environment {CONFIG_FILE_ENV}",
                    "default": "default ./dcbrain.toml", "none": "none"}[why]
-    rows = [(path, masked(path, value), source) for path, value, source in effective(loaded)]
+    leaves = list(effective(loaded))
+    hidden = known_secrets(leaves)
+    rows = [(path, scrubbed(masked(path, value), hidden), source)
+            for path, value, source in leaves]
     if json_output:
         sys.stdout.write(json.dumps({
             "config_file": str(chosen) if chosen is not None else None,
@@ -84,6 +98,55 @@ def _leaves(model: BaseModel, prefix: str = "") -> Iterator[tuple[str, Any]]:
                 yield from _leaves(item, f"{path}.{key}.")
         else:
             yield path, value
+
+
+def known_secrets(leaves: list[tuple[str, Any, str]]) -> list[str]:
+    """The secrets of a configuration, to hide wherever else they are written: the values
+    of secret-named keys, URL passwords and user names, the value of every variable an
+    ``api_key_env`` names, and the value after a secret flag in a command."""
+    found: set[str] = set()
+
+    def collect(path: str, value: Any) -> None:
+        name = path.rsplit(".", 1)[-1]
+        if isinstance(value, dict):
+            for key, item in value.items():
+                collect(f"{path}.{key}", item)
+        elif isinstance(value, list):
+            for before, item in zip([None, *value], value, strict=False):
+                if isinstance(before, str) and _SECRET_FLAG.fullmatch(before):
+                    found.add(str(item))
+                collect(path, item)
+        elif isinstance(value, str):
+            if _SECRET_NAME.search(name):
+                found.add(value)
+            if name.lower().endswith("api_key_env") and os.environ.get(value):
+                found.add(os.environ[value])
+            flag, eq, rest = value.partition("=")
+            if eq and _SECRET_FLAG.fullmatch(flag):
+                found.add(rest)
+            if "://" in value:
+                with contextlib.suppress(ValueError):
+                    parts = urlsplit(value)
+                    found.update(item for item in (parts.password, parts.username) if item)
+                    found.update(item for key, item in parse_qsl(parts.query)
+                                 if _SECRET_NAME.search(key))
+
+    for path, value, _ in leaves:
+        collect(path, value)
+    return sorted((secret for secret in found if len(secret) >= _MIN_SECRET),
+                  key=len, reverse=True)
+
+
+def scrubbed(value: Any, secrets: list[str]) -> Any:
+    """``value`` with every one of ``secrets`` written in it replaced by :data:`MASK`."""
+    if isinstance(value, dict):
+        return {key: scrubbed(item, secrets) for key, item in value.items()}
+    if isinstance(value, list):
+        return [scrubbed(item, secrets) for item in value]
+    if isinstance(value, str):
+        for secret in secrets:
+            value = value.replace(secret, MASK)
+    return value
 
 
 def masked(path: str, value: Any) -> Any:

@@ -10,6 +10,7 @@ signal ends the wait at once.
 from __future__ import annotations
 
 import math
+import os
 import signal
 import sys
 import threading
@@ -53,7 +54,8 @@ def worker(
                      show_default=False),
     ] = None,
     metrics_host: Annotated[
-        str, typer.Option(help="Address for --metrics-port (no token is asked there).")
+        str, typer.Option(help="Address for --metrics-port (it asks for DCBRAIN_API_TOKEN "
+                          "when that is set, unless [telemetry] metrics_open).")
     ] = "127.0.0.1",
     log_format: LogFormatOption = None,
 ) -> None:
@@ -70,6 +72,7 @@ def worker(
     from dcbrain.composition import brain_factory_from_config, retention_periods, shared_memory
     from dcbrain.exceptions import DatabaseUnavailable
     from dcbrain.runs.retention import RetentionSchedule, prune_runs
+    from dcbrain.server.app import API_TOKEN_ENV
 
     loaded = load_config_or_exit(config)
     with config_errors_exit():
@@ -92,7 +95,8 @@ def worker(
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     observe_process(loaded, "worker", log_format, worker=engine.executor_id)
-    stop_metrics = _serve_metrics(store, metrics_port, metrics_host)
+    token = None if loaded.telemetry.metrics_open else os.environ.get(API_TOKEN_ENV) or None
+    stop_metrics = _serve_metrics(store, metrics_port, metrics_host, token)
     engine.start()
     periods = retention_periods(loaded)
     retention = None if periods is None else RetentionSchedule(
@@ -119,8 +123,10 @@ def worker(
         memory.close()
 
 
-def _serve_metrics(store: object, port: int | None, host: str) -> Callable[[], None]:
-    """This worker's ``/metrics`` on ``host:port`` (nothing without a port)."""
+def _serve_metrics(store: object, port: int | None, host: str,
+                   token: str | None) -> Callable[[], None]:
+    """This worker's ``/metrics`` on ``host:port`` (nothing without a port), asking for
+    ``token`` unless it is ``None``."""
     if port is None:
         return lambda: None
     from dcbrain.server.metrics import Metrics, is_cluster_store
@@ -130,7 +136,7 @@ def _serve_metrics(store: object, port: int | None, host: str) -> Callable[[], N
         metrics.watch_durable(store)
     stop_observing = metrics.observe_runs()
     try:
-        stop_serving = metrics.serve(port, host)
+        stop_serving = metrics.serve(port, host, token=token)
     except OSError as exc:
         fail_usage(f"cannot serve metrics on {host}:{port}: {exc.strerror or exc}")
 

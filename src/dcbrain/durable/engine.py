@@ -213,8 +213,9 @@ class DurableEngine:
         try:
             self.store.connections.probe()  # a connection of its own: never waits
             workers = len(self.workers.versions(DEAD_AFTER_S)) if self.executor is None else 1
-        except DatabaseUnavailable as exc:
-            return [f"database: {exc}", *missing]
+        except DatabaseUnavailable as exc:  # the probe is open: the details go to the log
+            logger.warning("readiness: %s", exc)
+            return ["database: the database is unavailable", *missing]
         if workers == 0:
             missing.append(f"workers: no worker has sent a heartbeat in the last "
                            f"{DEAD_AFTER_S:.0f} s (start dcbrain worker)")

@@ -185,9 +185,9 @@ class OpenAILLM(ChatLLM):
                 if text:
                     on_delta(text)
         except (httpx.HTTPError, openai.APIError) as exc:
-            raise TFLLMUnavailable(
+            raise TFLLMUnavailable(self._redacted(
                 f"{self._where()}: the reply's stream broke after {reply.chars} characters: "
-                f"{type(exc).__name__}: {exc}") from exc
+                f"{type(exc).__name__}: {exc}")) from exc
         except ValueError as exc:
             raise TFLLMError(f"{self._where()}: malformed stream chunk: {exc}") from exc
         finally:
@@ -236,6 +236,12 @@ class OpenAILLM(ChatLLM):
     async def _create(self, params: dict[str, Any]) -> Any:
         """The SDK's request (with its retries), its failures as :class:`TFLLMError`."""
         try:
+            return await self._call(params)
+        except TFLLMError as exc:  # said without the key or a URL's password
+            raise type(exc)(self._redacted(str(exc))) from exc.__cause__
+
+    async def _call(self, params: dict[str, Any]) -> Any:
+        try:
             return await self._client().chat.completions.create(**params)
         except openai.APIStatusError as exc:
             error = TFLLMUnavailable if _retried_status(exc.status_code) else TFLLMError
@@ -252,6 +258,13 @@ class OpenAILLM(ChatLLM):
             raise TFLLMUnavailable(f"{self._where()}: connection failed: {cause}") from exc
         except (openai.OpenAIError, ValueError) as exc:
             raise TFLLMError(f"{self._where()}: malformed response: {exc}") from exc
+
+    def _redacted(self, text: str) -> str:
+        """``text`` without this LLM's API key (a provider may echo it in an error) nor
+        the password of any URL."""
+        if self._api_key and len(self._api_key) >= _MIN_SECRET_CHARS:
+            text = text.replace(self._api_key, "****")
+        return _URL_PASSWORD.sub(r"\1****@", text)
 
     def _structured_output_params(
         self, messages: list[dict[str, Any]], json_schema: dict[str, Any]
@@ -321,6 +334,12 @@ class OpenAILLM(ChatLLM):
 
     def _where(self) -> str:
         return f"OpenAILLM({self.model!r}) at {self.base_url or 'api.openai.com'}"
+
+
+#: ``scheme://user:password@``: the password is never repeated in an error.
+_URL_PASSWORD = re.compile(r"(://[^/\s:@]*:)[^@\s/]+@")
+#: An API key shorter than this (``"none"`` for a local server) is not looked for.
+_MIN_SECRET_CHARS = 6
 
 
 class StreamedReply:

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import keyword
 import re
+import unicodedata
 from typing import Any
 
 _NOT_IDENTIFIER = re.compile(r"\W")
 
 
 def identifier(name: str) -> str:
-    """``name`` as a Python identifier a plan can call (``get-page`` → ``get_page``)."""
-    text = _NOT_IDENTIFIER.sub("_", name) or "_"
+    """``name`` as a Python identifier a plan can call (``get-page`` → ``get_page``), in
+    the form Python reads it (NFKC: ``ﬁnd`` → ``find``), so that a look-alike meets the
+    clash checks under the name a plan writes."""
+    text = _NOT_IDENTIFIER.sub("_", unicodedata.normalize("NFKC", name)) or "_"
     if text[0].isdigit() or keyword.iskeyword(text):
         text = "_" + text if text[0].isdigit() else text + "_"
     return text

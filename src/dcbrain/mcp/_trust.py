@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from dcbrain.exceptions import TFMCPError
+from dcbrain.mcp.limits import listed_names
 from dcbrain.policies import Policy, checked_policies
 
 if TYPE_CHECKING:
@@ -76,12 +77,15 @@ class TrustRules:
                    policies_for_all=for_all,
                    policies=tuple(by_pattern))
 
-    def check(self, listing: Sequence[MCPToolInfo]) -> None:
+    def check(self, listing: Sequence[MCPToolInfo],
+              require_approval: Sequence[str] = ()) -> None:
         """:class:`TFMCPError` for a declaration that would silently do nothing or undo
-        another: a pattern matching none of the listed tools, an argument its tool does not
-        have, a tool declared read-only whose guarded arguments would never be checked."""
+        another: a pattern (``require_approval``'s too) matching none of the listed tools,
+        an argument its tool does not have, a tool declared read-only whose guarded
+        arguments would never be checked."""
         names = [info.name for info in listing]
         declared: list[tuple[str, Iterable[str]]] = [
+            ("require_approval", require_approval),
             ("read_only", self.read_only or ()), ("trusted_output", self.trusted_output),
             ("trusted_fields", (pattern for pattern, _ in self.trusted_fields)),
             ("trusted_args", (pattern for pattern, _ in self.trusted_args)),
@@ -90,7 +94,7 @@ class TrustRules:
             for pattern in patterns:
                 if pattern != "*" and not fnmatch.filter(names, pattern):
                     raise TFMCPError(f"{option}: {pattern!r} matches none of its tools "
-                                     f"({', '.join(names) or 'none'})")
+                                     f"({listed_names(names)})")
         for info in listing:
             guarded = _names_for(info.name, self.trusted_args)
             known = set((info.input_schema or {}).get("properties") or {})
@@ -98,7 +102,7 @@ class TrustRules:
             if unknown:
                 raise TFMCPError(f"trusted_args: tool {info.name!r} has no argument "
                                  f"{unknown[0]!r} (its arguments: "
-                                 f"{', '.join(sorted(known)) or 'none'})")
+                                 f"{listed_names(sorted(known))})")
             if guarded and self.read_only is not None and _matches(info.name, self.read_only):
                 raise TFMCPError(f"tool {info.name!r} is declared read_only and has "
                                  "trusted_args: a read-only tool's calls are never checked")

@@ -31,6 +31,8 @@ from dcbrain.mcp.limits import (
     DEFAULT_MAX_LIST_PAGES,
     DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_MAX_TOOLS,
+    MAX_TOOL_DESCRIPTION_CHARS,
+    MAX_TOOL_NAME_CHARS,
     size_text,
 )
 from dcbrain.retries import Backoff, RetryPolicy
@@ -350,7 +352,14 @@ class MCPTools(Sequence[Tool]):
         if unknown:
             raise TFMCPError(f"tool_timeout_s names {', '.join(map(repr, unknown))}, which "
                              "it does not list")
-        self._trust.check(listing)
+        bad = next((info.name for info in listing
+                    if not info.name or len(info.name) > MAX_TOOL_NAME_CHARS), None)
+        if bad is not None:
+            which = "an empty name" if not bad else (
+                f"a name longer than {MAX_TOOL_NAME_CHARS} characters ({bad[:40]!r}…)")
+            raise TFMCPError(f"it lists a tool with {which}: a tool name is 1 to "
+                             f"{MAX_TOOL_NAME_CHARS} characters")
+        self._trust.check(listing, self.require_approval)
         for info in listing:
             tool = self._tool(info)
             if tool.name in tools:
@@ -371,7 +380,7 @@ class MCPTools(Sequence[Tool]):
             tool = SchemaTool(
                 call,
                 name=identifier(self.prefix + server_name),
-                description=info.description or info.title or "",
+                description=_described(info.description or info.title or ""),
                 parameters_schema=info.input_schema,
                 returns_schema=inner if inner is not None else info.output_schema,
                 closed=True,  # unknown keywords fail before the plan runs, not silently later
@@ -482,6 +491,13 @@ def _describe(exc: BaseException) -> str:
 def _error_text(result: Any) -> str:
     texts = [getattr(block, "text", "") for block in result.content]
     return " ".join(text for text in texts if text).strip() or "the tool reported an error"
+
+
+def _described(text: str) -> str:
+    """A server's description of a tool, cut to :data:`MAX_TOOL_DESCRIPTION_CHARS`."""
+    if len(text) <= MAX_TOOL_DESCRIPTION_CHARS:
+        return text
+    return text[:MAX_TOOL_DESCRIPTION_CHARS] + "… (cut)"
 
 
 __all__ = ["MCPTools", "TFMCPError", "TFMCPTransportError"]

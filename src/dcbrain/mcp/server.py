@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, Field
 
 from dcbrain._jsonsafe import dumps, plain
-from dcbrain.approvals import ApprovalRequest, Asker, AskingDesk
+from dcbrain.approvals import MAX_REASON_CHARS, ApprovalRequest, Asker, AskingDesk
 from dcbrain.brain.deps import RunDeps
 from dcbrain.events import (
     BrainRunStarted,
@@ -123,7 +123,7 @@ def _elicitation(ctx: Any) -> Asker:
             return False, f"the MCP client could not ask its user ({type(exc).__name__})"
         if answer.action != "accept" or answer.data is None:
             return False, f"the MCP client's user chose {answer.action}"
-        return bool(answer.data.approved), answer.data.reason
+        return bool(answer.data.approved), answer.data.reason[:MAX_REASON_CHARS]
 
     return ask
 

@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from importlib import resources
 from typing import Any, Final
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlsplit
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -29,6 +29,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from dcbrain.approvals import MAX_REASON_CHARS
 from dcbrain.exceptions import ApiError as ApiError
 from dcbrain.exceptions import DatabaseUnavailable, TFApprovalError, TooManyRuns
 from dcbrain.memory import Memory, RunStore
@@ -56,6 +57,8 @@ DEFAULT_MAX_BODY_BYTES: Final = 64 * 1024
 LOOPBACK_HOSTS: Final = ("127.0.0.1", "localhost", "::1")
 #: Paths a load balancer or an orchestrator probes, answered without the token.
 PROBE_PATHS: Final = frozenset({"/v1/health", "/v1/ready"})
+#: Methods that change nothing: the only ones another site's page may send.
+SAFE_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
 #: Seconds a client is told to wait when this node is not ready.
 NOT_READY_RETRY_S: Final = 2
 
@@ -361,9 +364,9 @@ class _Api:
             raise ApiError(400, "invalid_decision",
                            'send {"approved": true} or {"approved": false, "reason": "..."}')
         reason, digest = body.get("reason", ""), body.get("args_hash")
-        if not isinstance(reason, str) or len(reason) > 2000:
+        if not isinstance(reason, str) or len(reason) > MAX_REASON_CHARS:
             raise ApiError(400, "invalid_decision", "reason must be a string of at most "
-                           "2000 characters")
+                           f"{MAX_REASON_CHARS} characters")
         if digest is not None and not (isinstance(digest, str) and len(digest) == 64):
             raise ApiError(400, "invalid_decision", "args_hash must be the request's "
                            "64-character args_hash")
@@ -457,8 +460,9 @@ async def _api_error(request: Request, exc: Exception) -> Response:
 async def _database_unavailable(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, DatabaseUnavailable)
     logger.warning("%s %s: %s", request.method, request.url.path, exc)
+    # what failed where (hosts, sockets, users) goes to the log, not to the client
     return error_response(503, "database_unavailable",
-                          f"the database is unavailable; retry in a moment ({exc})",
+                          "the database is unavailable; retry in a moment",
                           headers={"Retry-After": str(exc.retry_after_s)})
 
 
@@ -502,6 +506,11 @@ class _Guard:
             )
             await response(scope, receive, send)
             return
+        if scope["method"] not in SAFE_METHODS:
+            problem = cross_origin_problem(headers)
+            if problem is not None:
+                await error_response(403, "cross_origin", problem)(scope, receive, send)
+                return
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -525,6 +534,47 @@ class _Guard:
             if scope["method"] == "GET" and EVENT_STREAM_PATH.fullmatch(scope["path"]):
                 given = _query_value(scope, "access_token")
         return bool(given) and hmac.compare_digest(given.strip().encode(), self.token.encode())
+
+
+def cross_origin_problem(headers: Mapping[str, str]) -> str | None:
+    """Why a state-changing request comes from another site's page (``None``: it does not).
+
+    A browser names the page that sent a request in ``Origin`` (and ``Sec-Fetch-Site``);
+    the server's own page is on the origin the request is addressed to (``Host``, or the
+    ``X-Forwarded-Host`` a proxy set, which a page cannot set without a preflight this
+    server never grants). A request without either header is not from a page's script.
+    """
+    site = headers.get("sec-fetch-site", "").strip().lower()
+    if site and site not in ("same-origin", "none"):
+        return (f"a request from another site's page ({site}) may not change anything "
+                "here (Sec-Fetch-Site)")
+    origin = headers.get("origin")
+    if origin is None:
+        return None
+    refused = f"a request from the origin {origin[:100]!r} may not change anything here"
+    try:
+        parsed = urlsplit(origin.strip())
+        default = 443 if parsed.scheme == "https" else 80
+        port = parsed.port or default
+    except ValueError:  # "http://[::1", a port out of range
+        return refused
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        return refused
+    served = {_authority(value, default) for value in (
+        headers.get("host", ""), headers.get("x-forwarded-host", "").split(",")[0])
+        if value.strip()}
+    if (parsed.hostname.lower(), port) in served:
+        return None
+    return (f"a request from the page at {origin[:100]!r} may not change anything here: "
+            "only this server's own page may (Origin)")
+
+
+def _authority(host: str, default_port: int) -> tuple[str, int]:
+    """``(name, port)`` of a ``Host`` header (``[::1]:8765``, ``localhost``)."""
+    host = host.strip()
+    rest = host.rpartition("]")[2] if host.startswith("[") else host
+    port = rest.rpartition(":")[2] if rest.count(":") == 1 else ""
+    return _host_name(host), int(port) if port.isdigit() else default_port
 
 
 def _host_name(host: str) -> str:

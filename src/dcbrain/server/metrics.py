@@ -5,7 +5,10 @@ typed events of every run of the process (:data:`dcbrain.runs.observers.run_obse
 so a run does only a counter increment per call; gauges (queue depth, live workers, the
 sandbox pool, event streams) are read when a scraper asks. ``serve`` answers
 ``GET /metrics`` (with the API's token unless ``[telemetry] metrics_open``); ``worker``
-serves it on ``--metrics-port``.
+serves it on ``--metrics-port``, with the same token (``DCBRAIN_API_TOKEN``) when one is
+set. Label values are clipped and their combinations per metric capped
+(:data:`MAX_SERIES_PER_METRIC`): no run id is a label, and no name a plan or a provider
+makes up can grow a scrape without bound.
 """
 
 from __future__ import annotations
@@ -13,7 +16,9 @@ from __future__ import annotations
 import hmac
 import logging
 import math
+import threading
 from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from prometheus_client import (
@@ -23,7 +28,6 @@ from prometheus_client import (
     Gauge,
     Histogram,
     generate_latest,
-    start_http_server,
 )
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -48,6 +52,13 @@ logger = logging.getLogger("dcbrain.server")
 #: Run and plan durations: a plan is seconds, a run up to the default 20 minute timeout.
 DURATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1200)
 CALL_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
+#: Label combinations one metric keeps; past it, new ones are counted under :data:`OTHER`
+#: (a planner's or a provider's made-up tool or model names cannot grow a scrape).
+MAX_SERIES_PER_METRIC = 200
+#: The label value of what is past :data:`MAX_SERIES_PER_METRIC`.
+OTHER = "_other"
+#: Characters a label value keeps.
+MAX_LABEL_CHARS = 128
 
 
 class Metrics:
@@ -79,6 +90,8 @@ class Metrics:
         self.run_errors = Counter("dcbrain_run_errors", "Error events of runs.", ["source"],
                                   registry=r)
         self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
+        self._series: dict[int, int] = {}
+        self._lock = threading.Lock()
         self._pool_gauges()
 
     # -- events --------------------------------------------------------------------------
@@ -113,11 +126,24 @@ class Metrics:
                 child(self.run_errors, error.source).inc()
 
     def _child(self, metric: Any, *labels: str) -> Any:
-        """``metric.labels(*labels)``, kept: the library checks and locks on every lookup."""
+        """``metric.labels(*labels)``, kept: the library checks and locks on every lookup.
+
+        Values are clipped to :data:`MAX_LABEL_CHARS`; a metric with
+        :data:`MAX_SERIES_PER_METRIC` label combinations counts new ones as :data:`OTHER`.
+        """
+        labels = tuple(str(label)[:MAX_LABEL_CHARS] for label in labels)
         key = (id(metric), labels)
         found = self._children.get(key)
         if found is None:
-            found = self._children[key] = metric.labels(*labels)
+            with self._lock:
+                count = self._series.get(id(metric), 0)
+                if count >= MAX_SERIES_PER_METRIC:
+                    labels = (OTHER,) * len(labels)
+                    key = (id(metric), labels)
+                    found = self._children.get(key)
+                if found is None:
+                    found = self._children[key] = metric.labels(*labels)
+                    self._series[id(metric)] = count + 1
         return found
 
     def observe_runs(self, observers: RunObservers = run_observers) -> Callable[[], None]:
@@ -166,9 +192,44 @@ class Metrics:
         """The registry in Prometheus's text format."""
         return generate_latest(self.registry)
 
-    def serve(self, port: int, host: str) -> Callable[[], None]:
-        """Answer ``GET /metrics`` on ``host:port`` from a thread; returns what stops it."""
-        server, thread = start_http_server(port, addr=host, registry=self.registry)
+    def serve(self, port: int, host: str, *, token: str | None = None) -> Callable[[], None]:
+        """Answer ``GET /metrics`` on ``host:port`` from a thread; returns what stops it.
+
+        ``token`` (unless ``None``) is asked for as ``Authorization: Bearer``, as by
+        :meth:`endpoint`."""
+        exposition = self.exposition
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                if self.path.split("?", 1)[0] not in ("/metrics", "/"):
+                    self._answer(404, b'{"error":"not_found","detail":"GET /metrics"}',
+                                 "application/json")
+                elif token is not None and not bearer_matches(
+                        self.headers.get("Authorization", ""), token):
+                    self._answer(401, b'{"error":"unauthorized","detail":"send '
+                                 b'Authorization: Bearer <token>"}', "application/json",
+                                 {"WWW-Authenticate": 'Bearer realm="dcbrain"'})
+                else:
+                    self._answer(200, exposition(), CONTENT_TYPE_LATEST)
+
+            def _answer(self, status: int, body: bytes, media_type: str,
+                        headers: dict[str, str] | None = None) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", media_type)
+                self.send_header("Content-Length", str(len(body)))
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return None  # a scrape every few seconds is not worth a log line
+
+        server = ThreadingHTTPServer((host, port), Handler)
+        server.daemon_threads = True
+        thread = threading.Thread(target=server.serve_forever, name="dcbrain-metrics",
+                                  daemon=True)
+        thread.start()
 
         def stop() -> None:
             server.shutdown()
@@ -182,16 +243,21 @@ class Metrics:
         for as ``Authorization: Bearer``, as by the API's other reads."""
 
         async def metrics(request: Request) -> Response:
-            if token is not None:
-                scheme, _, given = request.headers.get("authorization", "").partition(" ")
-                if scheme.lower() != "bearer" or not hmac.compare_digest(
-                        given.strip().encode(), token.encode()):
-                    return error_response(
-                        401, "unauthorized", "send Authorization: Bearer <token>",
-                        headers={"WWW-Authenticate": 'Bearer realm="dcbrain"'})
+            if token is not None and not bearer_matches(
+                    request.headers.get("authorization", ""), token):
+                return error_response(
+                    401, "unauthorized", "send Authorization: Bearer <token>",
+                    headers={"WWW-Authenticate": 'Bearer realm="dcbrain"'})
             return Response(self.exposition(), media_type=CONTENT_TYPE_LATEST)
 
         return metrics
+
+
+def bearer_matches(authorization: str, token: str) -> bool:
+    """Whether an ``Authorization`` header value is ``Bearer <token>``."""
+    scheme, _, given = authorization.partition(" ")
+    return scheme.lower() == "bearer" and bool(given.strip()) and hmac.compare_digest(
+        given.strip().encode(), token.encode())
 
 
 def is_cluster_store(store: object) -> bool:

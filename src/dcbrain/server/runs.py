@@ -357,9 +357,18 @@ class RunManager:
     async def decide(self, run_id: str, call_id: str, *, approved: bool, reason: str = "",
                      args_hash: str | None = None, by: str = "user") -> dict[str, Any]:
         """Decide a call a live run waits on; :class:`TFApprovalError` when it waits on
-        no such call (404) or it is decided or has other arguments (409)."""
-        if run_id not in self._runs and await self.store.aget_run(run_id) is None:
-            raise TFApprovalError(f"unknown run {run_id}", status=404)
+        no such call (404) or it is decided, has other arguments or the run ended (409)."""
+        live = self._runs.get(run_id)
+        if live is not None:
+            status = live.record.status
+        else:
+            stored = await self.store.aget_run(run_id)
+            if stored is None:
+                raise TFApprovalError(f"unknown run {run_id}", status=404)
+            status = stored.status
+        if status in TERMINAL_STATUSES:
+            raise TFApprovalError(f"run {run_id} has ended ({status}): nothing to decide",
+                                  status=409)
         decision = self.approvals.decide(run_id, call_id, approved=approved, reason=reason,
                                          by=by, args_hash=args_hash)
         return decision.to_dict()

@@ -1,0 +1,81 @@
+"""Approvals of durable runs attacked (SQLite and PostgreSQL): racing decisions have one
+winner, a decision from another origin is refused, a cancelled or pruned run refuses
+decisions with a 4xx, and prune leaves a waiting run alone."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from dcbrain import SQLiteMemory
+from support.durable_brains import CountingTools
+from support.durable_harness import Backend, durable_server
+
+
+def url(run_id: str, request: dict[str, Any]) -> str:
+    return f"/v1/runs/{run_id}/approvals/{request['call_id']}"
+
+
+def test_racing_decisions_on_a_durable_run_have_exactly_one_winner(
+    backend: Backend, counting: CountingTools, tmp_path: Path
+) -> None:
+    counting.approval = {"step_two"}
+    memory = SQLiteMemory(tmp_path / "conversations.db")
+    with durable_server(backend, counting.brain, memory) as api:
+        run_id = api.send("c1", "count")
+        [request] = api.wait_for_status(run_id, "waiting")["approvals"]
+        cross = api.http.post(url(run_id, request), json={"approved": True},
+                              headers={"Origin": "http://evil.example"})
+        assert cross.status_code == 403 and cross.json()["error"] == "cross_origin"
+        start = threading.Barrier(10)
+        answers: list[httpx.Response] = []
+
+        def post(approved: bool) -> None:
+            with httpx.Client(base_url=api.base_url, timeout=20) as client:
+                start.wait()
+                answers.append(client.post(url(run_id, request), json={"approved": approved}))
+
+        threads = [threading.Thread(target=post, args=(i % 2 == 0,)) for i in range(10)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        stream = api.stream(run_id)
+        assert stream.end is not None
+        types = [event["type"] for event in stream.events]
+        final = api.http.get(f"/v1/runs/{run_id}").json()
+    assert sorted(r.status_code for r in answers) == [200] + [409] * 9
+    [winner] = [r.json() for r in answers if r.status_code == 200]
+    assert final["approvals"][0]["decision"]["approved"] is winner["approved"]
+    assert types.count("approval_decided") == 1 and types.count("run_resumed") == 1
+    assert counting.count("step_two", "started") == (1 if winner["approved"] else 0)
+    memory.close()
+
+
+def test_prune_keeps_a_waiting_run_and_a_cancelled_then_pruned_one_refuses_decisions(
+    backend: Backend, counting: CountingTools, tmp_path: Path
+) -> None:
+    counting.approval = {"step_two"}
+    memory = SQLiteMemory(tmp_path / "conversations.db")
+    with durable_server(backend, counting.brain, memory) as api:
+        run_id = api.send("c1", "count")
+        [request] = api.wait_for_status(run_id, "waiting")["approvals"]
+        time.sleep(1.2)  # the waiting run is now older than the prune's horizon of 1s
+        kept = api.http.post("/v1/runs/prune", json={"older_than": "1s"})
+        assert kept.status_code == 200 and kept.json()["pruned"] == 0
+        assert api.http.get(f"/v1/runs/{run_id}").json()["status"] == "waiting"
+        assert api.http.post(f"/v1/runs/{run_id}/cancel", json={}).status_code == 202
+        assert api.stream(run_id).end is not None
+        late = api.http.post(url(run_id, request), json={"approved": True})
+        assert late.status_code == 409 and "has ended" in late.json()["detail"]
+        time.sleep(1.2)  # and so is the cancelled one
+        assert api.http.post("/v1/runs/prune", json={"older_than": "1s"}).json()["pruned"] == 1
+        gone = api.http.post(url(run_id, request), json={"approved": True})
+        assert gone.status_code == 404
+        assert api.http.get("/v1/ready").status_code == 200
+    assert counting.count("step_two", "started") == 0
+    memory.close()
