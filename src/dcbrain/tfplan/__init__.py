@@ -15,6 +15,7 @@ from dcbrain._lazy import lazy_exports
 if TYPE_CHECKING:
     from dcbrain.tfplan.checker import CallableSpec, check
     from dcbrain.tfplan.errors import (
+        BranchLimitExceeded,
         CallDepthLimitExceeded,
         CallLimitExceeded,
         OperationLimitExceeded,
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     from dcbrain.tfplan.state import CallObserver, ParallelHooks
 
 __all__ = [
+    "BranchLimitExceeded",
     "CallDepthLimitExceeded",
     "CallLimitExceeded",
     "CallObserver",
@@ -78,6 +80,7 @@ __all__ = [
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, {
+    "BranchLimitExceeded": "dcbrain.tfplan.errors",
     "CallDepthLimitExceeded": "dcbrain.tfplan.errors",
     "CallLimitExceeded": "dcbrain.tfplan.errors",
     "CallObserver": "dcbrain.tfplan.state",
