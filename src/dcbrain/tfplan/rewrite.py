@@ -20,7 +20,7 @@ import ast
 import warnings
 from types import CodeType
 
-from dcbrain.tfplan._displays import DisplayCharges
+from dcbrain.tfplan._displays import HASHED_WEIGHT, DisplayCharges
 from dcbrain.tfplan._inline import (
     FIELD,
     KEY,
@@ -338,7 +338,7 @@ class _Rewriter(OperatorGuards, DisplayCharges):
             guard_call("__tf_star", [value], value) if key is None else value
             for key, value in zip(node.keys, node.values, strict=True)
         ]
-        return self.charged_display(node, weight)
+        return self.charged_display(node, weight, HASHED_WEIGHT)
 
     def visit_Set(self, node: ast.Set) -> ast.expr:
         self.generic_visit(node)
@@ -348,7 +348,7 @@ class _Rewriter(OperatorGuards, DisplayCharges):
                 assert isinstance(elt.value, ast.Call) and isinstance(elt.value.func, ast.Name)
                 elt.value.func.id = "__tf_hashed_star"
         node.elts = [elt if isinstance(elt, ast.Starred) else self._key(elt) for elt in node.elts]
-        return self.charged_display(node, weight)
+        return self.charged_display(node, weight, HASHED_WEIGHT, per_element=2)
 
     def visit_SetComp(self, node: ast.SetComp) -> ast.SetComp:
         self.generic_visit(node)
