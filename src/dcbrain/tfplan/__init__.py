@@ -33,6 +33,7 @@ if TYPE_CHECKING:
         TFRuntimeError,
         TFSyntaxError,
         TFToolTimeout,
+        TFToolUnavailable,
         TimeLimitExceeded,
     )
     from dcbrain.tfplan.host import call_may_finish
@@ -70,6 +71,7 @@ __all__ = [
     "TFRuntimeError",
     "TFSyntaxError",
     "TFToolTimeout",
+    "TFToolUnavailable",
     "TimeLimitExceeded",
     "call_may_finish",
     "check",
@@ -106,6 +108,7 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "TFRuntimeError": "dcbrain.tfplan.errors",
     "TFSyntaxError": "dcbrain.tfplan.errors",
     "TFToolTimeout": "dcbrain.tfplan.errors",
+    "TFToolUnavailable": "dcbrain.tfplan.errors",
     "TimeLimitExceeded": "dcbrain.tfplan.errors",
     "call_may_finish": "dcbrain.tfplan.host",
     "check": "dcbrain.tfplan.checker",

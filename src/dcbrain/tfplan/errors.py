@@ -175,6 +175,14 @@ class TFToolTimeout(TFCallError):
     default_kind = "TFToolTimeout"
 
 
+class TFToolUnavailable(TFCallError):
+    """A chain or tool was not called: the process holds its limit of threads of calls
+    that outlived their deadline, some of them of this callable, still running (see
+    :mod:`dcbrain.tfplan.abandoned`). It is called again once they return."""
+
+    default_kind = "TFToolUnavailable"
+
+
 class TFApprovalDenied(TFCallError):
     """A call that needed a person's approval was denied (by the person, or because nobody
     decided in time): the plan fails at the call, and the planner sees why."""

@@ -20,6 +20,8 @@ from functools import lru_cache
 from types import CodeType
 from typing import Any
 
+from dcbrain.retries import call_deadline
+from dcbrain.tfplan.abandoned import abandoned_threads
 from dcbrain.tfplan.errors import (
     BranchLimitExceeded,
     CallLimitExceeded,
@@ -30,6 +32,7 @@ from dcbrain.tfplan.errors import (
     TFInterpreterError,
     TFPolicyDenied,
     TFToolTimeout,
+    TFToolUnavailable,
 )
 from dcbrain.tfplan.provenance import CallSources, Tracker, call_sources, unknown_sources
 from dcbrain.tfplan.result import CallRecord
@@ -236,12 +239,21 @@ class Dispatcher:
             raise
         size = 0
         try:
+            abandoned_threads.check(name, f"{name}()")
             labelled = call_sources.set(sources)
+            # retries inside the call start no try, and sleep no backoff, past the plan's
+            # own time limit
+            deadline = call_deadline.set(state.started_at + state.limits.timeout_s)
+            thread = abandoned_threads.start(name)
+            state.abandonable[id(record)] = thread
             try:
                 result = func(*record.args, **record.kwargs)
                 if inspect.isawaitable(result):
                     result = self._await(result)
             finally:
+                abandoned_threads.end(thread)
+                state.abandonable.pop(id(record), None)
+                call_deadline.reset(deadline)
                 call_sources.reset(labelled)
                 if state.abandoned:  # the plan ended without this call: its end is ignored
                     raise Cancelled if state.cancelled else Expired
@@ -266,7 +278,8 @@ class Dispatcher:
             record.error = f"{exc.kind}: {exc.message}"
             if isinstance(exc, HostMemoryExceeded) and exc.budget is state.host_budget:
                 raise  # the callee kept this run's values (a chain's intermediate results)
-            if isinstance(exc, TFToolTimeout | TFApprovalDenied | TFPolicyDenied):
+            if isinstance(exc, TFToolTimeout | TFToolUnavailable | TFApprovalDenied
+                          | TFPolicyDenied):
                 raise  # the call's own limit, a person's no or a policy's: it fails at the call
             raise TFCallError(f"{name}() failed: {exc.headline()}", kind=exc.kind) from exc
         except Exception as exc:
