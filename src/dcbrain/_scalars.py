@@ -29,6 +29,13 @@ PLAN_DECIMAL_CONTEXT = decimal.Context(
 )
 #: Largest adjusted exponent (in magnitude) of a plan's Decimal.
 MAX_DECIMAL_EXPONENT = 999_999
+#: Most digits of a plan's Decimal (its arithmetic makes at most 28; one from a tool, the
+#: wire or ``Decimal(text)`` may have more, up to CPython's limit of an int's digits).
+MAX_DECIMAL_DIGITS = 4300
+#: Longest text of a Decimal on the wire: its digits, a sign, a point and an exponent.
+MAX_DECIMAL_TEXT = MAX_DECIMAL_DIGITS + 16
+#: Longest wire text of a date, datetime, time or timedelta (ISO text with an offset).
+MAX_TEMPORAL_TEXT = 64
 
 #: The types of this module, exactly (subclasses are copied to these at the boundary).
 SCALAR_TYPES: frozenset[type] = frozenset({Decimal, date, datetime, time, timedelta})
@@ -69,9 +76,19 @@ def _fixed_zone(value: datetime | time) -> datetime | time:
 
 
 def checked_decimal(value: Decimal, where: str) -> Decimal:
-    if value.is_finite() and abs(value.adjusted()) > MAX_DECIMAL_EXPONENT:
-        raise ScalarError(f"{where}: Decimal exponent {value.adjusted()} is past the limit "
-                          f"±{MAX_DECIMAL_EXPONENT}")
+    """``value`` if a plan may hold it: an exponent within ±:data:`MAX_DECIMAL_EXPONENT`,
+    at most :data:`MAX_DECIMAL_DIGITS` digits, not a signaling NaN (which raises where it
+    is compared or hashed); else :class:`ScalarError`."""
+    if value.is_finite():
+        if abs(value.adjusted()) > MAX_DECIMAL_EXPONENT:
+            raise ScalarError(f"{where}: Decimal exponent {value.adjusted()} is past the "
+                              f"limit ±{MAX_DECIMAL_EXPONENT}")
+        digits = decimal_digits(value)
+        if digits > MAX_DECIMAL_DIGITS:
+            raise ScalarError(f"{where}: Decimal of {digits} digits is past the limit of "
+                              f"{MAX_DECIMAL_DIGITS} digits")
+    elif value.is_snan():
+        raise ScalarError(f"{where}: a signaling NaN Decimal is not a plan value")
     return value
 
 
@@ -155,9 +172,18 @@ def journal_text(value: Any) -> str:
 
 
 def from_journal_text(tag: str, text: str) -> Any:
-    """The value that :func:`journal_text` wrote under ``tag``; raises ``ValueError``."""
+    """The value that :func:`journal_text` wrote under ``tag``; raises ``ValueError`` for
+    text that is not one, checked before it is parsed: too long (:data:`MAX_DECIMAL_TEXT`,
+    :data:`MAX_TEMPORAL_TEXT`), a Decimal a plan may not hold (:func:`checked_decimal`),
+    a date out of range."""
+    limit = MAX_DECIMAL_TEXT if tag == "$decimal" else MAX_TEMPORAL_TEXT
+    if len(text) > limit:
+        raise ValueError(f"{tag} text of {len(text)} characters (at most {limit})")
     if tag == "$decimal":
-        return Decimal(text)
+        try:
+            return checked_decimal(Decimal(text), tag)
+        except decimal.InvalidOperation:
+            raise ValueError(f"{tag} text is not a Decimal") from None
     if tag == "$date":
         return date.fromisoformat(text)
     if tag == "$datetime":

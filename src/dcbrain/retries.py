@@ -17,12 +17,18 @@ import math
 import random
 import time
 from collections.abc import Awaitable, Callable, Iterable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
 from dcbrain.exceptions import RetriesExhausted, TransientError
 
 T = TypeVar("T")
+
+#: When the caller stops waiting for the call being made in this context
+#: (``time.monotonic()``; a plan sets its own time limit for each chain and tool call):
+#: no try starts, and no backoff sleeps, past it.
+call_deadline: ContextVar[float | None] = ContextVar("dcbrain_call_deadline", default=None)
 
 #: What is retried when nothing else is said: connections that failed or were lost, calls
 #: that timed out, and failures a tool declared transient.
@@ -174,7 +180,14 @@ def _next_wait(policy: RetryPolicy, number: int, error: Exception,
         raise RetriesExhausted(
             f"{type(error).__name__}: {error} (failed {number} tries, each with a "
             "transient error)", attempts=number) from error
-    return policy.backoff.delay(number)
+    wait = policy.backoff.delay(number)
+    deadline = call_deadline.get()
+    if deadline is not None and time.monotonic() + wait >= deadline:
+        raise RetriesExhausted(
+            f"{type(error).__name__}: {error} (failed {number} of {policy.attempts} tries, "
+            "each with a transient error; no time is left for another before the caller's "
+            "deadline)", attempts=number) from error
+    return wait
 
 
 def is_transient(error: BaseException | None) -> bool:

@@ -34,6 +34,7 @@ from dcbrain._tool_schemas import derived_from
 from dcbrain.exceptions import TFSchemaError, TFToolError
 from dcbrain.policies import Policy, Violation, checked_policies, checked_violation
 from dcbrain.retries import Backoff, RetryPolicy, acall_with_retries, call_with_retries
+from dcbrain.tfplan.abandoned import AbandonedCall, abandoned_threads
 from dcbrain.tfplan.errors import TFToolTimeout
 
 T = typing.TypeVar("T")
@@ -211,7 +212,7 @@ class Tool:
             if self.timeout_s is None:
                 result = self._validated(**kwargs)
             else:
-                result = self._result_in_time(self._in_thread(kwargs))
+                result = self._result_in_time(*self._in_thread(kwargs))
         except ValidationError as exc:
             raise TFToolError(f"tool {self.name!r}: {_describe(exc)}") from None
         if inspect.isawaitable(result):
@@ -230,33 +231,47 @@ class Tool:
                 result = await within_timeout(self._validated(**kwargs), self.timeout_s,
                                               self._timed_out)
             else:
-                result = await within_timeout(asyncio.wrap_future(self._in_thread(kwargs)),
-                                              self.timeout_s, self._timed_out)
+                future, call = self._in_thread(kwargs)
+                result = await within_timeout(asyncio.wrap_future(future), self.timeout_s,
+                                              lambda: self._abandoned(call))
         except ValidationError as exc:
             raise TFToolError(f"tool {self.name!r}: {_describe(exc)}") from None
         return to_json_data(result, f"tool {self.name!r} result")
 
-    def _in_thread(self, kwargs: Mapping[str, Any]) -> concurrent.futures.Future[Any]:
-        """The sync function called in a thread of its own (abandoned at a timeout)."""
+    def _in_thread(self, kwargs: Mapping[str, Any]
+                   ) -> tuple[concurrent.futures.Future[Any], AbandonedCall]:
+        """The sync function called in a thread of its own (abandoned at a timeout);
+        refused at once while the process holds its limit of abandoned threads and this
+        tool has one of them (:mod:`dcbrain.tfplan.abandoned`)."""
+        abandoned_threads.check(self.name, f"tool {self.name!r}")
         future: concurrent.futures.Future[Any] = concurrent.futures.Future()
         context = contextvars.copy_context()
+        call = abandoned_threads.start(self.name)
 
         def work() -> None:
             try:
                 future.set_result(context.run(self._validated, **kwargs))
             except BaseException as exc:  # the caller's to raise; ignored once abandoned
                 future.set_exception(exc)
+            finally:
+                abandoned_threads.end(call)
 
         threading.Thread(target=work, name=f"tool {self.name}", daemon=True).start()
-        return future
+        return future, call
 
-    def _result_in_time(self, future: concurrent.futures.Future[Any]) -> Any:
+    def _result_in_time(self, future: concurrent.futures.Future[Any],
+                        call: AbandonedCall) -> Any:
         try:
             return future.result(self.timeout_s)
         except TimeoutError:
             if future.done():  # the tool's own TimeoutError
                 raise
-            raise self._timed_out() from None
+            raise self._abandoned(call) from None
+
+    def _abandoned(self, call: AbandonedCall) -> TFToolTimeout:
+        """The call's thread is left running: counted until it returns."""
+        abandoned_threads.abandon(call)
+        return self._timed_out()
 
     def _timed_out(self) -> TFToolTimeout:
         return TFToolTimeout(f"tool {self.name!r} did not return within its timeout_s of "

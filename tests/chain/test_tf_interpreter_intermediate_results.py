@@ -24,6 +24,7 @@ from dcbrain import (
 )
 from dcbrain.chain import AdditionalInfoPrompt, ChainsIntermediatePrompt, read_intermediate_results
 from dcbrain.chain.prompts import BasePrompt, PromptContext
+from dcbrain.journal import CallJournal
 from dcbrain.messages import CHAINS_INTERMEDIATE_RESULTS
 from dcbrain.tfplan import Limits, SizeLimitExceeded, TFRuntimeError
 from support.known_usage import reply, tokens
@@ -301,10 +302,11 @@ class SeenEntries(BasePrompt):
 @pytest.mark.parametrize("isolation", ["inprocess", "process"])
 def test_joining_many_branches_costs_what_they_added(isolation: Any) -> None:
     # 190 branches of 100 KB each: joining them one by one re-read the growing cache
-    # for every branch (half a minute and more); now the join reads it once.
+    # for every branch (half a minute and more); now the join reads it once. The host
+    # keeps 38 MB for the run (results and intermediate results): more than the default.
     info: dict[str, Any] = {}
     interpreter = TFChainInterpreter({"put": putter(100_000)}, additional_info=info,
-                                     isolation=isolation)
+                                     isolation=isolation, limits=Limits(max_host_mb=64))
     calls = ", ".join(f"put(n={i})" for i in range(190))
     started = time.monotonic()
     result = interpreter.evaluate(f"parts = parallel({calls})\nlen(parts)")
@@ -352,3 +354,26 @@ def test_intermediate_results_are_paid_for_from_the_runs_host_budget(isolation: 
         interpreter.evaluate(f"parallel({calls})")
     assert caught.value.limit == "max_host_mb"
     assert len(info.get(CHAINS_INTERMEDIATE_RESULTS, "")) < 2 * 2**20
+
+
+@pytest.mark.parametrize("isolation", ["inprocess", "process"])
+def test_journal_rows_are_paid_for_from_the_run_host_budget(isolation: Any) -> None:
+    # 6 results of about 1 MB: kept in the trace they fit 8 MiB; kept in the journal too,
+    # twice as much, they do not
+    text = "x" * 1_000_000
+
+    def fetch(n: int) -> str:
+        """About 1 MB of text."""
+        return text
+
+    plan = "for i in range(6):\n    fetch(n=i)\n"
+    limits = Limits(max_host_mb=8)
+    plain = TFChainInterpreter({}, tools=[fetch], limits=limits, isolation=isolation)
+    assert len(plain.evaluate(plan).trace) == 6
+    journal = CallJournal()
+    journaled = TFChainInterpreter({}, tools=[fetch], limits=limits, isolation=isolation,
+                                   journal=journal)
+    with pytest.raises(SizeLimitExceeded) as caught:
+        journaled.evaluate(plan)
+    assert caught.value.limit == "max_host_mb"
+    assert 3 <= len(journal) < 6

@@ -42,9 +42,9 @@ def run(plan: str, isolation: Isolation, **limits: Any) -> Any:
 
 def test_parallel_results_kept_on_the_host_are_bounded_by_their_sum() -> None:
     # 48 results of 1 MiB each are fine one by one; the host keeping all of them is not
-    # (the budget is half of the plan's 64 MiB).
+    # (the default budget is 32 MiB).
     with pytest.raises(SizeLimitExceeded) as caught:
-        run(fan_out(48), "inprocess", max_memory_mb=64)
+        run(fan_out(48), "inprocess")
     error = caught.value
     assert error.limit == "max_host_mb"
     assert "big() result" in error.message and "max_host_mb" in error.message
@@ -99,10 +99,11 @@ def test_a_run_within_its_budget_is_unchanged_and_each_run_has_its_own(
         assert [record.result for record in result.trace] == [MIB_TEXT] * 3
 
 
-def test_the_host_budget_defaults_to_half_the_plan_process_memory() -> None:
-    assert Limits().host_bytes == Limits().memory_bytes // 2
-    assert Limits(max_memory_mb=600).host_bytes == 300 * 2**20
+def test_the_host_budget_defaults_to_32_mib_per_run() -> None:
+    assert Limits().host_bytes == 32 * 2**20
+    assert Limits(max_memory_mb=600).host_bytes == 32 * 2**20, "no longer derived"
     assert Limits(max_host_mb=50).host_bytes == 50 * 2**20
     assert Limits().with_overrides({"max_host_mb": "20"}).host_bytes == 20 * 2**20
-    with pytest.raises(ValueError, match="max_host_mb"):
-        Limits(max_host_mb=-1)
+    for bad in (-1, 0):
+        with pytest.raises(ValueError, match="max_host_mb"):
+            Limits(max_host_mb=bad)

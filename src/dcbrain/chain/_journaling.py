@@ -3,11 +3,13 @@ what is recorded when a call finishes, and the call context tools read."""
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, TypedDict, TypeVar, Unpack
 
+from dcbrain.chain._plan_scope import current_scope
 from dcbrain.exceptions import (
     ApprovalRequired,
     TFRecordedCallError,
@@ -25,6 +27,7 @@ from dcbrain.journal import (
 )
 from dcbrain.retries import is_transient
 from dcbrain.tfplan import call_may_finish
+from dcbrain.tfplan.values import CONTAINER_BYTES, PART_BYTES
 
 #: Errors that end a plan as they are instead of becoming a plan error (no replan helps,
 #: or none is needed: a call waiting for approval); they are not recorded either: the call
@@ -98,7 +101,7 @@ class PlanJournal:
             key=key,
             kind=kind,
             ok=error is None,
-            result=plain_copy(outcome.get("result")) if error is None else None,
+            result=journal_copy(outcome.get("result")) if error is None else None,
             error=None if error is None else _error_text(error),
             duration_s=time.perf_counter() - started,
             tokens=outcome.get("tokens", 0),
@@ -150,6 +153,35 @@ def replayed(entry: JournalEntry) -> Any:
         error.transient = entry.transient  # a replayed run decides on it as the first did
         raise error
     return plain_copy(entry.result)
+
+
+def journal_copy(value: Any) -> Any:
+    """:func:`plain_copy` of a result for the journal, paid for from the host budget of
+    the plan run making the call: the copy stops where that budget ends."""
+    scope = current_scope.get()
+    if scope is None:
+        return plain_copy(value)
+    budget = scope.budget
+    cap = budget.available()
+    used = 0
+
+    def copy(item: Any) -> Any:
+        nonlocal used
+        used += sys.getsizeof(item) if type(item) is str else PART_BYTES
+        if used > cap:
+            raise budget.refusal("journal entry")
+        if isinstance(item, dict):
+            used += CONTAINER_BYTES
+            return {key: copy(child) for key, child in item.items()}
+        if isinstance(item, list | tuple | set):
+            used += CONTAINER_BYTES
+            copied = [copy(child) for child in item]
+            return copied if isinstance(item, list) else type(item)(copied)
+        return item
+
+    copied = copy(value)
+    budget.charge(used, "journal entry")
+    return copied
 
 
 def plain_copy(value: Any) -> Any:

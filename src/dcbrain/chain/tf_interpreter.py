@@ -329,28 +329,34 @@ class TFChainInterpreter:
         """
         self._prepare(plan, check)
         scope = self._root_scope()
-        with self._entered(scope):
-            try:
-                console = self._interpreter.run(plan, host_budget=scope.budget)
-            except Exception as exc:
-                attach_partial(exc, self._chain_result(scope, getattr(exc, "trace", []), None,
-                                                        ""), scope.reused)
-                raise
-        return self._finish(console, scope)
+        try:
+            with self._entered(scope):
+                try:
+                    console = self._interpreter.run(plan, host_budget=scope.budget)
+                except Exception as exc:
+                    attach_partial(exc, self._chain_result(
+                        scope, getattr(exc, "trace", []), None, ""), scope.reused)
+                    raise
+            return self._finish(console, scope)
+        finally:
+            scope.budget.close()  # the run ended: its share of the process budget is free
 
     async def aevaluate(self, plan: str, *, check: bool = True) -> ChainConsoleResult:
         """:meth:`evaluate` for async code: async chains run on the current event loop, and
         a long plan is checked and compiled in a worker thread, so the loop keeps serving."""
         await off_the_loop(plan, self._prepare, plan, check)
         scope = self._root_scope()
-        with self._entered(scope):
-            try:
-                console = await self._interpreter.arun(plan, host_budget=scope.budget)
-            except Exception as exc:
-                attach_partial(exc, self._chain_result(scope, getattr(exc, "trace", []), None,
-                                                        ""), scope.reused)
-                raise
-        return self._finish(console, scope)
+        try:
+            with self._entered(scope):
+                try:
+                    console = await self._interpreter.arun(plan, host_budget=scope.budget)
+                except Exception as exc:
+                    attach_partial(exc, self._chain_result(
+                        scope, getattr(exc, "trace", []), None, ""), scope.reused)
+                    raise
+            return self._finish(console, scope)
+        finally:
+            scope.budget.close()  # the run ended: its share of the process budget is free
 
     def construct_chain_run_input(
         self, kwargs: Mapping[str, Any], *, additional_info: Mapping[str, Any] | None = None
@@ -375,9 +381,12 @@ class TFChainInterpreter:
             if problems:
                 raise TFCheckError(problems, parsed.source)
 
-    def _root_scope(self) -> PlanScope:
-        return PlanScope(self.additional_info, UsageCollector.under_current(),
-                      HostBudget(self.limits.host_bytes))
+    def _root_scope(self, *, run: bool = True) -> PlanScope:
+        """The scope of a plan run (charged to the process's host budget too, until
+        the run ends), or (``run=False``) of a call made outside any run."""
+        budget = HostBudget(self.limits.host_bytes) if run \
+            else HostBudget(self.limits.host_bytes, shared=None)
+        return PlanScope(self.additional_info, UsageCollector.under_current(), budget)
 
     @contextmanager
     def _entered(self, scope: PlanScope) -> Iterator[None]:
@@ -391,7 +400,7 @@ class TFChainInterpreter:
 
     def _scope(self) -> PlanScope:
         scope = current_scope.get()
-        return scope if scope is not None else self._root_scope()
+        return scope if scope is not None else self._root_scope(run=False)
 
     def _call_chain(self, callable_: _ChainCallable, kwargs: dict[str, Any]) -> Any:
         """Phase one, in the plan's thread: safe point, announcement, then the copied input."""

@@ -15,6 +15,7 @@ from dcbrain._lazy import lazy_exports
 if TYPE_CHECKING:
     from dcbrain.tfplan.checker import CallableSpec, check
     from dcbrain.tfplan.errors import (
+        BranchLimitExceeded,
         CallDepthLimitExceeded,
         CallLimitExceeded,
         OperationLimitExceeded,
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
         TFRuntimeError,
         TFSyntaxError,
         TFToolTimeout,
+        TFToolUnavailable,
         TimeLimitExceeded,
     )
     from dcbrain.tfplan.host import call_may_finish
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
     from dcbrain.tfplan.state import CallObserver, ParallelHooks
 
 __all__ = [
+    "BranchLimitExceeded",
     "CallDepthLimitExceeded",
     "CallLimitExceeded",
     "CallObserver",
@@ -68,6 +71,7 @@ __all__ = [
     "TFRuntimeError",
     "TFSyntaxError",
     "TFToolTimeout",
+    "TFToolUnavailable",
     "TimeLimitExceeded",
     "call_may_finish",
     "check",
@@ -78,6 +82,7 @@ __all__ = [
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, {
+    "BranchLimitExceeded": "dcbrain.tfplan.errors",
     "CallDepthLimitExceeded": "dcbrain.tfplan.errors",
     "CallLimitExceeded": "dcbrain.tfplan.errors",
     "CallObserver": "dcbrain.tfplan.state",
@@ -103,6 +108,7 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "TFRuntimeError": "dcbrain.tfplan.errors",
     "TFSyntaxError": "dcbrain.tfplan.errors",
     "TFToolTimeout": "dcbrain.tfplan.errors",
+    "TFToolUnavailable": "dcbrain.tfplan.errors",
     "TimeLimitExceeded": "dcbrain.tfplan.errors",
     "call_may_finish": "dcbrain.tfplan.host",
     "check": "dcbrain.tfplan.checker",

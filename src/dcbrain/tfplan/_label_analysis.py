@@ -17,7 +17,7 @@ HELPER = "__tfh_"
 MUTATING_METHODS = frozenset({"append", "extend", "insert", "update", "setdefault", "add"})
 _METHOD_GUARDS = frozenset({"__tf_attr", "__tf_keyed_method"})
 #: Guards that call plan code or change a container: a function using them is not pure.
-_HOST_GUARDS = frozenset({"__tf_parallel", "__tf_thunk", "__tf_set_slice",
+_HOST_GUARDS = frozenset({"__tf_parallel", "__tf_thunk", "__tf_branches", "__tf_set_slice",
                           "__construct_chain"})
 
 

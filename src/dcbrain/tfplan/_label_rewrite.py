@@ -342,6 +342,9 @@ class LabelRewriter(ContainerLabels):
             return _Label(PLAN_BIT)
         if isinstance(node, ast.Name):
             return self._name_label(node.id, env)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                and node.func.id == "__tf_display":  # a charged display: as the display
+            return self.label(node.args[0], env, call_env, precise=precise, shaped=shaped)
         if isinstance(node, ast.Call):
             return self._call_label(node, env, call_env, precise, shaped)
         if isinstance(node, ast.List | ast.Tuple) and shaped and \

@@ -15,7 +15,7 @@ from datetime import UTC, date, datetime, time, timedelta, timezone
 from decimal import Decimal
 from typing import Any, cast
 
-from dcbrain._scalars import ScalarError, checked_decimal
+from dcbrain._scalars import MAX_DECIMAL_DIGITS, MAX_DECIMAL_TEXT, ScalarError, checked_decimal
 from dcbrain.tfplan.errors import SizeLimitExceeded
 from dcbrain.tfplan.guards import Guards, Namespace, TypeProxy
 from dcbrain.tfplan.guards.access import LazyMembers
@@ -262,6 +262,13 @@ def build_builtins(guards: Guards) -> dict[str, Any]:
         if value.__class__ not in _DECIMAL_SOURCES:
             raise TypeError(f"conversion from {type(value).__name__} to Decimal is not "
                             "supported")
+        # sized before it is converted: an int's conversion is quadratic in its digits
+        if value.__class__ is int and value.bit_length() > _DECIMAL_INT_BITS:
+            raise SizeLimitExceeded(f"Decimal() of an int of {value.bit_length()} bits is "
+                                    f"past the limit of {MAX_DECIMAL_DIGITS} digits")
+        if value.__class__ is str and len(value) > MAX_DECIMAL_TEXT:
+            raise SizeLimitExceeded(f"Decimal() of a text of {len(value)} characters is "
+                                    f"past the limit of {MAX_DECIMAL_DIGITS} digits")
         try:
             return checked_decimal(Decimal(cast(str, value)), "Decimal()")
         except ScalarError as exc:
@@ -311,5 +318,7 @@ def build_builtins(guards: Guards) -> dict[str, Any]:
 
 
 _DECIMAL_SOURCES = frozenset({str, int, bool, float, Decimal})
+#: Bits of the largest int with at most MAX_DECIMAL_DIGITS digits.
+_DECIMAL_INT_BITS = int(MAX_DECIMAL_DIGITS * 3.3219)
 _DATETIME_TYPES: dict[str, type] = {real.__name__: real for real in (
     date, datetime, time, timedelta, timezone)}

@@ -175,6 +175,14 @@ class TFToolTimeout(TFCallError):
     default_kind = "TFToolTimeout"
 
 
+class TFToolUnavailable(TFCallError):
+    """A chain or tool was not called: the process holds its limit of threads of calls
+    that outlived their deadline, some of them of this callable, still running (see
+    :mod:`dcbrain.tfplan.abandoned`). It is called again once they return."""
+
+    default_kind = "TFToolUnavailable"
+
+
 class TFApprovalDenied(TFCallError):
     """A call that needed a person's approval was denied (by the person, or because nobody
     decided in time): the plan fails at the call, and the planner sees why."""
@@ -226,14 +234,23 @@ class SizeLimitExceeded(TFLimitError):
 
 
 class HostMemoryExceeded(SizeLimitExceeded):
-    """What the host keeps for one plan run outgrew ``max_host_mb``; ``budget`` is the
-    run's :class:`~dcbrain.tfplan.host_budget.HostBudget` that refused it."""
+    """What the host keeps for one plan run outgrew ``max_host_mb`` (``limit``), or what
+    it keeps for all the runs of the process outgrew ``process_host_mb``; ``budget`` is
+    the run's :class:`~dcbrain.tfplan.host_budget.HostBudget` that refused it."""
 
     limit = "max_host_mb"
 
     def __init__(self, message: str, *, budget: object = None, **position: Any) -> None:
         super().__init__(message, **position)
         self.budget = budget
+
+
+class BranchLimitExceeded(TFLimitError):
+    """A ``parallel(...)`` with more branches than ``max_branches``: refused before any
+    branch was built."""
+
+    default_kind = "BranchLimitExceeded"
+    limit = "max_branches"
 
 
 class OutputLimitExceeded(TFLimitError):
@@ -277,6 +294,16 @@ class PlanProcessCrashed(TFInterpreterError):
 
 class ChannelClosed(Exception):
     """The other end of a sandbox process's channel is gone."""
+
+
+class MessageTooLarge(ChannelClosed):
+    """A message longer than the channel accepts: refused from its header, never read
+    (the stream cannot be read on past it)."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"message of {size} bytes refused (at most {limit})")
+        self.size = size
+        self.limit = limit
 
 
 class HostCallFailed(BaseException):

@@ -15,12 +15,15 @@ import inspect
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from functools import lru_cache
 from types import CodeType
 from typing import Any
 
+from dcbrain.retries import call_deadline
+from dcbrain.tfplan.abandoned import abandoned_threads
 from dcbrain.tfplan.errors import (
+    BranchLimitExceeded,
     CallLimitExceeded,
     HostMemoryExceeded,
     SizeLimitExceeded,
@@ -29,12 +32,18 @@ from dcbrain.tfplan.errors import (
     TFInterpreterError,
     TFPolicyDenied,
     TFToolTimeout,
+    TFToolUnavailable,
 )
 from dcbrain.tfplan.provenance import CallSources, Tracker, call_sources, unknown_sources
 from dcbrain.tfplan.result import CallRecord
 from dcbrain.tfplan.rewrite import PLAN_FILENAME
 from dcbrain.tfplan.state import Cancelled, Expired, RunState
 from dcbrain.tfplan.values import NotPlainData, sized_plan_value
+
+#: Estimated bytes of one call's entry in the trace, besides its arguments and result.
+RECORD_BYTES = 1024
+#: Estimated bytes the host builds for one ``parallel`` branch (its context, its scope).
+BRANCH_BYTES = 1024
 
 #: The run whose plan is being driven in this context (its host calls inherit it).
 current_run: contextvars.ContextVar[RunState | None] = contextvars.ContextVar(
@@ -187,6 +196,7 @@ class Dispatcher:
         if count > state.limits.max_calls:
             raise CallLimitExceeded(f"plan made more than {state.limits.max_calls} "
                                     "chain/tool calls")
+        state.host_budget.charge(RECORD_BYTES, "trace entry")
 
     def plain_arguments(
         self, name: str, args: Sequence[Any], kwargs: dict[str, Any]
@@ -194,15 +204,19 @@ class Dispatcher:
         """Copies of a call's arguments as plain data (the boundary copy), paid for from
         the run's host budget: the trace keeps them."""
         max_size = self.state.limits.max_size
+        budget = self.state.host_budget
         where = f"{name}() arguments"
-        try:
-            args_copy, args_size = sized_plan_value(list(args), max_items=max_size, where=where)
-            kwargs_copy, kwargs_size = sized_plan_value(kwargs, max_items=max_size, where=where)
+        try:  # each copy stops where the budget ends, not after copying everything
+            args_copy, size = sized_plan_value(list(args), max_items=max_size, where=where,
+                                               budget=budget)
+            budget.charge(size, where)
+            kwargs_copy, size = sized_plan_value(kwargs, max_items=max_size, where=where,
+                                                 budget=budget)
+            budget.charge(size, where)
         except NotPlainData as exc:
             raise TypeError(str(exc)) from None
         except OverflowError as exc:
             raise SizeLimitExceeded(str(exc)) from None
-        self.state.host_budget.charge(args_size + kwargs_size, where)
         return args_copy, kwargs_copy
 
     def invoke(self, record: CallRecord, func: Callable[..., Any], *,
@@ -225,18 +239,28 @@ class Dispatcher:
             raise
         size = 0
         try:
+            abandoned_threads.check(name, f"{name}()")
             labelled = call_sources.set(sources)
+            # retries inside the call start no try, and sleep no backoff, past the plan's
+            # own time limit
+            deadline = call_deadline.set(state.started_at + state.limits.timeout_s)
+            thread = abandoned_threads.start(name)
+            state.abandonable[id(record)] = thread
             try:
                 result = func(*record.args, **record.kwargs)
                 if inspect.isawaitable(result):
                     result = self._await(result)
             finally:
+                abandoned_threads.end(thread)
+                state.abandonable.pop(id(record), None)
+                call_deadline.reset(deadline)
                 call_sources.reset(labelled)
                 if state.abandoned:  # the plan ended without this call: its end is ignored
                     raise Cancelled if state.cancelled else Expired
             if plain_result:
                 result, size = sized_plan_value(result, max_items=state.limits.max_size,
-                                                where=f"{name}() result")
+                                                where=f"{name}() result",
+                                                budget=state.host_budget)
         except state.passthrough as exc:
             record.error = f"{type(exc).__name__}: {exc}"
             raise
@@ -254,7 +278,8 @@ class Dispatcher:
             record.error = f"{exc.kind}: {exc.message}"
             if isinstance(exc, HostMemoryExceeded) and exc.budget is state.host_budget:
                 raise  # the callee kept this run's values (a chain's intermediate results)
-            if isinstance(exc, TFToolTimeout | TFApprovalDenied | TFPolicyDenied):
+            if isinstance(exc, TFToolTimeout | TFToolUnavailable | TFApprovalDenied
+                          | TFPolicyDenied):
                 raise  # the call's own limit, a person's no or a policy's: it fails at the call
             raise TFCallError(f"{name}() failed: {exc.headline()}", kind=exc.kind) from exc
         except Exception as exc:
@@ -326,21 +351,49 @@ class Dispatcher:
         started when the run stops, or when another branch failed, never starts.
         """
         state = self.state
+        self.check_branches(len(items))
         if len(items) < 2 or not any(isinstance(item, Thunk) for item in items):
             return [item() if isinstance(item, Thunk) else item for item in items]
-        hooks = state.parallel_hooks
-        tokens = self._hook(hooks.fork, len(items)) if hooks is not None else [None] * len(items)
-        branches = _Branches(self, items, tokens)
-        for _ in range(state.reserve_threads(len(items) - 1)):
-            threading.Thread(target=branches.help, name="tf_plan-branch", daemon=True).start()
-        branches.work()
-        branches.wait()
-        if hooks is not None:
-            self._hook(hooks.join, tokens)
+        charge = BRANCH_BYTES * len(items)
+        state.host_budget.charge(charge, "parallel() branches")
+        try:
+            hooks = state.parallel_hooks
+            tokens = self._hook(hooks.fork, len(items)) if hooks is not None \
+                else [None] * len(items)
+            branches = _Branches(self, items, tokens)
+            for _ in range(state.reserve_threads(len(items) - 1)):
+                threading.Thread(target=branches.help, name="tf_plan-branch",
+                                 daemon=True).start()
+            branches.work()
+            branches.wait()
+            if hooks is not None:
+                self._hook(hooks.join, tokens)
+        finally:
+            state.host_budget.release(charge)
         for error in branches.errors:
             if error is not None:
                 raise error
         return branches.results
+
+    def check_branches(self, count: int) -> None:
+        """Refuse a ``parallel(...)`` of ``count`` branches past ``max_branches``."""
+        limit = self.state.limits.max_branches
+        if count > limit:
+            raise BranchLimitExceeded(
+                f"parallel() with {count} branches: more than the limit of {limit} "
+                "(max_branches)")
+
+    def branches(self, thunks: Iterable[Any]) -> list[Any]:
+        """``*[e for x in xs]`` in ``parallel(...)``: its thunks, taken one by one and
+        refused once there are more than ``max_branches``, before more are made."""
+        limit = self.state.limits.max_branches
+        listed: list[Any] = []
+        for thunk in thunks:
+            if len(listed) >= limit:
+                raise BranchLimitExceeded(
+                    f"parallel() with more than the limit of {limit} branches (max_branches)")
+            listed.append(thunk)
+        return listed
 
     def run_branch(self, index: int, item: Any, token: Any) -> Any:
         """One branch, in whichever thread took it."""

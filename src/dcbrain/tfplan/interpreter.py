@@ -209,10 +209,20 @@ class Interpreter:
         plan that can call chains or tools is driven from a thread of its own.
 
         ``host_budget`` is the run's budget of what the host keeps, when the caller keeps
-        things for the run too (its chains' intermediate results); else a new one.
+        things for the run too (its chains' intermediate results), and closes it when the
+        run is over; else a new one, whose share of the process's host budget is given
+        back as the run ends.
         """
         parsed, code = self._prepare(plan, check)
         state = self._new_state(loop=None, host_budget=host_budget)
+        try:
+            return self._run_waiting(parsed, code, state)
+        finally:
+            if host_budget is None:  # the run's own: its share of the process's is free
+                state.host_budget.close()
+
+    def _run_waiting(self, parsed: Plan, code: CodeType, state: RunState) -> ConsoleResult:
+        """:meth:`run` once the plan is compiled and its state made."""
         if not self.callables and self.construct_chain is None:
             # no host call to wait for: the time limit stops plan code in this thread
             return self._run_here(parsed, code, state)
@@ -250,6 +260,15 @@ class Interpreter:
         parsed, code = await off_the_loop(source, self._prepare, plan, check)
         loop = asyncio.get_running_loop()
         state = self._new_state(loop=loop, host_budget=host_budget)
+        try:
+            return await self._arun_waiting(parsed, code, state, loop)
+        finally:
+            if host_budget is None:  # the run's own: its share of the process's is free
+                state.host_budget.close()
+
+    async def _arun_waiting(self, parsed: Plan, code: CodeType, state: RunState,
+                            loop: asyncio.AbstractEventLoop) -> ConsoleResult:
+        """:meth:`arun` once the plan is compiled and its state made."""
         future: asyncio.Future[ConsoleResult] = loop.create_future()
 
         def settle(outcome: Any, failed: bool) -> None:
@@ -357,6 +376,7 @@ class Interpreter:
         namespace.update(guards.namespace())
         namespace["__tf_parallel"] = dispatcher.parallel
         namespace["__tf_thunk"] = Thunk
+        namespace["__tf_branches"] = dispatcher.branches
         namespace["__tf_modules"] = {name: builtins[name] for name in IMPORTABLE_MODULES}
         if tracker is not None:
             namespace.update(tracking_namespace(tracker))
@@ -481,7 +501,7 @@ def _plain(value: Any, state: RunState) -> Any:
     """The plan's value as the host keeps it (paid for from the run's host budget)."""
     try:
         plain, size = sized_plan_value(value, max_items=state.limits.max_size,
-                                       where="plan result")
+                                       where="plan result", budget=state.host_budget)
     except (NotPlainData, OverflowError):
         if isinstance(value, HostCallable):
             return f"<callable {value.name}>"

@@ -6,7 +6,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 #: Limits whose 0 means a value derived from the others.
-_DERIVED = frozenset({"max_memory_mb", "max_host_mb"})
+_DERIVED = frozenset({"max_memory_mb"})
 
 
 @dataclass(frozen=True)
@@ -20,8 +20,11 @@ class Limits:
     ``max_bits`` the size of every int. ``max_memory_mb`` is the address space of the sandbox
     process running the plan (``0``: 512 MiB plus 1 KiB per unit of ``max_size``); it has
     no effect on in-process runs. ``max_host_mb`` bounds what the host keeps for one run,
-    over all its calls: arguments and results in the trace, the plan's value, the
-    intermediate results its chains add (``0``: half of the plan process's address space).
+    over all its calls: arguments and results in the trace and the trace entries, the
+    plan's value, the branch scopes of ``parallel``, the intermediate results its chains
+    add (all the runs of a process share one more budget besides:
+    :func:`~dcbrain.tfplan.host_budget.set_process_host_mb`). ``max_branches`` bounds the
+    branches of one ``parallel(...)``, refused before any branch is built.
     """
 
     max_operations: int = 10_000_000
@@ -32,8 +35,9 @@ class Limits:
     max_output_chars: int = 100_000
     max_calls: int = 200
     max_parallel: int = 8
+    max_branches: int = 1000
     max_memory_mb: int = 0
-    max_host_mb: int = 0
+    max_host_mb: int = 32
 
     def __post_init__(self) -> None:
         for spec in fields(self):
@@ -53,9 +57,7 @@ class Limits:
     @property
     def host_bytes(self) -> int:
         """Bytes the host may keep for one plan run under these limits."""
-        if self.max_host_mb:
-            return int(self.max_host_mb) * 2**20
-        return self.memory_bytes // 2
+        return int(self.max_host_mb) * 2**20
 
     @classmethod
     def names(cls) -> list[str]:

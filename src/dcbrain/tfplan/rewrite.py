@@ -20,7 +20,7 @@ import ast
 import warnings
 from types import CodeType
 
-from dcbrain.tfplan._displays import DisplayCharges
+from dcbrain.tfplan._displays import HASHED_WEIGHT, DisplayCharges
 from dcbrain.tfplan._inline import (
     FIELD,
     KEY,
@@ -338,7 +338,7 @@ class _Rewriter(OperatorGuards, DisplayCharges):
             guard_call("__tf_star", [value], value) if key is None else value
             for key, value in zip(node.keys, node.values, strict=True)
         ]
-        return self.charged_display(node, weight)
+        return self.charged_display(node, weight, HASHED_WEIGHT)
 
     def visit_Set(self, node: ast.Set) -> ast.expr:
         self.generic_visit(node)
@@ -348,7 +348,7 @@ class _Rewriter(OperatorGuards, DisplayCharges):
                 assert isinstance(elt.value, ast.Call) and isinstance(elt.value.func, ast.Name)
                 elt.value.func.id = "__tf_hashed_star"
         node.elts = [elt if isinstance(elt, ast.Starred) else self._key(elt) for elt in node.elts]
-        return self.charged_display(node, weight)
+        return self.charged_display(node, weight, HASHED_WEIGHT, per_element=2)
 
     def visit_SetComp(self, node: ast.SetComp) -> ast.SetComp:
         self.generic_visit(node)
@@ -443,7 +443,8 @@ class _Rewriter(OperatorGuards, DisplayCharges):
         return node
 
     def _thunk(self, arg: ast.expr) -> ast.expr:
-        """``e`` -> ``__tf_thunk(lambda: e)``; ``*[e for x in xs]`` -> one thunk per item."""
+        """``e`` -> ``__tf_thunk(lambda: e)``; ``*[e for x in xs]`` -> one thunk per item,
+        at most ``max_branches`` of them (``__tf_branches``)."""
         if isinstance(arg, ast.Starred):
             inner = arg.value
             if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) \
@@ -458,9 +459,10 @@ class _Rewriter(OperatorGuards, DisplayCharges):
                 function = ast.copy_location(ast.Lambda(args=params, body=inner.elt), inner)
                 bound = [load_name(name, inner) for name in names]
                 thunk = guard_call("__tf_thunk", [function, *bound], inner.elt)
-                listing = ast.ListComp(elt=thunk, generators=inner.generators)
-                return ast.copy_location(
-                    ast.Starred(value=ast.copy_location(listing, inner), ctx=ast.Load()), arg)
+                # taken one by one up to max_branches: never a list of more thunks
+                listing = guard_call("__tf_branches", [ast.copy_location(
+                    ast.GeneratorExp(elt=thunk, generators=inner.generators), inner)], inner)
+                return ast.copy_location(ast.Starred(value=listing, ctx=ast.Load()), arg)
             return arg
         function = ast.copy_location(
             ast.Lambda(args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[],

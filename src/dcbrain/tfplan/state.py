@@ -16,6 +16,7 @@ import time
 from dataclasses import InitVar, dataclass, field
 from typing import Any, ClassVar, Protocol
 
+from dcbrain.tfplan.abandoned import AbandonedCall
 from dcbrain.tfplan.errors import Cancelled as Cancelled
 from dcbrain.tfplan.errors import Expired as Expired
 from dcbrain.tfplan.host_budget import HostBudget
@@ -79,6 +80,8 @@ class RunState:
     calling: dict[int, CallRecord] = field(default_factory=dict)
     #: the run gave up waiting for its host calls: their returns are ignored
     abandoned: bool = False
+    #: the running host calls (by ``id`` of their record), counted once abandoned
+    abandonable: dict[int, AbandonedCall] = field(default_factory=dict)
     branch: threading.local = field(default_factory=threading.local)
     #: threads ``parallel`` may still start (the plan's own thread is one of max_parallel)
     spare_threads: int = -1

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from dcbrain.tfplan.abandoned import abandoned_threads
 from dcbrain.tfplan.errors import TimeLimitExceeded
 from dcbrain.tfplan.result import CallRecord
 from dcbrain.tfplan.state import Expired, RunState
@@ -124,6 +125,10 @@ def abandon_calls(state: RunState, stop_process: Callable[[], None] | None, *,
     (``on_call_abandoned`` if it has one, then, with ``ended``, ``on_call_end``: a
     cancelled run's caller closes its open calls itself)."""
     abandoned = state.abandon()
+    for record in abandoned:  # each holds a thread until its callable returns
+        call = state.abandonable.get(id(record))
+        if call is not None:
+            abandoned_threads.abandon(call)
     if stop_process is not None:
         stop_process()
     now = time.time()

@@ -15,6 +15,7 @@ from dcbrain._scalars import (
     rendered_scalar_size,
 )
 from dcbrain.tfplan.errors import NotPlainData as NotPlainData
+from dcbrain.tfplan.host_budget import HostBudget
 
 #: Nesting depth of data crossing the plan/host boundary.
 MAX_DATA_DEPTH = 200
@@ -30,29 +31,44 @@ def to_plan_value(value: Any, *, max_items: int, where: str) -> Any:
     return sized_plan_value(value, max_items=max_items, where=where)[0]
 
 
-def sized_plan_value(value: Any, *, max_items: int, where: str) -> tuple[Any, int]:
+def sized_plan_value(value: Any, *, max_items: int, where: str,
+                     budget: HostBudget | None = None) -> tuple[Any, int]:
     """:func:`to_plan_value`, and an estimate of the bytes its copy takes: every string
     by ``sys.getsizeof`` (its characters' width included), every other part
-    :data:`PART_BYTES`; a part that appears twice counts twice."""
-    budget = max_items
-    text_chars = 0
-    text_bytes = 0
+    :data:`PART_BYTES`, every container :data:`CONTAINER_BYTES` more; a part that appears
+    twice counts twice (the copy holds it twice).
+
+    With ``budget``, the copy stops as soon as its estimate passes what the budget has
+    left (:class:`~dcbrain.tfplan.errors.HostMemoryExceeded`): a value of a million
+    references to one list is refused long before a million lists are built. Nothing is
+    charged here; the caller charges the size returned.
+    """
+    items_left = max_items
+    used = 0
+    cap = budget.available() if budget is not None else -1
+
+    def spend(units: int, size: int) -> None:
+        nonlocal items_left, used
+        items_left -= units
+        used += size
+        if items_left < 0:
+            raise OverflowError(f"{where}: value larger than {max_items} elements/characters")
+        if used > cap >= 0:
+            assert budget is not None
+            raise budget.refusal(where)
 
     def copy(item: Any, depth: int) -> Any:
-        nonlocal budget, text_chars, text_bytes
         kind = type(item)
         if kind is str:
-            budget -= len(item)
-            text_chars += len(item)
-            text_bytes += getsizeof(item)
-        else:
-            budget -= 1
-        if budget < 0:
-            raise OverflowError(f"{where}: value larger than {max_items} elements/characters")
-        if kind in (str, int, float, bool, type(None)):
+            spend(len(item), getsizeof(item))
             return item
-        if depth > MAX_DATA_DEPTH:
-            raise NotPlainData(f"{where}: data nested deeper than {MAX_DATA_DEPTH} levels")
+        if kind in (int, float, bool, type(None)):
+            spend(1, PART_BYTES)
+            return item
+        if kind in CONTAINERS:
+            spend(1, PART_BYTES + CONTAINER_BYTES)
+            if depth > MAX_DATA_DEPTH:
+                raise NotPlainData(f"{where}: data nested deeper than {MAX_DATA_DEPTH} levels")
         if kind is list:
             return [copy(child, depth + 1) for child in item]
         if kind is dict:
@@ -66,31 +82,31 @@ def sized_plan_value(value: Any, *, max_items: int, where: str) -> tuple[Any, in
             return tuple(copy(child, depth + 1) for child in item)
         if kind is set or kind is frozenset:
             return kind(copy(child, depth + 1) for child in item)
+        spend(1, PART_BYTES)
         try:
             scalar = plan_scalar(item, where)
         except ScalarError as exc:
             raise OverflowError(str(exc)) from None
         if scalar is not None:
             if scalar.__class__ is Decimal:
-                budget -= decimal_digits(scalar)  # its digits are its size, as a str's
-                if budget < 0:
-                    raise OverflowError(
-                        f"{where}: value larger than {max_items} elements/characters")
+                digits = decimal_digits(scalar)  # its digits are its size, as a str's
+                spend(digits, digits)
             return scalar
         raise NotPlainData(f"{where}: {kind.__name__} is not plain data (use None, bool, "
                            "int, float, str, list, tuple, dict, set, Decimal, date, "
                            "datetime, time, timedelta)")
 
     copied = copy(value, 0)
-    # every unit of the budget not spent on characters is one part that is not a string
-    return copied, text_bytes + (max_items - budget - text_chars) * PART_BYTES
+    return copied, used
 
 
 _KEY_TYPES = frozenset({str, int, float, bool, type(None), tuple, *SCALAR_TYPES})
 
 #: Estimated bytes of a part of a value that is not a string: an int or float object
-#: and its slot in the container holding it, or a container's share of its own header.
+#: and its slot in the container holding it.
 PART_BYTES = 40
+#: Estimated bytes of a container's own header, besides its slot (an empty list: 56).
+CONTAINER_BYTES = 56
 
 
 #: Plan values that hold other values.

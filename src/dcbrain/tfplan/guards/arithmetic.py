@@ -16,7 +16,7 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
-from dcbrain._scalars import MAX_INTEGER_DIGITS, integer_digits
+from dcbrain._scalars import MAX_INTEGER_DIGITS, decimal_digits, integer_digits
 from dcbrain.tfplan.errors import SizeLimitExceeded
 from dcbrain.tfplan.guards.budget import ALLOC_DIVISOR, Budget
 from dcbrain.tfplan.guards.strings import Strings
@@ -30,6 +30,8 @@ _WORD_PRODUCTS_PER_OP = 16
 #: Operands (in 64-bit words) from which CPython multiplies with Karatsuba's method.
 _KARATSUBA_WORDS = 35
 _SMALL = 1 << 64
+#: Digits of a Decimal whose arithmetic costs no more than a loop step (a plan's precision).
+_SHORT_DECIMAL = 28
 _LOG2_10 = math.log2(10)
 
 
@@ -52,6 +54,16 @@ def _power_operations(result_bits: float) -> int:
     squarings add up to about one and a half times the last one."""
     half = int(result_bits) // 128 + 1
     return 3 * _product_words(half, half) // (2 * _WORD_PRODUCTS_PER_OP) + 1
+
+
+def _decimal_words(number: Any) -> int:
+    """The size of a Decimal operand in 64-bit words (about 19 digits each); 0 for any
+    other operand, or a Decimal of a plan's 28 digits or fewer (no charge beyond the
+    step)."""
+    if number.__class__ is not Decimal or not number.is_finite():
+        return 0
+    digits = decimal_digits(number)
+    return 0 if digits <= _SHORT_DECIMAL else digits // 19 + 1
 
 
 def _division_operations(dividend_words: int, divisor_words: int) -> int:
@@ -95,6 +107,20 @@ class Arithmetic:
             return result
         return self.budget.check_result(result)
 
+    def charge_decimal(self, a: Any, b: Any, shape: str) -> None:
+        """Pay for Decimal arithmetic as for ints of the operands' sizes: ``shape`` is
+        ``"product"`` or ``"division"``. A plan's own Decimals have 28 digits and cost
+        the step; one of up to :data:`~dcbrain._scalars.MAX_DECIMAL_DIGITS` from a tool
+        costs its size (``+`` and ``-`` are linear in those digits: the step pays)."""
+        wa, wb = _decimal_words(a), _decimal_words(b)
+        if not wa and not wb:
+            return
+        wa, wb = max(wa, 1), max(wb, 1)
+        if shape == "product":
+            self.budget.charge(_product_words(wa, wb) // _WORD_PRODUCTS_PER_OP + 1)
+        else:
+            self.budget.charge(_division_operations(wa, wb) + wa // ALLOC_DIVISOR)
+
     def _bitwise(self, op: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
         check_result = self.budget.check_result
 
@@ -121,6 +147,9 @@ class Arithmetic:
                 raise budget.too_many_bits("int product", a.bit_length() + b.bit_length())
             if not (-_SMALL < a < _SMALL or -_SMALL < b < _SMALL):
                 budget.charge(_product_words(_words(a), _words(b)) // _WORD_PRODUCTS_PER_OP)
+        elif ta is Decimal or tb is Decimal:
+            self.charge_decimal(a, b, "product")
+            return a * b
         elif (ta in _INTS and tb in _SEQUENCES) or (tb in _INTS and ta in _SEQUENCES):
             count, sequence = (a, b) if ta in _INTS else (b, a)
             size = len(sequence) * count
@@ -130,6 +159,10 @@ class Arithmetic:
 
     def power(self, a: Any, b: Any, mod: Any = None) -> Any:
         budget = self.budget
+        if a.__class__ is Decimal or b.__class__ is Decimal:
+            # at the plan's 28 digits, whatever the exponent: a product per exponent bit
+            self.charge_decimal(a, a, "product")
+            self.charge_decimal(b, b, "product")
         if mod is None:
             if a.__class__ in _INTS and b.__class__ in _INTS and b > 0:
                 bits = abs(a).bit_length()
@@ -161,6 +194,8 @@ class Arithmetic:
         if a.__class__ in _INTS and b.__class__ in _INTS and not -_SMALL < b < _SMALL \
                 and not -_SMALL < a < _SMALL:
             self.budget.charge(_division_operations(_words(a), _words(b)))
+        elif a.__class__ is Decimal or b.__class__ is Decimal:
+            self.charge_decimal(a, b, "division")
 
     def floordiv(self, a: Any, b: Any) -> Any:
         self._charge_division(a, b)

@@ -110,11 +110,12 @@ class Budget:
 
     def check_display(self, value: Any, weight: int) -> Any:
         """Charge for a display of ``weight`` elements (its nested small displays
-        included) as it is built, and enforce the size limit on it."""
+        included) as it is built, one operation per element, and enforce the size limit
+        on it."""
         size = len(value)
         if size > self.max_size:
             raise self.too_large(value.__class__.__name__, size)
-        self.ops += 1 + weight // ALLOC_DIVISOR
+        self.ops += 1 + weight
         if self.ops > self.max_ops:
             raise self.over_budget()
         return value

@@ -20,6 +20,7 @@ from dataclasses import fields
 from typing import Any
 
 from dcbrain.tfplan.errors import ChannelClosed as ChannelClosed
+from dcbrain.tfplan.errors import MessageTooLarge
 from dcbrain.tfplan.result import CallRecord
 
 #: Fields of a call's record that the worker fills in and sends (position, branch …);
@@ -32,8 +33,10 @@ WORKER_RECORD_FIELDS = tuple(
 
 _HEADER = struct.Struct("!I")
 
-#: Largest message accepted (a plan's result of ``max_size`` elements pickles far smaller).
+#: Largest message accepted (a plan's result of ``max_size`` elements pickles far smaller);
+#: the host's end of a run's channel accepts less (:attr:`Channel.max_message`).
 MAX_MESSAGE_BYTES = 2**28
+
 
 
 #: The only classes a message may name: the plan values that are not built-in types.
@@ -72,6 +75,8 @@ class Channel:
         self._buffer = bytearray()
         self._chunk = memoryview(bytearray(1 << 16))  # reused: a fresh big bytes per read costs
         self._send_lock = threading.Lock()
+        #: longest message :meth:`recv` accepts
+        self.max_message = MAX_MESSAGE_BYTES
 
     def send(self, message: Any) -> None:
         data = pickle.dumps(message, protocol=5)
@@ -91,8 +96,8 @@ class Channel:
         while True:
             if len(buffer) >= _HEADER.size:
                 (size,) = _HEADER.unpack_from(buffer)
-                if size > MAX_MESSAGE_BYTES:
-                    raise ChannelClosed(f"message of {size} bytes refused")
+                if size > self.max_message:
+                    raise MessageTooLarge(size, self.max_message)
                 end = _HEADER.size + size
                 if len(buffer) >= end:
                     data = bytes(buffer[_HEADER.size:end])

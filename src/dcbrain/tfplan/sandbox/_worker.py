@@ -22,6 +22,7 @@ from typing import Any
 
 from dcbrain.tfplan.errors import HostCallFailed, TFInterpreterError
 from dcbrain.tfplan.host import background_loop
+from dcbrain.tfplan.host_budget import HostBudget
 from dcbrain.tfplan.interpreter import Interpreter
 from dcbrain.tfplan.limits import Limits
 from dcbrain.tfplan.parser import Plan
@@ -192,7 +193,9 @@ def _run(channel: Channel, *, source: str, code: bytes, limits: Limits, names: l
     _set_cpu_limit(limits.timeout_s)
     try:
         plan = Plan(source, ast.Module(body=[], type_ignores=[]))
-        result = interpreter._execute(plan, marshal.loads(code), interpreter._new_state(None))
+        # what this process keeps is bounded by its address space: no process budget here
+        state = interpreter._new_state(None, HostBudget(limits.host_bytes, shared=None))
+        result = interpreter._execute(plan, marshal.loads(code), state)
     except HostCallFailed as failed:
         return {"failed_call": failed.call_id, "stdout": failed.stdout}
     except TFInterpreterError as error:

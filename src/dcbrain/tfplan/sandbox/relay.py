@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from dcbrain.tfplan import errors
 from dcbrain.tfplan.errors import (
     HostMemoryExceeded,
+    MessageTooLarge,
     PlanCancelled,
     PlanProcessCrashed,
     TFCallError,
@@ -40,12 +41,12 @@ from dcbrain.tfplan.errors import (
     TFRuntimeError,
     TimeLimitExceeded,
 )
-from dcbrain.tfplan.host import Dispatcher
+from dcbrain.tfplan.host import BRANCH_BYTES, Dispatcher
 from dcbrain.tfplan.parser import Plan
 from dcbrain.tfplan.provenance import CallSources
 from dcbrain.tfplan.result import CallRecord, ConsoleResult
 from dcbrain.tfplan.rewrite import PLAN_FILENAME
-from dcbrain.tfplan.sandbox._wire import WORKER_RECORD_FIELDS, ChannelClosed
+from dcbrain.tfplan.sandbox._wire import MAX_MESSAGE_BYTES, WORKER_RECORD_FIELDS, ChannelClosed
 from dcbrain.tfplan.sandbox.pool import Worker, WorkerPool, shared_pool
 from dcbrain.tfplan.state import Cancelled, Expired, RunState
 from dcbrain.tfplan.values import NotPlainData, sized_plan_value
@@ -58,6 +59,8 @@ GRACE_S = 0.5
 #: Longest wait for a process's report of where it was when stopped.
 REPORT_WAIT_S = 0.5
 _POLL_S = 0.05
+#: Bytes a message from the worker may hold beyond twice the run's ``max_host_mb``.
+MESSAGE_SLACK = 2**20
 #: Concurrent calls of ``parallel`` branches of one plan served at once.
 _BRANCH_CALLS = 64
 
@@ -134,6 +137,9 @@ class _Relay:
                    "trusted_fields": dict(self.interpreter.trusted_fields),
                    "construct": self.interpreter.construct_chain is not None}
         channel = self.worker.channel
+        # a message may hold no more than the run may keep (pickles are no larger than
+        # the values they make), and is refused from its header, before it is read
+        channel.max_message = min(MAX_MESSAGE_BYTES, 2 * limits.host_bytes + MESSAGE_SLACK)
         try:
             channel.send(("run", request))
         except ChannelClosed:
@@ -149,6 +155,8 @@ class _Relay:
                 message = channel.recv(_POLL_S)
             except TimeoutError:
                 continue
+            except MessageTooLarge as refused:
+                self._too_large(refused)
             except ChannelClosed:
                 self._ended()
             kind = message[0] if type(message) is tuple and message else None
@@ -252,8 +260,15 @@ class _Relay:
 
     def _fork(self, request_id: int, scope: int, count: int) -> None:
         parent = self.scopes[scope][0]
-        if type(count) is not int or not 0 <= count <= self.limits.max_size:
+        if type(count) is not int or count < 0:
             raise ValueError("bad branch count")
+        try:  # refused before any scope is built
+            self.dispatcher.check_branches(count)
+            self.state.host_budget.charge(BRANCH_BYTES * count, "parallel() branches")
+        except TFInterpreterError as exc:
+            self.failures[request_id] = (exc, *self.position)
+            self._reply(request_id, "failed", request_id)
+            return
         hooks = self.interpreter.parallel_hooks
 
         def fork() -> tuple[list[Any], list[contextvars.Context]]:
@@ -278,6 +293,7 @@ class _Relay:
     def _join(self, request_id: int, scope: int, scopes: Sequence[int]) -> None:
         parent = self.scopes[scope][0]
         tokens = [self.scopes.pop(branch)[1] for branch in scopes]
+        self.state.host_budget.release(BRANCH_BYTES * len(tokens))
         hooks = self.interpreter.parallel_hooks
         try:
             if hooks is not None:
@@ -366,6 +382,15 @@ class _Relay:
             error = PlanProcessCrashed(f"plan process exited with status {status >> 8}")
         self._raise(error, line, col, "")
 
+    def _too_large(self, refused: MessageTooLarge) -> NoReturn:
+        """The worker sent more than the run may keep: the plan ends, the worker is
+        replaced (its stream cannot be read on)."""
+        self._settle(reuse=False)
+        line, col = self.position
+        error = self.state.host_budget.refusal(
+            f"a message of {refused.size} bytes from the plan process", "max_host_mb")
+        self._raise(error, line, col, "")
+
     def _misbehaved(self) -> NoReturn:
         self._settle(reuse=False)
         line, col = self.position
@@ -431,7 +456,7 @@ def _plain(value: Any, state: RunState) -> Any:
     """The plan's value as the host keeps it (paid for from the run's host budget)."""
     try:
         plain, size = sized_plan_value(value, max_items=state.limits.max_size,
-                                       where="plan result")
+                                       where="plan result", budget=state.host_budget)
     except (NotPlainData, OverflowError, RecursionError):
         return f"<{type(value).__name__}>"
     state.host_budget.charge(size, "plan result")
