@@ -12,6 +12,7 @@ import importlib.util
 import inspect
 import os
 import sys
+import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -132,6 +133,10 @@ def load_output_type(config: Config) -> Any:
         found = getattr(found, part, None)
         if found is None:
             raise ConfigError(config.source, [f"{key}: {spec!r}: {where} has no {name}"])
+    if not isinstance(found, type) and typing.get_origin(found) is None:
+        raise ConfigError(config.source, [
+            f"{key}: {spec!r}: {name} is a {type(found).__name__}, not a class (a pydantic "
+            "model, a dataclass, a TypedDict or any type pydantic validates)"])
     from dcbrain.brain.output import OutputType
 
     try:

@@ -329,6 +329,7 @@ def test_a_run_waiting_for_a_decision_is_in_state_waiting_everywhere() -> None:
                 if event.to_dict().get("dest") == "waiting":
                     [run] = brain.runs
                     assert run.state == "waiting"  # the run, its events and the board agree
+                    assert [r.state for r in brain.runs()] == ["waiting"]
                     [request] = brain.pending_approvals(run.run_id)
                     await brain.approve(run.run_id, request.call_id)
 

@@ -55,6 +55,9 @@ def test_cancel_resume_ls_and_prune_on_the_database_of_a_live_server(
         listed = run_cli("runs", "ls", "--status", "queued", "--json", *db)
         cancel_queued = run_cli("runs", "cancel", doomed, *db)
         api.engine.cancel(queued)  # its workflow stops under its record
+        # a version no process runs is refused: nothing would ever execute the run
+        unknown = run_cli("runs", "resume", queued, "--any-version", "--app-version",
+                          "dcbrain-0-nobody", *db)
         # re-queued under the version of this test's worker (a CLI's own is its config's)
         resumed = run_cli("runs", "resume", queued, "--any-version", "--app-version",
                           application_version("t"), *db)
@@ -75,6 +78,9 @@ def test_cancel_resume_ls_and_prune_on_the_database_of_a_live_server(
     conversations.close()
     assert [r["run_id"] for r in json.loads(listed.stdout)["runs"]] == [doomed, queued]
     assert cancel_queued.returncode == 0, cancel_queued.stderr
+    assert unknown.returncode == 1 and "dcbrain-0-nobody" in unknown.stderr
+    assert ("unknown here" if backend.name == "sqlite" else "no live worker runs") \
+        in unknown.stderr
     assert resumed.returncode == 0, resumed.stderr
     assert refused.returncode == 1 and "has ended (aborted)" in refused.stderr
     assert cancel_running.returncode == 0, cancel_running.stderr

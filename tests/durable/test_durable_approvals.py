@@ -107,3 +107,36 @@ def test_a_waiting_run_is_aborted_at_once_on_the_api_node(
         assert stream.end == {"run_id": run_id, "status": "aborted"}
     assert counting.count("step_two", "started") == 0
     memory.close()
+
+
+def test_a_continuation_runs_under_the_runs_version_not_the_deciding_nodes(
+    postgres_url: str, counting: CountingTools
+) -> None:
+    import time
+
+    from dcbrain.durable import DurableEngine, PostgresDurableStore
+    from dcbrain.durable.approvals import decide as decide_call
+    from support.durable_harness import running_engine, submit, wait_until_ended
+
+    counting.approval = {"step_two"}
+    store = PostgresDurableStore(postgres_url)
+    backend = Backend("postgres", postgres_url, store)
+    with running_engine(backend, counting.brain) as worker:
+        run_id = submit(worker, store, "c1", "count")
+        deadline = time.monotonic() + 30
+        while (record := store.get_run(run_id)) is None or record.status != "waiting":
+            assert time.monotonic() < deadline, record
+            time.sleep(0.02)
+        # an API node of another version (say, mid-upgrade) takes the decision
+        api_node = DurableEngine(postgres_url, store, app_version="dcbrain-0-api-node")
+        api_node.start()
+        try:
+            [pending] = record.data["approvals"]
+            decide_call(store, api_node.enqueue, run_id, pending["call_id"], approved=True)
+            ended = wait_until_ended(store, run_id)
+            continuation = api_node.workflow_version(ended.data["workflow_id"])
+        finally:
+            api_node.stop()
+    store.close()
+    assert ended.status == "succeeded"
+    assert continuation == worker.app_version

@@ -26,7 +26,7 @@ from support.durable_processes import (
 from support.fake_openai import FakeOpenAIServer
 from support.server_app import Api, sse_messages
 
-RUNS = 60
+RUNS = 200
 CLIENTS = 6
 
 

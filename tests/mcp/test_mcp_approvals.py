@@ -62,14 +62,40 @@ async def test_a_decline_denies_the_call_and_the_brain_plans_again() -> None:
     assert deleted == []
 
 
-async def test_a_client_without_elicitation_never_lets_the_call_run() -> None:
+async def test_a_client_without_elicitation_leaves_the_call_pending_until_decided() -> None:
     deleted: list[str] = []
-    brain = brain_with(deleted, [DELETE, 'return "could not ask"'])
+    brain = brain_with(deleted, [DELETE])
     async with Client(create_server(brain)) as client:
-        result = await client.call_tool("ask", {"question": "delete the old notes"})
-    assert result.structured_content is not None
-    assert result.structured_content["answer"] == "could not ask"
-    assert deleted == []
+        first = await client.call_tool("ask", {"question": "delete the old notes"})
+        assert first.structured_content is not None, first.content
+        waiting = first.structured_content
+        assert (waiting["status"], waiting["reason"]) == ("waiting", "approval")
+        [pending] = waiting["pending_approvals"]
+        assert (pending["tool"], pending["arguments"]) == ("delete_file",
+                                                           {"path": "notes/old.txt"})
+        assert deleted == []  # not run unasked, and not denied either
+        assert [r.call_id for r in brain.pending_approvals(waiting["run_id"])] == [
+            pending["call_id"]]  # where any other surface of this brain sees and decides it
+        decided = await client.call_tool("decide", {
+            "run_id": waiting["run_id"], "call_id": pending["call_id"], "approved": True,
+            "args_hash": pending["args_hash"]})
+        assert decided.structured_content is not None
+        assert decided.structured_content["pending"] == 0
+        done = await client.call_tool("ask", {"question": "delete the old notes",
+                                              "run_id": waiting["run_id"]})
+    assert done.structured_content is not None, done.content
+    assert (done.structured_content["status"], done.structured_content["answer"]) == (
+        "succeeded", "deleted notes/old.txt")
+    assert deleted == ["notes/old.txt"]
+
+
+async def test_deciding_a_call_nobody_waits_for_is_a_tool_error() -> None:
+    brain = brain_with([], [])
+    async with Client(create_server(brain)) as client:
+        result = await client.call_tool("decide", {"run_id": "r", "call_id": "ap-x",
+                                                   "approved": True})
+    assert result.is_error
+    assert "waits for no decision" in str(result.content)
 
 
 async def test_dcbrain_mcp_over_stdio_asks_before_an_mcp_tool_it_was_told_to_guard(

@@ -59,9 +59,10 @@ async def test_ask_over_stdio_reports_progress_and_answers(
 
     async with Client(stdio_client(parameters)) as client:
         listing = await client.list_tools()
-        (ask,) = listing.tools
-        assert ask.name == "ask"
-        assert set(ask.input_schema["properties"]) == {"question", "conversation_id"}
+        tools = {tool.name: tool for tool in listing.tools}
+        assert set(tools) == {"ask", "decide"}  # decide: approvals on clients that cannot elicit
+        assert set(tools["ask"].input_schema["properties"]) == {
+            "question", "conversation_id", "run_id"}
         result = await client.call_tool("ask", {"question": "What is 40 + 2?",
                                                 "conversation_id": "c-1"},
                                         progress_callback=on_progress)
@@ -114,7 +115,7 @@ def test_ask_over_http_is_a_tool_of_another_plan(tmp_path: Path,
             problems = interpreter.check("return ask(query='x')")
             assert [p.message for p in problems] == [
                 "tool 'ask' is missing required argument 'question'",
-                "tool 'ask' has no argument 'query' (expected: question, conversation_id)"]
+                "tool 'ask' has no argument 'query' (expected: question, conversation_id, run_id)"]
     finally:
         process.terminate()
         _, stderr = process.communicate(timeout=20)

@@ -67,6 +67,13 @@ from dcbrain.usage import Usage
 APPROVALS_DECIDED = "the calls the run waited for were decided"
 
 
+class RunsInProgress(list[BrainRun]):
+    """A snapshot of a brain's runs in progress; calling it gives the same list."""
+
+    def __call__(self) -> list[BrainRun]:
+        return list(self)
+
+
 @dataclass(frozen=True)
 class _Suspended:
     """A run that returned ``waiting``: what its next execution goes on from."""
@@ -437,10 +444,11 @@ class DCBrain(BaseBrain):
         return result
 
     @property
-    def runs(self) -> list[BrainRun]:
-        """The runs in progress."""
+    def runs(self) -> RunsInProgress:
+        """The runs in progress (each with its ``state``: ``planning``, ``running``,
+        ``waiting``, …); ``brain.runs()`` reads the same."""
         with self._runs_lock:
-            return list(self._runs.values())
+            return RunsInProgress(self._runs.values())
 
     def abort(self, run_id: str | None = None) -> bool:
         """Stop run ``run_id`` (every run in progress when ``None``) as soon as possible.

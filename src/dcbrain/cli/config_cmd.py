@@ -106,21 +106,27 @@ def check(
                            "validate their settings), e.g. where they cannot run.")
     ] = False,
 ) -> None:
-    """Validate a config file, import its tool files and start its MCP servers; exit 2
-    naming each bad key.
+    """Validate a config file, import its tool files (and ``brain.output_type``'s class)
+    and start its MCP servers; exit 2 naming each bad key.
 
     Each MCP server is started as ``ask`` would start it (within its ``startup_timeout``)
     and stopped again. API key variables that are not set in this environment are only
     warned about: the file may be checked where its secrets are not (CI); ``ask`` and
     ``serve`` need them.
     """
-    from dcbrain.composition import check_tool_names, load_tools, mcp_server_problems
+    from dcbrain.composition import (
+        check_tool_names,
+        load_output_type,
+        load_tools,
+        mcp_server_problems,
+    )
     from dcbrain.config import ConfigError, environment_problems
 
     loaded = load_config_or_exit(config, required=True)
     with config_errors_exit():
         tools = load_tools(loaded)
         check_tool_names(loaded, tools)
+        load_output_type(loaded)
         problems = [] if skip_mcp else mcp_server_problems(loaded, tools)
         if problems:
             raise ConfigError(loaded.source, problems)

@@ -133,7 +133,9 @@ def requeue_if_decided(store: DurableStore, requeue: Requeue, run_id: str) -> bo
         return False
     execution = int(record.data.get("executions") or 1)
     workflow_id = f"{run_id}{EXECUTION_SEPARATOR}{execution + 1}"
-    if store.update_run(run_id, QUEUED, {"workflow_id": workflow_id},
+    previous = str(record.data.get("workflow_id") or run_id)  # its version goes on
+    if store.update_run(run_id, QUEUED, {"workflow_id": workflow_id,
+                                         "previous_workflow_id": previous},
                         only_from=(WAITING,)) is None:
         return False
     requeue(run_id, record.conversation_id or "", str(record.data.get("question", "")),

@@ -285,16 +285,27 @@ class DurableEngine:
     def enqueue(self, run_id: str, conversation_id: str, question: str,
                 workflow_id: str | None = None) -> None:
         """Queue the run (its id is the workflow id unless ``workflow_id`` says otherwise:
-        a continuation's); it starts after the conversation's last."""
+        a continuation's); it starts after the conversation's last.
+
+        A new run is queued under this node's application version; a continuation under
+        the version of the run's previous workflow, which is what its journal was written
+        by (an API node of another version may take the decision that queues it)."""
         if not self.schema_ready.is_set():
             raise DatabaseUnavailable("DBOS's schema is not migrated yet: the run cannot be "
                                       "queued")
+        app_version = self.app_version
+        if workflow_id is not None and workflow_id != run_id:
+            record = self.store.get_run(run_id)
+            before = str((record.data if record else {}).get("previous_workflow_id") or run_id)
+            previous = self._workflow(before)
+            if previous is not None and previous.app_version:
+                app_version = str(previous.app_version)
         options: EnqueueOptions = {
             "workflow_name": WORKFLOW_NAME,
             "queue_name": QUEUE_NAME,
             "workflow_id": workflow_id or run_id,
             "queue_partition_key": conversation_id,
-            "app_version": self.app_version,
+            "app_version": app_version,
             "serialization_type": WorkflowSerializationFormat.PORTABLE,
         }
         with database_errors("queueing a run"):
@@ -320,6 +331,11 @@ class DurableEngine:
         """DBOS's status of the run's workflow (``ENQUEUED``, ``PENDING``, ``SUCCESS``, …)."""
         workflow = self._workflow(run_id)
         return None if workflow is None else str(workflow.status)
+
+    def workflow_version(self, workflow_id: str) -> str | None:
+        """The application version the workflow ``workflow_id`` runs under, if any."""
+        workflow = self._workflow(workflow_id)
+        return None if workflow is None else workflow.app_version
 
     def _workflow(self, run_id: str) -> Any:
         """DBOS's record of the run's workflow (``status``, ``app_version``, …), if any."""
@@ -400,6 +416,11 @@ class DurableEngine:
                 "(--any-version), if its plan may run there")
             raise RunConflict(f"run {run_id}: no live worker runs application version "
                               f"{target} (live: {known}){hint}")
+        if live is None and target != version and target not in self._launched_versions():
+            raise RunConflict(f"run {run_id}: application version {target} is unknown here "
+                              "(no process of it ever ran on this database, so nothing would "
+                              "execute the run); give --app-version of the server that runs "
+                              "now")
         active = status in _ACTIVE_WORKFLOWS
         if active and record.status != STRANDED and (live is None or version in live):
             raise RunConflict(
@@ -434,6 +455,13 @@ class DurableEngine:
         else:
             DBOS.rewind_workflow(workflow_id, application_version=app_version,
                                  queue_name=QUEUE_NAME, queue_partition_key=conversation_id)
+
+    def _launched_versions(self) -> set[str]:
+        """The application versions a process ever launched on this database."""
+        with database_errors("listing application versions"):
+            versions = (self._client.list_application_versions() if self._client is not None
+                        else DBOS.list_application_versions())
+        return {str(v["version_name"]) for v in versions}
 
     def _live_versions(self) -> set[str | None] | None:
         """Versions of live workers (``None``: not known, no heartbeats in one process)."""

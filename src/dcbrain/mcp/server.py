@@ -5,7 +5,9 @@ brain's events (state changes, plans, calls, validation) are sent as MCP progres
 notifications to clients that asked for progress; the result carries the answer and
 how the run ended. One brain answers one question at a time: concurrent ``ask`` calls
 wait their turn. A call that needs a person's approval is asked of the client's user
-through MCP elicitation (``approved``, ``reason``); a client without elicitation denies it.
+through MCP elicitation (``approved``, ``reason``). On a session without elicitation the
+call is not denied: ``ask`` returns ``status: "waiting"`` with the pending requests, the
+``decide`` tool decides them, and ``ask`` with the run's ``run_id`` goes on.
 """
 
 # no ``from __future__ import annotations``: the SDK reads the ``ask`` tool's annotations,
@@ -35,6 +37,7 @@ from dcbrain.events import (
     StateChanged,
     Validation,
 )
+from dcbrain.exceptions import TFApprovalError, TFBrainError
 from dcbrain.runs import RunRequest, execute_run
 
 if TYPE_CHECKING:
@@ -56,12 +59,27 @@ class AskAnswer(BaseModel):
     """What ``ask`` returns: the answer and how the run ended."""
 
     answer: Any = Field(description="the final answer (text or JSON data); null if none")
-    status: str = Field(description="succeeded, failed or aborted")
+    status: str = Field(description="succeeded, failed, aborted, or waiting (calls wait for "
+                        "decisions: see pending_approvals)")
     reason: str | None = Field(description="why the run ended (e.g. validated, max_iterations)")
     error: str | None = Field(default=None, description="the last error, when it failed")
     conversation_id: str
     run_id: str | None = None
     plans: int = Field(default=0, description="how many plans were written")
+    pending_approvals: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="status waiting: the calls waiting for a decision (call_id, tool, "
+                    "arguments, args_hash, line, why); decide each with the decide tool, "
+                    "then call ask again with this run_id")
+
+
+class Decided(BaseModel):
+    """What ``decide`` returns."""
+
+    run_id: str
+    call_id: str
+    approved: bool
+    pending: int = Field(description="calls of the run still waiting for a decision")
 
 
 def create_server(brain: "DCBrain", *, name: str = "dcbrain",
@@ -75,32 +93,85 @@ def create_server(brain: "DCBrain", *, name: str = "dcbrain",
     turn = asyncio.Lock()
 
     @server.tool(name="ask", description=ASK_DESCRIPTION)
-    async def ask(question: str, ctx: Context, conversation_id: str = "default") -> AskAnswer:
+    async def ask(question: str, ctx: Context, conversation_id: str = "default",
+                  run_id: str | None = None) -> AskAnswer:
         if not question.strip():
             raise ToolError("the question is empty")
         progress = _ProgressForwarder(ctx.report_progress)
         async with turn:
             progress.start()
-            request = RunRequest(uuid.uuid4().hex, conversation_id, question)
             try:
-                deps = RunDeps(approvals=AskingDesk(_elicitation(ctx), by="mcp_client"))
-                outcome = await execute_run(brain, request, deps, progress.on_event)
+                if _can_elicit(ctx):
+                    request = RunRequest(uuid.uuid4().hex, conversation_id, question)
+                    deps = RunDeps(approvals=AskingDesk(_elicitation(ctx), by="mcp_client"))
+                    outcome = await execute_run(brain, request, deps, progress.on_event)
+                    result = outcome.result
+                    if result is None:  # the client should see what went wrong
+                        raise ToolError(outcome.error or str(outcome.reason))
+                else:  # nobody to ask here: the calls wait, the run returns
+                    result = await _run_returning_waiting(brain, question, conversation_id,
+                                                          run_id, progress.on_event)
+            except TFBrainError as exc:
+                raise ToolError(str(exc)) from None
             finally:
                 await progress.finish()
-        result = outcome.result
-        if result is None:  # the client should see what went wrong
-            raise ToolError(outcome.error or str(outcome.reason))
         return AskAnswer(
             answer=plain(result.final_result),
             status=str(result.status),
             reason=result.reason,
             error=result.error or result.last_error,
-            conversation_id=conversation_id,
+            conversation_id=result.conversation_id,
             run_id=result.run_id,
             plans=len(result.plans),
+            pending_approvals=[_pending(request) for request in result.pending_approvals],
         )
 
+    @server.tool(name="decide", description=DECIDE_DESCRIPTION)
+    async def decide(run_id: str, call_id: str, approved: bool, reason: str = "",
+                     args_hash: str | None = None) -> Decided:
+        try:
+            brain.approvals.decide(run_id, call_id, approved=approved, reason=reason,
+                                   by="mcp_client", args_hash=args_hash)
+        except TFApprovalError as exc:
+            raise ToolError(str(exc)) from None
+        return Decided(run_id=run_id, call_id=call_id, approved=approved,
+                       pending=len(brain.pending_approvals(run_id)))
+
     return server
+
+
+DECIDE_DESCRIPTION = (
+    "Approve or deny a call a run of ask waits for (ask answered status waiting and listed "
+    "it in pending_approvals); once every call is decided, call ask again with the run_id."
+)
+
+
+def _can_elicit(ctx: Any) -> bool:
+    """Whether the client declared elicitation on this connection."""
+    try:
+        capabilities = ctx.client_capabilities
+    except Exception:  # no session to read them from
+        return False
+    return capabilities is not None and getattr(capabilities, "elicitation", None) is not None
+
+
+async def _run_returning_waiting(brain: "DCBrain", question: str, conversation_id: str,
+                                 run_id: str | None, on_event: Callable[[Event], None]) -> Any:
+    """The run, returning ``waiting`` when its calls need decisions (``run_id``: go on
+    with one that did)."""
+    try:
+        return await brain.async_run(question, conversation_id, run_id=run_id,
+                                     on_event=on_event, wait_for_approvals=False)
+    except TFBrainError as exc:
+        if exc.result is None:
+            raise
+        return exc.result  # a timeout: its partial result, as every other stop
+
+
+def _pending(request: ApprovalRequest) -> dict[str, Any]:
+    return {"call_id": request.call_id, "tool": request.tool,
+            "arguments": plain(request.arguments), "args_hash": request.args_hash,
+            "line": request.line, "why": request.why}
 
 
 class ApprovalAnswer(BaseModel):
