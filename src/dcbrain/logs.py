@@ -113,6 +113,7 @@ def configure_logging(log_format: LogFormat, *, worker: str | None = None,
     root.setLevel(level)
     for name in CHATTY_LIBRARIES:
         logging.getLogger(name).setLevel(max(level, logging.WARNING))
+    logging.captureWarnings(log_format == "json")  # Python's warnings as log lines too
     for name in OWN_HANDLER_LIBRARIES:
         library = logging.getLogger(name)
         for old in list(library.handlers):  # one installed before (its own console's)

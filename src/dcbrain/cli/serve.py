@@ -171,10 +171,9 @@ def serve(
                   f"this address could run the brain and read conversations. Set "
                   f"{API_TOKEN_ENV}, or pass --insecure-no-token if something else (a proxy, "
                   "a firewall) protects it")
-        sys.stderr.write(
-            f"warning: serving on {host} without {API_TOKEN_ENV} (--insecure-no-token): anyone "
-            "who can reach this address can run the brain and read conversations\n"
-        )
+        say(f"warning: serving on {host} without {API_TOKEN_ENV} (--insecure-no-token): "
+            "anyone who can reach this address can run the brain and read conversations",
+            level=logging.WARNING)
     try:  # before the (slow) brain is built, and before any URL is announced
         sock = bind(host, port)
     except OSError as exc:
