@@ -7,8 +7,11 @@ import json
 import logging
 import sys
 import threading
+from pathlib import Path
 
-from dcbrain.logs import JSONLineFormatter, TextFormatter, run_scope
+import pytest
+
+from dcbrain.logs import JSONLineFormatter, TextFormatter, configure_logging, run_scope
 
 
 def record(message: str, **extra: object) -> logging.LogRecord:
@@ -50,3 +53,43 @@ def test_an_exception_is_kept_in_its_line() -> None:
                                                    sys.exc_info())
     line = json.loads(JSONLineFormatter().format(failed))
     assert line["level"] == "error" and "ValueError: bad" in line["exception"]
+
+
+def test_json_logging_takes_dbos_and_uvicorn_lines_too(
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("dbos")
+    from dbos._logger import init_logger
+
+    root = logging.getLogger()
+    level = root.level
+    handler = configure_logging("json", worker="w1")
+    try:
+        init_logger()  # what DBOS does at start: it adds no console handler of its own now
+        logging.getLogger("dbos").warning("Exception listing queues: down")
+        logging.getLogger("uvicorn.error").info("Application startup complete.")
+        logging.getLogger("dcbrain.cli").info("dcbrain worker w1 ready")
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(level)
+    lines = [json.loads(line) for line in capsys.readouterr().err.splitlines()]
+    assert [(line["logger"], line["message"], line["worker"]) for line in lines] == [
+        ("dbos", "Exception listing queues: down", "w1"),
+        ("uvicorn.error", "Application startup complete.", "w1"),
+        ("dcbrain.cli", "dcbrain worker w1 ready", "w1")]
+
+
+def test_retention_takes_days_or_hours(tmp_path: Path) -> None:
+    from dcbrain.composition import retention_periods
+    from dcbrain.config import ConfigError, load_config
+
+    def periods(table: str) -> tuple[float, float] | None:
+        path = tmp_path / "dcbrain.toml"
+        path.write_text(table)
+        return retention_periods(load_config(path))
+
+    assert periods("[retention]\nhours = 12\n") == (12 * 3600.0, 3600.0)
+    assert periods("[retention]\ndays = 1.5\ncheck_every_minutes = 5\n") == (1.5 * 86400, 300)
+    assert periods("") is None
+    with pytest.raises(ConfigError, match="days or hours, not both"):
+        periods("[retention]\ndays = 1\nhours = 2\n")

@@ -533,9 +533,9 @@ def retention_periods(config: Config) -> tuple[float, float] | None:
     """``[retention]`` in seconds: how long finished runs are kept and how often they are
     pruned (``None``: kept for good)."""
     spec = config.retention
-    if spec.days is None:
+    if spec.keep_s is None:
         return None
-    return spec.days * 86400.0, spec.check_every_minutes * 60.0
+    return spec.keep_s, spec.check_every_minutes * 60.0
 
 
 def brain_factory_from_config(

@@ -30,6 +30,7 @@ from pydantic import (
     PositiveFloat,
     PositiveInt,
     StrictBool,
+    model_validator,
 )
 from pydantic import ValidationError as PydanticValidationError
 
@@ -204,10 +205,25 @@ class TelemetryConfig(_Section):
 
 
 class RetentionConfig(_Section):
-    """How long finished runs are kept; ``days`` unset keeps them for good."""
+    """How long finished runs are kept: ``days`` or ``hours`` (fractions allowed); neither
+    keeps them for good."""
 
     days: PositiveFloat | None = None
+    hours: PositiveFloat | None = None
     check_every_minutes: PositiveFloat = 60.0
+
+    @model_validator(mode="after")
+    def _one_period(self) -> RetentionConfig:
+        if self.days is not None and self.hours is not None:
+            raise ValueError("[retention] takes days or hours, not both")
+        return self
+
+    @property
+    def keep_s(self) -> float | None:
+        """How long finished runs are kept, in seconds (``None``: for good)."""
+        if self.days is not None:
+            return self.days * 86400.0
+        return None if self.hours is None else self.hours * 3600.0
 
 
 class Config(_Section):

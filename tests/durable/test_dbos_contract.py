@@ -17,7 +17,7 @@ from pathlib import Path
 from dcbrain.durable import _dbos
 from dcbrain.durable.workflow import QUEUE_NAME
 from support.durable_brains import CountingTools
-from support.durable_harness import Backend, running_engine
+from support.durable_harness import Backend, running_engine, submit, wait_until_ended
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -95,3 +95,29 @@ def test_no_module_but_the_adapter_imports_dbos() -> None:
     assert importers == [], f"import DBOS through dcbrain.durable._dbos, not in {importers}"
 
 
+
+
+def test_a_woken_queue_thread_goes_on_polling_and_starts_what_was_queued(
+    backend: Backend, counting: CountingTools
+) -> None:
+    # Waking ends the queue thread's wait without setting its stop event: a wait that
+    # reported the wake-up as a stop would end the thread, and no run would ever start.
+    with running_engine(backend, counting.brain) as engine:
+        for _ in range(3):
+            assert _dbos.wake_dequeuing(QUEUE_NAME), (
+                "the queue thread's stop event is not the adapter's WakeableEvent: DBOS no "
+                "longer makes it in launch (durable/_dbos.py launch)")
+        run_id = submit(engine, backend.store, "c1", "q")
+        record = wait_until_ended(backend.store, run_id)
+        assert _dbos.queue_is_polled(QUEUE_NAME)
+    assert record.status == "succeeded"
+
+
+def test_dbos_still_has_the_background_settings_an_idle_worker_lowers() -> None:
+    from dbos import _scheduler, _workflow_commands
+
+    assert hasattr(_workflow_commands, "_BACKGROUND_JOBS_INTERVAL_SEC"), (
+        "DBOS renamed its background jobs' interval: idle workers run them every second "
+        "(durable/_dbos.py quiet_background_threads)")
+    assert hasattr(_scheduler, "_STARTUP_FAST_POLL_DURATION_SEC"), (
+        "DBOS renamed its schedule poll at start (durable/_dbos.py quiet_background_threads)")

@@ -3,11 +3,15 @@ node (API node, worker) carries on by itself once it is back."""
 
 from __future__ import annotations
 
+import json
+import signal
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import httpx
+import psycopg
 import pytest
 
 from dcbrain.durable import PostgresDurableStore, StoreWriter
@@ -166,3 +170,91 @@ def test_a_postgres_restart_mid_run_answers_503_then_every_run_finishes(
     assert [r["status"] for r in runs] == ["succeeded"] * len(everything), runs
     # Every call finished once: an outage repeats none of them.
     assert [count(tmp_path, name, "finished") for name in TOOLS] == [len(everything)] * 3
+
+
+OUTAGE_S = 20.0
+CLUSTER_RUNS = 10
+
+
+def _json_lines(log: Path) -> list[dict[str, object]]:
+    """Every line of ``log`` as JSON (a line that is not fails the test, naming it)."""
+    lines = []
+    for number, line in enumerate(log.read_text().splitlines(), 1):
+        try:
+            lines.append(json.loads(line))
+        except ValueError:
+            pytest.fail(f"{log.name}:{number} is not a JSON line: {line[:300]!r}")
+    return lines
+
+
+@pytest.mark.slow  # about 90 s on a loaded two-core machine: 20 s of it the outage
+def test_postgres_down_20_s_under_load_changes_nothing_for_two_workers_and_an_api_node(
+    tmp_path: Path, fake_openai: FakeOpenAIServer, postgres_cluster: PostgresCluster
+) -> None:
+    postgres_url = fresh_database(postgres_cluster.url)
+    answer_every_run(fake_openai)
+    config = write_config(tmp_path, fake_openai, delay_s=1.0)
+    port = free_port()
+    base_url = f"http://127.0.0.1:{port}"
+    logs = {name: tmp_path / f"{name}.log" for name in ("w1", "w2", "api")}
+    processes: dict[str, subprocess.Popen[bytes]] = {}
+    poller: _Poller | None = None
+    try:
+        for name in ("w1", "w2"):
+            processes[name] = start(["worker", "--config", str(config), "--db", postgres_url,
+                                     "--concurrency", "4", "--executor-id", name,
+                                     "--log-format", "json"], logs[name])
+        processes["api"] = start(["serve", "--config", str(config), "--db", postgres_url,
+                                  "--role", "api", "--port", str(port), "--log-format",
+                                  "json"], logs["api"])
+        wait_ready(processes["api"], base_url, logs["api"])
+        run_ids = [httpx.post(f"{base_url}/v1/conversations/c{i}/messages",
+                              json={"content": "go"}).json()["run_id"]
+                   for i in range(CLUSTER_RUNS)]
+        wait_until(lambda: count(tmp_path, "step_one", "finished") > 0, what="a finished call")
+        poller = _Poller(base_url, run_ids)
+        poller.start()
+        postgres_cluster.stop()
+        time.sleep(OUTAGE_S)  # the outage itself: every heartbeat fails meanwhile
+        postgres_cluster.start()
+        wait_until(lambda: poller.statuses("/v1/ready")[-1:] == [200],  # type: ignore[union-attr]
+                   timeout_s=180, what="ready again")
+        poller.stopping.set()
+        poller.join()
+        everything = run_ids + poller.accepted
+
+        def all_ended() -> bool:
+            statuses = [httpx.get(f"{base_url}/v1/runs/{run_id}").json()["status"]
+                        for run_id in everything]
+            return all(status not in ("queued", "running") for status in statuses)
+
+        wait_until(all_ended, timeout_s=180, what="every run's end")
+        runs = [httpx.get(f"{base_url}/v1/runs/{run_id}").json() for run_id in everything]
+        with psycopg.connect(postgres_url) as conn:
+            executions = dict(conn.execute(
+                "SELECT run_id, (data->>'executions')::int FROM dcbrain_runs "
+                "WHERE run_id = ANY(%s)", (everything,)).fetchall())
+    finally:
+        if poller is not None:
+            poller.stopping.set()
+        for process in processes.values():  # all at once: each drains on its own
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        for process in processes.values():
+            stop(process)
+    answers = poller.answers
+    assert [a for a in answers if a[1] >= 500 and a[1] != 503] == [], answers
+    assert 503 in poller.statuses("/v1/ready")
+    assert [r["status"] for r in runs] == ["succeeded"] * len(everything), runs
+    # No call lost, none repeated: nobody was called dead, so every run executed once.
+    assert [count(tmp_path, name, "finished") for name in TOOLS] == [len(everything)] * 3
+    assert [count(tmp_path, name, "started") for name in TOOLS] == [len(everything)] * 3
+    assert set(executions.values()) == {1}, executions
+    worker_lines = {name: _json_lines(logs[name]) for name in ("w1", "w2")}
+    api_lines = _json_lines(logs["api"])
+    for name, lines in worker_lines.items():
+        messages = [str(line["message"]) for line in lines]
+        assert not [m for m in messages if "is silent" in m], (name, messages)
+        assert any("heartbeat failed" in m for m in messages), name  # it saw the outage
+        assert any(f"dcbrain worker {name} ready" in m for m in messages), name
+    assert any("dcbrain serving on" in str(line["message"]) for line in api_lines)

@@ -82,3 +82,32 @@ def test_close_stops_an_idle_loop_and_spares_one_with_runs_in_flight() -> None:
     idle = RunLoop()
     idle.close(timeout_s=5)
     assert idle.loop.is_closed()
+
+
+async def test_a_second_execution_of_a_run_executing_here_records_nothing_of_its_own(
+    backend: Backend, counting: CountingTools
+) -> None:
+    # DBOS may hand a run out again while this worker executes it (its worker was called
+    # dead while it was not): the second execution waits for the first, never runs the
+    # brain (which would refuse it as busy) and never records an outcome of its own.
+    counting.hold = threading.Event()
+    executor = RunExecutor(backend.store, counting.brain)
+    backend.store.save_run("r1", "c1", "queued", {"question": "count"})
+    first = asyncio.create_task(executor.execute("r1", "c1", "count"))
+    try:
+        assert await asyncio.to_thread(counting.entered.wait, 10)
+        second = asyncio.create_task(executor.execute("r1", "c1", "count"))
+        await asyncio.sleep(0)
+        assert not second.done()  # it waits for the first
+        record = backend.store.get_run("r1")
+        assert record is not None and record.status == "running"
+    finally:
+        counting.hold.set()
+    summaries = await asyncio.wait_for(asyncio.gather(first, second), 30)
+    executor.close()
+    record = backend.store.get_run("r1")
+    assert summaries[0] == summaries[1] and summaries[0]["status"] == "succeeded"
+    assert record is not None and record.status == "succeeded"
+    assert record.data["executions"] == 1 and record.data["executor_id"] == "local"
+    assert [counting.count(name, "finished") for name in ("step_one", "step_two",
+                                                          "step_three")] == [1, 1, 1]

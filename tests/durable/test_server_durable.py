@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -114,3 +115,23 @@ def test_messages_posted_at_once_are_all_kept_in_the_conversation_in_order(
     assert sorted(users) == sorted(questions)  # every message is kept
     assert users == [run["question"] for run in accepted]  # in the order the server took them
     assert all(run["reason"] == "superseded" for run in runs if run["status"] == "aborted")
+
+
+def test_the_live_run_gauges_go_down_when_runs_end_and_the_record_names_its_worker(
+    backend: Backend, counting: CountingTools, tmp_path: Path
+) -> None:
+    # /v1/health's active_runs is what dcbrain_runs_active reports (server/metrics.py).
+    memory = SQLiteMemory(tmp_path / "conversations.db")
+    with durable_server(backend, counting.brain, memory) as api:
+        run_ids = [api.send(f"c{i}", "count") for i in range(3)]
+        during = api.http.get("/v1/health").json()["active_runs"]
+        ends = [api.stream(run_id).end for run_id in run_ids]
+        deadline = time.monotonic() + 30
+        while api.http.get("/v1/health").json()["active_runs"] != 0:
+            assert time.monotonic() < deadline, "active_runs never went down to 0"
+            time.sleep(0.05)
+        run = api.http.get(f"/v1/runs/{run_ids[0]}").json()
+        executor_id = api.engine.executor_id
+    memory.close()
+    assert during == 3 and [end["status"] for end in ends] == ["succeeded"] * 3
+    assert run["executor_id"] == executor_id and run["stranded_version"] is None

@@ -87,4 +87,4 @@ def test_a_draining_worker_finishes_short_runs_takes_no_new_ones_and_resumes_the
     assert naps(tmp_path, "started", LONG) == 2  # cut off by the drain timeout, then again
     text = logs["worker"].read_text()
     assert "dcbrain worker w1 draining: no new runs; 2 in flight get up to 4 s" in text
-    assert "dcbrain worker w1 stopping: 1 run(s) left to resume" in text
+    assert "dcbrain worker w1 stopping: 1 run(s) handed back to the queue" in text

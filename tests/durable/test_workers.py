@@ -7,10 +7,13 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 
-from dcbrain.durable import DurableEngine, PostgresDurableStore
+from dcbrain.cli.worker_cmd import DEFAULT_TAKEOVER_AFTER_S
+from dcbrain.durable import DurableEngine, PostgresDurableStore, application_version
+from dcbrain.durable.engine import DEAD_AFTER_S
 from dcbrain.durable.workers import (
     PendingRun,
     WorkerRegistry,
+    fair_share,
     mark_stranded,
     stranded,
     stranded_runs,
@@ -129,3 +132,47 @@ def test_a_stranded_run_is_ended_at_once_by_an_abort_or_a_newer_message(
         rows = conn.execute("SELECT workflow_uuid, status FROM dbos.workflow_status "
                             "WHERE workflow_uuid = ANY(%s)", ([aborted, superseded],)).fetchall()
     assert dict(rows) == {aborted: "CANCELLED", superseded: "CANCELLED"}
+
+
+def test_fair_shares_follow_concurrency_add_up_to_the_load_and_stay_within_each_worker() -> None:
+    assert fair_share(12, 16, 32) == 6  # two equal workers, 12 runs: six each
+    assert fair_share(20, 16, 18) == 16 and fair_share(20, 2, 18) == 2  # all of it taken
+    assert fair_share(3, 4, 8) == 2  # rounded up: 2 + 2 >= 3, no run left waiting
+    assert fair_share(0, 4, 8) == 1  # never below one
+    assert fair_share(50, 4, 0) == 4  # no live worker counted yet: its own concurrency
+    assert DEFAULT_TAKEOVER_AFTER_S == DEAD_AFTER_S  # the CLI's default is the engine's
+
+
+def test_a_heartbeat_counts_the_silent_workers_it_could_claim(postgres_url: str) -> None:
+    store = PostgresDurableStore(postgres_url)
+    workers = WorkerRegistry(store)
+    try:
+        assert workers.heartbeat("a", "v1", 4, silent_for_s=6) == 0
+        workers.heartbeat("b", "v1", 4)
+        workers.heartbeat("c", "v2", 4)
+        _silence(postgres_url, "b", "c")
+        assert workers.heartbeat("a", "v1", 4, silent_for_s=6) == 1  # b; c is not v1's
+        assert workers.claim_dead(6, "v1") == ["b"]
+        assert workers.heartbeat("a", "v1", 4, silent_for_s=6) == 0
+    finally:
+        workers.close()
+        store.close()
+
+
+def test_an_api_node_is_ready_only_while_a_live_worker_runs_its_version(
+    migrated: Backend
+) -> None:
+    workers = WorkerRegistry(migrated.store)
+    try:
+        with durable_server(migrated, None, None) as api:  # an API node, no worker
+            workers.heartbeat("old", "v-before", 4)
+            without = api.http.get("/v1/ready")
+            workers.heartbeat("new", application_version("t"), 4)  # the node's version
+            with_it = api.http.get("/v1/ready")
+    finally:
+        workers.close()
+    assert without.status_code == 503
+    (reason,) = without.json()["missing"]
+    assert f"no live worker runs application version {application_version('t')}" in reason
+    assert "live: v-before" in reason
+    assert with_it.status_code == 200

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import ipaddress
+import logging
 import math
 import os
 import socket
@@ -23,7 +24,14 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 import typer
 
 from dcbrain.cli._config import ConfigOption, load_config_or_exit
-from dcbrain.cli._observe import LogFormatOption, observe_process
+from dcbrain.cli._observe import (
+    DEFAULT_DB_WAIT_S,
+    DbWaitOption,
+    LogFormatOption,
+    observe_process,
+    say,
+    wait_for_database_or_exit,
+)
 from dcbrain.server.connections import DEFAULT_DRAIN_TIMEOUT_S, ConnectionLimits
 
 if TYPE_CHECKING:
@@ -126,6 +134,7 @@ def serve(
                            "(anyone who reaches it can run the brain).")
     ] = False,
     log_format: LogFormatOption = None,
+    db_wait: DbWaitOption = DEFAULT_DB_WAIT_S,
 ) -> None:
     """Serve the HTTP API (live events over SSE) and the web page at http://HOST:PORT/.
 
@@ -167,14 +176,14 @@ def serve(
                   f"this address could run the brain and read conversations. Set "
                   f"{API_TOKEN_ENV}, or pass --insecure-no-token if something else (a proxy, "
                   "a firewall) protects it")
-        sys.stderr.write(
-            f"warning: serving on {host} without {API_TOKEN_ENV} (--insecure-no-token): anyone "
-            "who can reach this address can run the brain and read conversations\n"
-        )
+        say(f"warning: serving on {host} without {API_TOKEN_ENV} (--insecure-no-token): "
+            "anyone who can reach this address can run the brain and read conversations",
+            level=logging.WARNING)
     try:  # before the (slow) brain is built, and before any URL is announced
         sock = bind(host, port)
     except OSError as exc:
         _fail(_bind_problem(host, port, exc))
+    wait_for_database_or_exit(db, db_wait, "API node" if role == "api" else "server")
     factory: Callable[[], DCBrain] | None = None
     store: RunStore | None = None
     runs: RunService | None
@@ -222,8 +231,8 @@ def serve(
     serve_metrics(app, Metrics(), token=token, open_metrics=loaded.telemetry.metrics_open)
     shown = f"[{host}]" if ":" in host else host
     bound_port = sock.getsockname()[1]
-    sys.stderr.write(f"dcbrain serving on http://{shown}:{bound_port}/ (store: {shown_store})\n")
-    sys.stderr.write(durability_notice(runs, db, role) + "\n")
+    say(f"dcbrain serving on http://{shown}:{bound_port}/ (store: {shown_store})")
+    say(durability_notice(runs, db, role))
     # No access log: the event stream may carry ?access_token= in its URL.
     # uvicorn's lines go through the process's log format (log_config=None)
     server = DrainingServer(
@@ -239,7 +248,7 @@ def _warm_up(brain: DCBrain) -> None:
     try:
         brain.warm_up()
     except Exception as exc:  # the first run meets the same problem and reports it
-        sys.stderr.write(f"warning: warming the brain up failed: {exc}\n")
+        say(f"warning: warming the brain up failed: {exc}", level=logging.WARNING)
 
 
 def _fail(message: str) -> NoReturn:

@@ -2,9 +2,9 @@
 
 SIGTERM (or Ctrl-C) drains the worker: it takes no more runs from the queue, lets the
 runs in flight finish for up to ``--drain-timeout`` seconds, then stops; the runs still
-in flight stay pending, resumed by this worker's next start under the same
-``--executor-id`` or by a live peer once this worker's heartbeat is stale. A second
-signal ends the wait at once.
+in flight go back to the queue at once, for a live peer (or this worker's next start)
+to resume. A second signal ends the wait at once. A worker started before its database
+waits for it up to ``--db-wait`` seconds, logging while it waits.
 """
 
 from __future__ import annotations
@@ -25,9 +25,19 @@ from dcbrain.cli._config import (
     config_errors_exit,
     load_config_or_exit,
 )
-from dcbrain.cli._observe import LogFormatOption, observe_process
+from dcbrain.cli._observe import (
+    DEFAULT_DB_WAIT_S,
+    DbWaitOption,
+    LogFormatOption,
+    observe_process,
+    say,
+    wait_for_database_or_exit,
+)
 from dcbrain.cli._output import fail_usage
 from dcbrain.server.connections import DEFAULT_DRAIN_TIMEOUT_S
+
+#: ``--takeover-after`` (the engine's ``DEAD_AFTER_S``, not imported: DBOS may be missing).
+DEFAULT_TAKEOVER_AFTER_S = 6.0
 
 
 def worker(
@@ -58,12 +68,21 @@ def worker(
                           "when that is set, unless [telemetry] metrics_open).")
     ] = "127.0.0.1",
     log_format: LogFormatOption = None,
+    db_wait: DbWaitOption = DEFAULT_DB_WAIT_S,
+    takeover_after: Annotated[
+        float, typer.Option(help="Seconds of silence (no heartbeat) after which a worker "
+                            "counts as dead and a live worker of its version takes its "
+                            "runs; the takeover completes within this plus about 2 s.")
+    ] = DEFAULT_TAKEOVER_AFTER_S,
 ) -> None:
     """Execute runs from the queue until SIGTERM or Ctrl-C, then drain: runs in flight
     finish within --drain-timeout, or resume elsewhere."""
     if not (math.isfinite(drain_timeout) and drain_timeout >= 0):
         fail_usage(f"--drain-timeout must be a number of seconds >= 0, not {drain_timeout}")
+    if not (math.isfinite(takeover_after) and takeover_after >= 1):
+        fail_usage(f"--takeover-after must be a number of seconds >= 1, not {takeover_after}")
     try:
+        from dcbrain.durable.engine import new_executor_id
         from dcbrain.durable.setup import OUTAGE_WAIT_S, build_engine, open_store
     except ImportError:
         sys.stderr.write("error: dcbrain worker needs DBOS, which cannot be imported here; "
@@ -75,6 +94,11 @@ def worker(
     from dcbrain.server.app import API_TOKEN_ENV
 
     loaded = load_config_or_exit(config)
+    if concurrency < 1:
+        fail_usage(f"--concurrency must be at least 1, not {concurrency}")
+    executor_id = executor_id or new_executor_id()
+    observe_process(loaded, "worker", log_format, worker=executor_id)
+    wait_for_database_or_exit(db, db_wait, "worker")
     with config_errors_exit():
         try:
             # every worker reads and writes the same; its runs wait out a database outage
@@ -83,10 +107,9 @@ def worker(
             db_url, store = open_store(db, runs, outage_wait_s=OUTAGE_WAIT_S)
         except (OSError, ValueError, DatabaseUnavailable) as exc:
             fail_usage(str(exc))
-    if concurrency < 1:
-        fail_usage(f"--concurrency must be at least 1, not {concurrency}")
     engine, _ = build_engine(db_url, store, loaded, factory, concurrency=concurrency,
-                             executor_id=executor_id, app_version=app_version)
+                             executor_id=executor_id, app_version=app_version,
+                             dead_after_s=takeover_after)
     stop, hurry = threading.Event(), threading.Event()
 
     def on_signal(*_: object) -> None:
@@ -94,7 +117,6 @@ def worker(
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    observe_process(loaded, "worker", log_format, worker=engine.executor_id)
     token = None if loaded.telemetry.metrics_open else os.environ.get(API_TOKEN_ENV) or None
     stop_metrics = _serve_metrics(store, metrics_port, metrics_host, token)
     engine.start()
@@ -104,16 +126,16 @@ def worker(
     if retention is not None:
         retention.start()
     engine.wait_warm()
-    sys.stderr.write(f"dcbrain worker {engine.executor_id} ready (version "
-                     f"{engine.app_version}, concurrency {concurrency})\n")
+    say(f"dcbrain worker {engine.executor_id} ready (version {engine.app_version}, "
+        f"concurrency {concurrency})")
     stop.wait()
     in_flight = len(engine.in_flight())
-    sys.stderr.write(f"dcbrain worker {engine.executor_id} draining: no new runs; {in_flight} "
-                     f"in flight get up to {drain_timeout:g} s\n")
+    say(f"dcbrain worker {engine.executor_id} draining: no new runs; {in_flight} in flight "
+        f"get up to {drain_timeout:g} s")
     left = engine.drain(drain_timeout, hurry)
-    sys.stderr.write(f"dcbrain worker {engine.executor_id} stopping: {len(left)} run(s) "
-                     "left to resume\n" if left else
-                     f"dcbrain worker {engine.executor_id} stopping: every run in flight ended\n")
+    say(f"dcbrain worker {engine.executor_id} stopping: {len(left)} run(s) handed back to the "
+        "queue" if left else
+        f"dcbrain worker {engine.executor_id} stopping: every run in flight ended")
     if retention is not None:
         retention.stop()
     engine.stop()

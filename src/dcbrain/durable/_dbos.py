@@ -1,6 +1,6 @@
 """DBOS behind one adapter: the only module of dcbrain that imports ``dbos``.
 
-DBOS's public API covers most of what durable runs need; four things it does not, and
+DBOS's public API covers most of what durable runs need; seven things it does not, and
 this module is where they are reached, so an upgrade that moves them breaks here (and in
 ``tests/durable/test_dbos_contract.py``) rather than somewhere in the engine:
 
@@ -11,6 +11,15 @@ this module is where they are reached, so an upgrade that moves them breaks here
 - stopping this process from starting queued workflows while the ones it runs go on (a
   draining worker: DBOS stops polling only in ``destroy``, which abandons running ones;
   the queue threads share one stop event, passed to them as their first argument);
+- waking the queue thread when a run is queued or ends, rather than polling the queue
+  tightly (the thread waits on its stop event with a timeout; :func:`launch` makes that
+  event one whose wait a notification ends early without stopping the thread);
+- polling DBOS's own queues, and running its background jobs (delayed workflows,
+  workflow timeouts), which dcbrain does not use, less often than every second, and not
+  polling for schedules (none) every second in the first minute;
+- capping how many runs this process takes from the queue at each look (its fair share;
+  DBOS reads one ``worker_concurrency`` for every worker from the queue's row, which it
+  reloads before each look through its system database's ``get_queue``);
 - reaching this process's run executor from a workflow function (DBOS registers workflows as
   module-level functions, one DBOS per process, so the executor lives in a process-wide slot).
 
@@ -21,7 +30,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final
 
@@ -119,6 +128,14 @@ def database_errors(doing: str) -> Iterator[None]:
 def stop_dequeuing(queue_name: str) -> bool:
     """Stop this process's DBOS from starting workflows queued on ``queue_name`` (and its
     other queues); workflows it runs go on. ``False`` when no polling thread was found."""
+    stop_event = _queue_stop_event(queue_name)
+    if stop_event is None:
+        return False
+    stop_event.set()
+    return True
+
+
+def _queue_stop_event(queue_name: str) -> threading.Event | None:
     name = QUEUE_THREAD_PREFIX + queue_name
     for thread in threading.enumerate():
         if thread.name != name:
@@ -128,11 +145,109 @@ def stop_dequeuing(queue_name: str) -> bool:
         if not isinstance(stop_event, threading.Event):
             raise DBOSContractError(
                 f"DBOS's thread {name} no longer takes its stop event as first argument: a "
-                "draining worker cannot stop taking runs; pin dbos to the version dcbrain "
-                "was tested with")
-        stop_event.set()
-        return True
-    return False
+                "worker cannot stop taking runs, nor be woken; pin dbos to the version "
+                "dcbrain was tested with")
+        return stop_event
+    return None
+
+
+class WakeableEvent(threading.Event):
+    """An event whose :meth:`wait` returns whether it is set, even when its condition was
+    notified without setting it: :func:`wake_dequeuing` ends a wait early that way.
+    (``threading.Event.wait`` returns ``True`` for any notification.)"""
+
+    def wait(self, timeout: float | None = None) -> bool:
+        with self._cond:  # type: ignore[attr-defined]
+            if not self._flag:  # type: ignore[attr-defined]
+                self._cond.wait(timeout)  # type: ignore[attr-defined]
+            return bool(self._flag)  # type: ignore[attr-defined]
+
+    def wake(self) -> None:
+        """End the current waits early, leaving the event unset."""
+        with self._cond:  # type: ignore[attr-defined]
+            self._cond.notify_all()  # type: ignore[attr-defined]
+
+
+def launch() -> None:
+    """``DBOS.launch()``, with the stop event of its queue threads a :class:`WakeableEvent`
+    (DBOS makes it in ``launch``; the queue threads get it as their first argument)."""
+    import types
+
+    import dbos._dbos as dbos_module
+
+    wakeable = types.ModuleType("threading")
+    wakeable.__dict__.update(threading.__dict__)
+    wakeable.Event = WakeableEvent  # type: ignore[attr-defined]
+    namespace = vars(dbos_module)
+    real = namespace["threading"]
+    namespace["threading"] = wakeable
+    try:
+        DBOS.launch()
+    finally:
+        namespace["threading"] = real
+
+
+def wake_dequeuing(queue_name: str) -> bool:
+    """Have DBOS look at ``queue_name`` now instead of at its next poll; ``False`` when no
+    polling thread was found (or it cannot be woken; then it looks at its next poll, as
+    it does when it was busy looking)."""
+    stop_event = _queue_stop_event(queue_name)
+    if not isinstance(stop_event, WakeableEvent):
+        return False
+    stop_event.wake()
+    return True
+
+
+def cap_dequeuing(queue_name: str, cap: Callable[[], int]) -> None:
+    """Have this process take runs from ``queue_name`` only while it executes fewer than
+    ``cap()`` of them (asked before each look at the queue, in DBOS's queue thread; 0
+    skips the look's dequeue, the costly part)."""
+    from dbos._dbos import _get_dbos_instance
+
+    sys_db = _get_dbos_instance()._sys_db
+    get_queue = getattr(sys_db, "get_queue", None)
+    if get_queue is None:
+        raise DBOSContractError("DBOS's system database has no get_queue any more: runs "
+                                "cannot be spread fairly; pin dbos to the version dcbrain "
+                                "was tested with")
+
+    def capped(name: str, *args: Any, **kwargs: Any) -> Any:
+        queue = get_queue(name, *args, **kwargs)
+        if queue is not None and name == queue_name:
+            if not hasattr(queue, "_worker_concurrency"):
+                raise DBOSContractError("DBOS's Queue has no _worker_concurrency any more")
+            queue._worker_concurrency = max(0, cap())  # 0: takes nothing this time
+        return queue
+
+    sys_db.get_queue = capped  # type: ignore[method-assign]
+
+
+#: Seconds between DBOS's background jobs (delayed workflows, timeouts: dcbrain has none).
+BACKGROUND_JOBS_S: Final = 30.0
+
+
+def quiet_background_threads() -> None:
+    """Before launch: DBOS's background jobs every :data:`BACKGROUND_JOBS_S` rather than
+    every second, and no fast schedule polling at start (the config sets the usual one).
+    A DBOS without these settings only costs more CPU while idle (the contract test says so)."""
+    from dbos import _scheduler, _workflow_commands
+
+    if hasattr(_workflow_commands, "_BACKGROUND_JOBS_INTERVAL_SEC"):
+        _workflow_commands._BACKGROUND_JOBS_INTERVAL_SEC = BACKGROUND_JOBS_S
+    if hasattr(_scheduler, "_STARTUP_FAST_POLL_DURATION_SEC"):
+        _scheduler._STARTUP_FAST_POLL_DURATION_SEC = 0.0
+
+
+def slow_internal_queues(polling_interval_s: float) -> None:
+    """Have DBOS poll its own queues (the scheduler's, Kafka's; dcbrain queues nothing
+    there) every ``polling_interval_s`` instead of every second."""
+    from dbos._dbos import _get_dbos_instance
+
+    registry = _get_dbos_instance()._registry
+    for queue in registry.internal_queues():
+        if not hasattr(queue, "_polling_interval_sec"):
+            raise DBOSContractError("DBOS's Queue has no _polling_interval_sec any more")
+        queue._polling_interval_sec = polling_interval_s
 
 
 class _ExecutorSlot:
@@ -162,10 +277,15 @@ __all__ = [
     "DBOSContractError",
     "EnqueueOptions",
     "WorkflowSerializationFormat",
+    "cap_dequeuing",
     "database_errors",
+    "launch",
     "migrate_system_database",
     "queue_is_polled",
+    "quiet_background_threads",
     "recover_pending_workflows",
+    "slow_internal_queues",
     "stop_dequeuing",
     "wait_until_polled",
+    "wake_dequeuing",
 ]

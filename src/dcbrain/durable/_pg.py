@@ -8,6 +8,7 @@ answers ``503`` at once). What still fails is raised as :class:`DatabaseUnavaila
 
 from __future__ import annotations
 
+import logging
 import queue
 import select
 import threading
@@ -22,8 +23,12 @@ from dcbrain.exceptions import DatabaseUnavailable
 if TYPE_CHECKING:
     import psycopg
 
+logger = logging.getLogger("dcbrain.durable")
+
 #: Seconds a connection attempt may take before the database counts as unreachable.
 CONNECT_TIMEOUT_S: Final = 5
+#: Seconds between the lines a process waiting for its database at start logs.
+WAIT_LOG_EVERY_S: Final = 5.0
 #: Pause between attempts to reach a database that is down (doubling up to the second).
 _FIRST_PAUSE_S: Final = 0.1
 _LONGEST_PAUSE_S: Final = 1.0
@@ -124,6 +129,42 @@ class Connections:
                     self._idle.get_nowait().close()
                 except queue.Empty:
                     break
+
+
+def wait_for_database(url: str, timeout_s: float, *, role: str) -> None:
+    """Return once the PostgreSQL database at ``url`` accepts a connection; log a line
+    every :data:`WAIT_LOG_EVERY_S` while it does not; raise :class:`DatabaseUnavailable`
+    after ``timeout_s`` (a process started before its database waits for it)."""
+    import psycopg
+
+    dsn = pg_dsn(url)
+    where = dsn.rsplit("@", 1)[-1]
+    started = time.monotonic()
+    next_line = started
+    pause = _FIRST_PAUSE_S
+    while True:
+        try:
+            with psycopg.connect(dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S):
+                pass
+        except psycopg.OperationalError as exc:
+            waited = time.monotonic() - started
+            if waited + pause > timeout_s:
+                raise DatabaseUnavailable(
+                    f"the database {where} was still unavailable after {waited:.0f} s "
+                    f"(the {role} waits up to {timeout_s:g} s at start): "
+                    f"{str(exc).strip()}") from exc
+            if time.monotonic() >= next_line:
+                logger.warning("the %s waits for the database %s (%.0f s so far, up to %g s): "
+                               "%s", role, where, waited, timeout_s,
+                               str(exc).strip().splitlines()[0] if str(exc).strip() else exc)
+                next_line = time.monotonic() + WAIT_LOG_EVERY_S
+            time.sleep(pause)
+            pause = min(pause * 2, _LONGEST_PAUSE_S)
+            continue
+        if next_line > started:  # it waited: say that it is over
+            logger.warning("the database %s is reachable: the %s starts (after %.1f s)",
+                           where, role, time.monotonic() - started)
+        return
 
 
 def _closed_by_server(conn: psycopg.Connection[Any]) -> bool:

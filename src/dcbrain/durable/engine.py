@@ -3,10 +3,19 @@
 DBOS is one per process, so is :class:`DurableEngine`. A worker launches DBOS with the run
 workflow and the queue; an API-only node talks to the same database through a
 ``DBOSClient`` and never executes a run. Workers on PostgreSQL write a heartbeat every
-:data:`HEARTBEAT_S`; a worker silent for :data:`DEAD_AFTER_S` is claimed by one live
-worker of its application version, which hands its pending runs back to the queue (DBOS's
-recovery of an executor). Runs no live worker's version can resume are marked stranded
-until one starts or an operator resumes them (``workers.py``, :meth:`DurableEngine.resume`).
+:data:`HEARTBEAT_S`; a worker silent for ``dead_after_s`` (:data:`DEAD_AFTER_S`) is claimed
+by one live worker of its application version, which hands its pending runs back to the
+queue (DBOS's recovery of an executor). A worker claims nobody until it has itself been
+beating for ``dead_after_s`` without a gap: after a database outage every heartbeat is old,
+and the live workers get that long to beat again. Runs no live worker's version can resume
+are marked stranded until one starts or an operator resumes them (``workers.py``,
+:meth:`DurableEngine.resume`).
+
+The queue is not polled tightly: a worker looks at it when ``NOTIFY dcbrain_queue`` says a
+run was queued, handed back or ended (its control listener wakes DBOS's queue thread), and
+otherwise every :data:`QUEUE_POLL_S`. At each look it takes runs only while it executes
+fewer than its fair share (:func:`~dcbrain.durable.workers.fair_share`), so a burst of runs
+spreads over the live workers.
 """
 
 from __future__ import annotations
@@ -31,18 +40,29 @@ from dcbrain.durable._dbos import (
     DBOSConfig,
     EnqueueOptions,
     WorkflowSerializationFormat,
+    cap_dequeuing,
     database_errors,
+    launch,
     migrate_system_database,
+    quiet_background_threads,
     recover_pending_workflows,
+    slow_internal_queues,
     stop_dequeuing,
     wait_until_polled,
+    wake_dequeuing,
 )
 from dcbrain.durable._urls import dbos_url, is_postgres
 from dcbrain.durable.approvals import run_id_of
-from dcbrain.durable.control import ControlChannel
+from dcbrain.durable.control import QUEUE_CHANNEL, ControlChannel
 from dcbrain.durable.executor import RunExecutor
 from dcbrain.durable.store import DurableStore, PostgresDurableStore
-from dcbrain.durable.workers import PendingRun, WorkerRegistry, mark_stranded, stranded
+from dcbrain.durable.workers import (
+    PendingRun,
+    WorkerRegistry,
+    fair_share,
+    mark_stranded,
+    stranded,
+)
 from dcbrain.durable.workflow import QUEUE_NAME, WORKFLOW_NAME
 from dcbrain.exceptions import DatabaseUnavailable, RunConflict
 from dcbrain.memory import RunRecord
@@ -50,14 +70,28 @@ from dcbrain.runs import QUEUED, STRANDED, TERMINAL_STATUSES
 
 logger = logging.getLogger("dcbrain.durable")
 
-#: Seconds between a worker's heartbeats.
+#: Seconds between a worker's heartbeats (at most; a quarter of ``dead_after_s`` if less).
 HEARTBEAT_S: Final = 2.0
-#: A worker whose heartbeat is older than this is dead: its runs go back to the queue.
-DEAD_AFTER_S: Final = 15.0
+#: A worker whose heartbeat is older than this is dead: its runs go back to the queue
+#: (``dcbrain worker --takeover-after``). A takeover completes within this plus one
+#: heartbeat of the worker that claims it, and its recovery (about 8 s by default).
+DEAD_AFTER_S: Final = 6.0
 #: Seconds between an API node's attempts at migrating DBOS's schema while it cannot.
 MIGRATE_RETRY_S: Final = 1.0
-#: How often a worker looks at the queue for runs to start (seconds).
-QUEUE_POLL_S: Final = 0.1
+#: How often a worker looks at the queue when nothing woke it (seconds): a safety net
+#: for a lost ``NOTIFY``; queued runs and ended ones wake the workers at once.
+QUEUE_POLL_S: Final = 5.0
+#: The same for one process on SQLite (woken by its own enqueues only).
+LOCAL_QUEUE_POLL_S: Final = 0.5
+#: How often DBOS's own queues (unused by dcbrain) are polled (seconds).
+INTERNAL_QUEUE_POLL_S: Final = 30.0
+#: Seconds between two looks for stranded runs (by a worker, with its heartbeat).
+STRANDED_EVERY_S: Final = 10.0
+#: How often DBOS flushes its own notifications, and looks for schedules (seconds).
+NOTIFY_COALESCE_S: Final = 0.25
+SCHEDULER_POLL_S: Final = 60.0
+#: How often DBOS's waits for a notification fall back to reading the table (seconds).
+NOTIFICATION_POLL_S: Final = 1.0
 #: How often a draining worker looks whether its runs in flight have ended (seconds).
 DRAIN_POLL_S: Final = 0.05
 #: Python's thread switch interval in a process that executes runs (default 5 ms): the
@@ -98,21 +132,27 @@ class DurableEngine:
         executor: RunExecutor | None = None,
         concurrency: int = 16,
         executor_id: str | None = None,
+        dead_after_s: float = DEAD_AFTER_S,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
+        if not dead_after_s > 0:
+            raise ValueError("dead_after_s must be a positive number of seconds")
         self.db_url = db_url
         self.store = store
         self.app_version = app_version
         self.executor = executor
         self.concurrency = concurrency
+        self.dead_after_s = dead_after_s
+        self.heartbeat_s = min(HEARTBEAT_S, dead_after_s / 4)
         postgres = is_postgres(db_url)
         self.executor_id = executor_id or (new_executor_id() if postgres else "local")
         if executor is not None:
             executor.executor_id = self.executor_id
             executor.requeue = self.enqueue  # a run whose approvals were decided meanwhile
         self.control = ControlChannel(db_url if postgres else None,
-                                      executor.handle if executor is not None else None)
+                                      executor.handle if executor is not None else None,
+                                      on_queue=self._wake_queue)
         self.workers = (WorkerRegistry(store) if isinstance(store, PostgresDurableStore)
                         else None)
         self._client: DBOSClient | None = None
@@ -120,9 +160,12 @@ class DurableEngine:
         #: Set once DBOS's schema is known to be migrated (runs may be enqueued).
         self.schema_ready = threading.Event()
         self._migrating: threading.Thread | None = None
-        #: When this worker's heartbeats started to succeed again after they failed
-        #: (``None``: failing now; at start, as if forever).
+        #: Since when this worker's heartbeats succeed without a gap (``None``: failing
+        #: now; at start, as if forever); it claims no dead worker before
+        #: ``dead_after_s`` of that.
         self._beating_since: float | None = float("-inf")
+        self._last_beat: float | None = None
+        self._stranded_at = float("-inf")
         self._stop = threading.Event()
         self._heartbeat: threading.Thread | None = None
         self._warming: threading.Thread | None = None
@@ -166,19 +209,30 @@ class DurableEngine:
             "executor_id": self.executor_id,
             "serializer": PORTABLE_JSON,
             "log_level": os.environ.get("DBOS_LOG_LEVEL", "WARNING"),
-            "notification_listener_polling_interval_sec": QUEUE_POLL_S,
+            "notification_listener_polling_interval_sec": NOTIFICATION_POLL_S,
+            # DBOS's events and streams, which dcbrain does not use: their notifications
+            # are flushed this often (DBOS's default wakes a thread 100 times a second).
+            "notification_coalesce_sec": NOTIFY_COALESCE_S,
+            "scheduler_polling_interval_sec": SCHEDULER_POLL_S,
         }
+        quiet_background_threads()
         DBOS(config=config)
-        DBOS.launch()  # migrates DBOS's schema, under DBOS's advisory lock
+        launch()  # DBOS's; migrates its schema, under DBOS's advisory lock
         self._launched = True
         self.schema_ready.set()
+        poll_s = QUEUE_POLL_S if self.workers is not None else LOCAL_QUEUE_POLL_S
         DBOS.register_queue(QUEUE_NAME, worker_concurrency=self.concurrency,
-                            partition_concurrency=1, polling_interval_sec=QUEUE_POLL_S,
+                            partition_concurrency=1, polling_interval_sec=poll_s,
                             on_conflict="always_update")
+        slow_internal_queues(INTERNAL_QUEUE_POLL_S)
+        if self.workers is not None:
+            cap_dequeuing(QUEUE_NAME, self._fair_share)
         if not wait_until_polled(QUEUE_NAME):
             logger.warning("DBOS did not start polling %s; the worker may start runs late",
                            QUEUE_NAME)
         self.control.start()
+        if self.executor is not None:
+            self.executor.on_end = self.notify_queue
         if self.workers is not None:
             self._heartbeat = threading.Thread(target=self._beat, args=(self.workers,),
                                                name="dcbrain-heartbeat", daemon=True)
@@ -188,6 +242,22 @@ class DurableEngine:
                 self.report_stranded({self.app_version})
             except Exception:
                 logger.exception("looking for stranded runs failed")
+
+    def _release(self) -> None:
+        """Hand this worker's pending runs back to the queue and forget its heartbeat."""
+        assert self.workers is not None
+        try:
+            if self.in_flight():
+                handles = recover_pending_workflows([self.executor_id])
+                logger.warning("worker %s stops: %d run(s) handed back to the queue",
+                               self.executor_id, len(handles))
+                self.notify_queue()
+            self.workers.forget(self.executor_id)
+        except Exception as exc:  # they move once this worker's heartbeat is old
+            logger.warning("worker %s could not hand its runs back (%s): a live peer takes "
+                           "them after %g s", self.executor_id, exc, self.dead_after_s)
+        finally:
+            self.workers.close()
 
     def _migrate(self) -> None:
         """Migrate DBOS's schema from an API node too: whichever node starts first, no run
@@ -212,13 +282,20 @@ class DurableEngine:
             return missing
         try:
             self.store.connections.probe()  # a connection of its own: never waits
-            workers = len(self.workers.versions(DEAD_AFTER_S)) if self.executor is None else 1
+            versions = (set(self.workers.versions(self.dead_after_s).values())
+                        if self.executor is None else {self.app_version})
         except DatabaseUnavailable as exc:  # the probe is open: the details go to the log
             logger.warning("readiness: %s", exc)
             return ["database: the database is unavailable", *missing]
-        if workers == 0:
+        if not versions:
             missing.append(f"workers: no worker has sent a heartbeat in the last "
-                           f"{DEAD_AFTER_S:.0f} s (start dcbrain worker)")
+                           f"{self.dead_after_s:g} s (start dcbrain worker)")
+        elif self.app_version not in versions and None not in versions:
+            live = ", ".join(sorted(v for v in versions if v))
+            missing.append(f"workers: no live worker runs application version "
+                           f"{self.app_version}, the one runs queued here get (live: {live}); "
+                           "they would wait in the queue: start a worker of this version "
+                           "(same dcbrain and config, or the same --app-version)")
         return missing
 
     def wait_warm(self, timeout_s: float | None = None) -> None:
@@ -255,13 +332,20 @@ class DurableEngine:
         return self.in_flight()
 
     def stop(self) -> None:
-        """Stop executing; runs in flight stay pending and resume elsewhere or at restart."""
+        """Stop executing; runs in flight stay pending and resume elsewhere or at restart.
+
+        A worker on PostgreSQL hands the runs it still executes back to the queue at once
+        and removes its heartbeat: a live peer takes them without waiting for this worker
+        to count as dead.
+        """
         self._stop.set()
         if self.executor is not None:
             self.executor.stopping = True
         self.control.close()
         if self._heartbeat is not None:
             self._heartbeat.join(timeout=5)
+        if self._launched and self.workers is not None:
+            self._release()
         if self._migrating is not None:
             self._migrating.join(timeout=5)
         if self._client is not None:
@@ -313,6 +397,7 @@ class DurableEngine:
                 self._client.enqueue(options, conversation_id, question)
             else:
                 DBOS.enqueue_workflow_with_options(options, conversation_id, question)
+        self.notify_queue()
 
     def cancel(self, run_id: str, workflow_id: str | None = None) -> None:
         """Tell DBOS the run is over (a queued run then never starts); ``workflow_id``
@@ -425,7 +510,7 @@ class DurableEngine:
         if active and record.status != STRANDED and (live is None or version in live):
             raise RunConflict(
                 f"run {run_id} is {record.status} under version {version}, which a live "
-                f"worker runs (a dead worker's runs move after {DEAD_AFTER_S:.0f} s of "
+                f"worker runs (a dead worker's runs move after {self.dead_after_s:g} s of "
                 "silence): nothing to resume")
         if version == target:  # stranded, cancelled, or given up after repeated crashes
             self._requeue(workflow_id)
@@ -467,7 +552,7 @@ class DurableEngine:
         """Versions of live workers (``None``: not known, no heartbeats in one process)."""
         if self.workers is None:
             return None
-        return set(self.workers.versions(DEAD_AFTER_S).values())
+        return set(self.workers.versions(self.dead_after_s).values())
 
     # -- dead workers and stranded runs ----------------------------------------------------
 
@@ -495,27 +580,76 @@ class DurableEngine:
     def _beat(self, workers: WorkerRegistry) -> None:
         while not self._stop.is_set():
             try:
-                workers.heartbeat(self.executor_id, self.app_version)
-                now = time.monotonic()
-                if self._beating_since is None:
-                    self._beating_since = now
-                if now - self._beating_since < DEAD_AFTER_S:
-                    # After an outage every worker's heartbeat is old: the live ones get
-                    # the time to beat again before any of them counts as dead.
-                    self._stop.wait(HEARTBEAT_S)
-                    continue
-                for dead in workers.claim_dead(DEAD_AFTER_S, self.app_version):
-                    if dead == self.executor_id:
-                        continue
-                    started = time.monotonic()
-                    handles = recover_pending_workflows([dead])
-                    logger.warning("worker %s is silent: %d run(s) back on the queue (%.2f s)",
-                                   dead, len(handles), time.monotonic() - started)
-                self.report_stranded(set(workers.versions(DEAD_AFTER_S).values()))
+                self._beat_once(workers)
             except DatabaseUnavailable as exc:
+                if self._beating_since is not None:
+                    logger.warning("heartbeat failed: %s; no worker is called dead until "
+                                   "heartbeats have gone through for %g s again", exc,
+                                   self.dead_after_s)
                 self._beating_since = None
-                logger.warning("heartbeat failed: %s", exc)
             except Exception:
                 self._beating_since = None
                 logger.exception("heartbeat failed")
-            self._stop.wait(HEARTBEAT_S)
+            self._stop.wait(self.heartbeat_s)
+
+    def _beat_once(self, workers: WorkerRegistry) -> None:
+        silent = workers.heartbeat(self.executor_id, self.app_version, self.concurrency,
+                                   silent_for_s=self.dead_after_s)
+        now = time.monotonic()
+        # A beat that failed, or came late (the database hung, this process was paused):
+        # every peer may have been as silent for the same reason, so the grace restarts.
+        late = self._last_beat is not None and now - self._last_beat > 2 * self.heartbeat_s
+        self._last_beat = now
+        if self._beating_since is None or late:
+            if self._beating_since is None:
+                logger.warning("heartbeats go through again: workers silent meanwhile get "
+                               "%g s to beat before any is called dead", self.dead_after_s)
+            self._beating_since = now
+        if now - self._beating_since < self.dead_after_s:
+            return
+        for dead in workers.claim_dead(self.dead_after_s, self.app_version) if silent else ():
+            if dead == self.executor_id:
+                continue
+            started = time.monotonic()
+            handles = recover_pending_workflows([dead])
+            logger.warning("worker %s is silent: %d run(s) back on the queue (%.2f s)",
+                           dead, len(handles), time.monotonic() - started)
+            if handles:
+                self.notify_queue()
+        if now - self._stranded_at >= STRANDED_EVERY_S:
+            self._stranded_at = now
+            self.report_stranded(set(workers.versions(self.dead_after_s).values()))
+
+    # -- waking workers, sharing runs fairly ------------------------------------------------
+
+    def notify_queue(self) -> None:
+        """Tell every worker to look at the queue now (a run was queued, handed back or
+        ended); best effort: a worker not told looks within :data:`QUEUE_POLL_S`."""
+        if self.workers is None:  # one process: no one else to tell
+            self._wake_queue()
+            return
+        try:  # the registry's connections never wait out an outage
+            with self.workers.connections.use() as conn:
+                conn.execute("SELECT pg_notify(%s, '')", (QUEUE_CHANNEL,))
+        except Exception as exc:
+            logger.debug("could not notify %s: %s", QUEUE_CHANNEL, exc)
+
+    def _wake_queue(self) -> None:
+        if self._launched:
+            wake_dequeuing(QUEUE_NAME)
+
+    def _fair_share(self) -> int:
+        """The runs this worker may execute at once now (asked before each look at the
+        queue): its share of the runs queued and executing, by concurrency; 0 while
+        nothing is queued (DBOS then skips its look)."""
+        if self.workers is None:
+            return self.concurrency
+        try:
+            queued, executing, capacity = self.workers.load(
+                QUEUE_NAME, self.app_version, 2 * self.heartbeat_s + 1)
+        except Exception as exc:  # DBOS's own look meets the same and says so
+            logger.debug("could not read the queue's load: %s", exc)
+            return self.concurrency
+        if queued == 0:
+            return 0
+        return fair_share(queued + executing, self.concurrency, capacity)

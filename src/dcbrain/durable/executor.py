@@ -12,6 +12,8 @@ the run ``running`` for the next execution to resume.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -84,6 +86,9 @@ class RunExecutor:
         self.executor_id = executor_id
         self.policy = SupersedePolicy(supersede_grace_s)
         self.live: dict[str, LiveRun] = {}
+        #: The summary of each execution in progress here, once it ends (what a second
+        #: execution of the same run returns).
+        self._executing: dict[str, concurrent.futures.Future[dict[str, Any]]] = {}
         self.stopping = False
         #: The loop every run of this process executes on.
         self.runs = RunLoop(max_threads=max_threads)
@@ -92,6 +97,8 @@ class RunExecutor:
         #: Queues a run again (the engine's): one whose approvals were all decided while
         #: its execution was still ending.
         self.requeue: Requeue | None = None
+        #: Called (in a thread) after a run's execution ended here: its slot is free.
+        self.on_end: Callable[[], None] | None = None
 
     def warm_up(self) -> None:
         """Build one brain and have it load what its first run would load lazily.
@@ -129,7 +136,36 @@ class RunExecutor:
     # -- a run ---------------------------------------------------------------------------
 
     async def execute(self, run_id: str, conversation_id: str, question: str) -> dict[str, Any]:
-        """Execute (or resume) the run; returns its summary (``status``, ``reason``)."""
+        """Execute (or resume) the run; returns its summary (``status``, ``reason``).
+
+        A second execution of a run this process executes already (DBOS handed it out
+        again: its worker was called dead while it was not) starts nothing: it waits for
+        the first one and returns its summary, so it can never record an outcome of its own.
+        """
+        already = self._executing.get(run_id)
+        if already is not None:
+            logger.warning("run %s: a second execution was started while this worker "
+                           "executes it; it waits for the first and records nothing", run_id)
+            return await asyncio.wrap_future(already)
+        ended: concurrent.futures.Future[dict[str, Any]] = concurrent.futures.Future()
+        self._executing[run_id] = ended
+        try:
+            summary = await self._execute(run_id, conversation_id, question)
+        except BaseException as exc:
+            ended.set_exception(exc if isinstance(exc, Exception)
+                                else DurableRunError("the run's execution stopped"))
+            raise
+        else:
+            ended.set_result(summary)
+        finally:
+            self._executing.pop(run_id, None)
+            if self.on_end is not None and not self.stopping:
+                with contextlib.suppress(Exception):
+                    await asyncio.to_thread(self.on_end)
+        return summary
+
+    async def _execute(self, run_id: str, conversation_id: str,
+                       question: str) -> dict[str, Any]:
         claimed, journal = await asyncio.to_thread(self._claim, run_id)
         if claimed is None or journal is None:  # ended before it started, or unknown
             record = await asyncio.to_thread(self.store.get_run, run_id)
@@ -143,6 +179,10 @@ class RunExecutor:
                              traceparent=claimed.data.get("traceparent"))
         live = LiveRun(request, Neural(), sink, journal, resumed)
         self.live[run_id] = live
+        return await self._run(live)
+
+    async def _run(self, live: LiveRun) -> dict[str, Any]:
+        request, sink, run_id = live.request, live.sink, live.request.run_id
         # Asked to stop while no worker ran it (this is a recovery): it stops at once.
         record = await asyncio.to_thread(self.store.get_run, run_id)
         if record is not None and (record.data.get("abort_requested")
@@ -239,14 +279,23 @@ class RunExecutor:
         changes = {"reason": outcome.reason, "result": outcome.result_record(),
                    "error": encodable(outcome.error), "superseded_by": request.superseded_by,
                    "event_count": request.next_seq, "finished_at": time.time()}
+        changes["executor_id"] = self.executor_id  # the worker whose outcome this is
         final = [sink.final] if sink.final is not None else []
         try:
             # The status with the final event, at once. Stranded too: a worker silent too
             # long (not dead) may be called stranded.
-            await asyncio.to_thread(self.store.end_run, request.run_id, outcome.status,
-                                    changes, final, only_from=(RUNNING, QUEUED, STRANDED))
+            recorded = await asyncio.to_thread(
+                self.store.end_run, request.run_id, outcome.status, changes, final,
+                only_from=(RUNNING, QUEUED, STRANDED))
         except Exception:  # the run stays running in the store: a peer resumes it
             logger.exception("could not record the end (%s) of run %s", outcome.status,
                              request.run_id)
+        else:
+            if recorded is None:  # another execution of the run ended it first: it stands
+                record = await asyncio.to_thread(self.store.get_run, request.run_id)
+                logger.warning("run %s: this execution ended %s, but the run had ended "
+                               "already (%s, by another execution); that outcome stands",
+                               request.run_id, outcome.status,
+                               record.status if record is not None else "unknown")
         return {"run_id": request.run_id, "status": outcome.status, "reason": outcome.reason,
                 "executed": True}

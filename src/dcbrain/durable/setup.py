@@ -9,7 +9,7 @@ from typing import Final
 
 from dcbrain.config import Config
 from dcbrain.durable._urls import is_postgres, sqlite_url
-from dcbrain.durable.engine import DurableEngine, application_version
+from dcbrain.durable.engine import DEAD_AFTER_S, DurableEngine, application_version
 from dcbrain.durable.executor import DurableBrainFactory, RunExecutor
 from dcbrain.durable.hub import EventHub
 from dcbrain.durable.memory import PostgresMemory
@@ -84,12 +84,14 @@ def build_engine(
     concurrency: int = 16,
     executor_id: str | None = None,
     app_version: str | None = None,
+    dead_after_s: float = DEAD_AFTER_S,
 ) -> tuple[DurableEngine, EventHub]:
     """The engine (a worker when ``factory`` is given) and an event hub on ``store``;
-    the application version as :func:`chosen_version` chooses it."""
+    the application version as :func:`chosen_version` chooses it; ``dead_after_s``: the
+    silence after which a worker's runs move to a live one."""
     executor = None if factory is None else RunExecutor(store, factory)
     engine = DurableEngine(db_url, store, app_version=chosen_version(config, app_version),
                            executor=executor, concurrency=concurrency,
-                           executor_id=executor_id)
+                           executor_id=executor_id, dead_after_s=dead_after_s)
     hub = EventHub(store, listen_url=db_url if is_postgres(db_url) else None)
     return engine, hub

@@ -187,6 +187,7 @@ CREATE TABLE IF NOT EXISTS dcbrain_workers (
     heartbeat_at double precision NOT NULL
 );
 ALTER TABLE dcbrain_workers ADD COLUMN IF NOT EXISTS app_version text;
+ALTER TABLE dcbrain_workers ADD COLUMN IF NOT EXISTS concurrency integer;
 """
 #: Serializes schema creation between processes starting at once.
 _SCHEMA_LOCK_ID: Final = 0x6463_6272  # "dcbr"

@@ -16,10 +16,12 @@ and resumes the run) or an operator resumes it under another version
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
+from dcbrain.durable._pg import Connections
 from dcbrain.durable.store import DurableStore, PostgresDurableStore
 from dcbrain.runs import QUEUED, RUNNING, STRANDED
 
@@ -76,20 +78,65 @@ def stranded_runs(store: DurableStore) -> dict[str, list[str]]:
     return found
 
 
+def fair_share(load: int, concurrency: int, capacity: int) -> int:
+    """How many runs a worker of ``concurrency`` may execute at once while ``load`` runs
+    are queued or executing on live workers whose concurrencies add up to ``capacity``:
+    its part of the load in proportion to its concurrency, rounded up (so the parts add up
+    to the load: no run waits while some worker has room), at least 1 and at most
+    ``concurrency``."""
+    if capacity <= 0:  # no live worker counted yet (this one's first heartbeat is coming)
+        return concurrency
+    return max(1, min(concurrency, math.ceil(load * concurrency / capacity)))
+
+
 class WorkerRegistry:
-    """The ``dcbrain_workers`` heartbeat rows of one PostgreSQL database."""
+    """The ``dcbrain_workers`` heartbeat rows of one PostgreSQL database.
+
+    Through connections of its own that never wait out an outage: a heartbeat that
+    cannot be written fails at once, so a worker knows when the database was away (and
+    gives its peers the time to beat again before it calls any of them dead).
+    """
 
     def __init__(self, store: PostgresDurableStore) -> None:
-        self.connections = store.connections
+        self.connections = Connections(store.dsn, max_connections=2)
 
-    def heartbeat(self, executor_id: str, app_version: str) -> None:
+    def close(self) -> None:
+        self.connections.close()
+
+    def heartbeat(self, executor_id: str, app_version: str,
+                  concurrency: int | None = None, *, silent_for_s: float = math.inf) -> int:
+        """Write the worker's heartbeat; returns how many workers of ``app_version`` (or
+        of none) have been silent for ``silent_for_s`` (what :meth:`claim_dead` would
+        claim), in the same round trip."""
         now = time.time()
         with self.connections.use() as conn:
-            conn.execute(
-                "INSERT INTO dcbrain_workers (executor_id, started_at, heartbeat_at, "
-                "app_version) VALUES (%s, %s, %s, %s) ON CONFLICT (executor_id) DO UPDATE "
-                "SET heartbeat_at = excluded.heartbeat_at, app_version = excluded.app_version",
-                (executor_id, now, now, app_version))
+            row = conn.execute(
+                "WITH beat AS (INSERT INTO dcbrain_workers (executor_id, started_at, "
+                "heartbeat_at, app_version, concurrency) VALUES (%s, %s, %s, %s, %s) "
+                "ON CONFLICT (executor_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at, "
+                "app_version = excluded.app_version, concurrency = excluded.concurrency) "
+                "SELECT count(*) FROM dcbrain_workers WHERE heartbeat_at < %s "
+                "AND (app_version = %s OR app_version IS NULL)",
+                (executor_id, now, now, app_version, concurrency,
+                 now - min(silent_for_s, 1e12), app_version)).fetchone()
+        return 0 if row is None else int(row[0])
+
+    def load(self, queue_name: str, app_version: str,
+             live_within_s: float) -> tuple[int, int, int]:
+        """``(queued, executing, capacity)``: the runs of ``app_version`` queued and
+        executing on ``queue_name`` (DBOS's workflows), and the summed concurrency of the
+        workers of that version heard from within ``live_within_s``."""
+        with self.connections.use() as conn:
+            row = conn.execute(
+                "SELECT count(*) FILTER (WHERE status = 'ENQUEUED'), "
+                "count(*) FILTER (WHERE status = 'PENDING'), "
+                "(SELECT coalesce(sum(concurrency), 0) FROM dcbrain_workers "
+                "WHERE heartbeat_at >= %s AND app_version = %s) "
+                "FROM dbos.workflow_status WHERE queue_name = %s "
+                "AND status IN ('ENQUEUED', 'PENDING') AND application_version = %s",
+                (time.time() - live_within_s, app_version, queue_name, app_version),
+            ).fetchone()
+        return (0, 0, 0) if row is None else (int(row[0]), int(row[1]), int(row[2]))
 
     def forget(self, executor_id: str) -> None:
         with self.connections.use() as conn:

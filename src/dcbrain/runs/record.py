@@ -26,6 +26,12 @@ class StoredRun(Protocol):
     def updated_at(self) -> float: ...
 
 
+#: What a run's record shows operators beside its outcome (``None`` where it does not
+#: apply): the worker that executes or executed it (``dcbrain worker --executor-id``; the
+#: one whose outcome was recorded), and the application version a stranded run waits for.
+OPERATOR_FIELDS = ("executor_id", "stranded_version")
+
+
 @dataclass
 class RunRecord:
     """One run: who asked what, how it stands, how it ended, and its place in its
@@ -80,7 +86,8 @@ class RunRecord:
                 "result": self.result, "error": self.error,
                 "superseded_by": self.superseded_by, "supersedes": self.supersedes,
                 "event_count": self.event_count, "approvals": self.approvals,
-                "created_at": self.created_at, "updated_at": self.updated_at}
+                "created_at": self.created_at, "updated_at": self.updated_at,
+                **{name: self.extra.get(name) for name in OPERATOR_FIELDS}}
 
     @property
     def pending_approvals(self) -> list[dict[str, Any]]:

@@ -49,6 +49,9 @@ _LIVE = LIVE_STATUSES
 _NOT_EXECUTING = (QUEUED, WAITING, STRANDED)
 #: How often (seconds) an API node denies approval requests nobody decided in time.
 APPROVAL_SWEEP_S = 5.0
+#: How often (seconds) the conversations counted active are checked for runs that ended
+#: (only while there are some: an idle node reads nothing).
+ACTIVE_REFRESH_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -80,17 +83,23 @@ class DurableRuns:
         self.max_concurrent_runs = max_concurrent_runs
         self.memory = memory
         self._active: set[str] = set()  # conversations with a live run submitted here
+        self._submitted: set[str] = set()  # ... since the last refresh began
         self._submitting: dict[str, asyncio.Lock] = {}
         self._sweeper: asyncio.Task[None] | None = None
+        self._refresher: asyncio.Task[None] | None = None
         self.approval_sweep_s = approval_sweep_s
 
     @property
     def active_count(self) -> int:
+        """Conversations with a live run submitted here (``/v1/health``'s ``active_runs``,
+        ``dcbrain_runs_active``): a run that ended anywhere leaves it within
+        :data:`ACTIVE_REFRESH_S`."""
         return len(self._active)
 
     async def start(self) -> list[str]:
         self._sweeper = asyncio.create_task(self._deny_expired_approvals(),
                                             name="approval timeouts")
+        self._refresher = asyncio.create_task(self._forget_ended(), name="active runs")
         previous = self.store.on_append
         wake = self.hub.wake
 
@@ -108,10 +117,11 @@ class DurableRuns:
         return await asyncio.to_thread(self.engine.readiness)
 
     async def stop(self) -> None:
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._sweeper
+        for task in (self._sweeper, self._refresher):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         await self.hub.close()
         await asyncio.to_thread(self.engine.stop)
 
@@ -160,6 +170,7 @@ class DurableRuns:
             await asyncio.to_thread(self._supersede, old, run_id, content)
         await asyncio.to_thread(self.engine.enqueue, run_id, conversation_id, content)
         self._active.add(conversation_id)
+        self._submitted.add(conversation_id)
         return DurableSubmittedRun(run_id, conversation_id, supersedes)
 
     def _supersede(self, old: StoredRun, by: str, text: str) -> None:
@@ -234,12 +245,22 @@ class DurableRuns:
     async def _refresh_active(self) -> None:
         if not self._active:
             return
-        still: set[str] = set()
-        for cid in list(self._active):
+        checked = set(self._active)
+        self._submitted = set()
+        ended: set[str] = set()
+        for cid in checked:
             runs = await asyncio.to_thread(self.store.list_runs, cid, 5)
-            if any(r.status in _LIVE for r in runs):
-                still.add(cid)
-        self._active = still
+            if not any(r.status in _LIVE for r in runs):
+                ended.add(cid)
+        self._active -= ended - self._submitted  # one submitted again meanwhile stays
+
+    async def _forget_ended(self) -> None:
+        while True:
+            await asyncio.sleep(ACTIVE_REFRESH_S)
+            try:
+                await self._refresh_active()
+            except Exception:  # the store is away: next time
+                logger.debug("could not refresh the active runs", exc_info=True)
 
     # -- queries -------------------------------------------------------------------------
 
