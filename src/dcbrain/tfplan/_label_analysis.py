@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+
+from dcbrain.tfplan.methods import IN_PLACE_METHODS
 
 #: Prefix of the label rewrite's own helpers and temporaries (never a shadow's).
 HELPER = "__tfh_"
-#: Methods that put their arguments into the receiver.
-MUTATING_METHODS = frozenset({"append", "extend", "insert", "update", "setdefault", "add"})
+#: Methods that change their receiver in place (see ``methods.IN_PLACE_METHODS``).
+MUTATING_METHODS = frozenset(IN_PLACE_METHODS)
+#: Temporaries the guard rewrite binds to a container and key (``t[k] op= v``).
+_TEMPORARY = re.compile(r"__tf_t\d+")
 _METHOD_GUARDS = frozenset({"__tf_attr", "__tf_keyed_method"})
 #: Guards that call plan code or change a container: a function using them is not pure.
 _HOST_GUARDS = frozenset({"__tf_parallel", "__tf_thunk", "__tf_set_slice",
@@ -36,10 +40,13 @@ def _stored(node: ast.AST) -> list[str]:
     return []
 
 
-def _root(node: ast.expr) -> str | None:
-    """The variable a subscript or method receiver chain starts from."""
+def _root(node: ast.expr, aliases: Mapping[str, str] | None = None) -> str | None:
+    """The variable a subscript or method receiver chain starts from (through the guard
+    rewrite's temporaries, with ``aliases``)."""
     while True:
         if isinstance(node, ast.Name):
+            if aliases and node.id in aliases:
+                return aliases[node.id]
             return node.id if _plan_name(node.id) else None
         if isinstance(node, ast.Subscript):
             node = node.value
@@ -91,24 +98,47 @@ class _Analysis:
                 defs[node.name] = defs.get(node.name, 0) + 1
             if isinstance(node, ast.NamedExpr) and _plan_name(node.target.id):
                 self.walrus.add(node.target.id)
+        #: the guard rewrite's temporaries of ``t[k] op= v``: the variable each stands for
+        self.aliases: dict[str, str] = {}
+        for node in ast.walk(main):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 \
+                    and isinstance(node.targets[0], ast.Name) \
+                    and _TEMPORARY.fullmatch(node.targets[0].id):
+                root = _root(node.value)
+                if root:
+                    self.aliases[node.targets[0].id] = root
+        aliases = self.aliases
         for node in ast.walk(main):  # links between plan variables only, not builtins
             if isinstance(node, ast.Assign):
                 for target in node.targets:
-                    roots = [_root(target)] if isinstance(target, ast.Subscript) else []
+                    roots = [_root(part, aliases) for part in _subscripts(target)]
                     link([*_stored(target), *(r for r in roots if r)], read(node.value))
                     self.mutated.update(r for r in roots if r)
             elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Subscript):
-                root = _root(node.target)
+                root = _root(node.target, aliases)
                 if root:
                     link([root], read(node.value))
                     self.mutated.add(root)
+            elif isinstance(node, ast.Delete):
+                self.mutated.update(root for target in node.targets
+                                    for part in _subscripts(target)
+                                    if (root := _root(part, aliases)))
             elif isinstance(node, ast.For | ast.comprehension):
                 link(_stored(node.target), read(node.iter))
             elif isinstance(node, ast.Call):
+                arguments = [*node.args, *(k.value for k in node.keywords)]
                 if isinstance(node.func, ast.Name) and node.func.id in defined:
                     link(_parameters(defined[node.func.id]),
-                         [name for arg in [*node.args, *(k.value for k in node.keywords)]
-                          for name in read(arg)])
+                         [name for arg in arguments for name in read(arg)])
+                # a function passed to a builtin (map, filter, sorted, max, min) gets the
+                # elements of the other arguments: its parameters may share them
+                for index, arg in enumerate(arguments):
+                    others = [name for other in arguments[:index] + arguments[index + 1:]
+                              for name in read(other)]
+                    if isinstance(arg, ast.Lambda):
+                        link(_lambda_parameters(arg), others)
+                    elif isinstance(arg, ast.Name) and arg.id in defined:
+                        link(_parameters(defined[arg.id]), others)
                 method = _method_of(node)
                 if method is not None and method[1] in MUTATING_METHODS:
                     root = _root(method[0])
@@ -116,6 +146,9 @@ class _Analysis:
                         link([root], [name for arg in node.args for name in read(arg)])
                         self.mutated.add(root)
         self.bound = set(bindings)
+        #: plan function -> the plan names it declares ``global`` or ``nonlocal``
+        self.declared_by = {name: set().union(*_declared_in(node.body))
+                            for name, node in defined.items()}
         self.functions = {name for name, count in defs.items()
                           if count == 1 and bindings[name] == 1}
         self.dynamic = self.walrus | (set(defs) - self.functions)
@@ -192,6 +225,35 @@ def _pure_functions(functions: dict[str, ast.FunctionDef], builtins: frozenset[s
                     reads[name] |= reads[callee]
                     changed = True
     return pure, reads
+
+
+def _subscripts(target: ast.expr) -> list[ast.Subscript]:
+    """The subscripts an assignment or ``del`` target stores into (``a[0], b[1] = ...``)."""
+    if isinstance(target, ast.Subscript):
+        return [target]
+    if isinstance(target, ast.Tuple | ast.List):
+        return [part for item in target.elts for part in _subscripts(item)]
+    if isinstance(target, ast.Starred):
+        return _subscripts(target.value)
+    return []
+
+
+def _lambda_parameters(node: ast.Lambda) -> list[str]:
+    return [arg.arg for arg in (*node.args.posonlyargs, *node.args.args,
+                                *node.args.kwonlyargs, node.args.vararg, node.args.kwarg)
+            if arg is not None]
+
+
+def changes_in_place(node: ast.AST) -> bool:
+    """Whether ``node`` (a lambda's body) may change a container in place."""
+    for child in ast.walk(node):
+        if isinstance(child, ast.Call):
+            method = _method_of(child)
+            if method is not None and method[1] in MUTATING_METHODS:
+                return True
+            if isinstance(child.func, ast.Name) and child.func.id == "__tf_set_slice":
+                return True
+    return False
 
 
 def _method_of(node: ast.Call) -> tuple[ast.expr, str] | None:
