@@ -53,7 +53,9 @@ class PolicyCall:
     """One call as a policy sees it: the callee, its keyword arguments, their sources.
 
     ``trusted`` are the sources this run trusts (``user``, ``plan``, tools declared with
-    ``trusted_output=True``; a chain as such, since its output also carries what it read).
+    ``trusted_output=True``, the application's chains as such: a chain's output also
+    carries everything it read, and a chain the plan built carries what built it).
+    Nothing else is trusted, whatever its name.
     """
 
     tool: str
@@ -75,7 +77,7 @@ class PolicyCall:
         return not self.untrusted(name)
 
     def trusts(self, source: str) -> bool:
-        return source in self.trusted or source.startswith("chain:")
+        return source in self.trusted
 
 
 def trusted_args_policy(names: Iterable[str], on_violation: Violation = "deny") -> Policy:

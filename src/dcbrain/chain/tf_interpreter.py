@@ -40,6 +40,7 @@ from dcbrain.chain.construct import CONSTRUCT_CHAIN_SPEC, built_by_plan, constru
 from dcbrain.chain.containers import Chains
 from dcbrain.chain.intermediate import intermediate_results_added
 from dcbrain.chain.plan_names import check_plan_names
+from dcbrain.chain.prompts import MemoPrompt
 from dcbrain.chain.result import ChainOutput, ChainResult
 from dcbrain.chain.runnable import TEXT_KWARGS, input_text, to_json
 from dcbrain.events import PlanCallKind
@@ -242,6 +243,8 @@ class TFChainInterpreter:
         fields = {tool.name: tool.trusted_fields for tool in self.tools if tool.trusted_fields}
         trusted = [f"tool:{tool.name}" for tool in self.tools if tool.trusted_output]
         trusted += [f"tool:{name}.{field}" for name, names in fields.items() for field in names]
+        # the application's chains as such (their output carries what they read)
+        trusted += [f"chain:{name}" for name in self.chains_map]
         self._policies = PolicyGate(mode, checked_policies(policies, "TFChainInterpreter"),
                                     trusted, planner_saw,
                                     checked_violation(on_violation, "TFChainInterpreter")
@@ -258,6 +261,8 @@ class TFChainInterpreter:
             sources={name: f"{getattr(func, 'callable_kind', 'tool')}:{name}"
                      for name, func in callables.items()},
             trusted_fields=fields,
+            reads={name: ["memory:conversation"] for name, chain in self.chains_map.items()
+                   if _renders_conversation(chain) and _holds_answers(self.conversation)},
         )
 
     @property
@@ -570,3 +575,16 @@ class TFChainInterpreter:
 
 
 __all__ = ["INPUT_KWARGS", "ChainConsoleResult", "TFChainInterpreter", "partial_chain_result"]
+
+
+def _renders_conversation(chain: Chain | Chains) -> bool:
+    """Whether ``chain`` (or a chain in it) has a prompt that renders the conversation."""
+    if isinstance(chain, Chains):
+        return any(_renders_conversation(child) for child in chain.chains)
+    return any(isinstance(prompt, MemoPrompt) for prompt in chain._all_prompts())
+
+
+def _holds_answers(conversation: Sequence[TextMessage]) -> bool:
+    """Whether the conversation holds more than the person's own turns: earlier answers,
+    which may quote what earlier runs read (``memory:conversation``)."""
+    return any(getattr(message, "role", "user") != "user" for message in conversation)

@@ -519,6 +519,10 @@ class LabelRewriter(ContainerLabels):
             if shaped and not any(isinstance(arg, ast.Starred) for arg in node.args):
                 return _Label(0, [_call("__tfh_list", *(branch.expr() for branch in branches))])
             return _union(branches)
+        if name == "__construct_chain":  # the handle's results carry what built it
+            given = self._argument_labels(node, call_env)
+            self._route(node, given)
+            return _union([*given[0], given[1], *given[2].values(), given[3]])
         method = _method_of(node)
         pure = method is not None or (name is not None and (not _plan_name(name) or (
             name in self.builtin_names and name not in self.analysis.bound)))

@@ -361,13 +361,14 @@ class _FlowAnalysis:
                       for keyword in node.keywords]
         if callee is not None and callee.function is not None:
             return self.plan_function(callee.function, node, arguments)
-        if callee is not None and callee.chain:
-            return self.chain_result(arguments)
+        if callee is not None and callee.chain:  # what built the chain chose its output
+            return self.chain_result(arguments, callee.whole)
         if not isinstance(func, ast.Name) or func.id in self.plan_names:
             return UNKNOWN
         name = func.id
         if name == "__construct_chain":
-            return FlowValue(chain=True)
+            built = union(*(value.whole for _, value, _ in arguments))
+            return FlowValue(whole=built, chain=True)
         spec = self.specs.get(name)
         if spec is not None:
             return self.registered(spec, node, arguments)
@@ -407,7 +408,10 @@ class _FlowAnalysis:
         if spec.trusted_args and spec.side_effects:
             self.guarded(spec, node, arguments)
         if spec.trusted_output:
-            return UNKNOWN
+            # arguments steer what comes back (a lookup keyed by untrusted data): as at
+            # run time, the result carries them
+            steered = union(*(value.whole for _, value, _ in arguments))
+            return UNKNOWN if steered is None else FlowValue(steered, steered)
         if spec.trusted_fields:
             # arguments steer what comes back: the trusted fields carry them too
             steered = union(*(value.whole for _, value, _ in arguments))
@@ -416,10 +420,11 @@ class _FlowAnalysis:
             return records(f"{spec.name}()", spec.trusted_fields)
         return untrusted(f"{spec.name}()")
 
-    def chain_result(self, arguments: list[_Argument]
+    def chain_result(self, arguments: list[_Argument], built: Sources = None
                      ) -> FlowValue:
-        """A chain is as trustworthy as what it reads: its whole input."""
-        sources = union(*(value.whole for _, value, _ in arguments))
+        """A chain is as trustworthy as what it reads: its whole input, and for a chain
+        the plan built, what it was built from."""
+        sources = union(built, *(value.whole for _, value, _ in arguments))
         return FlowValue(sources, sources)
 
     def guarded(self, spec: CallableSpec, node: ast.Call,
