@@ -72,6 +72,28 @@ def test_without_show_untrusted_the_planner_gets_placeholders() -> None:
     assert second_sources == frozenset()
 
 
+def read_failing(name: str) -> str:
+    """Read a note; the store quotes the note in its errors."""
+    raise ValueError(f"cannot parse note: {INJECTED}")
+
+
+@pytest.mark.parametrize("show", [True, False])
+def test_a_failed_untrusted_calls_error_is_its_data(show: bool) -> None:
+    planner = RecordingPlanner([plan('read_failing(name="n1")'), "the answer"])
+    brain = DCBrain(planner=planner, default_llm=ScriptedLLM([verdict(True)] * 3),
+                    tools=[Tool(read_failing, side_effects=False)], isolation="inprocess",
+                    max_iterations=2, show_untrusted_to_planner=show)
+    brain.run("read n1", conversation_id=f"failed-{show}")
+    second_text, second_sources = planner.seen[1]
+    if show:  # shown, and the next plan's literals carry it
+        assert INJECTED in second_text
+        assert second_sources == {"tool:read_failing"}
+    else:  # where and what kind, never the text
+        assert "evil@example.com" not in second_text
+        assert "ValueError: <untrusted str of" in second_text
+        assert second_sources == frozenset()
+
+
 @pytest.mark.parametrize("show", [True, False])
 def test_plan_only_errors_are_shown_as_they_are(show: bool) -> None:
     planner = RecordingPlanner([plan('read_note(nam="n1")'), "the answer"])
