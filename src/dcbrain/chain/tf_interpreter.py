@@ -56,6 +56,7 @@ from dcbrain.policies import (
     checked_mode,
     checked_policies,
     checked_violation,
+    vouched_arguments,
 )
 from dcbrain.tfplan import (
     CallableSpec,
@@ -291,6 +292,10 @@ class TFChainInterpreter:
             if tool.trusted_args and self._policies.violation_of(tool) == "ask":
                 specs[tool.name] = dataclasses.replace(specs[tool.name],
                                                        trusted_args=frozenset())
+            elif vouched_arguments(tool.policies) & tool.trusted_args:  # the value decides
+                specs[tool.name] = dataclasses.replace(
+                    specs[tool.name],
+                    trusted_args=tool.trusted_args - vouched_arguments(tool.policies))
         return {**specs, CONSTRUCT_CHAIN_SPEC.name: CONSTRUCT_CHAIN_SPEC}
 
     def check(self, plan: str) -> list[Problem]:
