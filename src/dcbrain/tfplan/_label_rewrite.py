@@ -352,9 +352,18 @@ class LabelRewriter(ContainerLabels):
         return joined
 
     def _with_context(self, label: _Label) -> ast.expr:
-        if self.strict:
-            label = label | _Label(0, [_name(_CONTEXT)])
-        return label.expr()
+        if not self.strict:
+            return label.expr()
+        [part] = label.parts if len(label.parts) == 1 and not label.bits else [None]
+        if isinstance(part, ast.Call) and isinstance(part.func, ast.Name) \
+                and part.func.id in ("__tfh_list", "__tfh_dict"):
+            # a display or ``parallel``: each element gets the context, and keeps its own
+            # label (``a | c`` of a shape would flatten it)
+            keys = part.args[:1] if part.func.id == "__tfh_dict" else []
+            items = part.args[len(keys):]
+            return _call(part.func.id, *keys, *(
+                ast.BinOp(left=item, op=ast.BitOr(), right=_name(_CONTEXT)) for item in items))
+        return (label | _Label(0, [_name(_CONTEXT)])).expr()
 
     def _mutated(self, target: ast.expr, label: _Label) -> None:
         root = _root(target, self.analysis.aliases)

@@ -178,7 +178,10 @@ def result_of(callee: Any, arguments: int) -> Any:
 
 
 def element_of(label: Any) -> Any:
-    """The label of one element the value of ``label`` iterates over."""
+    """The label of one element the value of ``label`` iterates over (a dict display's
+    keys are the plan's literals: its values' labels are not theirs)."""
+    if label.__class__ is Shape and label.items.__class__ is dict:
+        return label.own | PLAN_BIT
     return label if label.__class__ is Fields else flat(label)
 
 
@@ -189,7 +192,7 @@ def selected(label: Any, others: Any) -> Any:
     which adds it to every field)."""
     if label.__class__ is Fields:
         return label
-    return flat(label) | flat(others)
+    return element_of(label) | flat(others)
 
 
 def list_label(*items: Any) -> Any:
@@ -200,8 +203,10 @@ def list_label(*items: Any) -> Any:
 
 
 def dict_label(keys: Sequence[Any], *labels: Any) -> Any:
-    """The label of a dict display with constant ``keys`` and these value labels."""
-    if all(item.__class__ is int for item in labels) and len(set(labels)) <= 1:
+    """The label of a dict display with constant ``keys`` and these value labels (its
+    keys are the plan's literals: one label for all holds only when it is theirs too)."""
+    if all(item.__class__ is int for item in labels) and len(set(labels)) <= 1 \
+            and (not labels or labels[0] | PLAN_BIT == PLAN_BIT):
         return labels[0] if labels else 0
     return Shape(0, dict(zip(keys, labels, strict=True)))
 
