@@ -153,6 +153,16 @@ def test_trusted_values_leave_trusted_data_alone() -> None:
     assert not refused and office.acted == [("send_money", "IBAN-NEW")]
 
 
+def test_a_refusal_shows_the_path_through_the_plan() -> None:
+    plan = ("bill = read_bill()\nname = bill['vendor']\niban = vendor_iban(vendor=name)\n"
+            "send_money(recipient=iban, amount=1)")
+    with pytest.raises(TFPolicyDenied) as caught:
+        _interpreter(Office(), False).evaluate(plan)
+    assert caught.value.message.endswith(
+        "path: recipient=iban (line 4) ← iban = vendor_iban(vendor=name) (line 3) ← "
+        "name = bill['vendor'] (line 2) ← bill = read_bill() (line 1)")
+
+
 def test_a_refusal_says_what_would_be_accepted() -> None:
     with pytest.raises(TFPolicyDenied, match="accepted: the user's words, the plan's own "
                        "literals or a trusted tool's result"):

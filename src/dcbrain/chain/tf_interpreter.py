@@ -72,6 +72,7 @@ from dcbrain.tfplan import (
 from dcbrain.tfplan.errors import TFApprovalDenied, TFPolicyDenied
 from dcbrain.tfplan.host_budget import HostBudget
 from dcbrain.tfplan.interpreter import Isolation, off_the_loop
+from dcbrain.tfplan.label_path import label_path
 from dcbrain.tools import Tool, as_tool, needs_approval
 
 #: Keyword arguments that become the text (``content``) of a chain's ``current_input``.
@@ -328,6 +329,7 @@ class TFChainInterpreter:
             try:
                 console = self._interpreter.run(plan, host_budget=scope.budget)
             except Exception as exc:
+                _with_path(exc, plan)
                 attach_partial(exc, self._chain_result(scope, getattr(exc, "trace", []), None,
                                                         ""), scope.reused)
                 raise
@@ -342,6 +344,7 @@ class TFChainInterpreter:
             try:
                 console = await self._interpreter.arun(plan, host_budget=scope.budget)
             except Exception as exc:
+                _with_path(exc, plan)
                 attach_partial(exc, self._chain_result(scope, getattr(exc, "trace", []), None,
                                                         ""), scope.reused)
                 raise
@@ -593,3 +596,12 @@ def _holds_answers(conversation: Sequence[TextMessage]) -> bool:
     """Whether the conversation holds more than the person's own turns: earlier answers,
     which may quote what earlier runs read (``memory:conversation``)."""
     return any(getattr(message, "role", "user") != "user" for message in conversation)
+
+
+def _with_path(error: Exception, plan: str) -> None:
+    """A refusal's message, with the way the untrusted label reached its argument."""
+    if not isinstance(error, TFPolicyDenied) or error.argument is None or not error.line:
+        return
+    path = label_path(plan, error.line, error.argument, error.sources)
+    if path is not None:
+        error.message += f"; path: {path}"
