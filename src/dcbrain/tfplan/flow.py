@@ -35,6 +35,7 @@ from dcbrain.tfplan._flow_values import (
     untrusted,
 )
 from dcbrain.tfplan.errors import FlowCheckOutOfSteps, Problem
+from dcbrain.tfplan.methods import IN_PLACE_METHODS
 
 if TYPE_CHECKING:
     from dcbrain.tfplan.checker import CallableSpec
@@ -48,13 +49,12 @@ MAX_FLOW_DEPTH = 8
 #: Passes over a loop body before the names it still changes count as unknown.
 _LOOP_PASSES = 4
 
-#: Methods that add their last argument to the container they are called on.
-_ADDS = frozenset({"append", "add", "insert"})
-#: Methods that may add elements of their argument.
-_MAY_ADD = frozenset({"extend", "update", "setdefault"})
-#: Methods that remove or replace elements.
-_REMOVES = frozenset({"pop", "popitem", "remove", "discard", "clear", "difference_update",
-                      "intersection_update", "symmetric_difference_update"})
+#: The in-place methods by how they move labels (the table the label rewrite reads too):
+#: those that add their last argument to the container they are called on, those that
+#: may add elements of their argument, and those that move, remove or replace elements.
+_ADDS = frozenset(name for name, rule in IN_PLACE_METHODS.items() if rule == "adds")
+_MAY_ADD = frozenset(name for name, rule in IN_PLACE_METHODS.items() if rule == "merges")
+_REMOVES = frozenset(name for name, rule in IN_PLACE_METHODS.items() if rule == "moves")
 
 
 #: A call's argument: its keyword (``None``: positional), value and expression.
