@@ -78,6 +78,18 @@ ATTACKS = {
     "map with a plan function that mutates": (
         'def rekey(f):\n    f["id_"] = f["content"]\nfs = files()\nlist(map(rekey, fs))\n'
         'delete(file_id=fs[0]["id_"])'),
+    "an alias a plan function returns": (
+        'xs = ["a"]\ndef get():\n    return xs\nys = get()\nys[0] = read()\n'
+        'pay(recipient=xs[0])'),
+    "a store into a plan function's result": (
+        'xs = ["a"]\ndef get():\n    return xs\nget().insert(0, read())\n'
+        'pay(recipient=xs[0])'),
+    "a lambda that mutates, called later": (
+        'xs = ["a"]\nput = lambda v: xs.insert(0, v)\nev = read()\nput(ev)\n'
+        'pay(recipient=xs[0])'),
+    "a generator that mutates, run later": (
+        'xs = ["a"]\ng = (xs.insert(0, ev) for _ in [1])\nev = read()\nlist(g)\n'
+        'pay(recipient=xs[0])'),
     "sorted with a key that mutates": (
         'xs = ["a"]\nrows = [xs]\nsorted(rows, key=lambda r: r.insert(0, read()) or 0)\n'
         'pay(recipient=xs[0])'),

@@ -61,6 +61,8 @@ PRELUDE = [
     "    l[0], l[-1] = l[-1], l[0]",
     "def rekey(r):",
     "    r['id'] = r['body']",
+    "def get():",
+    "    return xs",
 ]
 
 
@@ -130,6 +132,11 @@ def _statement(draw: Any, strict: bool, depth: int = 0) -> list[str]:
         [f"{s}, s2 = parallel(read(), trusted())"],
         [f"s2, {s} = parallel(trusted(), trusted())"],
         [f"{s} = d['k'] if 'k' in d else 'p'"],
+        [f"get()[0] = {v}"],
+        [f"get().insert(0, {v})", "xs.pop()"],
+        ["ys = get()", f"ys[-1] = {v}"],
+        ["late = lambda v: xs.insert(0, v)", f"late({v})", "xs.pop()"],
+        [f"g = (xs.insert(0, {v}) for _ in 'p')", "list(g)", "xs.pop()"],
     ]
     if depth < 1:
         body = draw(st.lists(_statement(strict, depth + 1), min_size=1, max_size=2))

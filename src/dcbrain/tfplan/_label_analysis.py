@@ -53,6 +53,9 @@ def _root(node: ast.expr, aliases: Mapping[str, str] | None = None) -> str | Non
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
                 and node.func.id in ("__tf_attr", "__tf_slice") and node.args:
             node = node.args[0]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                and _plan_name(node.func.id):
+            return node.func.id  # ``get().append(v)``: what the function returns
         else:
             return None
 
@@ -108,6 +111,11 @@ class _Analysis:
                 if root:
                     self.aliases[node.targets[0].id] = root
         aliases = self.aliases
+        for node in ast.walk(main):  # a plan function's name stands for what it returns
+            if isinstance(node, ast.FunctionDef) and node is not main:
+                for child in ast.walk(node):
+                    if isinstance(child, ast.Return) and child.value is not None:
+                        link([node.name], read(child.value))
         for node in ast.walk(main):  # links between plan variables only, not builtins
             if isinstance(node, ast.Assign):
                 for target in node.targets:
@@ -161,6 +169,13 @@ class _Analysis:
         #: the accumulator of what in-place changes added to each variable's group
         self.group_of = {name: f"{HELPER}g_{find(name)}" for name in self.bound
                          if find(name) in mutated_roots}
+        #: variables whose group a lambda or generator expression changes in place: the
+        #: change runs later than the statement that holds it, so reading such a
+        #: variable reads anything the run has seen by then
+        late = {find(root) for node in ast.walk(main)
+                if isinstance(node, ast.Lambda | ast.GeneratorExp)
+                for root in _changed_in_place(node, self.aliases)}
+        self.changed_late = {name for name in self.bound if find(name) in late}
 
 
 def _parameters(node: ast.FunctionDef) -> list[str]:
@@ -242,6 +257,25 @@ def _lambda_parameters(node: ast.Lambda) -> list[str]:
     return [arg.arg for arg in (*node.args.posonlyargs, *node.args.args,
                                 *node.args.kwonlyargs, node.args.vararg, node.args.kwarg)
             if arg is not None]
+
+
+def _changed_in_place(node: ast.AST, aliases: Mapping[str, str]) -> set[str]:
+    """The variables ``node`` may change in place (subscript stores, in-place methods)."""
+    roots: set[str] = set()
+    for child in ast.walk(node):
+        root = None
+        if isinstance(child, ast.Call):
+            method = _method_of(child)
+            if method is not None and method[1] in MUTATING_METHODS:
+                root = _root(method[0], aliases)
+            elif isinstance(child.func, ast.Name) and child.func.id == "__tf_set_slice" \
+                    and child.args:
+                root = _root(child.args[0], aliases)
+        elif isinstance(child, ast.Subscript) and isinstance(child.ctx, ast.Store | ast.Del):
+            root = _root(child, aliases)
+        if root:
+            roots.add(root)
+    return roots
 
 
 def changes_in_place(node: ast.AST) -> bool:

@@ -512,6 +512,8 @@ class LabelRewriter(ContainerLabels):
             parts: list[ast.expr] = [_name(shadow(name))]
             if group:
                 parts.append(_name(group))
+            if name in analysis.changed_late:
+                return _Label(0, parts) | _seen()
             return _Label(0, parts)
         if name in self.provided and name not in self.builtin_names:
             return _Label(0, [ast.Call(func=ast.Attribute(value=_name(TRACKER), attr="callee",
