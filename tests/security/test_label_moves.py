@@ -103,6 +103,12 @@ IMPLICIT = {
                         '        return "IBAN-A"\n    return "IBAN-B"\npay(recipient=pick())'),
     "a loop that may not run": ('x = "IBAN-A"\nfor c in read().split("EVIL"):\n'
                                 '    x = "IBAN-B"\npay(recipient=x)'),
+    "a plan function's change in place not made": (
+        'xs = ["IBAN-A"]\ndef put():\n    xs.insert(0, "IBAN-B")\nif read() == "x":\n'
+        '    put()\npay(recipient=xs[0])'),
+    "a plan function's global not set": (
+        'def setx():\n    global x\n    x = "IBAN-B"\ndef outer():\n    setx()\n'
+        'x = "IBAN-A"\nif read() == "x":\n    outer()\npay(recipient=x)'),
     "a change in place not made": ('xs = ["IBAN-A"]\nif read() == "x":\n'
                                    '    xs.insert(0, "IBAN-B")\npay(recipient=xs[0])'),
 }

@@ -176,6 +176,24 @@ class _Analysis:
                 if isinstance(node, ast.Lambda | ast.GeneratorExp)
                 for root in _changed_in_place(node, self.aliases)}
         self.changed_late = {name for name in self.bound if find(name) in late}
+        #: plan function -> the variables it, or a plan function it calls, may change in
+        #: place (a condition that decides whether it is called decides those too)
+        self.changes_of = {name: _changed_in_place(node, self.aliases)
+                           for name, node in defined.items()}
+        calls = {name: {child.func.id for child in ast.walk(node) if isinstance(child, ast.Call)
+                        and isinstance(child.func, ast.Name) and child.func.id in defined}
+                 for name, node in defined.items()}
+        grown = True
+        while grown:
+            grown = False
+            for name, callees in calls.items():
+                for callee in callees:
+                    if not self.changes_of[callee] <= self.changes_of[name]:
+                        self.changes_of[name] |= self.changes_of[callee]
+                        grown = True
+                    if not self.declared_by[callee] <= self.declared_by[name]:
+                        self.declared_by[name] |= self.declared_by[callee]
+                        grown = True
 
 
 def _parameters(node: ast.FunctionDef) -> list[str]:

@@ -103,6 +103,7 @@ def _may_change(body: list[ast.stmt], analysis: _Analysis) -> tuple[set[str], se
                     roots.update(child.id for arg in node.args for child in ast.walk(arg)
                                  if isinstance(child, ast.Name) and _plan_name(child.id))
                     names.update(analysis.declared_by.get(node.func.id, ()))
+                    roots.update(analysis.changes_of.get(node.func.id, ()))
     return names, roots
 
 
