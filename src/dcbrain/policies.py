@@ -143,8 +143,9 @@ def trusted_args_policy(names: Iterable[str], on_violation: Violation = "deny") 
     verdict = Ask if on_violation == "ask" else Deny
     # what the planner reads: the way out (a person asked is told the reason only)
     way_out = "" if on_violation == "ask" else (
-        "; accepted: the user's words, the plan's own literals or a trusted tool's result "
-        "(or a person's approval, with on_violation=\"ask\")")
+        "; accepted: the user's words, the literals of a plan written without untrusted "
+        "data in view, or a trusted tool's result (or a person's approval, with "
+        "on_violation=\"ask\")")
 
     def trusted_args(call: PolicyCall) -> Decision:
         for name in required:

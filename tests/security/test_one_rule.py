@@ -164,6 +164,21 @@ def test_a_refusal_shows_the_path_through_the_plan() -> None:
 
 
 def test_a_refusal_says_what_would_be_accepted() -> None:
-    with pytest.raises(TFPolicyDenied, match="accepted: the user's words, the plan's own "
-                       "literals or a trusted tool's result"):
+    with pytest.raises(TFPolicyDenied, match="accepted: the user's words, the literals of a "
+                       "plan written without untrusted data in view, or a trusted tool's "
+                       "result"):
         _interpreter(Office(), False).evaluate(PLANS[0][0])
+
+
+def test_literals_written_after_the_planner_saw_untrusted_data_are_refused_both_ways() -> None:
+    plan = "send_money(recipient='IBAN-EVIL-666', amount=1)"
+
+    def interpreter(flow_check: bool) -> TFChainInterpreter:
+        return TFChainInterpreter({}, tools=Office().tools(), flow_check=flow_check,
+                                  planner_saw={"tool:read_bill"}, isolation="inprocess")
+
+    with pytest.raises(TFCheckError, match=r"send_money\(recipient=\.\.\.\) gets data from "
+                       r"what the planner was shown \(tool:read_bill\)"):
+        interpreter(True).evaluate(plan)
+    with pytest.raises(TFPolicyDenied, match="gets data from tool:read_bill; accepted"):
+        interpreter(False).evaluate(plan)

@@ -301,7 +301,8 @@ class TFChainInterpreter:
 
     def check(self, plan: str) -> list[Problem]:
         """Every static problem of ``plan`` (syntax included) against the chains and tools."""
-        return check(plan, self._checked_specs(), flow=self.flow_check)
+        return check(plan, self._checked_specs(), flow=self.flow_check,
+                     literals=self._policies.planner_saw)
 
     def describe_callables(self) -> list[dict[str, Any]]:
         """Name, kind, description, input and output schema of each chain and tool."""
@@ -368,7 +369,8 @@ class TFChainInterpreter:
         # compiled as the run will compile it (raises TFSyntaxError); the run reuses it
         parsed, _ = compile_source(plan, frozenset(self._interpreter.callables))
         if run_check:
-            problems = check(parsed, self._checked_specs(), flow=self.flow_check)
+            problems = check(parsed, self._checked_specs(), flow=self.flow_check,
+                             literals=self._policies.planner_saw)
             if problems:
                 raise TFCheckError(problems, parsed.source)
 

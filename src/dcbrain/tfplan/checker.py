@@ -146,13 +146,15 @@ def check(
     specs: Mapping[str, CallableSpec] | Iterable[CallableSpec] = (),
     *,
     flow: bool = True,
+    literals: frozenset[str] = frozenset(),
 ) -> list[Problem]:
     """Every problem of ``plan`` against ``specs``, in source order (empty: the plan is fine).
 
     Syntax problems of a source string are returned as problems too. With ``flow`` (the
     default) untrusted data that certainly reaches an argument a callable declares in
     ``trusted_args`` is a problem too (:func:`~dcbrain.tfplan.flow.flow_problems`);
-    ``flow=False`` leaves such flows to the checks made while the plan runs.
+    ``flow=False`` leaves such flows to the checks made while the plan runs. ``literals``
+    are the untrusted sources the planner was shown: the plan's literals carry them.
     """
     by_name = dict(specs) if isinstance(specs, Mapping) else {s.name: s for s in specs}
     if isinstance(plan, str):
@@ -162,13 +164,15 @@ def check(
         except TFSyntaxError as exc:
             if exc.tree is None:  # not even Python: nothing more can be said
                 return list(exc.problems)
-            rest = _Checker(Plan(source=source, tree=exc.tree), by_name, flow).run()
+            rest = _Checker(Plan(source=source, tree=exc.tree), by_name, flow, literals).run()
             return first_problems(sorted([*exc.problems, *rest], key=lambda p: (p.line, p.col)))
-    return first_problems(_Checker(plan, by_name, flow).run())
+    return first_problems(_Checker(plan, by_name, flow, literals).run())
 
 
 class _Checker:
-    def __init__(self, plan: Plan, specs: Mapping[str, CallableSpec], flow: bool) -> None:
+    def __init__(self, plan: Plan, specs: Mapping[str, CallableSpec], flow: bool,
+                 literals: frozenset[str] = frozenset()) -> None:
+        self.literals = literals
         self.plan = plan
         self.specs = specs
         self.flow = flow
@@ -200,7 +204,7 @@ class _Checker:
                     and not _is_namespace_access(node):
                 self._add(node, f"no value in tf_plan has a method {node.attr!r}")
         if self.flow:
-            self.problems += flow_problems(self.plan, self.specs)
+            self.problems += flow_problems(self.plan, self.specs, self.literals)
         self.problems.sort(key=lambda p: (p.line, p.col))
         return self.problems
 

@@ -70,11 +70,17 @@ class _Frame:
     continues: list[list[Environment]] = field(default_factory=list)
 
 
-def flow_problems(plan: Plan, specs: Mapping[str, CallableSpec]) -> list[Problem]:
-    """Every certain flow of untrusted data into a guarded argument of ``plan``."""
+def flow_problems(plan: Plan, specs: Mapping[str, CallableSpec],
+                  literals: frozenset[str] = frozenset()) -> list[Problem]:
+    """Every certain flow of untrusted data into a guarded argument of ``plan``;
+    ``literals`` are the untrusted sources the planner was shown before it wrote the plan
+    (its literals carry them, as at run time)."""
     if not any(spec.trusted_args and spec.side_effects for spec in specs.values()):
         return []
     analysis = _FlowAnalysis(plan, specs)
+    if literals:
+        analysis.literal = scalar(frozenset(f"what the planner was shown ({source})"
+                                            for source in sorted(literals)))
     with contextlib.suppress(FlowCheckOutOfSteps):  # out of steps: what was found is still certain
         analysis.block(plan.tree.body, {}, _Frame())
     return sorted(analysis.problems.values(), key=lambda p: (p.line, p.col))
@@ -95,6 +101,8 @@ class _FlowAnalysis:
         self.plan_names |= {node.name for node in ast.walk(plan.tree)
                             if isinstance(node, ast.FunctionDef)}
         self.module: Environment = {}
+        #: what a literal of the plan carries
+        self.literal = scalar(None)
 
     def _step(self) -> None:
         self.steps += 1
@@ -240,7 +248,7 @@ class _FlowAnalysis:
             return UNKNOWN
         self._step()
         if isinstance(node, ast.Constant):
-            return scalar(None)
+            return self.literal
         if isinstance(node, ast.Name):
             return env.get(node.id, UNKNOWN)
         if isinstance(node, ast.Call):
