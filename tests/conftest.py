@@ -5,11 +5,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import settings
 
 from support.fake_openai import FakeOpenAIServer
 
 # postgres_server / postgres_url: a private PostgreSQL cluster, for any test that asks
 pytest_plugins = ["support.postgres_fixtures"]
+
+# `pytest --hypothesis-profile=long`: property tests (tests/security/test_noninterference.py)
+# try many more examples than the normal run's
+settings.register_profile("long", max_examples=3000, deadline=None)
 
 
 @pytest.fixture

@@ -53,7 +53,9 @@ class PolicyCall:
     """One call as a policy sees it: the callee, its keyword arguments, their sources.
 
     ``trusted`` are the sources this run trusts (``user``, ``plan``, tools declared with
-    ``trusted_output=True``; a chain as such, since its output also carries what it read).
+    ``trusted_output=True``, the application's chains as such: a chain's output also
+    carries everything it read, and a chain the plan built carries what built it).
+    Nothing else is trusted, whatever its name.
     """
 
     tool: str
@@ -75,15 +77,75 @@ class PolicyCall:
         return not self.untrusted(name)
 
     def trusts(self, source: str) -> bool:
-        return source in self.trusted or source.startswith("chain:")
+        return source in self.trusted
+
+
+class TrustedValues:
+    """A value policy: argument ``argument`` is admitted when it carries trusted data only,
+    or when its value is one of those ``values`` returns (a function of the application,
+    called at each check, or a fixed collection).
+
+    The way out for a lookup keyed by untrusted data: the IBAN a bill names is refused
+    by ``trusted_args``, but admitted once it is one of the IBANs of the company's own
+    vendors::
+
+        Tool(send_money, trusted_args=["recipient"],
+             policies=[TrustedValues("recipient", vendor_ibans)])
+
+    On the same tool, ``trusted_args`` leaves ``argument`` to this policy, and the static
+    flow check does not refuse it (the value decides, at the call).
+    """
+
+    def __init__(self, argument: str, values: Callable[[], Iterable[Any]] | Iterable[Any],
+                 ) -> None:
+        if not isinstance(argument, str) or not argument:
+            raise TypeError("TrustedValues: argument must be the name of an argument")
+        self.argument = argument
+        self.values = values
+        source = getattr(values, "__name__", None) if callable(values) else None
+        self.__name__ = f"trusted_values({argument}" + (f" in {source}()" if source else "") \
+            + ")"
+
+    def allowed(self) -> frozenset[Any]:
+        found = self.values() if callable(self.values) else self.values
+        return frozenset(value for value in found if _hashable(value))
+
+    def __call__(self, call: PolicyCall) -> Decision:
+        untrusted = call.untrusted(self.argument)
+        if not untrusted:
+            return Allow()
+        value = call.args.get(self.argument)
+        if _hashable(value) and value in self.allowed():
+            return Allow()
+        return Deny(f"{call.tool}(): argument {self.argument!r} gets data from "
+                    f"{', '.join(untrusted)} and is not one of the trusted values; accepted: "
+                    "trusted data, or a value the application lists")
+
+
+def _hashable(value: Any) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
+def vouched_arguments(policies: Iterable[Policy]) -> frozenset[str]:
+    """The arguments a :class:`TrustedValues` among ``policies`` decides."""
+    return frozenset(policy.argument for policy in policies if isinstance(policy, TrustedValues))
 
 
 def trusted_args_policy(names: Iterable[str], on_violation: Violation = "deny") -> Policy:
     """The policy of ``Tool(..., trusted_args=names)``: each of those arguments carries
     trusted data only; a call that breaks it is denied, or with ``on_violation="ask"`` put
-    to a person."""
+    to a person. The reason says what would be accepted."""
     required = tuple(sorted(names))
     verdict = Ask if on_violation == "ask" else Deny
+    # what the planner reads: the way out (a person asked is told the reason only)
+    way_out = "" if on_violation == "ask" else (
+        "; accepted: the user's words, the literals of a plan written without untrusted "
+        "data in view, or a trusted tool's result (or a person's approval, with "
+        "on_violation=\"ask\")")
 
     def trusted_args(call: PolicyCall) -> Decision:
         for name in required:
@@ -91,7 +153,7 @@ def trusted_args_policy(names: Iterable[str], on_violation: Violation = "deny") 
             if untrusted:
                 return verdict(f"{call.tool}(): argument {name!r} must carry trusted data "
                                f"only (trusted_args) but gets data from "
-                               f"{', '.join(untrusted)}")
+                               f"{', '.join(untrusted)}{way_out}")
         return Allow()
 
     return trusted_args
@@ -130,5 +192,5 @@ def policy_name(policy: Policy) -> str:
 
 
 __all__ = ["POLICY_MODES", "VIOLATIONS", "Allow", "Ask", "Decision", "Deny", "Policy",
-           "PolicyCall", "PolicyMode", "Violation", "checked_mode", "checked_policies",
-           "checked_violation", "trusted_args_policy"]
+           "PolicyCall", "PolicyMode", "TrustedValues", "Violation", "checked_mode",
+           "checked_policies", "checked_violation", "trusted_args_policy", "vouched_arguments"]

@@ -92,8 +92,9 @@ def test_literals_of_a_plan_written_after_reading_untrusted_text_are_not_trusted
     brain, planner = paying_brain(bank, show_untrusted=True)
     result = brain.run("pay the bill", conversation_id="c1")
     assert bank.sent == []  # the IBAN the planner copied from the bill is the bill's
-    denied = [e for e in result.events if e["type"] == "policy_denied"]
-    assert denied and "tool:read_bill" in str(denied[0])
+    # refused before the plan runs: the check knows what the planner was shown
+    refused = [e for e in result.events if e.get("error_kind") == "CheckError"]
+    assert refused and "what the planner was shown (tool:read_bill)" in str(refused[0])
     assert "attacker-666" in str(planner.calls[1])  # the planner did read it
 
 

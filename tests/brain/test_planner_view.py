@@ -72,6 +72,50 @@ def test_without_show_untrusted_the_planner_gets_placeholders() -> None:
     assert second_sources == frozenset()
 
 
+def read_failing(name: str) -> str:
+    """Read a note; the store quotes the note in its errors."""
+    raise ValueError(f"cannot parse note: {INJECTED}")
+
+
+@pytest.mark.parametrize("show", [True, False])
+def test_a_failed_untrusted_calls_error_is_its_data(show: bool) -> None:
+    planner = RecordingPlanner([plan('read_failing(name="n1")'), "the answer"])
+    brain = DCBrain(planner=planner, default_llm=ScriptedLLM([verdict(True)] * 3),
+                    tools=[Tool(read_failing, side_effects=False)], isolation="inprocess",
+                    max_iterations=2, show_untrusted_to_planner=show)
+    brain.run("read n1", conversation_id=f"failed-{show}")
+    second_text, second_sources = planner.seen[1]
+    if show:  # shown, and the next plan's literals carry it
+        assert INJECTED in second_text
+        assert second_sources == {"tool:read_failing"}
+    else:  # where and what kind, never the text
+        assert "evil@example.com" not in second_text
+        assert "ValueError: <untrusted str of" in second_text
+        assert second_sources == frozenset()
+
+
+def send_note(to: str) -> str:
+    """Send the note."""
+    return "sent"
+
+
+def test_a_refusal_is_shown_as_it_is_with_its_way_out() -> None:
+    # a flow only on one path: past the static check, refused at the call
+    refused = plan('note = read_note(name="n1")\nto = "bob"\nif len(note) > 3:\n'
+                   '    to = note\nsend_note(to=to)')
+    planner = RecordingPlanner([refused, "the answer"])
+    brain = DCBrain(planner=planner, default_llm=ScriptedLLM([verdict(True)] * 3),
+                    tools=[Tool(read_note, side_effects=False),
+                           Tool(send_note, trusted_args=["to"])],
+                    isolation="inprocess", max_iterations=2, show_untrusted_to_planner=False)
+    brain.run("send n1", conversation_id="refused")
+    second_text, _ = planner.seen[1]
+    assert "evil@example.com" not in second_text
+    assert "TFPolicyDenied: send_note() refused by policy trusted_args" in second_text
+    assert "accepted: the user" in second_text
+    assert "path: to=to (line 5) ← to = note (line 4) ← note = read_note" in second_text
+
+
 @pytest.mark.parametrize("show", [True, False])
 def test_plan_only_errors_are_shown_as_they_are(show: bool) -> None:
     planner = RecordingPlanner([plan('read_note(nam="n1")'), "the answer"])

@@ -103,6 +103,9 @@ def test_a_resumed_run_still_refuses_the_untrusted_value_it_read_before_the_cras
     assert run["result"]["final_result"] == "refused to pay", run
     assert marks(tmp_path, "send_money") == 0
     assert marks(tmp_path, "read_bill") == 1  # answered by the journal after the crash
-    assert '"type":"run_resumed"' in stream and '"type":"policy_denied"' in stream
-    assert "tool:read_bill" in stream
-    assert "attacker-666" not in stream.split('"type":"policy_denied"')[1].split("\n")[0]
+    assert '"type":"run_resumed"' in stream
+    # refused at the call, or by the check before the resumed plan runs again: the
+    # resumed run's planning has the journal's read in view, so its literals carry it
+    refusal = next(line for line in stream.splitlines() if '"type":"policy_denied"' in line
+                   or ('"error_kind":"CheckError"' in line and "tool:read_bill" in line))
+    assert "tool:read_bill" in refusal and "attacker-666" not in refusal

@@ -25,6 +25,10 @@ from dcbrain.messages import TextMessage
 RESULT_CHARS = 300
 #: Error kinds computed from the plan's text alone, which hold no data of the run.
 PLAN_ONLY_ERRORS = frozenset({"SyntaxError", "CheckError"})
+#: Errors shown as they are, since they hold no data of the run either: a refusal names
+#: the policy, the argument, its sources, the path through the plan's own text and what
+#: would be accepted (a policy's reason holds no untrusted text).
+_NO_DATA_ERRORS = PLAN_ONLY_ERRORS | {"TFPolicyDenied"}
 #: Sources of what memory recalls (knowledge is the application's own, and trusted).
 MEMORY_CONVERSATION = "memory:conversation"
 MEMORY_DOCUMENTS = "memory:documents"
@@ -180,7 +184,7 @@ _RUN_ERROR = re.compile(r"^\d+:\d+: ([A-Z]\w*): ")
 
 def _plan_only(error: str) -> bool:
     match = _RUN_ERROR.match(error)
-    return match is None or match.group(1) in PLAN_ONLY_ERRORS
+    return match is None or match.group(1) in _NO_DATA_ERRORS
 
 
 def _redacted_error(error: str) -> str:

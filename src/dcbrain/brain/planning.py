@@ -163,7 +163,9 @@ class PlanningContext:
     ) -> None:
         """Bring in the last suggestion, earlier failures, budgets and finished calls."""
         entries = [entry for entry in journal.successful() if entry.kind in ("chain", "tool")]
-        read = {source for entry in entries if (source := self.view.source_of(entry))}
+        # a failed call's error text is that call's data, as its result would have been
+        read = {source for entry in journal.entries() if entry.kind in ("chain", "tool")
+                and (source := self.view.source_of(entry))}
         self.previous_suggestion = self.view.suggestion(ir.suggestion or "", read)
         self.contextual_plan_info = self.view.attempts(contextual_plan_info, read)
         self.iterations_left = iterations_left

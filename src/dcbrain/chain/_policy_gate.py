@@ -17,6 +17,7 @@ from dcbrain.policies import (
     Violation,
     policy_name,
     trusted_args_policy,
+    vouched_arguments,
 )
 from dcbrain.tfplan.errors import TFPolicyDenied
 from dcbrain.tfplan.provenance import PLAN, CallSources, Tracking, call_sources
@@ -71,6 +72,8 @@ class PolicyGate:
             return None
         own: list[Policy] = []
         trusted_args: frozenset[str] = getattr(owner, "trusted_args", frozenset())
+        # an argument a TrustedValues policy of the callee decides is left to it
+        trusted_args -= vouched_arguments(getattr(owner, "policies", ()))
         if trusted_args:
             own.append(trusted_args_policy(trusted_args, self.violation_of(owner)))
         policies = [*own, *getattr(owner, "policies", ()), *self.policies]

@@ -45,6 +45,7 @@ from dcbrain.chain.construct import (
 from dcbrain.chain.containers import Chains
 from dcbrain.chain.intermediate import intermediate_results_added
 from dcbrain.chain.plan_names import check_plan_names
+from dcbrain.chain.prompts import MemoPrompt
 from dcbrain.chain.result import ChainOutput, ChainResult
 from dcbrain.chain.runnable import TEXT_KWARGS, input_text, to_json
 from dcbrain.events import PlanCallKind
@@ -60,6 +61,7 @@ from dcbrain.policies import (
     checked_mode,
     checked_policies,
     checked_violation,
+    vouched_arguments,
 )
 from dcbrain.tfplan import (
     CallableSpec,
@@ -75,6 +77,7 @@ from dcbrain.tfplan import (
 from dcbrain.tfplan.errors import TFApprovalDenied, TFPolicyDenied
 from dcbrain.tfplan.host_budget import HostBudget
 from dcbrain.tfplan.interpreter import Isolation, off_the_loop
+from dcbrain.tfplan.label_path import label_path
 from dcbrain.tools import Tool, as_tool, needs_approval
 
 #: Keyword arguments that become the text (``content``) of a chain's ``current_input``.
@@ -249,6 +252,8 @@ class TFChainInterpreter:
         fields = {tool.name: tool.trusted_fields for tool in self.tools if tool.trusted_fields}
         trusted = [f"tool:{tool.name}" for tool in self.tools if tool.trusted_output]
         trusted += [f"tool:{name}.{field}" for name, names in fields.items() for field in names]
+        # the application's chains as such (their output carries what they read)
+        trusted += [f"chain:{name}" for name in self.chains_map]
         self._policies = PolicyGate(mode, checked_policies(policies, "TFChainInterpreter"),
                                     trusted, planner_saw,
                                     checked_violation(on_violation, "TFChainInterpreter")
@@ -265,6 +270,8 @@ class TFChainInterpreter:
             sources={name: f"{getattr(func, 'callable_kind', 'tool')}:{name}"
                      for name, func in callables.items()},
             trusted_fields=fields,
+            reads={name: ["memory:conversation"] for name, chain in self.chains_map.items()
+                   if _renders_conversation(chain) and _holds_answers(self.conversation)},
         )
 
     @property
@@ -293,12 +300,16 @@ class TFChainInterpreter:
             if tool.trusted_args and self._policies.violation_of(tool) == "ask":
                 specs[tool.name] = dataclasses.replace(specs[tool.name],
                                                        trusted_args=frozenset())
+            elif vouched_arguments(tool.policies) & tool.trusted_args:  # the value decides
+                specs[tool.name] = dataclasses.replace(
+                    specs[tool.name],
+                    trusted_args=tool.trusted_args - vouched_arguments(tool.policies))
         return {**specs, CONSTRUCT_CHAIN_SPEC.name: CONSTRUCT_CHAIN_SPEC}
 
     def check(self, plan: str) -> list[Problem]:
         """Every static problem of ``plan`` (syntax included) against the chains and tools."""
         return check(plan, self._checked_specs(), flow=self.flow_check,
-                     chain_inputs=self.additional_info)
+                     chain_inputs=self.additional_info, literals=self._policies.planner_saw)
 
     def describe_callables(self) -> list[dict[str, Any]]:
         """Name, kind, description, input and output schema of each chain and tool, with
@@ -334,6 +345,7 @@ class TFChainInterpreter:
                 try:
                     console = self._interpreter.run(plan, host_budget=scope.budget)
                 except Exception as exc:
+                    _with_path(exc, plan)
                     attach_partial(exc, self._chain_result(
                         scope, getattr(exc, "trace", []), None, ""), scope.reused)
                     raise
@@ -351,6 +363,7 @@ class TFChainInterpreter:
                 try:
                     console = await self._interpreter.arun(plan, host_budget=scope.budget)
                 except Exception as exc:
+                    _with_path(exc, plan)
                     attach_partial(exc, self._chain_result(
                         scope, getattr(exc, "trace", []), None, ""), scope.reused)
                     raise
@@ -377,7 +390,8 @@ class TFChainInterpreter:
         parsed, _ = compile_source(plan, frozenset(self._interpreter.callables))
         if run_check:
             problems = check(parsed, self._checked_specs(), flow=self.flow_check,
-                             chain_inputs=self.additional_info)
+                             chain_inputs=self.additional_info,
+                             literals=self._policies.planner_saw)
             if problems:
                 raise TFCheckError(problems, parsed.source)
 
@@ -603,3 +617,25 @@ class TFChainInterpreter:
 
 
 __all__ = ["INPUT_KWARGS", "ChainConsoleResult", "TFChainInterpreter", "partial_chain_result"]
+
+
+def _renders_conversation(chain: Chain | Chains) -> bool:
+    """Whether ``chain`` (or a chain in it) has a prompt that renders the conversation."""
+    if isinstance(chain, Chains):
+        return any(_renders_conversation(child) for child in chain.chains)
+    return any(isinstance(prompt, MemoPrompt) for prompt in chain._all_prompts())
+
+
+def _holds_answers(conversation: Sequence[TextMessage]) -> bool:
+    """Whether the conversation holds more than the person's own turns: earlier answers,
+    which may quote what earlier runs read (``memory:conversation``)."""
+    return any(getattr(message, "role", "user") != "user" for message in conversation)
+
+
+def _with_path(error: Exception, plan: str) -> None:
+    """A refusal's message, with the way the untrusted label reached its argument."""
+    if not isinstance(error, TFPolicyDenied) or error.argument is None or not error.line:
+        return
+    path = label_path(plan, error.line, error.argument, error.sources)
+    if path is not None:
+        error.message += f"; path: {path}"

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+
+from dcbrain.tfplan.methods import IN_PLACE_METHODS
 
 #: Prefix of the label rewrite's own helpers and temporaries (never a shadow's).
 HELPER = "__tfh_"
-#: Methods that put their arguments into the receiver.
-MUTATING_METHODS = frozenset({"append", "extend", "insert", "update", "setdefault", "add"})
+#: Methods that change their receiver in place (see ``methods.IN_PLACE_METHODS``).
+MUTATING_METHODS = frozenset(IN_PLACE_METHODS)
+#: Temporaries the guard rewrite binds to a container and key (``t[k] op= v``).
+_TEMPORARY = re.compile(r"__tf_t\d+")
 _METHOD_GUARDS = frozenset({"__tf_attr", "__tf_keyed_method"})
 #: Guards that call plan code or change a container: a function using them is not pure.
 _HOST_GUARDS = frozenset({"__tf_parallel", "__tf_thunk", "__tf_branches", "__tf_set_slice",
@@ -36,16 +40,22 @@ def _stored(node: ast.AST) -> list[str]:
     return []
 
 
-def _root(node: ast.expr) -> str | None:
-    """The variable a subscript or method receiver chain starts from."""
+def _root(node: ast.expr, aliases: Mapping[str, str] | None = None) -> str | None:
+    """The variable a subscript or method receiver chain starts from (through the guard
+    rewrite's temporaries, with ``aliases``)."""
     while True:
         if isinstance(node, ast.Name):
+            if aliases and node.id in aliases:
+                return aliases[node.id]
             return node.id if _plan_name(node.id) else None
         if isinstance(node, ast.Subscript):
             node = node.value
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
                 and node.func.id in ("__tf_attr", "__tf_slice") and node.args:
             node = node.args[0]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                and _plan_name(node.func.id):
+            return node.func.id  # ``get().append(v)``: what the function returns
         else:
             return None
 
@@ -91,24 +101,52 @@ class _Analysis:
                 defs[node.name] = defs.get(node.name, 0) + 1
             if isinstance(node, ast.NamedExpr) and _plan_name(node.target.id):
                 self.walrus.add(node.target.id)
+        #: the guard rewrite's temporaries of ``t[k] op= v``: the variable each stands for
+        self.aliases: dict[str, str] = {}
+        for node in ast.walk(main):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 \
+                    and isinstance(node.targets[0], ast.Name) \
+                    and _TEMPORARY.fullmatch(node.targets[0].id):
+                root = _root(node.value)
+                if root:
+                    self.aliases[node.targets[0].id] = root
+        aliases = self.aliases
+        for node in ast.walk(main):  # a plan function's name stands for what it returns
+            if isinstance(node, ast.FunctionDef) and node is not main:
+                for child in ast.walk(node):
+                    if isinstance(child, ast.Return) and child.value is not None:
+                        link([node.name], read(child.value))
         for node in ast.walk(main):  # links between plan variables only, not builtins
             if isinstance(node, ast.Assign):
                 for target in node.targets:
-                    roots = [_root(target)] if isinstance(target, ast.Subscript) else []
+                    roots = [_root(part, aliases) for part in _subscripts(target)]
                     link([*_stored(target), *(r for r in roots if r)], read(node.value))
                     self.mutated.update(r for r in roots if r)
             elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Subscript):
-                root = _root(node.target)
+                root = _root(node.target, aliases)
                 if root:
                     link([root], read(node.value))
                     self.mutated.add(root)
+            elif isinstance(node, ast.Delete):
+                self.mutated.update(root for target in node.targets
+                                    for part in _subscripts(target)
+                                    if (root := _root(part, aliases)))
             elif isinstance(node, ast.For | ast.comprehension):
                 link(_stored(node.target), read(node.iter))
             elif isinstance(node, ast.Call):
+                arguments = [*node.args, *(k.value for k in node.keywords)]
                 if isinstance(node.func, ast.Name) and node.func.id in defined:
                     link(_parameters(defined[node.func.id]),
-                         [name for arg in [*node.args, *(k.value for k in node.keywords)]
-                          for name in read(arg)])
+                         [name for arg in arguments for name in read(arg)])
+                # a function passed to a builtin (map, filter, sorted, max, min) gets the
+                # elements of the other arguments: its parameters may share them
+                for index, arg in enumerate(arguments):
+                    others = [name for other in arguments[:index] + arguments[index + 1:]
+                              for name in read(other)]
+                    if isinstance(arg, ast.Lambda):
+                        link(_lambda_parameters(arg), others)
+                    elif isinstance(arg, ast.Name) and arg.id in defined:
+                        link(_parameters(defined[arg.id]), others)
                 method = _method_of(node)
                 if method is not None and method[1] in MUTATING_METHODS:
                     root = _root(method[0])
@@ -116,6 +154,9 @@ class _Analysis:
                         link([root], [name for arg in node.args for name in read(arg)])
                         self.mutated.add(root)
         self.bound = set(bindings)
+        #: plan function -> the plan names it declares ``global`` or ``nonlocal``
+        self.declared_by = {name: set().union(*_declared_in(node.body))
+                            for name, node in defined.items()}
         self.functions = {name for name, count in defs.items()
                           if count == 1 and bindings[name] == 1}
         self.dynamic = self.walrus | (set(defs) - self.functions)
@@ -128,6 +169,31 @@ class _Analysis:
         #: the accumulator of what in-place changes added to each variable's group
         self.group_of = {name: f"{HELPER}g_{find(name)}" for name in self.bound
                          if find(name) in mutated_roots}
+        #: variables whose group a lambda or generator expression changes in place: the
+        #: change runs later than the statement that holds it, so reading such a
+        #: variable reads anything the run has seen by then
+        late = {find(root) for node in ast.walk(main)
+                if isinstance(node, ast.Lambda | ast.GeneratorExp)
+                for root in _changed_in_place(node, self.aliases)}
+        self.changed_late = {name for name in self.bound if find(name) in late}
+        #: plan function -> the variables it, or a plan function it calls, may change in
+        #: place (a condition that decides whether it is called decides those too)
+        self.changes_of = {name: _changed_in_place(node, self.aliases)
+                           for name, node in defined.items()}
+        calls = {name: {child.func.id for child in ast.walk(node) if isinstance(child, ast.Call)
+                        and isinstance(child.func, ast.Name) and child.func.id in defined}
+                 for name, node in defined.items()}
+        grown = True
+        while grown:
+            grown = False
+            for name, callees in calls.items():
+                for callee in callees:
+                    if not self.changes_of[callee] <= self.changes_of[name]:
+                        self.changes_of[name] |= self.changes_of[callee]
+                        grown = True
+                    if not self.declared_by[callee] <= self.declared_by[name]:
+                        self.declared_by[name] |= self.declared_by[callee]
+                        grown = True
 
 
 def _parameters(node: ast.FunctionDef) -> list[str]:
@@ -192,6 +258,54 @@ def _pure_functions(functions: dict[str, ast.FunctionDef], builtins: frozenset[s
                     reads[name] |= reads[callee]
                     changed = True
     return pure, reads
+
+
+def _subscripts(target: ast.expr) -> list[ast.Subscript]:
+    """The subscripts an assignment or ``del`` target stores into (``a[0], b[1] = ...``)."""
+    if isinstance(target, ast.Subscript):
+        return [target]
+    if isinstance(target, ast.Tuple | ast.List):
+        return [part for item in target.elts for part in _subscripts(item)]
+    if isinstance(target, ast.Starred):
+        return _subscripts(target.value)
+    return []
+
+
+def _lambda_parameters(node: ast.Lambda) -> list[str]:
+    return [arg.arg for arg in (*node.args.posonlyargs, *node.args.args,
+                                *node.args.kwonlyargs, node.args.vararg, node.args.kwarg)
+            if arg is not None]
+
+
+def _changed_in_place(node: ast.AST, aliases: Mapping[str, str]) -> set[str]:
+    """The variables ``node`` may change in place (subscript stores, in-place methods)."""
+    roots: set[str] = set()
+    for child in ast.walk(node):
+        root = None
+        if isinstance(child, ast.Call):
+            method = _method_of(child)
+            if method is not None and method[1] in MUTATING_METHODS:
+                root = _root(method[0], aliases)
+            elif isinstance(child.func, ast.Name) and child.func.id == "__tf_set_slice" \
+                    and child.args:
+                root = _root(child.args[0], aliases)
+        elif isinstance(child, ast.Subscript) and isinstance(child.ctx, ast.Store | ast.Del):
+            root = _root(child, aliases)
+        if root:
+            roots.add(root)
+    return roots
+
+
+def changes_in_place(node: ast.AST) -> bool:
+    """Whether ``node`` (a lambda's body) may change a container in place."""
+    for child in ast.walk(node):
+        if isinstance(child, ast.Call):
+            method = _method_of(child)
+            if method is not None and method[1] in MUTATING_METHODS:
+                return True
+            if isinstance(child.func, ast.Name) and child.func.id == "__tf_set_slice":
+                return True
+    return False
 
 
 def _method_of(node: ast.Call) -> tuple[ast.expr, str] | None:

@@ -26,6 +26,7 @@ import copy
 import itertools
 
 from dcbrain.tfplan._label_analysis import (
+    _TEMPORARY,
     HELPER,
     MUTATING_METHODS,
     SELECTIONS,
@@ -38,6 +39,8 @@ from dcbrain.tfplan._label_analysis import (
     _positioned,
     _root,
     _stored,
+    _subscripts,
+    changes_in_place,
 )
 from dcbrain.tfplan._label_containers import ContainerLabels, _Env
 from dcbrain.tfplan._label_exprs import (
@@ -58,6 +61,52 @@ SHADOW = "__tfl_"
 LABEL_KEYWORD = "__tfh_l"
 _CONTEXT = "__tfh_c"
 _RETURNED = "__tfh_r"
+
+
+def _leaves(body: list[ast.stmt]) -> bool:
+    """Whether ``body`` may leave its block early (not counting nested functions)."""
+    stack: list[ast.AST] = list(body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Return | ast.Break | ast.Continue | ast.Raise):
+            return True
+        if not isinstance(node, ast.FunctionDef | ast.Lambda):
+            stack.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def _may_change(body: list[ast.stmt], analysis: _Analysis) -> tuple[set[str], set[str]]:
+    """The plan variables ``body`` may bind, and those it may change in place (through a
+    subscript, a method, or a plan function it calls, whose parameters and globals it
+    may change)."""
+    names: set[str] = set()
+    roots: set[str] = set()
+    for statement in body:
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+                if _plan_name(node.id):
+                    names.add(node.id)
+            elif isinstance(node, ast.FunctionDef) and _plan_name(node.name):
+                names.add(node.name)
+            elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store | ast.Del):
+                root = _root(node, analysis.aliases)
+                if root:
+                    roots.add(root)
+            elif isinstance(node, ast.Call):
+                method = _method_of(node)
+                if method is not None and method[1] in MUTATING_METHODS:
+                    root = _root(method[0], analysis.aliases)
+                    if root:
+                        roots.add(root)
+                elif isinstance(node.func, ast.Name) and node.func.id in analysis.bound:
+                    # a plan function may change what it is given and what it declares
+                    roots.update(child.id for arg in node.args for child in ast.walk(arg)
+                                 if isinstance(child, ast.Name) and _plan_name(child.id))
+                    names.update(analysis.declared_by.get(node.func.id, ()))
+                    roots.update(analysis.changes_of.get(node.func.id, ()))
+    return names, roots
+
+
 def shadow(name: str) -> str:
     return SHADOW + name
 
@@ -87,6 +136,8 @@ class LabelRewriter(ContainerLabels):
         self.global_shadows: set[str] = set()
         #: the label of the value an assignment stores (into subscripts too)
         self._stored_label = _Label()
+        #: the guard rewrite's temporaries (``__tf_t1``) -> the helper holding their label
+        self.temporaries: dict[str, str] = {}
 
     def rewrite(self, tree: ast.Module) -> ast.Module:
         main = tree.body[0]
@@ -152,6 +203,8 @@ class LabelRewriter(ContainerLabels):
             if isinstance(node, ast.While):
                 node.body = self._guarded(node.body, condition)
                 node.orelse = self.statements(node.orelse)
+                if self.strict:  # the last test, false, decided where the loop stopped
+                    after = self._joined(node.body, condition | _Label(0, [_name(_CONTEXT)]))
             else:
                 before, node.body, node.orelse, after = self._branches(node, condition)
             scope.mutations = pending
@@ -164,6 +217,10 @@ class LabelRewriter(ContainerLabels):
             return self._return(node)
         elif isinstance(node, ast.Global | ast.Nonlocal):
             pass  # the shadows are declared where their function starts
+        elif isinstance(node, ast.Delete):
+            for target in node.targets:
+                for part in _subscripts(target):  # what is left moves: a change in place
+                    self._mutated(part, self.label(part.slice, {}, {}, precise=False))
         else:
             for child in ast.iter_child_nodes(node):
                 if isinstance(child, ast.expr):
@@ -178,7 +235,14 @@ class LabelRewriter(ContainerLabels):
             and value.func.id == "__tf_unpack"
         internal = all(isinstance(t, ast.Name) and not _plan_name(t.id) for t in node.targets)
         if internal:
-            self.label(value, {}, {}, precise=False)
+            label = self.label(value, {}, {}, precise=False)
+            first = node.targets[0]
+            if len(node.targets) == 1 and isinstance(first, ast.Name) \
+                    and _TEMPORARY.fullmatch(first.id):
+                # ``t[k] op= v`` became ``t1 = t; t2 = k; t1[t2] = op(t1[t2], v)``: the
+                # temporaries' labels are those of the container and the key
+                self.temporaries[first.id] = f"{HELPER}v{first.id}"
+                return [_assign(self.temporaries[first.id], self._with_context(label))]
             return []
         if unpacked:
             assert isinstance(value, ast.Call)
@@ -214,8 +278,10 @@ class LabelRewriter(ContainerLabels):
                                         part, flat=flat or starred))
             return bound
         if isinstance(target, ast.Subscript):
-            self.label(target, {}, {}, precise=False)
-            self._mutated(target, _Label(0, [label]) if flat else self._stored_label)
+            # ``t[k] = v``: the container now holds ``v`` under ``k``; both are its data
+            key = self.label(target.slice, {}, {}, precise=False)
+            self.label(target.value, {}, {}, precise=False)
+            self._mutated(target, (_Label(0, [label]) if flat else self._stored_label) | key)
         return []
 
     def _for(self, node: ast.For) -> list[ast.stmt]:
@@ -234,10 +300,15 @@ class LabelRewriter(ContainerLabels):
         if not rebound:  # the target's label is the same in every turn: set it once
             before.extend(targets)
             targets = []
+        original = list(node.body)
         node.body = [*_positioned(targets, node),
                      *self._guarded(node.body, _Label(0, [_name(held)]))]
         node.orelse = self.statements(node.orelse)
-        return [*_positioned(before, node), node]
+        after: list[ast.stmt] = []
+        if self.strict:  # how many turns ran is the iterable's data
+            after = [_assign(_CONTEXT, (_Label(0, [_name(_CONTEXT), _name(held)])).expr()),
+                     *self._joined(original, _Label(0, [_name(_CONTEXT)]))]
+        return [*_positioned(before, node), node, *_positioned(after, node)]
 
     def _guarded(self, body: list[ast.stmt], condition: _Label) -> list[ast.stmt]:
         """``body`` run under ``condition``: in strict mode its labels include it."""
@@ -252,18 +323,51 @@ class LabelRewriter(ContainerLabels):
         if not self.strict:
             return [], self.statements(node.body), self.statements(node.orelse), []
         saved = f"{HELPER}s{next(self._temporaries)}"
-        body = self._guarded(node.body, condition)
-        orelse = self._guarded(node.orelse, condition) if node.orelse else []
-        restore: list[ast.stmt] = [_assign(_CONTEXT, _name(saved))]
-        return [_assign(saved, _name(_CONTEXT))], body, orelse, restore
+        raised = _assign(_CONTEXT, (_Label(0, [_name(saved)]) | condition).expr())
+        body = [*_positioned([copy.deepcopy(raised)], node.body[0]),
+                *self.statements(node.body)]
+        # both branches raise the context, so that after the ``if`` it holds the
+        # condition whichever ran: what either branch may change carries it (the branch
+        # not taken decided its value too)
+        orelse = [*_positioned([raised], node.orelse[0] if node.orelse else node),
+                  *self.statements(node.orelse)]
+        after = self._joined([*node.body, *node.orelse], _Label(0, [_name(_CONTEXT)]))
+        if not _leaves([*node.body, *node.orelse]):
+            # what runs after the ``if`` no longer depends on the condition, unless a
+            # branch may leave the block (return, break, continue, raise)
+            after.append(_assign(_CONTEXT, _name(saved)))
+        return [_assign(saved, _name(_CONTEXT))], body, orelse, after
+
+    def _joined(self, body: list[ast.stmt], condition: _Label) -> list[ast.stmt]:
+        """Strict mode, after a branch or loop ``body`` that may not have run: every
+        variable it may bind or change in place gains ``condition``."""
+        names, roots = _may_change(body, self.analysis)
+        joined: list[ast.stmt] = []
+        for name in sorted(names):
+            if name in self.scope.locals or name in self.scope.declared:
+                target = shadow(name)
+                joined.append(_assign(target, (_Label(0, [_name(target)]) | condition).expr()))
+        for group in sorted({self.analysis.group_of[root] for root in roots
+                             if root in self.analysis.group_of}):
+            joined.append(_assign(group, (_Label(0, [_name(group)]) | condition).expr()))
+        return joined
 
     def _with_context(self, label: _Label) -> ast.expr:
-        if self.strict:
-            label = label | _Label(0, [_name(_CONTEXT)])
-        return label.expr()
+        if not self.strict:
+            return label.expr()
+        [part] = label.parts if len(label.parts) == 1 and not label.bits else [None]
+        if isinstance(part, ast.Call) and isinstance(part.func, ast.Name) \
+                and part.func.id in ("__tfh_list", "__tfh_dict"):
+            # a display or ``parallel``: each element gets the context, and keeps its own
+            # label (``a | c`` of a shape would flatten it)
+            keys = part.args[:1] if part.func.id == "__tfh_dict" else []
+            items = part.args[len(keys):]
+            return _call(part.func.id, *keys, *(
+                ast.BinOp(left=item, op=ast.BitOr(), right=_name(_CONTEXT)) for item in items))
+        return (label | _Label(0, [_name(_CONTEXT)])).expr()
 
     def _mutated(self, target: ast.expr, label: _Label) -> None:
-        root = _root(target)
+        root = _root(target, self.analysis.aliases)
         if root is not None:
             self.scope.mutations.append((root, label))
 
@@ -368,7 +472,10 @@ class LabelRewriter(ContainerLabels):
             return self._item_label(node, env, call_env)
         if isinstance(node, ast.Lambda):
             params = {arg.arg for arg in ast.walk(node.args) if isinstance(arg, ast.arg)}
-            inner_env = {**env, **{name: _Label() for name in params}}
+            # a lambda that changes what it is given (``map(lambda f: f.update(...), fs)``)
+            # may move any data it can reach: its parameters are anything
+            given = _seen() if changes_in_place(node.body) else _Label()
+            inner_env = {**env, **{name: given for name in params}}
             inner_calls = {**call_env, **{name: _seen() for name in params}}
             for default in node.args.defaults:
                 self.label(default, env, call_env, precise=False)
@@ -393,6 +500,8 @@ class LabelRewriter(ContainerLabels):
     def _name_label(self, name: str, env: _Env) -> _Label:
         if name in env:
             return env[name]
+        if name in self.temporaries:
+            return _Label(0, [_name(self.temporaries[name])])
         if not _plan_name(name):
             return _Label()
         analysis = self.analysis
@@ -407,6 +516,8 @@ class LabelRewriter(ContainerLabels):
             parts: list[ast.expr] = [_name(shadow(name))]
             if group:
                 parts.append(_name(group))
+            if name in analysis.changed_late:
+                return _Label(0, parts) | _seen()
             return _Label(0, parts)
         if name in self.provided and name not in self.builtin_names:
             return _Label(0, [ast.Call(func=ast.Attribute(value=_name(TRACKER), attr="callee",
@@ -423,6 +534,10 @@ class LabelRewriter(ContainerLabels):
             if shaped and not any(isinstance(arg, ast.Starred) for arg in node.args):
                 return _Label(0, [_call("__tfh_list", *(branch.expr() for branch in branches))])
             return _union(branches)
+        if name == "__construct_chain":  # the handle's results carry what built it
+            given = self._argument_labels(node, call_env)
+            self._route(node, given)
+            return _union([*given[0], given[1], *given[2].values(), given[3]])
         method = _method_of(node)
         pure = method is not None or (name is not None and (not _plan_name(name) or (
             name in self.builtin_names and name not in self.analysis.bound)))

@@ -156,6 +156,7 @@ def check(
     *,
     flow: bool = True,
     chain_inputs: Iterable[str] = (),
+    literals: frozenset[str] = frozenset(),
 ) -> list[Problem]:
     """Every problem of ``plan`` against ``specs``, in source order (empty: the plan is fine).
 
@@ -165,7 +166,8 @@ def check(
     Syntax problems of a source string are returned as problems too. With ``flow`` (the
     default) untrusted data that certainly reaches an argument a callable declares in
     ``trusted_args`` is a problem too (:func:`~dcbrain.tfplan.flow.flow_problems`);
-    ``flow=False`` leaves such flows to the checks made while the plan runs.
+    ``flow=False`` leaves such flows to the checks made while the plan runs. ``literals``
+    are the untrusted sources the planner was shown: the plan's literals carry them.
     """
     by_name = dict(specs) if isinstance(specs, Mapping) else {s.name: s for s in specs}
     if isinstance(plan, str):
@@ -176,15 +178,17 @@ def check(
             if exc.tree is None:  # not even Python: nothing more can be said
                 return list(exc.problems)
             rest = _Checker(Plan(source=source, tree=exc.tree), by_name, flow,
-                            chain_inputs).run()
+                            chain_inputs, literals).run()
             return first_problems(sorted([*exc.problems, *rest], key=lambda p: (p.line, p.col)))
-    return first_problems(_Checker(plan, by_name, flow, chain_inputs).run())
+    return first_problems(_Checker(plan, by_name, flow, chain_inputs, literals).run())
 
 
 class _Checker:
     def __init__(self, plan: Plan, specs: Mapping[str, CallableSpec], flow: bool,
-                 chain_inputs: Iterable[str] = ()) -> None:
+                 chain_inputs: Iterable[str] = (),
+                 literals: frozenset[str] = frozenset()) -> None:
         self.chain_inputs = frozenset(chain_inputs)
+        self.literals = literals
         self.plan = plan
         self.specs = specs
         self.flow = flow
@@ -221,7 +225,7 @@ class _Checker:
             self._add(node, message)
         self._check_replan_with()
         if self.flow:
-            self.problems += flow_problems(self.plan, self.specs)
+            self.problems += flow_problems(self.plan, self.specs, self.literals)
         self.problems.sort(key=lambda p: (p.line, p.col))
         return self.problems
 

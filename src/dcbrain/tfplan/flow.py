@@ -35,6 +35,7 @@ from dcbrain.tfplan._flow_values import (
     untrusted,
 )
 from dcbrain.tfplan.errors import FlowCheckOutOfSteps, Problem
+from dcbrain.tfplan.methods import IN_PLACE_METHODS
 
 if TYPE_CHECKING:
     from dcbrain.tfplan.checker import CallableSpec
@@ -48,13 +49,12 @@ MAX_FLOW_DEPTH = 8
 #: Passes over a loop body before the names it still changes count as unknown.
 _LOOP_PASSES = 4
 
-#: Methods that add their last argument to the container they are called on.
-_ADDS = frozenset({"append", "add", "insert"})
-#: Methods that may add elements of their argument.
-_MAY_ADD = frozenset({"extend", "update", "setdefault"})
-#: Methods that remove or replace elements.
-_REMOVES = frozenset({"pop", "popitem", "remove", "discard", "clear", "difference_update",
-                      "intersection_update", "symmetric_difference_update"})
+#: The in-place methods by how they move labels (the table the label rewrite reads too):
+#: those that add their last argument to the container they are called on, those that
+#: may add elements of their argument, and those that move, remove or replace elements.
+_ADDS = frozenset(name for name, rule in IN_PLACE_METHODS.items() if rule == "adds")
+_MAY_ADD = frozenset(name for name, rule in IN_PLACE_METHODS.items() if rule == "merges")
+_REMOVES = frozenset(name for name, rule in IN_PLACE_METHODS.items() if rule == "moves")
 
 
 #: A call's argument: its keyword (``None``: positional), value and expression.
@@ -70,11 +70,17 @@ class _Frame:
     continues: list[list[Environment]] = field(default_factory=list)
 
 
-def flow_problems(plan: Plan, specs: Mapping[str, CallableSpec]) -> list[Problem]:
-    """Every certain flow of untrusted data into a guarded argument of ``plan``."""
+def flow_problems(plan: Plan, specs: Mapping[str, CallableSpec],
+                  literals: frozenset[str] = frozenset()) -> list[Problem]:
+    """Every certain flow of untrusted data into a guarded argument of ``plan``;
+    ``literals`` are the untrusted sources the planner was shown before it wrote the plan
+    (its literals carry them, as at run time)."""
     if not any(spec.trusted_args and spec.side_effects for spec in specs.values()):
         return []
     analysis = _FlowAnalysis(plan, specs)
+    if literals:
+        analysis.literal = scalar(frozenset(f"what the planner was shown ({source})"
+                                            for source in sorted(literals)))
     with contextlib.suppress(FlowCheckOutOfSteps):  # out of steps: what was found is still certain
         analysis.block(plan.tree.body, {}, _Frame())
     return sorted(analysis.problems.values(), key=lambda p: (p.line, p.col))
@@ -95,6 +101,8 @@ class _FlowAnalysis:
         self.plan_names |= {node.name for node in ast.walk(plan.tree)
                             if isinstance(node, ast.FunctionDef)}
         self.module: Environment = {}
+        #: what a literal of the plan carries
+        self.literal = scalar(None)
 
     def _step(self) -> None:
         self.steps += 1
@@ -240,7 +248,7 @@ class _FlowAnalysis:
             return UNKNOWN
         self._step()
         if isinstance(node, ast.Constant):
-            return scalar(None)
+            return self.literal
         if isinstance(node, ast.Name):
             return env.get(node.id, UNKNOWN)
         if isinstance(node, ast.Call):
@@ -361,13 +369,14 @@ class _FlowAnalysis:
                       for keyword in node.keywords]
         if callee is not None and callee.function is not None:
             return self.plan_function(callee.function, node, arguments)
-        if callee is not None and callee.chain:
-            return self.chain_result(arguments)
+        if callee is not None and callee.chain:  # what built the chain chose its output
+            return self.chain_result(arguments, callee.whole)
         if not isinstance(func, ast.Name) or func.id in self.plan_names:
             return UNKNOWN
         name = func.id
         if name == "__construct_chain":
-            return FlowValue(chain=True)
+            built = union(*(value.whole for _, value, _ in arguments))
+            return FlowValue(whole=built, chain=True)
         spec = self.specs.get(name)
         if spec is not None:
             return self.registered(spec, node, arguments)
@@ -407,7 +416,10 @@ class _FlowAnalysis:
         if spec.trusted_args and spec.side_effects:
             self.guarded(spec, node, arguments)
         if spec.trusted_output:
-            return UNKNOWN
+            # arguments steer what comes back (a lookup keyed by untrusted data): as at
+            # run time, the result carries them
+            steered = union(*(value.whole for _, value, _ in arguments))
+            return UNKNOWN if steered is None else FlowValue(steered, steered)
         if spec.trusted_fields:
             # arguments steer what comes back: the trusted fields carry them too
             steered = union(*(value.whole for _, value, _ in arguments))
@@ -416,10 +428,11 @@ class _FlowAnalysis:
             return records(f"{spec.name}()", spec.trusted_fields)
         return untrusted(f"{spec.name}()")
 
-    def chain_result(self, arguments: list[_Argument]
+    def chain_result(self, arguments: list[_Argument], built: Sources = None
                      ) -> FlowValue:
-        """A chain is as trustworthy as what it reads: its whole input."""
-        sources = union(*(value.whole for _, value, _ in arguments))
+        """A chain is as trustworthy as what it reads: its whole input, and for a chain
+        the plan built, what it was built from."""
+        sources = union(built, *(value.whole for _, value, _ in arguments))
         return FlowValue(sources, sources)
 
     def guarded(self, spec: CallableSpec, node: ast.Call,

@@ -329,7 +329,8 @@ class Dispatcher:
                 state.active_futures.discard(future)
 
     def construct_chain(self, **kwargs: Any) -> HostCallable:
-        """``__construct_chain(...)`` in a plan: build a chain at run time."""
+        """``__construct_chain(...)`` in a plan: build a chain at run time (labels: see
+        ``Tracker.construct``)."""
         hook = self.construct_hook
         if hook is None:
             raise NotImplementedError(
@@ -340,6 +341,8 @@ class Dispatcher:
         self.constructed += 1
         name = kwargs.get("name") if isinstance(kwargs.get("name"), str) else None
         return HostCallable(name or f"constructed_chain_{self.constructed}", func, self)
+
+    construct_chain.constructs_chains = True  # type: ignore[attr-defined]
 
     # -- parallel --------------------------------------------------------------------
     def parallel(self, *items: Any) -> list[Any]:

@@ -148,6 +148,7 @@ class Interpreter:
         tracking: Tracking = "off",
         sources: Mapping[str, str] | None = None,
         trusted_fields: Mapping[str, Iterable[str]] | None = None,
+        reads: Mapping[str, Iterable[str]] | None = None,
     ) -> None:
         if isolation not in ("process", "inprocess"):
             raise ValueError(f"isolation must be 'process' or 'inprocess', got {isolation!r}")
@@ -176,6 +177,10 @@ class Interpreter:
         self.sources.update(sources or {})
         self.trusted_fields: dict[str, list[str]] = {
             name: sorted(fields) for name, fields in (trusted_fields or {}).items() if fields}
+        #: callable -> sources its results carry besides its arguments' (what a chain's
+        #: prompts render, such as ``memory:conversation``)
+        self.reads: dict[str, list[str]] = {
+            name: sorted(found) for name, found in (reads or {}).items() if found}
         self.limits = limits or Limits()
         self._specs = dict(specs) if specs is not None else None
         self.construct_chain = construct_chain
@@ -364,7 +369,8 @@ class Interpreter:
 
     def _namespace(self, plan: Plan, state: RunState) -> tuple[dict[str, Any], Guards]:
         guards = Guards(state)
-        tracker = Tracker(self.sources, self.tracking == "strict", self.trusted_fields) \
+        tracker = Tracker(self.sources, self.tracking == "strict", self.trusted_fields,
+                          self.reads) \
             if self.tracking != "off" else None
         dispatcher = self.dispatcher_class(state, plan.lines, self.construct_chain, tracker)
         # builtins and registered callables sit under the plan's own names, as in Python

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from dcbrain._docparts import GeneratedPart
 from dcbrain.tfplan.builtins import BUILTIN_FUNCTIONS, EXCEPTIONS
-from dcbrain.tfplan.methods import ALLOWED, MODULE_MEMBERS, TYPE_MEMBERS
+from dcbrain.tfplan.methods import ALLOWED, IN_PLACE_METHODS, MODULE_MEMBERS, TYPE_MEMBERS
 from dcbrain.tfplan.parser import (
     ALLOWED_NODES,
     IMPORTABLE_MODULES,
@@ -53,6 +53,40 @@ _VALUES = ("None, bool, int, float, str, list, tuple, dict, set, frozenset, Deci
            "chains and tools listed below (they can only be called)")
 
 _PART = GeneratedPart("dcbrain.tfplan.language")
+
+#: How each operation moves labels (the sources a value carries; see docs/security.md).
+#: The label rewrite (``_label_rewrite.py``) implements these rules and the static flow
+#: check (``flow.py``) keeps what is certain of them; the in-place methods are
+#: ``methods.IN_PLACE_METHODS``. Where a rule says "union", the result carries every
+#: source of what it reads: an over-approximation, never less.
+LABEL_RULES: tuple[tuple[str, str], ...] = (
+    ("literal", "`plan` (and what the planner was shown before writing it)"),
+    ("operator, f-string, slice, method (not in place), builtin", "the union of its operands"),
+    ("list, tuple or dict display", "each element keeps its own label; a dict display's "
+     "keys are literals, labeled apart from its values"),
+    ("`x[k]`", "the element's label when the container's shape is known, else the whole "
+     "container's; plus `k`'s"),
+    ("`x = v`, `a, b = v`", "`x` takes `v`'s label (element by element when unpacked)"),
+    ("`t[k] = v`, `t[k] op= v`, `del t[k]`", "a change in place: `t` and every variable "
+     "that may share it carry the union of their elements, `k` and `v` from then on"),
+    ("in-place method", "the same: " + ", ".join(f"`{name}`" for name in IN_PLACE_METHODS)),
+    ("iteration (`for`, comprehension, `list(d)`, `sorted`, `max`, `min`, `filter`)",
+     "each element the union of the iterable's (a record its own fields); a dict's keys "
+     "their own label; a `key=` or filter's condition adds to it"),
+    ("function given to a builtin (`map`, `filter`, `sorted`, `max`, `min`)",
+     "shares its parameters with the builtin's other arguments: what it changes in place "
+     "changes them; a lambda that changes its parameter reads anything the run has seen"),
+    ("plan function call", "its result carries what it ever returned, plus its arguments'"),
+    ("tool or chain call", "the callee's source plus its arguments' labels (arguments "
+     "steer what comes back); a chain also every earlier chain result and what its prompts "
+     "render (`memory:conversation`)"),
+    ("`__construct_chain(...)`", "every result of the chain carries its arguments' labels"),
+    ("`parallel(a, b)`", "each branch its own label"),
+    ("`if`, `while`, `for` (strict mode)", "what the body computes or calls carries the "
+     "condition's label; after it, every variable the body may assign or change does too "
+     "(the branch not taken decided it), and after an early `return`, `break` or `raise`, "
+     "the rest of the block"),
+)
 
 
 def allowed_constructs() -> tuple[list[str], list[str]]:
@@ -191,6 +225,14 @@ def language_reference() -> str:
         "| type | methods |",
         "| --- | --- |",
         methods,
+        "",
+        "### Labels",
+        "",
+        "How each operation moves the sources a value carries (see docs/security.md):",
+        "",
+        "| operation | label of the result |",
+        "| --- | --- |",
+        *(f"| {operation} | {rule} |" for operation, rule in LABEL_RULES),
         "",
         _PART.end,
     ])

@@ -94,6 +94,23 @@ CHARGED: dict[type, frozenset[str]] = {
 #: type -> every method a plan may call.
 ALLOWED: dict[type, frozenset[str]] = {kind: FREE[kind] | CHARGED[kind] for kind in FREE}
 
+#: How each method that changes its receiver in place moves labels (the label rewrite and
+#: the static flow check read this table; docs/tfplan.md lists it):
+#: ``adds``: its last argument becomes an element of the receiver;
+#: ``merges``: the elements (and keys) of its last argument become elements of the receiver;
+#: ``moves``: elements of the receiver move, go or come back (reorderings and removals).
+#: At run time each makes the receiver, and every variable that may share it, carry the
+#: union of its elements and of the call's arguments (no element keeps a label of its own
+#: past it); the static check keeps only what is certain.
+IN_PLACE_METHODS: dict[str, str] = {
+    "append": "adds", "add": "adds", "insert": "adds",
+    "extend": "merges", "update": "merges", "setdefault": "merges",
+    "difference_update": "moves", "intersection_update": "moves",
+    "symmetric_difference_update": "merges",
+    "pop": "moves", "popitem": "moves", "remove": "moves", "discard": "moves",
+    "clear": "moves", "reverse": "moves", "sort": "moves",
+}
+
 #: type -> members reached through the type itself rather than a value (``dict.fromkeys``).
 TYPE_MEMBERS: dict[type, frozenset[str]] = {
     dict: frozenset({"fromkeys"}),

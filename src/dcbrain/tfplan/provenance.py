@@ -178,7 +178,10 @@ def result_of(callee: Any, arguments: int) -> Any:
 
 
 def element_of(label: Any) -> Any:
-    """The label of one element the value of ``label`` iterates over."""
+    """The label of one element the value of ``label`` iterates over (a dict display's
+    keys are the plan's literals: its values' labels are not theirs)."""
+    if label.__class__ is Shape and label.items.__class__ is dict:
+        return label.own | PLAN_BIT
     return label if label.__class__ is Fields else flat(label)
 
 
@@ -189,7 +192,7 @@ def selected(label: Any, others: Any) -> Any:
     which adds it to every field)."""
     if label.__class__ is Fields:
         return label
-    return flat(label) | flat(others)
+    return element_of(label) | flat(others)
 
 
 def list_label(*items: Any) -> Any:
@@ -200,8 +203,10 @@ def list_label(*items: Any) -> Any:
 
 
 def dict_label(keys: Sequence[Any], *labels: Any) -> Any:
-    """The label of a dict display with constant ``keys`` and these value labels."""
-    if all(item.__class__ is int for item in labels) and len(set(labels)) <= 1:
+    """The label of a dict display with constant ``keys`` and these value labels (its
+    keys are the plan's literals: one label for all holds only when it is theirs too)."""
+    if all(item.__class__ is int for item in labels) and len(set(labels)) <= 1 \
+            and (not labels or labels[0] | PLAN_BIT == PLAN_BIT):
         return labels[0] if labels else 0
     return Shape(0, dict(zip(keys, labels, strict=True)))
 
@@ -268,9 +273,17 @@ class Tracker:
     """
 
     def __init__(self, sources: Mapping[str, str], strict: bool,
-                 fields: Mapping[str, Iterable[str]] | None = None) -> None:
+                 fields: Mapping[str, Iterable[str]] | None = None,
+                 reads: Mapping[str, Iterable[str]] | None = None) -> None:
         self.sources = dict(sources)
         self.strict = strict
+        #: Callables whose results also carry what their prompts render (a chain that
+        #: reads the conversation: ``memory:conversation``): those sources' bits.
+        self.reads = {name: bits_of(names) for name, names in (reads or {}).items()}
+        #: Chains the plan built (``__construct_chain``), by name: the labels of what they
+        #: were built from (prompt, system prompt, output schema, name). They are every
+        #: result's: whoever wrote a chain's instructions chose its output.
+        self.constructed: dict[str, int] = {}
         #: Callables whose results' records have trusted fields: their labels.
         self.records = {name: Fields(bit_of(self.source_of(name)),
                                      {field: bit_of(f"{self.source_of(name)}.{field}")
@@ -293,12 +306,22 @@ class Tracker:
         records = self.records.get(name)
         if records is not None:
             return records
+        return self.own_label(name)
+
+    def own_label(self, name: str) -> int:
+        """What a call of ``name`` adds to its arguments' labels: its source (none for a
+        chain the plan built: its instructions' labels instead), what its prompts render,
+        and for a chain every earlier chain result of the run."""
+        made = self.constructed.get(name)
         source = self.source_of(name)
-        label = bit_of(source)
+        label = bit_of(source) if made is None else made
+        label |= self.reads.get(name, 0)
         return label | self.chains if source.startswith("chain:") else label
 
     def record(self, name: str, sources: CallSources) -> None:
         """A call of ``name`` with arguments from ``sources`` returned."""
+        if name == "__construct_chain":  # a handle, no data: see :meth:`construct`
+            return
         label = result_label(self, name, sources)
         with self._lock:
             self.seen |= label
@@ -307,10 +330,27 @@ class Tracker:
 
     def at(self, func: Any, labels: Callable[[], tuple[Any, ...]]) -> Any:
         """``func`` about to be called with arguments whose labels ``labels()`` gives:
-        a host callable is called through :class:`LabeledCall`, anything else as it is."""
+        a host callable is called through :class:`LabeledCall`, ``__construct_chain``
+        through :meth:`construct`, anything else as it is."""
+        if getattr(func, "constructs_chains", False):
+            return lambda *args, **kwargs: self.construct(func, labels, args, kwargs)
         if getattr(func, "plan_type_name", None) != "callable":
             return func
         return LabeledCall(self, func, labels)
+
+    def construct(self, func: Any, labels: Callable[[], tuple[Any, ...]],
+                  args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """Build a chain; its results will carry the labels of what it was built from."""
+        handle = func(*args, **kwargs)
+        positional, rest, keywords, rest_keywords = labels()
+        label = flat(rest) | flat(rest_keywords)
+        for item in (*positional, *keywords.values()):
+            label |= flat(item)
+        name = getattr(handle, "name", None)
+        if isinstance(name, str):
+            with self._lock:
+                self.constructed[name] = self.constructed.get(name, 0) | label
+        return handle
 
 
 class LabeledCall:
@@ -338,9 +378,7 @@ def result_label(tracker: Tracker, name: str, sources: CallSources) -> int:
     label = bits_of(sources.rest) | bits_of(sources.rest_keywords)
     for item in (*sources.args, *sources.kwargs.values()):
         label |= bits_of(item)
-    source = tracker.source_of(name)
-    label |= bit_of(source)
-    return label | tracker.chains if source.startswith("chain:") else label
+    return label | tracker.own_label(name)
 
 
 def unknown_sources(tracker: Tracker) -> CallSources:

@@ -178,7 +178,7 @@ def serve(sock: socket.socket) -> None:
 
 def _run(channel: Channel, *, source: str, code: bytes, limits: Limits, names: list[str],
          construct: bool, tracking: Tracking, sources: dict[str, str],
-         trusted_fields: dict[str, list[str]]) -> dict[str, Any]:
+         trusted_fields: dict[str, list[str]], reads: dict[str, list[str]]) -> dict[str, Any]:
     requests = _Requests(channel)
     stash = _RecordStash()
     callables: dict[str, Callable[..., Any]] = {
@@ -188,7 +188,7 @@ def _run(channel: Channel, *, source: str, code: bytes, limits: Limits, names: l
     interpreter = _WorkerInterpreter(
         callables, limits=limits, isolation="inprocess", construct_chain=construct_chain,
         observer=stash, parallel_hooks=_RemoteHooks(requests), passthrough=(HostCallFailed,),
-        tracking=tracking, sources=sources, trusted_fields=trusted_fields,
+        tracking=tracking, sources=sources, trusted_fields=trusted_fields, reads=reads,
     )
     _set_cpu_limit(limits.timeout_s)
     try:

@@ -135,6 +135,7 @@ class _Relay:
                    "tracking": self.interpreter.tracking,
                    "sources": dict(self.interpreter.sources),
                    "trusted_fields": dict(self.interpreter.trusted_fields),
+                   "reads": dict(self.interpreter.reads),
                    "construct": self.interpreter.construct_chain is not None}
         channel = self.worker.channel
         # a message may hold no more than the run may keep (pickles are no larger than
