@@ -5,6 +5,11 @@ HTTP on 127.0.0.1 with ``--http``. The brain is the one ``dcbrain ask`` would bu
 the same config. Exit codes: 0 when the client closes the session, 2 for a config or
 usage error (before anything is served), 130 on Ctrl-C. Only warnings and errors are logged
 on stderr unless ``--verbose`` or ``--log-level`` asks for more.
+
+With ``--shared``, each question is a durable run queued in the store a ``dcbrain serve``
+executes (the config's ``[memory]`` SQLite file, or ``--db``'s PostgreSQL, where
+``dcbrain worker`` processes execute): a call waiting for approval is seen and decided
+there too, over HTTP, on the web page or with the ``decide`` tool.
 """
 
 from __future__ import annotations
@@ -13,14 +18,16 @@ import socket
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, cast
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 
 from dcbrain.cli._config import ConfigOption, config_errors_exit, load_config_or_exit
 
 if TYPE_CHECKING:
+    from dcbrain.config import Config
     from dcbrain.mcp.server import LogLevel as ServerLogLevel
+    from dcbrain.server.durable_runs import DurableRuns
 
 HTTP_HOST = "127.0.0.1"
 DEFAULT_MCP_PORT = 8766
@@ -56,13 +63,33 @@ def mcp(
         typer.Option("--log-level", help="What is logged on stderr [default: WARNING].",
                      case_sensitive=False, show_default=False),
     ] = None,
+    shared: Annotated[
+        bool, typer.Option("--shared", help="Queue each question as a durable run in the "
+                           "store `dcbrain serve` executes (the [memory] file, or --db): "
+                           "its approvals can be decided there, over HTTP or the page.")
+    ] = False,
+    db: Annotated[
+        str | None,
+        typer.Option("--db", help="With --shared: the PostgreSQL URL of the API nodes and "
+                     "workers.", show_default=False),
+    ] = None,
 ) -> None:
     """Serve the brain as an MCP server: one `ask` tool with progress notifications."""
     from dcbrain.composition import build_brain
 
     loaded = load_config_or_exit(config)
+    if db is not None and not shared:
+        sys.stderr.write("error: --db is for --shared\n")
+        raise typer.Exit(2)
+    runs: DurableRuns | None = None
     with config_errors_exit():
-        brain = build_brain(loaded, trace_path=trace)
+        brain = build_brain(loaded, trace_path=trace) if not shared or db is None else None
+    if shared:
+        try:
+            runs = shared_runs(loaded, brain.memory if brain is not None else None, db)
+        except (ValueError, OSError) as exc:
+            sys.stderr.write(f"error: --shared: {exc}\n")
+            raise typer.Exit(2) from None
     if http:
         problem = _port_problem(port)
         if problem is not None:
@@ -71,7 +98,8 @@ def mcp(
     from dcbrain.mcp.server import create_server
 
     chosen = log_level.value if log_level is not None else "INFO" if verbose else "WARNING"
-    server = create_server(brain, log_level=cast("ServerLogLevel", chosen))
+    server = create_server(None if runs is not None else brain,
+                           log_level=cast("ServerLogLevel", chosen), runs=runs)
     try:
         if http:
             sys.stderr.write(f"dcbrain MCP server on http://{HTTP_HOST}:{port}/mcp\n")
@@ -80,6 +108,29 @@ def mcp(
             server.run("stdio")
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
+
+
+def shared_runs(config: Config, memory: Any, db: str | None) -> DurableRuns:
+    """The durable runs of the store other processes execute: this process only queues,
+    follows and decides them (as ``dcbrain serve --role api`` does)."""
+    from dcbrain.cli.serve import durable_runs_missing
+    from dcbrain.composition import shared_memory
+    from dcbrain.memory import Memory, RunStore
+
+    missing = durable_runs_missing()
+    if missing is not None:
+        raise ValueError(f"it needs durable runs, but {missing}")
+    from dcbrain.durable.setup import build_engine, open_store
+    from dcbrain.server.durable_runs import DurableRuns
+
+    if db is None and not isinstance(memory, RunStore):
+        raise ValueError("the config's [memory] path must name the SQLite file `dcbrain "
+                         "serve` uses (or give --db)")
+    conversations = shared_memory(config, db) if db is not None else memory
+    db_url, store = open_store(db, memory if db is None else None)
+    engine, hub = build_engine(db_url, store, config, None)
+    return DurableRuns(engine, store, hub,
+                       memory=conversations if isinstance(conversations, Memory) else None)
 
 
 def _port_problem(port: int) -> str | None:

@@ -8,11 +8,16 @@ wait their turn. A call that needs a person's approval is asked of the client's 
 through MCP elicitation (``approved``, ``reason``). On a session without elicitation the
 call is not denied: ``ask`` returns ``status: "waiting"`` with the pending requests, the
 ``decide`` tool decides them, and ``ask`` with the run's ``run_id`` goes on.
+
+With ``runs`` (``dcbrain mcp --shared``), each question is a durable run queued in the store
+that ``dcbrain serve`` (or its workers) executes: its record, events and pending approvals
+are there, where the HTTP API, the web page and ``decide`` all see and decide them.
 """
 
 # no ``from __future__ import annotations``: the SDK reads the ``ask`` tool's annotations,
 # and ``Context`` is imported inside create_server (the SDK is imported only when serving)
 import asyncio
+import contextlib
 import logging
 import uuid
 from collections.abc import Callable
@@ -44,6 +49,7 @@ if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
     from dcbrain.brain import DCBrain
+    from dcbrain.server.durable_runs import DurableRuns
 
 logger = logging.getLogger("dcbrain.mcp")
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
@@ -82,14 +88,23 @@ class Decided(BaseModel):
     pending: int = Field(description="calls of the run still waiting for a decision")
 
 
-def create_server(brain: "DCBrain", *, name: str = "dcbrain",
-                  log_level: LogLevel = "WARNING") -> "MCPServer":
+def create_server(brain: "DCBrain | None", *, name: str = "dcbrain",
+                  log_level: LogLevel = "WARNING",
+                  runs: "DurableRuns | None" = None) -> "MCPServer":
     """An MCP server (the SDK's ``MCPServer``) whose ``ask`` tool runs ``brain``; the SDK
-    logs from ``log_level`` up on stderr (its default, INFO, is a dozen lines a request)."""
+    logs from ``log_level`` up on stderr (its default, INFO, is a dozen lines a request).
+
+    With ``runs``, ``ask`` queues a durable run there instead (``brain`` is not used) and
+    follows it until it ends or waits for decisions; ``decide`` decides in that store."""
     from mcp.server.mcpserver import Context, MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
 
     server = MCPServer(name, instructions=ASK_DESCRIPTION, log_level=log_level)
+    if runs is not None:
+        _add_shared_tools(server, runs)
+        return server
+    if brain is None:
+        raise ValueError("create_server needs a brain, or runs to queue questions in")
     turn = asyncio.Lock()
 
     @server.tool(name="ask", description=ASK_DESCRIPTION)
@@ -144,6 +159,114 @@ DECIDE_DESCRIPTION = (
     "Approve or deny a call a run of ask waits for (ask answered status waiting and listed "
     "it in pending_approvals); once every call is decided, call ask again with the run_id."
 )
+
+
+#: How often (seconds) ``ask`` on a shared store reads whether its run ended or waits.
+SHARED_POLL_S = 0.2
+
+
+def _add_shared_tools(server: "MCPServer", runs: "DurableRuns") -> None:
+    """``ask`` and ``decide`` over durable runs in a store other processes share."""
+    from mcp.server.mcpserver import Context
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from dcbrain.exceptions import DatabaseUnavailable, RunConflict, TooManyRuns
+
+    started = asyncio.Lock()
+    ready: list[bool] = []
+
+    async def start() -> None:
+        async with started:
+            if not ready:
+                await runs.start()
+                ready.append(True)
+
+    @server.tool(name="ask", description=ASK_DESCRIPTION)
+    async def ask(question: str, ctx: Context, conversation_id: str = "default",
+                  run_id: str | None = None) -> AskAnswer:
+        await start()
+        progress = _ProgressForwarder(ctx.report_progress)
+        progress.start()
+        try:
+            if run_id is None:
+                if not question.strip():
+                    raise ToolError("the question is empty")
+                run_id = (await runs.submit(conversation_id, question)).run_id
+            elif not await runs.exists(run_id):
+                raise ToolError(f"no run {run_id!r} in the shared store")
+            record = await _follow_until_settled(runs, run_id, progress.on_stored_event)
+        except (DatabaseUnavailable, RunConflict, TooManyRuns) as exc:
+            raise ToolError(str(exc)) from None
+        finally:
+            await progress.finish()
+        return _answer_of(record)
+
+    @server.tool(name="decide", description=DECIDE_DESCRIPTION)
+    async def decide(run_id: str, call_id: str, approved: bool, reason: str = "",
+                     args_hash: str | None = None) -> Decided:
+        await start()
+        try:
+            await runs.decide(run_id, call_id, approved=approved, reason=reason[
+                :MAX_REASON_CHARS], args_hash=args_hash, by="mcp_client")
+        except (TFApprovalError, DatabaseUnavailable) as exc:
+            raise ToolError(str(exc)) from None
+        record = await runs.describe(run_id) or {}
+        pending = [item for item in record.get("approvals") or []
+                   if item.get("decision") is None]
+        return Decided(run_id=run_id, call_id=call_id, approved=approved,
+                       pending=len(pending))
+
+
+async def _follow_until_settled(runs: "DurableRuns", run_id: str,
+                                on_event: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    """The run's record once it ended, or waits for a decision nobody took yet; its new
+    events go to ``on_event`` meanwhile."""
+    from dcbrain.runs import TERMINAL_STATUSES, WAITING
+
+    stored = await asyncio.to_thread(runs.store.events, run_id)
+    after = int(stored[-1]["seq"]) if stored else -1
+
+    async def forward() -> None:
+        async for event in runs.events(run_id, after):
+            on_event(event)
+
+    follower = asyncio.create_task(forward())
+    try:
+        while True:
+            record = await runs.describe(run_id)
+            if record is None:
+                raise TFBrainError(f"run {run_id} is gone from the shared store")
+            status = record.get("status")
+            waiting = status == WAITING and any(
+                item.get("decision") is None for item in record.get("approvals") or [])
+            if status in TERMINAL_STATUSES or waiting:
+                if status in TERMINAL_STATUSES:  # its final event is stored with it
+                    with contextlib.suppress(asyncio.TimeoutError):
+                        await asyncio.wait_for(asyncio.shield(follower), SHARED_POLL_S * 10)
+                return record
+            await asyncio.sleep(SHARED_POLL_S)
+    finally:
+        follower.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await follower
+
+
+def _answer_of(record: dict[str, Any]) -> AskAnswer:
+    result = record.get("result") or {}
+    return AskAnswer(
+        answer=result.get("final_result"),
+        status=str(record.get("status")),
+        reason=record.get("reason") or ("approval" if record.get("status") == "waiting"
+                                        else None),
+        error=record.get("error") or result.get("error"),
+        conversation_id=str(record.get("conversation_id") or ""),
+        run_id=str(record.get("run_id")),
+        plans=len(result.get("plans") or []),
+        pending_approvals=[
+            {key: item.get(key) for key in ("call_id", "tool", "arguments", "args_hash",
+                                            "line", "why")}
+            for item in record.get("approvals") or [] if item.get("decision") is None],
+    )
 
 
 def _can_elicit(ctx: Any) -> bool:
@@ -216,6 +339,11 @@ class _ProgressForwarder:
         if text is not None:
             self.loop.call_soon_threadsafe(self.queue.put_nowait, text)
 
+    def on_stored_event(self, event: dict[str, Any]) -> None:
+        text = describe_stored_event(event)
+        if text is not None:
+            self.loop.call_soon_threadsafe(self.queue.put_nowait, text)
+
     async def finish(self) -> None:
         # through the same callback queue, so every event sent before it goes first
         self.loop.call_soon_threadsafe(self.queue.put_nowait, None)
@@ -268,6 +396,24 @@ def describe_event(event: Event) -> str | None:
             return f"error: {_short(error)}"
         case Final(status=status, reason=reason):
             return f"finished: {status} ({reason})"
+    return None
+
+
+def describe_stored_event(event: dict[str, Any]) -> str | None:
+    """One progress message for a stored event (a durable run's); ``None`` for others."""
+    match event.get("type"):
+        case "state_changed":
+            return f"state: {event.get('dest')}"
+        case "plan_created":
+            return f"plan:\n{event.get('plan') or ''}"
+        case "plan_call_started" if not event.get("reused"):
+            return f"call {event.get('name')}"
+        case "approval_requested":
+            return f"approval needed: {event.get('tool')} (line {event.get('line')})"
+        case "approval_decided":
+            return f"approval decided: {'approved' if event.get('approved') else 'denied'}"
+        case "final":
+            return f"finished: {event.get('status')} ({event.get('reason')})"
     return None
 
 
