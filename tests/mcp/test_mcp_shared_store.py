@@ -110,3 +110,18 @@ async def test_the_decide_tool_decides_in_the_shared_store_and_a_denial_is_the_o
     # denied: the planner is told and, scripted to write the same plan, the run fails
     assert (done["status"], done["reason"], done["answer"]) == ("failed", "repeated_plan", None)
     assert count(tmp_path, "step_two", "started") == 0
+
+
+def test_shared_without_a_store_to_share_exits_2_naming_what_is_missing(tmp_path: Path) -> None:
+    config = tmp_path / "dcbrain.toml"
+    config.write_text('[llm.main]\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "m"\n'
+                      'api_key_env = "FAKE_API_KEY"\n[memory]\npath = ""\n')
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "FAKE_API_KEY": "sk-test"}
+    for args, message in ((["--shared"], "[memory] path must name the SQLite file"),
+                          (["--db", "postgresql://localhost/x"], "--db is for --shared")):
+        done = subprocess.run([sys.executable, "-m", "dcbrain.cli", "mcp", "--config",
+                               str(config), *args], env=env, cwd=tmp_path,
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                              timeout=60)
+        assert (done.returncode, done.stdout) == (2, ""), done.stderr
+        assert message in done.stderr
