@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 from support.durable_harness import Backend
 
 
@@ -57,3 +60,40 @@ def test_values_json_cannot_hold_are_stored_as_strings(backend: Backend) -> None
         {"type": "a", "seq": 0, "result": ["nan", hex(10**5000), {"\ufffd": "-inf"}]}]
     assert store.record_journal("r1", "call|x", {"result": float("inf")})
     assert store.journal("r1") == [{"result": "inf"}]
+
+
+def _claim_every_run(path: str, runs: int, name: str, start: Any) -> list[str]:
+    """In a process of its own: move each run queued → running; the ids it won."""
+    from dcbrain.durable import SQLiteDurableStore
+    from dcbrain.memory import SQLiteMemory
+
+    store = SQLiteDurableStore(SQLiteMemory(path), path + "-journal.sqlite")
+    start.wait()
+    return [f"r{i}" for i in range(runs)
+            if store.update_run(f"r{i}", "running", {"by": name}, only_from=("queued",))]
+
+
+def test_two_processes_on_one_sqlite_file_never_both_win_a_status_change(
+    tmp_path: Path
+) -> None:
+    import multiprocessing
+
+    from dcbrain.durable import SQLiteDurableStore
+    from dcbrain.memory import SQLiteMemory
+
+    path = str(tmp_path / "brain.db")
+    store = SQLiteDurableStore(SQLiteMemory(path), path + "-journal.sqlite")
+    runs = 300
+    for i in range(runs):
+        store.save_run(f"r{i}", "c", "queued", {"question": "q"})
+    context = multiprocessing.get_context("spawn")
+    with context.Manager() as manager:
+        start = manager.Event()
+        with context.Pool(2) as pool:
+            pending = [pool.apply_async(_claim_every_run, (path, runs, name, start))
+                       for name in ("a", "b")]
+            start.set()
+            won = [result.get(timeout=120) for result in pending]
+    assert sorted(won[0] + won[1]) == sorted(f"r{i}" for i in range(runs))  # each once
+    assert all(store.get_run(f"r{i}").data["by"] == ("a" if f"r{i}" in won[0] else "b")
+               for i in range(runs))

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Final
 from dcbrain._jsonsafe import dumps
 from dcbrain.durable._pg import Connections
 from dcbrain.durable._run_admin import ADMIN_INDEXES, PostgresRunAdmin
-from dcbrain.memory import RunRecord
+from dcbrain.memory import RunRecord, SQLiteRunStore
 
 if TYPE_CHECKING:
     import psycopg
@@ -404,8 +404,9 @@ CREATE TABLE IF NOT EXISTS dcbrain_journal (
 class SQLiteDurableStore(DurableStore):
     """Runs and events in a :class:`~dcbrain.memory.RunStore`, journals in an SQLite file.
 
-    For one process (the embedded ``dcbrain serve``): the compare-and-set of
-    :meth:`update_run` is a lock of this process.
+    For the embedded ``dcbrain serve`` and the processes that queue runs for it
+    (``dcbrain mcp --shared``): the compare-and-set of :meth:`update_run` is one write
+    transaction of the SQLite file when the run store is one (else a lock of this process).
     """
 
     def __init__(self, runs: RunStore, journal_path: str | Path) -> None:
@@ -470,6 +471,8 @@ class SQLiteDurableStore(DurableStore):
     def update_run(self, run_id: str, status: str, changes: dict[str, Any], *,
                    only_from: Collection[str]) -> RunRecord | None:
         with self._lock:
+            if isinstance(self.runs, SQLiteRunStore):  # atomic for other processes too
+                return self.runs.update_run_if(run_id, status, changes, only_from=only_from)
             record = self.runs.get_run(run_id)
             if record is None or record.status not in only_from:
                 return None

@@ -58,6 +58,24 @@ class SQLiteRunStore(RunStore):
                 (run_id, conversation_id, status, dumps(data), now, now),
             )
 
+    def update_run_if(self, run_id: str, status: str, changes: dict[str, Any], *,
+                      only_from: Collection[str]) -> RunRecord | None:
+        """Set the run's ``status`` and merge ``changes`` into its data if its status is
+        one of ``only_from``; the record after, or ``None`` (unknown, or another status).
+
+        One write transaction: atomic against every process that has the file open."""
+        with self._db.write() as conn:
+            row = conn.execute(f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ?",
+                               (run_id,)).fetchone()
+            if row is None or row[2] not in only_from:
+                return None
+            data = {**json.loads(row[3]), **changes}
+            now = time.time()
+            conn.execute("UPDATE runs SET status = ?, data = ?, updated_at = ? "
+                         "WHERE run_id = ?", (status, dumps(data), now, run_id))
+        return RunRecord(run_id=row[0], conversation_id=row[1], status=status, data=data,
+                         created_at=row[4], updated_at=now)
+
     def get_run(self, run_id: str) -> RunRecord | None:
         with self._db.use() as conn:
             row = conn.execute(
