@@ -5,6 +5,7 @@ over stdio, the server on the same SQLite file, a scripted OpenAI-compatible LLM
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from mcp.client.stdio import stdio_client
 
 from mcp import Client, StdioServerParameters
@@ -61,8 +63,29 @@ def structured(result: Any) -> dict[str, Any]:
     return content
 
 
-async def test_a_call_waiting_over_mcp_is_decided_over_http_and_ask_gets_the_outcome(
-    tmp_path: Path, fake_openai: FakeOpenAIServer
+def decide_with_the_cli(tmp_path: Path, run_id: str, call_id: str, args_hash: str) -> None:
+    """``dcbrain runs approve`` on the config's database (no server URL); once only."""
+
+    def runs(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "dcbrain.cli", "runs", *args, "--config",
+             str(tmp_path / "dcbrain.toml")],
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path),
+                 "FAKE_API_KEY": "sk-test"},
+            cwd=tmp_path, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+            timeout=120)
+
+    done = runs("approve", run_id, call_id, "--args-hash", args_hash)
+    assert done.returncode == 0, done.stderr
+    decision = json.loads(done.stdout)
+    assert (decision["approved"], decision["decided_by"]) == (True, "cli")
+    again = runs("deny", run_id, call_id)
+    assert again.returncode == 1 and "already decided" in again.stderr, again.stderr
+
+
+@pytest.mark.parametrize("decider", ["http", "cli"])
+async def test_a_call_waiting_over_mcp_is_decided_elsewhere_and_ask_gets_the_outcome(
+    tmp_path: Path, fake_openai: FakeOpenAIServer, decider: str
 ) -> None:
     async with served(tmp_path, fake_openai) as (base_url, client):
         waiting = structured(await client.call_tool("ask", {"question": "go",
@@ -76,9 +99,13 @@ async def test_a_call_waiting_over_mcp_is_decided_over_http_and_ask_gets_the_out
         [request] = run["approvals"]
         assert (request["call_id"], request["decision"]) == (pending["call_id"], None)
         assert [count(tmp_path, name, "started") for name in TOOLS] == [1, 0, 0]
-        decided = httpx.post(f"{base_url}/v1/runs/{run_id}/approvals/{request['call_id']}",
-                             json={"approved": True, "args_hash": request["args_hash"]})
-        assert decided.status_code == 200, decided.text
+        if decider == "http":
+            decided = httpx.post(
+                f"{base_url}/v1/runs/{run_id}/approvals/{request['call_id']}",
+                json={"approved": True, "args_hash": request["args_hash"]})
+            assert decided.status_code == 200, decided.text
+        else:
+            decide_with_the_cli(tmp_path, run_id, request["call_id"], request["args_hash"])
         done = structured(await client.call_tool("ask", {"question": "go", "run_id": run_id}))
         final = httpx.get(f"{base_url}/v1/runs/{run_id}").json()
     assert (done["status"], done["answer"], done["run_id"]) == ("succeeded", 4, run_id)

@@ -1,5 +1,5 @@
-"""``dcbrain runs ls|show|cancel|resume|prune``: runs for operators, through a server or
-the database.
+"""``dcbrain runs ls|show|cancel|resume|approve|deny|prune``: runs for operators, through a
+server or the database.
 
 With ``--url`` every command goes through the server's admin API (``--token`` or
 ``DCBRAIN_API_TOKEN``); without it, through the database a server or its workers use:
@@ -34,8 +34,8 @@ if TYPE_CHECKING:
     from dcbrain.memory import RunStore
     from dcbrain.server.service import RunService
 
-runs_app = typer.Typer(help="List, inspect, cancel, resume and prune runs (through a server "
-                       "with --url, or the database).", no_args_is_help=True)
+runs_app = typer.Typer(help="List, inspect, cancel, resume, decide and prune runs (through a "
+                       "server with --url, or the database).", no_args_is_help=True)
 
 UrlOption = Annotated[str | None, typer.Option(
     "--url", help="The server (http://host:port); default: the database directly.",
@@ -366,6 +366,62 @@ def resume(
                 _refused(str(exc))
     print_json({key: resumed.get(key) for key in
                 ("run_id", "status", "resumed_from_version", "resumed_under_version")})
+
+
+CallArgument = Annotated[str, typer.Argument(
+    help="The call_id of the request (see runs show: approvals).")]
+ReasonOption = Annotated[str, typer.Option("--reason", help="Why (the planner reads it).")]
+ArgsHashOption = Annotated[str | None, typer.Option(
+    "--args-hash", help="The request's args_hash: refused if the call's arguments differ.",
+    show_default=False)]
+
+
+@runs_app.command("approve")
+def approve(run_id: RunArgument, call_id: CallArgument, reason: ReasonOption = "",
+            args_hash: ArgsHashOption = None, url: UrlOption = None,
+            token: TokenOption = None, db: DbOption = None,
+            config: ConfigOption = None) -> None:
+    """Approve a call a waiting run holds for a decision; prints the decision."""
+    _decide(run_id, call_id, True, reason, args_hash, _target(url, token, db, config))
+
+
+@runs_app.command("deny")
+def deny(run_id: RunArgument, call_id: CallArgument, reason: ReasonOption = "",
+         args_hash: ArgsHashOption = None, url: UrlOption = None,
+         token: TokenOption = None, db: DbOption = None,
+         config: ConfigOption = None) -> None:
+    """Deny a call a waiting run holds for a decision; prints the decision."""
+    _decide(run_id, call_id, False, reason, args_hash, _target(url, token, db, config))
+
+
+def _decide(run_id: str, call_id: str, approved: bool, reason: str, args_hash: str | None,
+            target: _Target) -> None:
+    """One decision, through the server or the database (recorded as decided by ``cli``);
+    the last one of a waiting durable run queues it again."""
+    from dcbrain.approvals import MAX_REASON_CHARS
+    from dcbrain.exceptions import TFApprovalError
+
+    if len(reason) > MAX_REASON_CHARS:
+        fail_usage(f"--reason: at most {MAX_REASON_CHARS} characters")
+    if target.url is not None:
+        with _http(target) as client:
+            body: dict[str, Any] = {"approved": approved, "reason": reason}
+            if args_hash is not None:
+                body["args_hash"] = args_hash
+            print_json(_answer(client.post(f"/v1/runs/{run_id}/approvals/{call_id}",
+                                           json=body)))
+        return
+    with _database(target) as local:
+        if not local.durable:
+            _refused(f"the runs of {target.config or 'this config'} are not durable: a "
+                     "waiting run lives in its server's process; decide through it (--url)")
+        try:
+            decision = asyncio.run(local.service.decide(
+                run_id, call_id, approved=approved, reason=reason, args_hash=args_hash,
+                by="cli"))
+        except TFApprovalError as exc:
+            _refused(str(exc))
+    print_json({"run_id": run_id, **decision})
 
 
 @runs_app.command("prune")
