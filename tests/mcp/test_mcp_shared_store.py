@@ -63,8 +63,11 @@ def structured(result: Any) -> dict[str, Any]:
     return content
 
 
-def decide_with_the_cli(tmp_path: Path, run_id: str, call_id: str, args_hash: str) -> None:
-    """``dcbrain runs approve`` on the config's database (no server URL); once only."""
+def decide_with_the_cli(tmp_path: Path, run_id: str, call_id: str, args_hash: str,
+                        url: str | None = None) -> None:
+    """``dcbrain runs approve`` on the config's database (or through the server at
+    ``url``); once only."""
+    where = ["--url", url] if url is not None else []
 
     def runs(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -75,15 +78,16 @@ def decide_with_the_cli(tmp_path: Path, run_id: str, call_id: str, args_hash: st
             cwd=tmp_path, stdin=subprocess.DEVNULL, capture_output=True, text=True,
             timeout=120)
 
-    done = runs("approve", run_id, call_id, "--args-hash", args_hash)
+    done = runs("approve", run_id, call_id, "--args-hash", args_hash, *where)
     assert done.returncode == 0, done.stderr
     decision = json.loads(done.stdout)
-    assert (decision["approved"], decision["decided_by"]) == (True, "cli")
-    again = runs("deny", run_id, call_id)
+    assert (decision["run_id"], decision["approved"]) == (run_id, True)
+    assert decision["decided_by"] == ("cli" if url is None else "user")
+    again = runs("deny", run_id, call_id, *where)
     assert again.returncode == 1 and "already decided" in again.stderr, again.stderr
 
 
-@pytest.mark.parametrize("decider", ["http", "cli"])
+@pytest.mark.parametrize("decider", ["http", "cli", "cli-url"])
 async def test_a_call_waiting_over_mcp_is_decided_elsewhere_and_ask_gets_the_outcome(
     tmp_path: Path, fake_openai: FakeOpenAIServer, decider: str
 ) -> None:
@@ -105,7 +109,8 @@ async def test_a_call_waiting_over_mcp_is_decided_elsewhere_and_ask_gets_the_out
                 json={"approved": True, "args_hash": request["args_hash"]})
             assert decided.status_code == 200, decided.text
         else:
-            decide_with_the_cli(tmp_path, run_id, request["call_id"], request["args_hash"])
+            decide_with_the_cli(tmp_path, run_id, request["call_id"], request["args_hash"],
+                                base_url if decider == "cli-url" else None)
         done = structured(await client.call_tool("ask", {"question": "go", "run_id": run_id}))
         final = httpx.get(f"{base_url}/v1/runs/{run_id}").json()
     assert (done["status"], done["answer"], done["run_id"]) == ("succeeded", 4, run_id)
