@@ -25,6 +25,7 @@ from dcbrain.tfplan._flow_values import (
     FunctionValue,
     Sources,
     builtin_result,
+    changed,
     container,
     join,
     join_all,
@@ -48,14 +49,6 @@ MAX_FLOW_STEPS = 50_000
 MAX_FLOW_DEPTH = 8
 #: Passes over a loop body before the names it still changes count as unknown.
 _LOOP_PASSES = 4
-
-#: The in-place methods by how they move labels (the table the label rewrite reads too):
-#: those that add their last argument to the container they are called on, those that
-#: may add elements of their argument, and those that move, remove or replace elements.
-_ADDS = frozenset(name for name, rule in IN_PLACE_METHODS.items() if rule == "adds")
-_MAY_ADD = frozenset(name for name, rule in IN_PLACE_METHODS.items() if rule == "merges")
-_REMOVES = frozenset(name for name, rule in IN_PLACE_METHODS.items() if rule == "moves")
-
 
 #: A call's argument: its keyword (``None``: positional), value and expression.
 _Argument = tuple[str | None, FlowValue, ast.expr]
@@ -212,11 +205,9 @@ class _FlowAnalysis:
                     self.assign(item, known[index] if known is not None else value.iterated(),
                                 env)
         elif isinstance(target, ast.Subscript):
-            self.expr(target.slice, env)
+            key = self.expr(target.slice, env)
             if isinstance(target.value, ast.Name) and target.value.id in env:
-                old = env[target.value.id]
-                env[target.value.id] = FlowValue(
-                    whole=value.whole, part=join(old.iterated(), value).whole)
+                env[target.value.id] = changed(env[target.value.id], key, value)
         elif isinstance(target, ast.Starred):
             self.assign(target.value, value, env)
 
@@ -228,16 +219,15 @@ class _FlowAnalysis:
             self.assign(target, self.binary(old, value), env)
         elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) \
                 and target.value.id in env:
-            self.expr(target.slice, env)
-            old = env[target.value.id]
-            env[target.value.id] = FlowValue(whole=union(old.whole, value.whole))
+            key = self.expr(target.slice, env)
+            env[target.value.id] = changed(env[target.value.id], key, value)
 
     def delete(self, target: ast.expr, env: Environment) -> None:
         if isinstance(target, ast.Name):
             env.pop(target.id, None)
         elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) \
                 and target.value.id in env:
-            env[target.value.id] = env[target.value.id].forget_elements()
+            env[target.value.id] = changed(env[target.value.id], self.expr(target.slice, env))
         elif isinstance(target, ast.Tuple | ast.List):
             for item in target.elts:
                 self.delete(item, env)
@@ -396,17 +386,8 @@ class _FlowAnalysis:
 
     def mutated(self, name: str, method: str, receiver: FlowValue, values: list[FlowValue],
                 env: Environment) -> None:
-        if receiver.scalar:
-            return
-        if method in _ADDS and values:
-            added = values[-1]
-            env[name] = FlowValue(union(receiver.whole, added.whole),
-                                  join(receiver.iterated(), added).whole)
-        elif method in _MAY_ADD and values:
-            added = values[-1].iterated()
-            env[name] = FlowValue(receiver.whole, join(receiver.iterated(), added).whole)
-        elif method in _REMOVES:
-            env[name] = receiver.forget_elements()
+        if not receiver.scalar and method in IN_PLACE_METHODS:
+            env[name] = changed(receiver, *values)
 
     def registered(self, spec: CallableSpec,
                    node: ast.Call,
