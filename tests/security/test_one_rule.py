@@ -134,46 +134,48 @@ def test_the_static_check_refuses_what_the_run_refuses(plan: str, refused: bool)
 #: The plans of every policy test (collected from their text) and the AgentDojo plans.
 COLLECTED = [*policy_plans(), *agentdojo_plans()]
 #: Collected plans the two ways still disagree on, by the rule that misses them.
-SHARED = ("the static check does not follow a container shared with another variable, "
-          "a plan function's result or a function's parameter, which the run's change in "
-          "place reaches")
-LATE = ("the static check does not follow a change in place made later by a lambda or "
-        "generator, for which the run reads everything it has seen")
-DISAGREE: dict[str, str] = {load("security/test_label_moves.py").ATTACKS[name]: reason
-                            for name, reason in [
-                                ("clear", SHARED),
-                                ("map with a lambda that mutates", SHARED),
-                                ("map with a plan function that mutates", SHARED),
-                                ("an alias a plan function returns", SHARED),
-                                ("a store into a plan function's result", SHARED),
-                                ("a lambda that mutates, called later", LATE),
-                                ("a generator that mutates, run later", LATE)]}
+#: Collected plans the two ways still disagree on in strict mode: a condition's label
+#: (the branch not taken included) that the static check does not add.
+IMPLICIT = ("strict mode: the static check does not add the label of the conditions a "
+            "value was computed or a call made under, which the run adds whatever path it "
+            "took")
+DISAGREE: dict[tuple[str, str], str] = {
+    **{(plan, "strict"): IMPLICIT
+       for plan in load("security/test_label_moves.py").IMPLICIT.values()},
+    **{(case.plan, "strict"): IMPLICIT for case in COLLECTED
+       if case.corpus == "agentdojo banking honest" and "[t for t in " in case.plan
+       and "update_scheduled_transaction(" in case.plan},
+}
 
 
 def _collected() -> list[Any]:
     params = []
     for index, case in enumerate(COLLECTED):
-        marks = [pytest.mark.xfail(strict=True, reason=DISAGREE[case.plan])] \
-            if case.plan in DISAGREE else []
-        params.append(pytest.param(case, id=f"{case.corpus}-{index}", marks=marks))
+        for mode in ("enforce", "strict"):
+            reason = DISAGREE.get((case.plan, mode))
+            marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+            params.append(pytest.param(case, mode, id=f"{case.corpus}-{index}-{mode}",
+                                       marks=marks))
     return params
 
 
-@pytest.mark.parametrize("mode", ["enforce", "strict"])
-@pytest.mark.parametrize("case", _collected())
+@pytest.mark.parametrize(("case", "mode"), _collected())
 def test_a_plan_the_check_passes_is_refused_at_a_call_only_for_what_it_could_not_know(
         case: PolicyPlan, mode: str) -> None:
     """With its module's tools and policies: a plan the static check passes is refused at
     a call only by a value policy (``TrustedValues``, a predicate on argument values) or,
-    in a plan of several paths, on the path the run took; a plan of one path the check
-    refuses is refused at the call too."""
+    in a plan of several paths, on the path the run took (strict mode's conditions are
+    no path: a refusal enforce mode does not make is one the check could know); a plan
+    of one path the check refuses is refused at the call too."""
     checked = case.run(True, mode)
     at_the_call = case.run(False, mode)
     if checked == CHECKED:
         assert not case.one_path or at_the_call == KNOWABLE, (at_the_call, case.plan)
-    else:
-        assert checked == at_the_call, case.plan
-        assert not case.one_path or at_the_call != KNOWABLE, (at_the_call, case.plan)
+        return
+    assert checked == at_the_call, case.plan
+    assert not case.one_path or at_the_call != KNOWABLE, (at_the_call, case.plan)
+    if mode == "strict" and at_the_call == KNOWABLE:
+        assert case.run(False, "enforce") == KNOWABLE, case.plan
 
 
 def test_the_collection_holds_every_policy_test_and_its_kinds_of_outcome() -> None:

@@ -124,7 +124,7 @@ def changed(container: FlowValue, *put: FlowValue) -> FlowValue:
     every element the union of the container's elements and of what was put, so that
     union is certain of the container and of every piece read out of it."""
     sources = union(container.whole, container.content, *(value.whole for value in put))
-    return FlowValue(sources, sources)
+    return FlowValue(sources, sources, scalar=container.scalar)
 
 
 def join(a: FlowValue, b: FlowValue) -> FlowValue:
