@@ -82,6 +82,11 @@ def test_trusted_sources_pass() -> None:
     'd = {"to": read_file(path="a")}\nd["to"] = "DE1"\nsend_money(recipient=d["to"], amount=1)\n',
     'xs = ["DE1"]\nxs.append(read_file(path="a"))\nsend_money(recipient=xs[0], amount=1)\n',
     'd = {}\nd[read_file(path="a")] = 1\nsend_money(recipient=list(d)[0], amount=1)\n',
+    # ... and reaches every variable that may share the container, as at the call
+    'xs = ["DE1"]\nys = xs\nxs.append(read_file(path="a"))\n'
+    'send_money(recipient=ys[0], amount=1)\n',
+    'xs = ["DE1"]\nput = lambda v: xs.append(v)\nput(read_file(path="a"))\n'
+    'send_money(recipient=xs[0], amount=1)\n',
 ])
 def test_certain_flows_are_reported(plan: str) -> None:
     found = problems(plan)

@@ -102,7 +102,8 @@ class _FlowAnalysis:
         # reads each of them as the union of its elements
         from dcbrain.tfplan.rewrite import plan_tree  # the rewrite imports the checker
 
-        main = plan_tree(plan.source, frozenset(specs)).body[0]
+        source = plan.source if _changes_in_place(plan.tree) else ""
+        main = plan_tree(source, frozenset(specs)).body[0]
         assert isinstance(main, ast.FunctionDef)
         self.sharing = _Analysis(main, frozenset())
         self.shared: dict[str, set[str]] = {}
@@ -508,6 +509,13 @@ class _FlowAnalysis:
             elif name is not None and name in {item.arg for item in every}:
                 env[name] = value
         return env
+
+
+def _changes_in_place(tree: ast.Module) -> bool:
+    """Whether ``tree`` may change a container in place (else no variables share one)."""
+    return any((isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store | ast.Del))
+               or (isinstance(node, ast.Attribute) and node.attr in IN_PLACE_METHODS)
+               for node in ast.walk(tree))
 
 
 def _joined(ends: list[Environment | None]) -> Environment | None:
