@@ -78,6 +78,15 @@ def test_trusted_sources_pass() -> None:
     'rows = []\nrows.append(read_file(path="a"))\nsend_money(recipient=rows, amount=1)\n',
     'c = __construct_chain(prompt="{{ text }}")\n'
     'send_money(recipient=c(text=read_file(path="a")), amount=1)\n',
+    # a change in place gives every element the union, as at the call
+    'd = {"to": read_file(path="a")}\nd["to"] = "DE1"\nsend_money(recipient=d["to"], amount=1)\n',
+    'xs = ["DE1"]\nxs.append(read_file(path="a"))\nsend_money(recipient=xs[0], amount=1)\n',
+    'd = {}\nd[read_file(path="a")] = 1\nsend_money(recipient=list(d)[0], amount=1)\n',
+    # ... and reaches every variable that may share the container, as at the call
+    'xs = ["DE1"]\nys = xs\nxs.append(read_file(path="a"))\n'
+    'send_money(recipient=ys[0], amount=1)\n',
+    'xs = ["DE1"]\nput = lambda v: xs.append(v)\nput(read_file(path="a"))\n'
+    'send_money(recipient=xs[0], amount=1)\n',
 ])
 def test_certain_flows_are_reported(plan: str) -> None:
     found = problems(plan)
@@ -97,9 +106,8 @@ def test_certain_flows_are_reported(plan: str) -> None:
     # untrusted data in an unguarded argument, a plan function never called
     'x = read_file(path="a")\nsend_money(recipient="DE1", amount=1, subject=x)\n',
     'def pay():\n    send_money(recipient=read_file(path="a"), amount=1)\n',
-    # a name replaced, an element replaced
+    # a name replaced
     'r = read_file(path="a")\nr = "DE1"\nsend_money(recipient=r, amount=1)\n',
-    'd = {"to": read_file(path="a")}\nd["to"] = "DE1"\nsend_money(recipient=d["to"], amount=1)\n',
 ])
 def test_possible_flows_are_left_to_the_run(plan: str) -> None:
     assert problems(plan) == []

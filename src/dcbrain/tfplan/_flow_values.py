@@ -87,12 +87,6 @@ class FlowValue:
                     return value
         return None
 
-    def forget_elements(self) -> FlowValue:
-        """The value after an element of it was removed or replaced unseen."""
-        return replace(self, whole=None if not self.scalar else self.whole, items=None,
-                       keys=None, element=None)
-
-
 @dataclass(frozen=True)
 class FunctionValue:
     """A plan function (or the environment its body sees when it is called)."""
@@ -122,6 +116,15 @@ def records(source: str, fields: frozenset[str]) -> FlowValue:
     other field, it carries the call."""
     sources = frozenset({source})
     return FlowValue(sources, None, fields=fields)
+
+
+def changed(container: FlowValue, *put: FlowValue) -> FlowValue:
+    """``container`` after a change in place that put ``put`` into it (``t[k] = v``,
+    ``t[k] op= v``, ``del t[k]``, an in-place method and its arguments): the run gives
+    every element the union of the container's elements and of what was put, so that
+    union is certain of the container and of every piece read out of it."""
+    sources = union(container.whole, container.content, *(value.whole for value in put))
+    return FlowValue(sources, sources, scalar=container.scalar)
 
 
 def join(a: FlowValue, b: FlowValue) -> FlowValue:

@@ -25,6 +25,7 @@ from dcbrain.tfplan._flow_values import (
     FunctionValue,
     Sources,
     builtin_result,
+    changed,
     container,
     join,
     join_all,
@@ -34,6 +35,7 @@ from dcbrain.tfplan._flow_values import (
     union,
     untrusted,
 )
+from dcbrain.tfplan._label_analysis import _Analysis, _root
 from dcbrain.tfplan.errors import FlowCheckOutOfSteps, Problem
 from dcbrain.tfplan.methods import IN_PLACE_METHODS
 
@@ -49,14 +51,8 @@ MAX_FLOW_DEPTH = 8
 #: Passes over a loop body before the names it still changes count as unknown.
 _LOOP_PASSES = 4
 
-#: The in-place methods by how they move labels (the table the label rewrite reads too):
-#: those that add their last argument to the container they are called on, those that
-#: may add elements of their argument, and those that move, remove or replace elements.
-_ADDS = frozenset(name for name, rule in IN_PLACE_METHODS.items() if rule == "adds")
-_MAY_ADD = frozenset(name for name, rule in IN_PLACE_METHODS.items() if rule == "merges")
-_REMOVES = frozenset(name for name, rule in IN_PLACE_METHODS.items() if rule == "moves")
-
-
+#: The environment's entry for what the run has certainly seen so far (not a plan name).
+SEEN = "__tf_seen"
 #: A call's argument: its keyword (``None``: positional), value and expression.
 _Argument = tuple[str | None, FlowValue, ast.expr]
 
@@ -82,7 +78,7 @@ def flow_problems(plan: Plan, specs: Mapping[str, CallableSpec],
         analysis.literal = scalar(frozenset(f"what the planner was shown ({source})"
                                             for source in sorted(literals)))
     with contextlib.suppress(FlowCheckOutOfSteps):  # out of steps: what was found is still certain
-        analysis.block(plan.tree.body, {}, _Frame())
+        analysis.block(plan.tree.body, {SEEN: UNKNOWN}, _Frame())
     return sorted(analysis.problems.values(), key=lambda p: (p.line, p.col))
 
 
@@ -101,6 +97,18 @@ class _FlowAnalysis:
         self.plan_names |= {node.name for node in ast.walk(plan.tree)
                             if isinstance(node, ast.FunctionDef)}
         self.module: Environment = {}
+        # the variables the run links as sharing a container (the label rewrite's own
+        # analysis): a change in place through one of them reaches them all, and the run
+        # reads each of them as the union of its elements
+        from dcbrain.tfplan.rewrite import plan_tree  # the rewrite imports the checker
+
+        source = plan.source if _changes_in_place(plan.tree) else ""
+        main = plan_tree(source, frozenset(specs)).body[0]
+        assert isinstance(main, ast.FunctionDef)
+        self.sharing = _Analysis(main, frozenset())
+        self.shared: dict[str, set[str]] = {}
+        for name, group in self.sharing.group_of.items():
+            self.shared.setdefault(group, set()).add(name)
         #: what a literal of the plan carries
         self.literal = scalar(None)
 
@@ -212,11 +220,8 @@ class _FlowAnalysis:
                     self.assign(item, known[index] if known is not None else value.iterated(),
                                 env)
         elif isinstance(target, ast.Subscript):
-            self.expr(target.slice, env)
-            if isinstance(target.value, ast.Name) and target.value.id in env:
-                old = env[target.value.id]
-                env[target.value.id] = FlowValue(
-                    whole=value.whole, part=join(old.iterated(), value).whole)
+            key = self.expr(target.slice, env)
+            self.changed_in_place(target, [key, value], env)
         elif isinstance(target, ast.Starred):
             self.assign(target.value, value, env)
 
@@ -226,18 +231,14 @@ class _FlowAnalysis:
         if isinstance(target, ast.Name):
             old = env.get(target.id, UNKNOWN)
             self.assign(target, self.binary(old, value), env)
-        elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) \
-                and target.value.id in env:
-            self.expr(target.slice, env)
-            old = env[target.value.id]
-            env[target.value.id] = FlowValue(whole=union(old.whole, value.whole))
+        elif isinstance(target, ast.Subscript):
+            self.changed_in_place(target, [self.expr(target.slice, env), value], env)
 
     def delete(self, target: ast.expr, env: Environment) -> None:
         if isinstance(target, ast.Name):
             env.pop(target.id, None)
-        elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) \
-                and target.value.id in env:
-            env[target.value.id] = env[target.value.id].forget_elements()
+        elif isinstance(target, ast.Subscript):
+            self.changed_in_place(target, [self.expr(target.slice, env)], env)
         elif isinstance(target, ast.Tuple | ast.List):
             for item in target.elts:
                 self.delete(item, env)
@@ -250,7 +251,14 @@ class _FlowAnalysis:
         if isinstance(node, ast.Constant):
             return self.literal
         if isinstance(node, ast.Name):
-            return env.get(node.id, UNKNOWN)
+            value = env.get(node.id, UNKNOWN)
+            if value.function is not None or value.chain:
+                return value
+            if node.id in self.sharing.changed_late:  # changed later by a lambda or
+                return changed(value, env.get(SEEN, UNKNOWN))  # generator: all seen so far
+            if node.id in self.sharing.group_of and value.fields is None:
+                return changed(value)
+            return value
         if isinstance(node, ast.Call):
             return self.call(node, env)
         if isinstance(node, ast.Subscript):
@@ -379,9 +387,16 @@ class _FlowAnalysis:
             return FlowValue(whole=built, chain=True)
         spec = self.specs.get(name)
         if spec is not None:
-            return self.registered(spec, node, arguments)
+            result = self.registered(spec, node, arguments)
+            if result.whole is not None:  # what the run has seen, for certain, from here on
+                env[SEEN] = scalar(union(env.get(SEEN, UNKNOWN).whole, result.whole))
+            return result
         if name == "parallel" and not any(isinstance(arg, ast.Starred) for arg in node.args):
             return container([value for _, value, _ in arguments])
+        for _, value, arg in arguments:  # a plan function a builtin calls: its parameters
+            if value.function is not None and isinstance(arg, ast.Name):  # read all seen
+                for root in sorted(self.sharing.changes_of.get(arg.id, ())):
+                    self.changed_in_place(ast.Name(id=root), [env.get(SEEN, UNKNOWN)], env)
         return builtin_result(name, [value for _, value, _ in arguments])
 
     def method(self, node: ast.Call, func: ast.Attribute, env: Environment) -> FlowValue:
@@ -389,24 +404,26 @@ class _FlowAnalysis:
         values = [self.expr(arg, env) for arg in node.args]
         values += [self.expr(keyword.value, env) for keyword in node.keywords]
         result = builtin_result(func.attr, values, receiver)
-        if isinstance(func.value, ast.Name) and func.value.id in env \
-                and func.value.id not in self.opaque:
-            self.mutated(func.value.id, func.attr, receiver, values, env)
+        if not receiver.scalar and func.attr in IN_PLACE_METHODS:
+            self.changed_in_place(func.value, [receiver, *values], env)
         return result
 
-    def mutated(self, name: str, method: str, receiver: FlowValue, values: list[FlowValue],
-                env: Environment) -> None:
-        if receiver.scalar:
+    def changed_in_place(self, target: ast.expr, put: list[FlowValue],
+                         env: Environment) -> None:
+        """``target`` (a variable, an element of one, what a plan function returns) was
+        changed in place with ``put``: the variable and every variable the run links with
+        it carry the union from then on."""
+        root = _root(target)
+        if root is None:
             return
-        if method in _ADDS and values:
-            added = values[-1]
-            env[name] = FlowValue(union(receiver.whole, added.whole),
-                                  join(receiver.iterated(), added).whole)
-        elif method in _MAY_ADD and values:
-            added = values[-1].iterated()
-            env[name] = FlowValue(receiver.whole, join(receiver.iterated(), added).whole)
-        elif method in _REMOVES:
-            env[name] = receiver.forget_elements()
+        group = self.sharing.group_of.get(root)
+        names = self.shared[group] | {root} if group is not None else {root}
+        for name in names:
+            value = env.get(name)
+            if value is None or name in self.opaque or value.function is not None \
+                    or value.chain:
+                continue
+            env[name] = changed(value, *put)
 
     def registered(self, spec: CallableSpec,
                    node: ast.Call,
@@ -492,6 +509,13 @@ class _FlowAnalysis:
             elif name is not None and name in {item.arg for item in every}:
                 env[name] = value
         return env
+
+
+def _changes_in_place(tree: ast.Module) -> bool:
+    """Whether ``tree`` may change a container in place (else no variables share one)."""
+    return any((isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store | ast.Del))
+               or (isinstance(node, ast.Attribute) and node.attr in IN_PLACE_METHODS)
+               for node in ast.walk(tree))
 
 
 def _joined(ends: list[Environment | None]) -> Environment | None:
