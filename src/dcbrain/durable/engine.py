@@ -135,8 +135,9 @@ class DurableEngine:
     def start(self) -> None:
         """Launch DBOS (a worker) or connect a client (API only); blocking.
 
-        A worker's brain warms up meanwhile, in a thread of its own (:meth:`wait_warm`):
-        a restarted server serves, and resumes its runs, without waiting for it.
+        A worker's brain warms up once DBOS is launched, in a thread of its own
+        (:meth:`wait_warm`): a restarted server serves, and resumes its runs, without
+        waiting for it.
         """
         if self.executor is None:
             # Raising, not retrying, on a lost connection: the request is answered 503.
@@ -152,9 +153,6 @@ class DurableEngine:
                                                    name="dcbrain-migrate", daemon=True)
                 self._migrating.start()
             return
-        self._warming = threading.Thread(target=self._warm_up, name="dcbrain-warm-up",
-                                         daemon=True)
-        self._warming.start()
         EXECUTOR_SLOT.install(self.executor)
         if sys.getswitchinterval() == _PYTHON_SWITCH_INTERVAL_S:  # unless tuned already
             self._switch_interval = sys.getswitchinterval()
@@ -188,6 +186,11 @@ class DurableEngine:
                 self.report_stranded({self.app_version})
             except Exception:
                 logger.exception("looking for stranded runs failed")
+        # After the launch, not beside it: both are CPU-bound Python, so on a busy machine a
+        # warm-up running meanwhile only delays the launch (and the server's first answer).
+        self._warming = threading.Thread(target=self._warm_up, name="dcbrain-warm-up",
+                                         daemon=True)
+        self._warming.start()
 
     def _migrate(self) -> None:
         """Migrate DBOS's schema from an API node too: whichever node starts first, no run
