@@ -58,6 +58,19 @@ def test_importing_the_command_line_loads_no_llm_sdk_nor_token_counting() -> Non
     assert done.stdout.strip() == "[]"
 
 
+def test_a_configured_openai_model_imports_its_sdk_only_when_warmed_up_or_called() -> None:
+    probe = ("import sys\n"
+             "from dcbrain.llm import OpenAILLM\n"
+             "llm = OpenAILLM('m', base_url='http://127.0.0.1:1/v1', api_key='none')\n"
+             "print(sorted(m for m in ('openai', 'httpx') if m in sys.modules))\n"
+             "llm.warm_up()\n"
+             "print('openai' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", probe], env=environment(),
+                          capture_output=True, text=True, timeout=PATIENCE_S)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:2] == ["[]", "True"]
+
+
 def test_the_library_still_exports_every_public_name() -> None:
     import dcbrain
     import dcbrain.llm

@@ -175,11 +175,17 @@ class DurableEngine:
     def executes(self) -> bool:
         return self.executor is not None
 
-    def start(self) -> None:
+    def start(self, *, wait_for_queue: bool = True) -> None:
         """Launch DBOS (a worker) or connect a client (API only); blocking.
 
-        A worker's brain warms up meanwhile, in a thread of its own (:meth:`wait_warm`):
-        a restarted server serves, and resumes its runs, without waiting for it.
+        ``wait_for_queue``: return only once DBOS polls the run queue, so that a worker
+        that says it is ready starts a queued run at once (on a fresh database that takes
+        up to a second after the launch). A server that executes its own runs passes
+        ``False``: it answers meanwhile, and a run it queues starts when the polling does.
+
+        A worker's brain warms up once DBOS is launched, in a thread of its own
+        (:meth:`wait_warm`): a restarted server serves, and resumes its runs, without
+        waiting for it.
         """
         if self.executor is None:
             # Raising, not retrying, on a lost connection: the request is answered 503.
@@ -195,9 +201,6 @@ class DurableEngine:
                                                    name="dcbrain-migrate", daemon=True)
                 self._migrating.start()
             return
-        self._warming = threading.Thread(target=self._warm_up, name="dcbrain-warm-up",
-                                         daemon=True)
-        self._warming.start()
         EXECUTOR_SLOT.install(self.executor)
         if sys.getswitchinterval() == _PYTHON_SWITCH_INTERVAL_S:  # unless tuned already
             self._switch_interval = sys.getswitchinterval()
@@ -221,13 +224,19 @@ class DurableEngine:
         self._launched = True
         self.schema_ready.set()
         poll_s = QUEUE_POLL_S if self.workers is not None else LOCAL_QUEUE_POLL_S
+        # After the launch, not beside it: both are CPU-bound Python, so on a busy machine
+        # a warm-up running meanwhile only delays the launch (and a server's first answer);
+        # it overlaps the wait for DBOS's queue polling instead.
+        self._warming = threading.Thread(target=self._warm_up, name="dcbrain-warm-up",
+                                         daemon=True)
+        self._warming.start()
         DBOS.register_queue(QUEUE_NAME, worker_concurrency=self.concurrency,
                             partition_concurrency=1, polling_interval_sec=poll_s,
                             on_conflict="always_update")
         slow_internal_queues(INTERNAL_QUEUE_POLL_S)
         if self.workers is not None:
             cap_dequeuing(QUEUE_NAME, self._fair_share)
-        if not wait_until_polled(QUEUE_NAME):
+        if wait_for_queue and not wait_until_polled(QUEUE_NAME):
             logger.warning("DBOS did not start polling %s; the worker may start runs late",
                            QUEUE_NAME)
         self.control.start()
@@ -313,7 +322,12 @@ class DurableEngine:
     def stop_taking_runs(self) -> None:
         """Start no more runs from the queue (they wait for another worker, or this one's
         next start); the runs in flight go on."""
-        if self._launched and not stop_dequeuing(QUEUE_NAME):
+        if not self._launched:
+            return
+        # A server does not wait for the polling at start: a queue polled only after this
+        # would still start runs.
+        wait_until_polled(QUEUE_NAME)
+        if not stop_dequeuing(QUEUE_NAME):
             logger.warning("DBOS was not polling %s: nothing to stop", QUEUE_NAME)
 
     def in_flight(self) -> list[str]:

@@ -6,6 +6,10 @@ Retries with exponential backoff on 408/409/429/5xx and connection errors, honou
 :class:`TFLLMError` — :class:`TFLLMUnavailable`, a transient error, when the SDK's
 retries ran out on one of those. A streamed reply is retried only until its first text
 arrives; a stream that breaks later is a :class:`TFLLMUnavailable` too.
+
+The SDK (and ``httpx``) is imported when a client is first needed (a call,
+:meth:`OpenAILLM.warm_up`), not when the model is configured: it takes seconds to import on
+a loaded machine, and a server builds its models before it answers its first request.
 """
 
 from __future__ import annotations
@@ -16,16 +20,17 @@ import os
 import re
 import weakref
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import httpx
 import json_repair
-import openai
 
 from dcbrain.exceptions import TFLLMError, TFLLMUnavailable
 from dcbrain.llm.base import DEFAULT_MAX_OUTPUT_TOKENS, ChatLLM, LLMReply, ToolCall
 from dcbrain.llm.tokens import cl100k_base_length, count_message_tokens
 from dcbrain.usage import Usage
+
+if TYPE_CHECKING:
+    import openai
 
 StructuredOutput = Literal["json_schema", "json_object", "prompt"]
 
@@ -87,6 +92,8 @@ class OpenAILLM(ChatLLM):
         self._clients = weakref.WeakKeyDictionary()
 
     def _client(self) -> openai.AsyncOpenAI:
+        import openai
+
         loop = asyncio.get_running_loop()
         client = self._clients.get(loop)
         if client is None:
@@ -106,6 +113,7 @@ class OpenAILLM(ChatLLM):
         That takes most of a second the first time in a process; a worker pays it before
         its first run instead of in it. No request is made.
         """
+        import openai
         from openai.types.chat import ChatCompletion
 
         client = openai.AsyncOpenAI(api_key=self._api_key, base_url=self.base_url,
@@ -179,6 +187,9 @@ class OpenAILLM(ChatLLM):
     async def _read_stream(
         self, stream: Any, reply: StreamedReply, on_delta: Callable[[str], None]
     ) -> None:
+        import httpx
+        import openai
+
         try:
             async for chunk in stream:
                 text = reply.add(chunk)
@@ -198,6 +209,7 @@ class OpenAILLM(ChatLLM):
                 "without a finish reason (cut short)")
 
     async def _unstreamed(self, stream: Any, messages: list[dict[str, Any]]) -> LLMReply:
+        import httpx
         from openai.types.chat import ChatCompletion
 
         try:
@@ -241,6 +253,8 @@ class OpenAILLM(ChatLLM):
             raise type(exc)(self._redacted(str(exc))) from exc.__cause__
 
     async def _call(self, params: dict[str, Any]) -> Any:
+        import openai
+
         try:
             return await self._client().chat.completions.create(**params)
         except openai.APIStatusError as exc:

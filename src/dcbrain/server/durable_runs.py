@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import uuid
 from collections.abc import AsyncIterator
@@ -109,7 +110,7 @@ class DurableRuns:
             wake(run_id)
 
         self.store.on_append = on_append
-        await asyncio.to_thread(self.engine.start)
+        await asyncio.to_thread(functools.partial(self.engine.start, wait_for_queue=False))
         await self.hub.start()
         return []
 
