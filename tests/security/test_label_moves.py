@@ -41,17 +41,22 @@ class Bank:
         return "deleted"
 
 
-def run(plan: str, mode: str, isolation: str = "inprocess") -> list[Any]:
-    """The guarded calls that ran; ``TFPolicyDenied`` when one was refused."""
-    bank = Bank()
-    TFChainInterpreter(
+def interpreter(bank: Bank, mode: str, isolation: str = "inprocess",
+                flow_check: bool = False) -> TFChainInterpreter:
+    return TFChainInterpreter(
         {}, tools=[Tool(bank.read, side_effects=False),
                    Tool(bank.trusted, side_effects=False, trusted_output=True),
                    Tool(bank.files, side_effects=False, trusted_fields=["id_"]),
                    Tool(bank.pay, trusted_args=["recipient"]),
                    Tool(bank.delete, trusted_args=["file_id"])],
-        flow_check=False, isolation=isolation, policy_mode=mode,  # type: ignore[arg-type]
-    ).evaluate(plan)
+        flow_check=flow_check, isolation=isolation, policy_mode=mode,  # type: ignore[arg-type]
+    )
+
+
+def run(plan: str, mode: str, isolation: str = "inprocess") -> list[Any]:
+    """The guarded calls that ran; ``TFPolicyDenied`` when one was refused."""
+    bank = Bank()
+    interpreter(bank, mode, isolation).evaluate(plan)
     return bank.paid
 
 
@@ -132,6 +137,17 @@ def test_an_explicit_flow_is_refused(plan: str, mode: str) -> None:
 def test_strict_mode_refuses_an_implicit_flow(plan: str) -> None:
     with pytest.raises(TFPolicyDenied):
         run(plan, "strict")
+
+
+@pytest.mark.parametrize("plan", IMPLICIT.values(), ids=IMPLICIT.keys())
+def test_the_static_check_in_strict_mode_refuses_an_implicit_flow_before_any_call(
+        plan: str) -> None:
+    """The check follows strict mode's conditions as the run does (the branch not taken
+    included); enforce mode's check, like its run, leaves them alone."""
+    found = interpreter(Bank(), "strict", flow_check=True).check(plan)
+    assert len(found) == 1 and "pay(recipient=...) gets data from read()" in str(found[0]), \
+        found
+    assert interpreter(Bank(), "enforce", flow_check=True).check(plan) == []
 
 
 @pytest.mark.parametrize("mode", ["enforce", "strict"])

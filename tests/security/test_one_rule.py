@@ -27,7 +27,6 @@ from support.policy_plans import (
     PASSED,
     PolicyPlan,
     agentdojo_plans,
-    load,
     policy_plans,
 )
 
@@ -133,30 +132,11 @@ def test_the_static_check_refuses_what_the_run_refuses(plan: str, refused: bool)
 
 #: The plans of every policy test (collected from their text) and the AgentDojo plans.
 COLLECTED = [*policy_plans(), *agentdojo_plans()]
-#: Collected plans the two ways still disagree on, by the rule that misses them.
-#: Collected plans the two ways still disagree on in strict mode: a condition's label
-#: (the branch not taken included) that the static check does not add.
-IMPLICIT = ("strict mode: the static check does not add the label of the conditions a "
-            "value was computed or a call made under, which the run adds whatever path it "
-            "took")
-DISAGREE: dict[tuple[str, str], str] = {
-    **{(plan, "strict"): IMPLICIT
-       for plan in load("security/test_label_moves.py").IMPLICIT.values()},
-    **{(case.plan, "strict"): IMPLICIT for case in COLLECTED
-       if case.corpus == "agentdojo banking honest" and "[t for t in " in case.plan
-       and "update_scheduled_transaction(" in case.plan},
-}
 
 
 def _collected() -> list[Any]:
-    params = []
-    for index, case in enumerate(COLLECTED):
-        for mode in ("enforce", "strict"):
-            reason = DISAGREE.get((case.plan, mode))
-            marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
-            params.append(pytest.param(case, mode, id=f"{case.corpus}-{index}-{mode}",
-                                       marks=marks))
-    return params
+    return [pytest.param(case, mode, id=f"{case.corpus}-{index}-{mode}")
+            for index, case in enumerate(COLLECTED) for mode in ("enforce", "strict")]
 
 
 @pytest.mark.parametrize(("case", "mode"), _collected())

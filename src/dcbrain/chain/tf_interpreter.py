@@ -309,7 +309,8 @@ class TFChainInterpreter:
     def check(self, plan: str) -> list[Problem]:
         """Every static problem of ``plan`` (syntax included) against the chains and tools."""
         return check(plan, self._checked_specs(), flow=self.flow_check,
-                     chain_inputs=self.additional_info, literals=self._policies.planner_saw)
+                     chain_inputs=self.additional_info, literals=self._policies.planner_saw,
+                     strict=self._policies.mode == "strict")
 
     def describe_callables(self) -> list[dict[str, Any]]:
         """Name, kind, description, input and output schema of each chain and tool, with
@@ -391,7 +392,8 @@ class TFChainInterpreter:
         if run_check:
             problems = check(parsed, self._checked_specs(), flow=self.flow_check,
                              chain_inputs=self.additional_info,
-                             literals=self._policies.planner_saw)
+                             literals=self._policies.planner_saw,
+                             strict=self._policies.mode == "strict")
             if problems:
                 raise TFCheckError(problems, parsed.source)
 

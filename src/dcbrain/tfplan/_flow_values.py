@@ -127,6 +127,25 @@ def changed(container: FlowValue, *put: FlowValue) -> FlowValue:
     return FlowValue(sources, sources, scalar=container.scalar)
 
 
+def under(value: FlowValue, condition: Sources) -> FlowValue:
+    """``value`` computed under a condition that carries ``condition`` (strict mode): the
+    value and every piece read out of it carry it too (records lose their trusted
+    fields, as at run time)."""
+    if condition is None or value.function is not None or value.chain:
+        return value
+    element = under(value.element, condition) if value.element is not None else None
+    return FlowValue(
+        whole=union(value.whole, condition),
+        part=union(value.content, condition),
+        scalar=value.scalar,
+        items=None if value.items is None else tuple(under(item, condition)
+                                                     for item in value.items),
+        keys=None if value.keys is None else tuple((key, under(item, condition))
+                                                   for key, item in value.keys),
+        element=element,
+    )
+
+
 def join(a: FlowValue, b: FlowValue) -> FlowValue:
     """The value that is ``a`` on some paths and ``b`` on others."""
     if a is b:

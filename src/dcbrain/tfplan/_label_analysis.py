@@ -395,6 +395,18 @@ SELECTIONS = frozenset({"max", "min", "sorted", "reversed", "list", "tuple", "it
                         "filter"})
 
 
+def _leaves(body: list[ast.stmt]) -> bool:
+    """Whether ``body`` may leave its block early (not counting nested functions)."""
+    stack: list[ast.AST] = list(body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Return | ast.Break | ast.Continue | ast.Raise):
+            return True
+        if not isinstance(node, ast.FunctionDef | ast.Lambda):
+            stack.extend(ast.iter_child_nodes(node))
+    return False
+
+
 def _filters(node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp) -> bool:
     """``[x for x in xs if ...]``: a comprehension that keeps some elements as they are."""
     if not isinstance(node, ast.ListComp | ast.GeneratorExp) or len(node.generators) != 1:

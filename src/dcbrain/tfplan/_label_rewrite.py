@@ -32,6 +32,7 @@ from dcbrain.tfplan._label_analysis import (
     SELECTIONS,
     _Analysis,
     _declared_in,
+    _leaves,
     _locals_of,
     _locate_missing,
     _method_of,
@@ -61,18 +62,6 @@ SHADOW = "__tfl_"
 LABEL_KEYWORD = "__tfh_l"
 _CONTEXT = "__tfh_c"
 _RETURNED = "__tfh_r"
-
-
-def _leaves(body: list[ast.stmt]) -> bool:
-    """Whether ``body`` may leave its block early (not counting nested functions)."""
-    stack: list[ast.AST] = list(body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.Return | ast.Break | ast.Continue | ast.Raise):
-            return True
-        if not isinstance(node, ast.FunctionDef | ast.Lambda):
-            stack.extend(ast.iter_child_nodes(node))
-    return False
 
 
 def _may_change(body: list[ast.stmt], analysis: _Analysis) -> tuple[set[str], set[str]]:

@@ -157,6 +157,7 @@ def check(
     flow: bool = True,
     chain_inputs: Iterable[str] = (),
     literals: frozenset[str] = frozenset(),
+    strict: bool = False,
 ) -> list[Problem]:
     """Every problem of ``plan`` against ``specs``, in source order (empty: the plan is fine).
 
@@ -168,6 +169,8 @@ def check(
     ``trusted_args`` is a problem too (:func:`~dcbrain.tfplan.flow.flow_problems`);
     ``flow=False`` leaves such flows to the checks made while the plan runs. ``literals``
     are the untrusted sources the planner was shown: the plan's literals carry them.
+    ``strict`` is the policy mode ``"strict"``: the conditions a value is computed or a
+    call made under carry their data too, as at run time.
     """
     by_name = dict(specs) if isinstance(specs, Mapping) else {s.name: s for s in specs}
     if isinstance(plan, str):
@@ -178,16 +181,18 @@ def check(
             if exc.tree is None:  # not even Python: nothing more can be said
                 return list(exc.problems)
             rest = _Checker(Plan(source=source, tree=exc.tree), by_name, flow,
-                            chain_inputs, literals).run()
+                            chain_inputs, literals, strict).run()
             return first_problems(sorted([*exc.problems, *rest], key=lambda p: (p.line, p.col)))
-    return first_problems(_Checker(plan, by_name, flow, chain_inputs, literals).run())
+    return first_problems(_Checker(plan, by_name, flow, chain_inputs, literals,
+                                   strict).run())
 
 
 class _Checker:
     def __init__(self, plan: Plan, specs: Mapping[str, CallableSpec], flow: bool,
                  chain_inputs: Iterable[str] = (),
-                 literals: frozenset[str] = frozenset()) -> None:
+                 literals: frozenset[str] = frozenset(), strict: bool = False) -> None:
         self.chain_inputs = frozenset(chain_inputs)
+        self.strict = strict
         self.literals = literals
         self.plan = plan
         self.specs = specs
@@ -225,7 +230,8 @@ class _Checker:
             self._add(node, message)
         self._check_replan_with()
         if self.flow:
-            self.problems += flow_problems(self.plan, self.specs, self.literals)
+            self.problems += flow_problems(self.plan, self.specs, self.literals,
+                                           strict=self.strict)
         self.problems.sort(key=lambda p: (p.line, p.col))
         return self.problems
 

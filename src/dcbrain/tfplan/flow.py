@@ -32,10 +32,11 @@ from dcbrain.tfplan._flow_values import (
     join_environments,
     records,
     scalar,
+    under,
     union,
     untrusted,
 )
-from dcbrain.tfplan._label_analysis import _Analysis, _root
+from dcbrain.tfplan._label_analysis import _Analysis, _filters, _leaves, _plan_name, _root
 from dcbrain.tfplan.errors import FlowCheckOutOfSteps, Problem
 from dcbrain.tfplan.methods import IN_PLACE_METHODS
 
@@ -53,6 +54,9 @@ _LOOP_PASSES = 4
 
 #: The environment's entry for what the run has certainly seen so far (not a plan name).
 SEEN = "__tf_seen"
+#: The environment's entry for what the conditions the current statement runs under
+#: certainly carry (strict mode; not a plan name).
+CONTEXT = "__tf_context"
 #: A call's argument: its keyword (``None``: positional), value and expression.
 _Argument = tuple[str | None, FlowValue, ast.expr]
 
@@ -67,13 +71,18 @@ class _Frame:
 
 
 def flow_problems(plan: Plan, specs: Mapping[str, CallableSpec],
-                  literals: frozenset[str] = frozenset()) -> list[Problem]:
+                  literals: frozenset[str] = frozenset(), *,
+                  strict: bool = False) -> list[Problem]:
     """Every certain flow of untrusted data into a guarded argument of ``plan``;
     ``literals`` are the untrusted sources the planner was shown before it wrote the plan
-    (its literals carry them, as at run time)."""
+    (its literals carry them, as at run time). ``strict`` follows the conditions too, as
+    strict mode does at run time: what is computed or called under an ``if``, a loop or a
+    comprehension's filter, or after a branch that may leave early, carries what the
+    condition certainly carries, and so does every variable a branch or loop whose
+    condition carries it may bind or change (the branch not taken decided it too)."""
     if not any(spec.trusted_args and spec.side_effects for spec in specs.values()):
         return []
-    analysis = _FlowAnalysis(plan, specs)
+    analysis = _FlowAnalysis(plan, specs, strict)
     if literals:
         analysis.literal = scalar(frozenset(f"what the planner was shown ({source})"
                                             for source in sorted(literals)))
@@ -83,9 +92,11 @@ def flow_problems(plan: Plan, specs: Mapping[str, CallableSpec],
 
 
 class _FlowAnalysis:
-    def __init__(self, plan: Plan, specs: Mapping[str, CallableSpec]) -> None:
+    def __init__(self, plan: Plan, specs: Mapping[str, CallableSpec],
+                 strict: bool = False) -> None:
         self.plan = plan
         self.specs = specs
+        self.strict = strict
         self.problems: dict[tuple[int, int, str], Problem] = {}
         self.steps = 0
         self.active: list[ast.FunctionDef] = []
@@ -102,7 +113,7 @@ class _FlowAnalysis:
         # reads each of them as the union of its elements
         from dcbrain.tfplan.rewrite import plan_tree  # the rewrite imports the checker
 
-        source = plan.source if _changes_in_place(plan.tree) else ""
+        source = plan.source if strict or _changes_in_place(plan.tree) else ""
         main = plan_tree(source, frozenset(specs)).body[0]
         assert isinstance(main, ast.FunctionDef)
         self.sharing = _Analysis(main, frozenset())
@@ -116,6 +127,56 @@ class _FlowAnalysis:
         self.steps += 1
         if self.steps > MAX_FLOW_STEPS:
             raise FlowCheckOutOfSteps
+
+    def context(self, env: Environment) -> Sources:
+        """What the conditions the current statement runs under certainly carry."""
+        return env.get(CONTEXT, UNKNOWN).whole if self.strict else None
+
+    def raise_context(self, env: Environment, condition: Sources) -> None:
+        if self.strict and condition is not None:
+            env[CONTEXT] = scalar(union(self.context(env), condition))
+
+    def joined(self, body: list[ast.stmt], env: Environment, condition: Sources) -> None:
+        """Strict mode, after a branch or loop ``body`` that may not have run: every
+        variable it may bind or change in place carries ``condition`` (the rule of the
+        run's label rewrite, ``_may_change``)."""
+        if not self.strict or condition is None:
+            return
+        names, roots = self.may_change(body)
+        for name in sorted(names):
+            if name in env or name in self.opaque:
+                env[name] = under(env.get(name, UNKNOWN), condition)
+        for root in sorted(roots):
+            self.changed_in_place(ast.Name(id=root), [scalar(condition)], env)
+
+    def may_change(self, body: list[ast.stmt]) -> tuple[set[str], set[str]]:
+        """The plan variables ``body`` may bind, and those it may change in place (through
+        a subscript, a method, or a plan function it calls)."""
+        names: set[str] = set()
+        roots: set[str] = set()
+        for statement in body:
+            for node in ast.walk(statement):
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+                    names.add(node.id)
+                elif isinstance(node, ast.FunctionDef):
+                    names.add(node.name)
+                elif isinstance(node, ast.Subscript) and isinstance(node.ctx,
+                                                                    ast.Store | ast.Del):
+                    root = _root(node)
+                    if root:
+                        roots.add(root)
+                elif isinstance(node, ast.Call):
+                    func = node.func
+                    if isinstance(func, ast.Attribute) and func.attr in IN_PLACE_METHODS:
+                        root = _root(func.value)
+                        if root:
+                            roots.add(root)
+                    elif isinstance(func, ast.Name) and func.id in self.plan_names:
+                        roots.update(child.id for arg in node.args for child in ast.walk(arg)
+                                     if isinstance(child, ast.Name) and _plan_name(child.id))
+                        names.update(self.sharing.declared_by.get(func.id, ()))
+                        roots.update(self.sharing.changes_of.get(func.id, ()))
+        return names, roots
 
     # -- statements -------------------------------------------------------------------
     def block(self, body: list[ast.stmt], env: Environment, frame: _Frame) -> Environment | None:
@@ -143,17 +204,31 @@ class _FlowAnalysis:
         elif isinstance(node, ast.AugAssign):
             self.augmented(node, env)
         elif isinstance(node, ast.If):
-            self.expr(node.test, env)
-            ends = [self.block(node.body, dict(env), frame),
-                    self.block(node.orelse, dict(env), frame)]
-            return _joined(ends)
+            condition = self.expr(node.test, env).whole
+            saved = env.get(CONTEXT)
+            branches = [dict(env), dict(env)]
+            for branch in branches:
+                self.raise_context(branch, condition)
+            after = _joined([self.block(node.body, branches[0], frame),
+                             self.block(node.orelse, branches[1], frame)])
+            if after is not None and self.strict:
+                self.joined([*node.body, *node.orelse], after, self.context(after))
+                if not _leaves([*node.body, *node.orelse]):
+                    # what runs after the ``if`` no longer depends on the condition,
+                    # unless a branch may leave the block
+                    if saved is None:
+                        after.pop(CONTEXT, None)
+                    else:
+                        after[CONTEXT] = saved
+            return after
         elif isinstance(node, ast.For | ast.While):
             return self.loop(node, env, frame)
         elif isinstance(node, ast.FunctionDef):
             closure = () if not self.active else tuple(env.items())
             env[node.name] = FlowValue(function=FunctionValue(node, not self.active, closure))
         elif isinstance(node, ast.Return):
-            frame.returns.append(self.expr(node.value, env) if node.value else scalar(None))
+            returned = self.expr(node.value, env) if node.value else scalar(None)
+            frame.returns.append(under(returned, self.context(env)))
             return None
         elif isinstance(node, ast.Raise):
             for part in (node.exc, node.cause):
@@ -181,6 +256,8 @@ class _FlowAnalysis:
              frame: _Frame) -> Environment | None:
         """A loop runs its body any number of times: its entry joins every pass's end."""
         iterated = self.expr(node.iter, env).iterated() if isinstance(node, ast.For) else UNKNOWN
+        if isinstance(node, ast.For):  # the target's value, bound under the outer conditions
+            iterated = under(iterated, self.context(env))
         entry = dict(env)
         breaks: list[Environment] = []
         continues: list[Environment] = []
@@ -189,10 +266,11 @@ class _FlowAnalysis:
             frame.breaks.append(breaks)
             frame.continues.append(continues)
             body_env = dict(entry)
-            if isinstance(node, ast.For):
+            if isinstance(node, ast.For):  # how many turns ran is the iterable's data
+                self.raise_context(body_env, iterated.whole)
                 self.assign(node.target, iterated, body_env)
             else:
-                self.expr(node.test, body_env)
+                self.raise_context(body_env, self.expr(node.test, body_env).whole)
             end = self.block(node.body, body_env, frame)
             frame.breaks.pop()
             frame.continues.pop()
@@ -204,11 +282,20 @@ class _FlowAnalysis:
                               for name, value in next_entry.items()}
             entry = next_entry
         after_else = self.block(node.orelse, dict(entry), frame)
-        return _joined([after_else, *breaks])
+        after = _joined([after_else, *breaks])
+        if after is not None and self.strict:
+            if isinstance(node, ast.For):  # how many turns ran decides what follows
+                self.raise_context(after, iterated.whole)
+                self.joined(node.body, after, self.context(after))
+            else:  # the last test, false, decided where the loop stopped
+                test = self.expr(node.test, after).whole
+                self.joined(node.body, after, union(self.context(after), test))
+        return after
 
     def assign(self, target: ast.expr, value: FlowValue, env: Environment) -> None:
         if isinstance(target, ast.Name):
-            env[target.id] = UNKNOWN if target.id in self.opaque else value
+            env[target.id] = UNKNOWN if target.id in self.opaque \
+                else under(value, self.context(env))
         elif isinstance(target, ast.Tuple | ast.List):
             starred = any(isinstance(item, ast.Starred) for item in target.elts)
             known = value.items if value.items is not None and not starred \
@@ -278,9 +365,10 @@ class _FlowAnalysis:
             return scalar(union(*(value.whole for value in values)))
         if isinstance(node, ast.BoolOp):
             return join_all(self.expr(value, env) for value in node.values)
-        if isinstance(node, ast.IfExp):
-            self.expr(node.test, env)
-            return join(self.expr(node.body, env), self.expr(node.orelse, env))
+        if isinstance(node, ast.IfExp):  # strict mode: the test chose, its data is the value's
+            test = self.expr(node.test, env).whole
+            test = test if self.strict else None
+            return under(join(self.expr(node.body, env), self.expr(node.orelse, env)), test)
         if isinstance(node, ast.NamedExpr):
             value = self.expr(node.value, env)
             self.assign(node.target, value, env)
@@ -338,16 +426,21 @@ class _FlowAnalysis:
     def comprehension(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp,
                       env: Environment) -> FlowValue:
         inner = dict(env)
+        conditions: Sources = None
         for generator in node.generators:
             self.assign(generator.target, self.expr(generator.iter, inner).iterated(), inner)
             for condition in generator.ifs:
-                self.expr(condition, inner)
+                conditions = union(conditions, self.expr(condition, inner).whole)
         if isinstance(node, ast.DictComp):
             key, value = self.expr(node.key, inner), self.expr(node.value, inner)
             whole = union(key.whole, value.whole)
-            return FlowValue(whole, join(key, value).whole if key.content and value.content
-                             else None)
+            return under(FlowValue(whole, join(key, value).whole
+                                   if key.content and value.content else None), conditions)
         element = self.expr(node.elt, inner)
+        if not (_filters(node) and element.fields is not None and not self.strict):
+            # what the filter kept is its data (records keep their trusted fields but in
+            # strict mode, as at run time)
+            element = under(element, conditions)
         return FlowValue(element.whole, join(element, element.iterated()).whole,
                          element=element)
 
@@ -376,7 +469,10 @@ class _FlowAnalysis:
         arguments += [(keyword.arg, self.expr(keyword.value, env), keyword.value)
                       for keyword in node.keywords]
         if callee is not None and callee.function is not None:
-            return self.plan_function(callee.function, node, arguments)
+            result = self.plan_function(callee.function, node, arguments, env)
+            for name in self.opaque & env.keys():  # it may have set them: unknown
+                env[name] = UNKNOWN
+            return result
         if callee is not None and callee.chain:  # what built the chain chose its output
             return self.chain_result(arguments, callee.whole)
         if not isinstance(func, ast.Name) or func.id in self.plan_names:
@@ -387,7 +483,7 @@ class _FlowAnalysis:
             return FlowValue(whole=built, chain=True)
         spec = self.specs.get(name)
         if spec is not None:
-            result = self.registered(spec, node, arguments)
+            result = self.registered(spec, node, arguments, env)
             if result.whole is not None:  # what the run has seen, for certain, from here on
                 env[SEEN] = scalar(union(env.get(SEEN, UNKNOWN).whole, result.whole))
             return result
@@ -416,6 +512,7 @@ class _FlowAnalysis:
         root = _root(target)
         if root is None:
             return
+        put = [*put, scalar(self.context(env))]
         group = self.sharing.group_of.get(root)
         names = self.shared[group] | {root} if group is not None else {root}
         for name in names:
@@ -425,13 +522,12 @@ class _FlowAnalysis:
                 continue
             env[name] = changed(value, *put)
 
-    def registered(self, spec: CallableSpec,
-                   node: ast.Call,
-                   arguments: list[_Argument]) -> FlowValue:
+    def registered(self, spec: CallableSpec, node: ast.Call, arguments: list[_Argument],
+                   env: Environment) -> FlowValue:
         if spec.kind == "chain":
             return self.chain_result(arguments)
         if spec.trusted_args and spec.side_effects:
-            self.guarded(spec, node, arguments)
+            self.guarded(spec, node, arguments, env)
         if spec.trusted_output:
             # arguments steer what comes back (a lookup keyed by untrusted data): as at
             # run time, the result carries them
@@ -453,12 +549,13 @@ class _FlowAnalysis:
         return FlowValue(sources, sources)
 
     def guarded(self, spec: CallableSpec, node: ast.Call,
-                arguments: list[_Argument]) -> None:
+                arguments: list[_Argument], env: Environment) -> None:
         if any(isinstance(arg, ast.Starred) for arg in node.args):
             arguments = [item for item in arguments if item[0] is not None]
         for index, (name, value, where) in enumerate(arguments):
             if name is None and index < len(spec.positional):
                 name = spec.positional[index]
+            value = under(value, self.context(env))
             if name in spec.trusted_args and value.whole is not None:
                 self.report(spec.name, name, value.whole, where)
 
@@ -475,7 +572,7 @@ class _FlowAnalysis:
                                  Problem(line, col + 1, message, kind="CheckError"))
 
     def plan_function(self, function: FunctionValue, node: ast.Call,
-                      arguments: list[_Argument]) -> FlowValue:
+                      arguments: list[_Argument], caller: Environment) -> FlowValue:
         """A plan function's result at this call: its body followed with these arguments."""
         definition = function.node
         if definition in self.active or len(self.active) >= MAX_FLOW_DEPTH:
@@ -483,6 +580,10 @@ class _FlowAnalysis:
         closure = dict(function.closure)
         env = {**closure, **self.module} if function.top_level else {**self.module, **closure}
         env.update(self.parameters(definition.args, node, arguments))
+        env.pop(CONTEXT, None)
+        # strict mode: its body runs under the caller's conditions and its arguments
+        self.raise_context(env, union(self.context(caller),
+                                      *(value.whole for _, value, _ in arguments)))
         frame = _Frame()
         self.active.append(definition)
         try:

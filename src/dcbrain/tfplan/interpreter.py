@@ -199,7 +199,7 @@ class Interpreter:
         """Every static problem of ``plan`` against the registered callables; a plan with
         none is compiled too, so what Python's compiler refuses ('break' outside a loop,
         ``nonlocal`` without a binding) is reported before the plan runs."""
-        problems = check(plan, self.specs)
+        problems = check(plan, self.specs, strict=self.tracking == "strict")
         if not problems:
             try:  # cached: the run reuses this compile
                 compile_source(plan.source if isinstance(plan, Plan) else plan,
