@@ -63,6 +63,14 @@ def test_json_logging_takes_dbos_and_uvicorn_lines_too(
 
     root = logging.getLogger()
     level = root.level
+    # as in a fresh `dcbrain serve` (log_config=None): an in-process test server configured
+    # uvicorn's loggers its own way (a level, no propagation) earlier in this process
+    uvicorn_loggers = [logging.getLogger(name) for name in ("uvicorn", "uvicorn.error")]
+    saved = [(each.level, each.propagate, list(each.handlers)) for each in uvicorn_loggers]
+    for each in uvicorn_loggers:
+        each.setLevel(logging.NOTSET)
+        each.propagate = True
+        each.handlers.clear()
     handler = configure_logging("json", worker="w1")
     try:
         init_logger()  # what DBOS does at start: it adds no console handler of its own now
@@ -72,6 +80,10 @@ def test_json_logging_takes_dbos_and_uvicorn_lines_too(
     finally:
         root.removeHandler(handler)
         root.setLevel(level)
+        for each, (each_level, propagate, handlers) in zip(uvicorn_loggers, saved):
+            each.setLevel(each_level)
+            each.propagate = propagate
+            each.handlers[:] = handlers
     lines = [json.loads(line) for line in capsys.readouterr().err.splitlines()]
     assert [(line["logger"], line["message"], line["worker"]) for line in lines] == [
         ("dbos", "Exception listing queues: down", "w1"),
