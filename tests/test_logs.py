@@ -80,7 +80,7 @@ def test_json_logging_takes_dbos_and_uvicorn_lines_too(
     finally:
         root.removeHandler(handler)
         root.setLevel(level)
-        for each, (each_level, propagate, handlers) in zip(uvicorn_loggers, saved):
+        for each, (each_level, propagate, handlers) in zip(uvicorn_loggers, saved, strict=True):
             each.setLevel(each_level)
             each.propagate = propagate
             each.handlers[:] = handlers

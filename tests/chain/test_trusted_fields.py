@@ -80,7 +80,9 @@ def test_an_id_picked_out_of_the_records_by_code_is_trusted(pick: str, isolation
 
 
 def test_in_strict_mode_a_pick_by_an_untrusted_field_is_refused() -> None:
-    with pytest.raises(TFPolicyDenied, match="tool:list_files"):
+    # the check follows strict mode's conditions as the run does: refused before any call
+    with pytest.raises(TFCheckError, match=r"delete_file\(file_id=\.\.\.\) gets data from "
+                                           r"list_files\(\) \(untrusted\)"):
         run(PICKS["a loop"], policy_mode="strict")
     assert run(PICKS["an element"], policy_mode="strict") == ["2"]
 
