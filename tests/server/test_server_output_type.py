@@ -12,6 +12,7 @@ from pathlib import Path
 
 import httpx
 
+from support.durable_processes import free_port
 from support.fake_openai import FakeOpenAIServer
 from support.server_app import PATIENCE_S, Api
 
@@ -30,15 +31,6 @@ def look_up(product: str) -> dict:
     """The catalogue entry of ``product``."""
     return {"product": product, "price": 9.5}
 '''
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def test_serve_validates_answers_into_the_configured_type_and_shows_its_schema(
