@@ -3,7 +3,8 @@
     pip install -e ".[bench]"
     python benchmarks/peers.py [--frameworks dcbrain,pydantic_ai,smolagents,langgraph,openai_agents]
                                [--runs 200] [--repeats 5] [--rounds 1] [--warmup 50]
-                               [--w3-runs 200] [--w3-latency 0.05] [--same-text]
+                               [--w3-runs 200] [--w3-latency 0.05] [--w3-repeats 3]
+                               [--same-text]
                                [--no-w3] [--no-import] [--profile] [--json results.json]
 
 Frameworks missing from the environment are skipped (and said so); a variant can be named
@@ -26,9 +27,9 @@ heap, GC generations or imported modules:
   time; the median over ``--rounds`` x ``--repeats`` batches of ``--runs`` runs, after
   ``--warmup`` runs. Rounds visit the variants in a rotated order, so a change of the
   machine's load hits them alike.
-* W3: wall and CPU (process + descendants) of the burst; memory: the peak of the RSS
-  summed over the worker's whole process tree (sampled every 50 ms), and how many
-  processes that was.
+* W3: wall and CPU (process + descendants) of a burst, the median of ``--w3-repeats``
+  bursts after a warm-up burst of 10; memory: the peak of the RSS summed over the
+  worker's whole process tree (sampled every 50 ms), and how many processes that was.
 * import: seconds to import what the benchmark uses of the framework in a fresh
   interpreter (median of 5); cold: import + build + first W1 run in a fresh interpreter.
 
@@ -218,18 +219,21 @@ async def worker_w3(variant: Variant, args: argparse.Namespace) -> dict[str, Any
 
     for result in await burst(min(10, n), _Counter.take(10)):  # warm up
         variant.check(result)
-    gc.collect()
-    offset = _Counter.take(n)
-    d0 = descendants_cpu_s()
-    c0, w0 = time.process_time(), time.perf_counter()
-    results = await burst(n, offset)
-    w1, c1 = time.perf_counter(), time.process_time()
-    d1 = descendants_cpu_s()
-    for result in results:
-        variant.check(result)
+    bursts = []
+    for _ in range(args.w3_repeats):
+        gc.collect()
+        offset = _Counter.take(n)
+        d0 = descendants_cpu_s()
+        c0, w0 = time.process_time(), time.perf_counter()
+        results = await burst(n, offset)
+        w1, c1 = time.perf_counter(), time.process_time()
+        d1 = descendants_cpu_s()
+        for result in results:
+            variant.check(result)
+        bursts.append({"wall_s": w1 - w0, "cpu_s": (c1 - c0) + (d1 - d0),
+                       "host_cpu_s": c1 - c0, "child_cpu_s": d1 - d0})
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return {"wall_s": w1 - w0, "cpu_s": (c1 - c0) + (d1 - d0), "host_cpu_s": c1 - c0,
-            "child_cpu_s": d1 - d0,
+    return {**_summary(bursts),
             "peak_rss_mb": peak / 1024 / (1024 if sys.platform == "darwin" else 1),
             "ideal_wall_s": latency * args.ideal_calls}
 
@@ -326,7 +330,8 @@ def _spawn(variant: str, task: str, args: argparse.Namespace, extra: tuple[str, 
     command = [sys.executable, os.path.abspath(__file__), "--worker", variant, "--task", task,
                "--runs", str(args.runs), "--repeats", str(args.repeats),
                "--warmup", str(args.warmup), "--w3-runs", str(args.w3_runs),
-               "--w3-latency", str(args.w3_latency), "--profile-top", str(args.profile_top),
+               "--w3-latency", str(args.w3_latency), "--w3-repeats", str(args.w3_repeats),
+               "--profile-top", str(args.profile_top),
                *(["--profile-out", os.path.abspath(args.profile_out)] if args.profile_out else []),
                *(["--same-text"] if args.same_text else []), *extra]
     env = dict(os.environ, PYTHONHASHSEED="0", TOKENIZERS_PARALLELISM="false")
@@ -560,12 +565,13 @@ def render(results: dict[str, dict[str, Any]], args: argparse.Namespace) -> str:
     out += ["", "Details:", table(["framework", *EXTRA], extra_rows)]
     spread = [[r["name"], *(" ".join(fmt(x) for x in r["w12"][w][k])
                             for w, k in (("w1", "cpu_ms_all"), ("w2", "cpu_ms_all"),
-                                         ("w1", "wall_ms_all")))]
+                                         ("w1", "wall_ms_all"))),
+               " ".join(fmt(x, 3) for x in r.get("w3", {}).get("wall_s_all", [])) or "-"]
               for r in results.values() if r.get("w12")]
     if spread:
-        out += ["", f"Per-repeat values ({args.rounds} round(s) x {args.repeats} x "
-                    f"{args.runs} runs):",
-                table(["framework", "W1 CPU ms", "W2 CPU ms", "W1 wall ms"], spread)]
+        out += ["", f"Per-repeat values (W1/W2: {args.rounds} round(s) x {args.repeats} x "
+                    f"{args.runs} runs; W3: {args.w3_repeats} bursts):",
+                table(["framework", "W1 CPU ms", "W2 CPU ms", "W1 wall ms", "W3 wall s"], spread)]
     return "\n".join(out)
 
 
@@ -636,6 +642,8 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=50)
     parser.add_argument("--w3-runs", type=int, default=200)
     parser.add_argument("--w3-latency", type=float, default=0.05)
+    parser.add_argument("--w3-repeats", type=int, default=3,
+                        help="W3 bursts per variant (median; memory: the peak over all)")
     parser.add_argument("--same-text", action="store_true",
                         help="every run asks the same question (dcbrain: the same plan text)")
     parser.add_argument("--no-w3", action="store_true")
