@@ -14,7 +14,10 @@ import json
 import time
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dcbrain.tfplan.interpreter import Isolation
 
 QUESTION = "Where is order A-17, what is the weather in Paris, and what is 2 + 21?"
 ERROR_TEXT = "weather service timed out"
@@ -91,7 +94,7 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
-TOOLS = [lookup_order, get_weather, add]
+TOOLS: list[Callable[..., Any]] = [lookup_order, get_weather, add]
 
 
 async def _latency(seconds: float) -> None:
@@ -151,7 +154,7 @@ class DCBrainVariant(Variant):
     framework = "dcbrain"
     imports = "from dcbrain import DCBrain, ChatLLM, LLMReply, Usage"
 
-    def __init__(self, isolation: str) -> None:
+    def __init__(self, isolation: Isolation) -> None:
         self.isolation = isolation
         where = "sandbox process, default" if isolation == "process" else "in process"
         self.name = f"dcbrain ({where})"
@@ -184,7 +187,7 @@ class DCBrainVariant(Variant):
 
         self.brain = DCBrain(default_plan_llm=FakeLLM(plan),
                              default_validate_llm=FakeLLM(lambda messages: VERDICT),
-                             tools=TOOLS, isolation=self.isolation)  # type: ignore[arg-type]
+                             tools=TOOLS, isolation=self.isolation)
 
     async def arun(self, index: int) -> Any:
         result = await self.brain.async_run(question(index), conversation_id=f"c{index}")
@@ -351,7 +354,7 @@ class LangGraphVariant(Variant):
                 results.append(message)
             failed = [m for m in results if m.status == "error"]
             if failed:
-                name = failed[0].name
+                name = str(failed[0].name)
                 calls = [{"name": name, "args": ARGS[name], "id": f"r{len(messages)}",
                           "type": "tool_call"}]
                 return AIMessage(content="", tool_calls=calls, usage_metadata=usage)

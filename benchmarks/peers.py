@@ -289,7 +289,9 @@ async def worker_profile(variant: Variant, args: argparse.Namespace) -> dict[str
         stats.dump_stats(f"{args.profile_out}.{args.worker.replace(':', '.')}.pstats")
     root = os.path.dirname(os.path.abspath(dcbrain.__file__))
     per_run = 1e3 / args.runs
-    rows, by_module, total = [], {}, 0.0
+    rows: list[dict[str, Any]] = []
+    by_module: dict[str, float] = {}
+    total = 0.0
     for (filename, line, func), (_cc, nc, tt, ct, _callers) in stats.stats.items():  # type: ignore[attr-defined]
         total += tt
         if filename.startswith(root):
