@@ -136,9 +136,8 @@ class DCBrain(BaseBrain):
     since a conversation's memory and failed attempts are written in order.
     """
 
-    #: The machine every run follows (declared on :class:`BrainRun`).
+    #: The lifecycle's states every run goes through (see :mod:`dcbrain.brain.steps`).
     states: ClassVar[list[str]] = BrainRun.states
-    transitions: ClassVar[list[dict[str, Any]]] = BrainRun.transitions
 
     def __init__(
         self,
