@@ -238,6 +238,8 @@ class BrainRun:
                                    else "error"))
         except Exception as exc:  # a bug in a chain, tool or callback: stop, keep the trajectory
             ir.error = f"{type(exc).__name__}: {exc}"
+            logger.error("run %s stopped by an unexpected error: %s", self.run_id, ir.error,
+                         exc_info=exc, extra={"run_id": self.run_id, "source": "brain"})
             await drive(self, Abort("error"))
 
     def move(self, trigger: str) -> None:
