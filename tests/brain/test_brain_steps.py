@@ -21,7 +21,7 @@ from dcbrain.brain.steps import (
     Validate,
     drive,
 )
-from dcbrain.exceptions import RunSuspended
+from dcbrain.exceptions import RunSuspended, TFTokenBudgetExceeded
 from dcbrain.tools import Tool
 from support.brain_scripts import add, plan, verdict
 
@@ -146,3 +146,24 @@ async def test_a_replan_with_plan_goes_back_to_planning_without_a_verdict() -> N
     assert await Execute().run(run) == Validate()
     assert await Validate().run(run) == Plan()
     assert run.ir.replanning and run.ir.suggestions == []
+
+
+async def test_a_failed_plan_written_again_is_refused_once_then_ends_the_run() -> None:
+    failing = plan("return add(a=1)")
+    run = new_run([failing, failing, failing])
+    assert await planned(run) == Execute()
+    assert await Execute().run(run) == Validate()
+    assert await Validate().run(run) == Plan()
+    assert await Plan().run(run) == Plan()  # refused: the next planning is told
+    assert await Plan().run(run) == Fail("repeated_plan")
+    assert await Fail("repeated_plan").run(run) == End("failed", "repeated_plan")
+
+
+async def test_a_token_budget_spent_by_a_plan_is_a_returned_stop() -> None:
+    run = new_run([plan("return add(a=1, b=2)")])
+    assert await planned(run) == Execute()
+    run.budget.exhausted = TFTokenBudgetExceeded("spent", requested=10, used=5, limit=10)
+    assert await Execute().run(run) == Fail("max_tokens")  # no validation
+    step = await Plan().run(run)  # a planning would only be refused
+    assert isinstance(step, Fail) and step.reason == "max_tokens"
+    assert step.error == "TFTokenBudgetExceeded: spent"
