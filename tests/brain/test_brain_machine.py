@@ -1,14 +1,16 @@
-"""The state machine's transition table: which trigger is allowed from which state."""
+"""The lifecycle's moves: which trigger is allowed from which state."""
 
 from __future__ import annotations
 
 import logging
 
 import pytest
-from transitions import MachineError
 
 from dcbrain import ScriptedLLM
 from dcbrain.brain import BrainRun, DCBrain
+from dcbrain.brain.steps import STATES as STEP_STATES
+from dcbrain.brain.steps import triggers_from
+from dcbrain.exceptions import TFBrainError
 
 STATES = ["init", "planning", "running", "waiting", "succeeded", "failed", "aborted"]
 
@@ -24,66 +26,56 @@ def idle_run() -> BrainRun:
 
 def test_the_table_reads_like_the_seed_diagram() -> None:
     run = idle_run()
-    machine = run.machine
-    assert list(machine.states) == STATES == DCBrain.states
+    assert list(STEP_STATES) == STATES == DCBrain.states == BrainRun.states
     assert run.state == "init"
-    assert set(machine.get_triggers("init")) == {"init", "plan", "abort"}
-    assert set(machine.get_triggers("planning")) == {
-        "init", "plan", "exec_plan", "succeed", "fail", "abort"
-    }
-    assert set(machine.get_triggers("running")) == {
-        "init", "plan", "succeed", "fail", "wait", "abort"
-    }
-    assert set(machine.get_triggers("waiting")) == {"init", "resume", "abort"}
+    assert triggers_from("init") == {"init", "plan", "abort"}
+    assert triggers_from("planning") == {"init", "plan", "exec_plan", "succeed", "fail", "abort"}
+    assert triggers_from("running") == {"init", "plan", "succeed", "fail", "wait", "abort"}
+    assert triggers_from("waiting") == {"init", "resume", "abort"}
     for terminal in ("succeeded", "failed", "aborted"):
-        assert set(machine.get_triggers(terminal)) == {"init", "abort"}
+        assert triggers_from(terminal) == {"init", "abort"}
+
+
+def moved(state: str, trigger: str) -> BrainRun:
+    run = idle_run()
+    run.state = state
+    run.move(trigger)
+    return run
 
 
 @pytest.mark.parametrize("state", [s for s in STATES if s != "planning"])
-async def test_exec_plan_only_from_planning(state: str) -> None:
-    brain = idle_run()
-    brain.machine.set_state(state, model=brain)
-    with pytest.raises(MachineError, match="exec_plan"):
-        await brain.trigger("exec_plan")
-    assert brain.state == state
+def test_exec_plan_only_from_planning(state: str) -> None:
+    with pytest.raises(TFBrainError, match="exec_plan"):
+        moved(state, "exec_plan")
+    assert moved("planning", "exec_plan").state == "running"
 
 
 @pytest.mark.parametrize("state", ["succeeded", "failed", "aborted"])
-async def test_plan_is_not_allowed_from_a_terminal_state(state: str) -> None:
-    brain = idle_run()
-    brain.machine.set_state(state, model=brain)
-    with pytest.raises(MachineError, match="plan"):
-        await brain.trigger("plan")
+def test_plan_is_not_allowed_from_a_terminal_state(state: str) -> None:
+    with pytest.raises(TFBrainError, match="plan"):
+        moved(state, "plan")
 
 
 @pytest.mark.parametrize("state", ["init", "waiting", "succeeded", "failed", "aborted"])
-async def test_fail_only_from_planning_or_running(state: str) -> None:
-    brain = idle_run()
-    brain.machine.set_state(state, model=brain)
-    with pytest.raises(MachineError, match="fail"):
-        await brain.trigger("fail", reason="error")
+def test_fail_only_from_planning_or_running(state: str) -> None:
+    with pytest.raises(TFBrainError, match="fail"):
+        moved(state, "fail")
 
 
 @pytest.mark.parametrize("state", STATES)
-async def test_abort_from_any_state_including_terminal_ones(state: str) -> None:
-    brain = idle_run()
-    brain.machine.set_state(state, model=brain)
-    assert await brain.trigger("abort") is True
-    assert brain.state == "aborted"
+def test_abort_from_any_state_including_terminal_ones(state: str) -> None:
+    assert moved(state, "abort").state == "aborted"
 
 
 @pytest.mark.parametrize("state", STATES)
-async def test_init_from_any_state_including_terminal_ones(state: str) -> None:
-    brain = idle_run()
-    brain.machine.set_state(state, model=brain)
-    assert await brain.trigger("init") is True
-    assert brain.state == "init"
+def test_init_from_any_state_including_terminal_ones(state: str) -> None:
+    assert moved(state, "init").state == "init"
 
 
-async def test_plan_is_blocked_outside_a_run_and_the_trigger_says_so() -> None:
-    brain = idle_run()
-    assert await brain.trigger("plan") is False  # condition_plan: no run, no planning
-    assert brain.state == "init"
+def test_a_move_is_announced_as_the_seed_names_it() -> None:
+    last = moved("planning", "exec_plan").recorder.as_dicts()[-1]
+    assert (last["type"], last["source"], last["dest"], last["trigger"]) == (
+        "state_changed", "planning", "running", "exec_plan")
 
 
 def test_public_abort_without_a_run_is_a_no_op() -> None:

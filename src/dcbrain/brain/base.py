@@ -1,31 +1,26 @@
-"""BaseBrain: what every brain shares — memory, Neural, subscribers, sync and streaming runs."""
+"""BaseBrain: what a brain has beside its planning — memory, Neural and event subscribers."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dcbrain._jsonsafe import dumps
-from dcbrain._sync import run_sync
 from dcbrain._text import encodable
 from dcbrain.events import Event
 from dcbrain.memory.recall import DEFAULT_MEMORY_CHUNK_SIZE, MemoryChunkSize
 from dcbrain.messages import TextMessage
 
 if TYPE_CHECKING:
-    from dcbrain.brain.context import BrainResult
     from dcbrain.memory import Memory, Recall
     from dcbrain.neural import Neural
 
 EventCallback = Callable[[Event], None]
 
 
-class BaseBrain(ABC):
+class BaseBrain:
     """A brain answers questions of conversations, remembers them and reports what it does.
 
     ``memory`` (optional) is where user inputs and answers are committed and what planning
@@ -90,73 +85,6 @@ class BaseBrain(ABC):
         if self.memory is None:
             return None
         return await self.memory.arecall(conversation_id, current_input, self.memory_chunk_size)
-
-    # -- running -----------------------------------------------------------------------
-
-    @abstractmethod
-    async def async_run(
-        self,
-        question: str | TextMessage,
-        conversation_id: str = "default",
-        *,
-        on_event: EventCallback | None = None,
-        run_id: str | None = None,
-        output_type: Any = None,
-    ) -> BrainResult:
-        """Answer ``question`` in ``conversation_id``; ``on_event`` sees this run's events,
-        ``run_id`` names the run (default: a new id), ``output_type`` is the type of the
-        result's ``output`` (default: the brain's)."""
-
-    def run(
-        self,
-        question: str | TextMessage,
-        conversation_id: str = "default",
-        *,
-        run_id: str | None = None,
-        output_type: Any = None,
-    ) -> BrainResult:
-        """Blocking :meth:`async_run`; usable with or without a running event loop."""
-        return run_sync(lambda: self.async_run(question, conversation_id, run_id=run_id,
-                                               output_type=output_type))
-
-    async def astream(
-        self,
-        question: str | TextMessage,
-        conversation_id: str = "default",
-        *,
-        run_id: str | None = None,
-        output_type: Any = None,
-    ) -> AsyncIterator[Event]:
-        """Run ``question`` and yield its :class:`~dcbrain.events.Event` objects live.
-
-        The last event is ``final`` (its data is the result without the events). If the
-        run raises (a timeout's :class:`~dcbrain.exceptions.TFBrainError`, new user
-        input), the error is raised after the events that came before it. Leaving the
-        loop early cancels the run.
-        """
-        loop = asyncio.get_running_loop()
-        queue: asyncio.Queue[Event | None] = asyncio.Queue()
-
-        def deliver(event: Event) -> None:
-            loop.call_soon_threadsafe(queue.put_nowait, event)
-
-        task = asyncio.ensure_future(
-            self.async_run(question, conversation_id, on_event=deliver, run_id=run_id,
-                           output_type=output_type)
-        )
-        task.add_done_callback(lambda _: loop.call_soon_threadsafe(queue.put_nowait, None))
-        try:
-            while True:
-                event = await queue.get()
-                if event is None:
-                    break
-                yield event
-            task.result()
-        finally:
-            if not task.done():
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
 
 
 def answer_text(value: Any) -> str:

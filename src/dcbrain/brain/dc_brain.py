@@ -8,6 +8,7 @@ journal), so one brain runs any number of questions at once.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import threading
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -43,6 +44,7 @@ from dcbrain.chain import (
     MemoPrompt,
     check_plan_names,
 )
+from dcbrain.events import Event
 from dcbrain.exceptions import RunSuspended, TFBrainBusyError, TFBrainError
 from dcbrain.journal import CallJournal
 from dcbrain.llm.base import ChatLLM
@@ -136,9 +138,8 @@ class DCBrain(BaseBrain):
     since a conversation's memory and failed attempts are written in order.
     """
 
-    #: The machine every run follows (declared on :class:`BrainRun`).
+    #: The lifecycle's states every run goes through (see :mod:`dcbrain.brain.steps`).
     states: ClassVar[list[str]] = BrainRun.states
-    transitions: ClassVar[list[dict[str, Any]]] = BrainRun.transitions
 
     def __init__(
         self,
@@ -369,6 +370,45 @@ class DCBrain(BaseBrain):
         return run_sync(lambda: self.async_run(question, conversation_id, run_id=run_id,
                                                output_type=output_type,
                                                wait_for_approvals=wait_for_approvals))
+
+    async def astream(
+        self,
+        question: str | TextMessage,
+        conversation_id: str = "default",
+        *,
+        run_id: str | None = None,
+        output_type: Any = None,
+    ) -> AsyncIterator[Event]:
+        """Run ``question`` and yield its :class:`~dcbrain.events.Event` objects live.
+
+        The last event is ``final`` (its data is the result without the events). If the
+        run raises (a timeout's :class:`~dcbrain.exceptions.TFBrainError`, new user
+        input), the error is raised after the events that came before it. Leaving the
+        loop early cancels the run.
+        """
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[Event | None] = asyncio.Queue()
+
+        def deliver(event: Event) -> None:
+            loop.call_soon_threadsafe(queue.put_nowait, event)
+
+        task = asyncio.ensure_future(
+            self.async_run(question, conversation_id, on_event=deliver, run_id=run_id,
+                           output_type=output_type)
+        )
+        task.add_done_callback(lambda _: loop.call_soon_threadsafe(queue.put_nowait, None))
+        try:
+            while True:
+                event = await queue.get()
+                if event is None:
+                    break
+                yield event
+            task.result()
+        finally:
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
 
     async def aresume(self, run_id: str, *, on_event: EventCallback | None = None,
                       wait_for_approvals: bool = True) -> BrainResult:

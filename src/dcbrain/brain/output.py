@@ -62,7 +62,6 @@ def accept_output(ir: BrainIntermediateResult, output_type: OutputType | None) -
         ir.last_error = str(exc)
         ir.final_result = None
         ir.direct_answer = False
-        ir.reason = None
         ir.validated_by = None
         return False
     return True

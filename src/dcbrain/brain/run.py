@@ -1,6 +1,8 @@
-"""BrainRun: one run of a DCBrain question — the state machine's model.
+"""BrainRun: one run of a DCBrain question — its state, and the steps that answer it.
 
-The machine, declared below as data, mirrors the brain lifecycle's diagram::
+The run goes through the steps of :mod:`dcbrain.brain.steps` (``Init``, ``Plan``,
+``Execute``, ``AwaitApprovals``, ``Validate``, then ``Succeed``, ``Fail`` or ``Abort``),
+each returning the next; it announces the seed's lifecycle as it goes::
 
     init ──plan──▶ planning ──exec_plan──▶ running ──succeed──▶ succeeded
                     │  ▲  │                  │  │ ▲
@@ -17,10 +19,10 @@ person's decision, and it holds no thread or sandbox worker until they are decid
 A run owns everything that changes while it works: its attempts (the intermediate
 result), token budget, event recorder, clock, call journal and abort control. The
 :class:`~dcbrain.brain.DCBrain` that made it is configuration only, so one brain runs
-any number of runs at once. The FSM's ``abort`` event is fired by the run itself; the
-public :meth:`BrainRun.abort` only requests it (and cancels the LLM call or plan in
-flight), from any task or thread. The work of each phase lives in its own module
-(``planning``, ``running``, ``validation``); stopping a run in ``control``.
+any number of runs at once. The public :meth:`BrainRun.abort` requests a stop (and
+cancels the LLM call or plan in flight), from any task or thread; the run stops at its
+next step. The work of each phase lives in its own module (``planning``, ``running``,
+``validation``); stopping a run in ``control``.
 """
 
 from __future__ import annotations
@@ -29,39 +31,30 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Callable, Coroutine
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from transitions import EventData
-
 from dcbrain.approvals import (
-    ApprovalBoard,
     ApprovalDecision,
     ApprovalDesk,
     ApprovalRequest,
     ask_handler,
     decision_for,
     waited_s,
-    with_plan,
 )
-from dcbrain.brain.base import answer_text, storable
+from dcbrain.brain.base import storable
 from dcbrain.brain.budget import TokenBudget
-from dcbrain.brain.context import BrainContext, BrainIntermediateResult, BrainReason, BrainResult
-from dcbrain.brain.control import AbortRequested, BrainMachine, RunControl
+from dcbrain.brain.context import BrainContext, BrainIntermediateResult, BrainResult
+from dcbrain.brain.control import AbortRequested, RunControl
 from dcbrain.brain.deps import Clock, RunDeps
-from dcbrain.brain.output import OutputType, accept_output
-from dcbrain.brain.planning import PlanningContext, ask_planner, remember_failed_plan
-from dcbrain.brain.running import run_plan
+from dcbrain.brain.output import OutputType
+from dcbrain.brain.planning import PlanningContext
+from dcbrain.brain.steps import MOVES, STATES, Abort, Fail, Init, drive
 from dcbrain.brain.trace import PlanCallEvents, RunRecorder
-from dcbrain.brain.validation import validate
 from dcbrain.chain import TFChainInterpreter
 from dcbrain.chain.approval_gate import ApprovalGate
 from dcbrain.events import (
     ApprovalDecided,
-    ApprovalRequested,
     BrainRunStarted,
-    Budget,
     CallStatus,
     ErrorEvent,
     Final,
@@ -94,40 +87,9 @@ class BrainRun:
     clock, input mailbox, subscribers): see :class:`~dcbrain.brain.deps.RunDeps`.
     """
 
-    states: ClassVar[list[str]] = ["init", "planning", "running", "waiting", "succeeded",
-                                   "failed", "aborted"]
-    transitions: ClassVar[list[dict[str, Any]]] = [
-        {"trigger": "init", "source": "*", "dest": "init"},
-        {
-            "trigger": "plan",
-            "source": ["init", "planning", "running"],
-            "dest": "planning",
-            "prepare": "prepare_plan",
-            "conditions": "condition_plan",
-            "before": "before_plan",
-        },
-        {
-            "trigger": "exec_plan",
-            "source": "planning",
-            "dest": "running",
-            "conditions": "condition_exec_plan",
-        },
-        # A plan stopped at calls that need approval; decided, it runs on.
-        {"trigger": "wait", "source": "running", "dest": "waiting"},
-        {"trigger": "resume", "source": "waiting", "dest": "running"},
-        {
-            "trigger": "succeed",
-            "source": ["planning", "running"],
-            "dest": "succeeded",
-            "conditions": "condition_succeed",
-        },
-        # From planning too: a budget stop or a planner failure ends the run there.
-        {"trigger": "fail", "source": ["planning", "running"], "dest": "failed"},
-        {"trigger": "abort", "source": "*", "dest": "aborted"},
-    ]
+    states: ClassVar[list[str]] = list(STATES)
 
     state: str
-    trigger: Callable[..., Coroutine[Any, Any, bool]]
 
     def __init__(
         self,
@@ -183,15 +145,7 @@ class BrainRun:
         self.waited_s = 0.0
         self.started = 0.0
         self.executed = False
-        self.machine = BrainMachine(
-            model=self,
-            states=self.states,
-            transitions=self.transitions,
-            initial="init",
-            auto_transitions=False,
-            send_event=True,
-            before_state_change="emit_state_change",
-        )
+        self.state = "init"
 
     # -- public control ----------------------------------------------------------------
 
@@ -241,7 +195,7 @@ class BrainRun:
         try:
             await self._take_earlier_decisions()
             if self.resumed is None or not self.resumed.question_kept:
-                await self._commit(self.message)
+                await self.commit(self.message)
             with observe_llm_calls(self.budget):
                 await self._drive()
         except RunSuspended:
@@ -270,201 +224,42 @@ class BrainRun:
         return result
 
     async def _drive(self) -> None:
-        """The loop of the brain lifecycle; every stop ends in a terminal state."""
+        """The steps of the brain lifecycle; every stop ends in a terminal state."""
         ir = self.ir
         try:
-            await self._fire("init")
-            while True:
-                self.control.check()
-                if not await self._fire("plan"):
-                    await self._stop(ir.reason or "error")
-                    return
-                self.control.check()
-                if ir.direct_answer:
-                    if await self._fire("succeed"):
-                        return
-                    continue  # rejected by the validator or not of the output type
-                if ir.current_plan is None:  # an unusable reply or a repeated plan
-                    if ir.reason == "repeated_plan":
-                        await self._stop("repeated_plan")
-                        return
-                    continue
-                await self._fire("exec_plan")
-                self.control.check()
-                if self.budget.exhausted is not None:
-                    await self._stop("max_tokens")
-                    return
-                if await self._fire("succeed"):
-                    return
+            await drive(self, Init())
         except AbortRequested:
-            await self._stop("aborted")
+            await drive(self, Abort("aborted"))
         except TFUserNewInputError:
             raise
         except TFError as exc:
             ir.error = f"{type(exc).__name__}: {exc}"
-            await self._stop("max_tokens" if self.budget.exhausted is not None else "error")
+            await drive(self, Fail("max_tokens" if self.budget.exhausted is not None
+                                   else "error"))
         except Exception as exc:  # a bug in a chain, tool or callback: stop, keep the trajectory
             ir.error = f"{type(exc).__name__}: {exc}"
-            await self._stop("error", unexpected=True)
+            logger.error("run %s stopped by an unexpected error: %s", self.run_id, ir.error,
+                         exc_info=exc, extra={"run_id": self.run_id, "source": "brain"})
+            await drive(self, Abort("error"))
 
-    async def _fire(self, trigger: str, **kwargs: Any) -> bool:
-        """Fire ``trigger``; re-raise the stop the machine held back, and a cancellation of
-        this task, which the library swallows."""
-        done = await self.trigger(trigger, **kwargs)
-        stop = self.machine.take_stop()
-        if stop is not None:
-            raise stop
-        task = asyncio.current_task()
-        if task is not None and task.cancelling():
-            raise asyncio.CancelledError
-        return bool(done)
-
-    async def _stop(self, reason: BrainReason, *, unexpected: bool = False) -> None:
-        if reason == "aborted" or unexpected or self.state not in ("planning", "running"):
-            await self._fire("abort", reason=reason)
-        else:
-            await self._fire("fail", reason=reason)
+    def move(self, trigger: str) -> None:
+        """Enter the state ``trigger`` leads to, announced (``state_changed``); a move
+        the seed's diagram does not allow from the current state is a bug."""
+        sources, dest = MOVES[trigger]
+        if self.state not in sources:
+            raise TFBrainError(f"{trigger!r} is not allowed in state {self.state!r}")
+        self.recorder.emit(StateChanged(source=self.state, dest=dest, trigger=trigger))
+        self.state = dest
 
     def _close_open_calls(self, status: CallStatus) -> None:
         """Every call still open when the run stops ends now, so no view shows it running."""
         self.plan_calls.close_open(status)
         self.budget.close_open(status)
 
-    # -- machine callbacks: events -----------------------------------------------------
+    # -- approvals ---------------------------------------------------------------------
 
-    def emit_state_change(self, event: EventData) -> None:
-        """Announce the change before the new state's ``on_enter`` work starts."""
-        if event.transition is not None:
-            self.recorder.emit(StateChanged(
-                source=event.transition.source,
-                dest=event.transition.dest,
-                trigger=event.event.name,
-            ))
-
-    # -- machine callbacks: init and planning ------------------------------------------
-
-    async def on_enter_init(self, event: EventData) -> None:
-        """Describe the chains and tools the plans may call (the lifecycle's init)."""
-        if self.executed:
-            self.planning.describe(self._interpreter(observer=None).describe_callables())
-
-    async def prepare_plan(self, event: EventData) -> None:
-        """Recall memory, bring in the last suggestion, earlier failures and budgets."""
-        brain, context = self.brain, self.context
-        if not self.executed:
-            return
-        if self.mailbox is not None:
-            self.mailbox.raise_if_new_input(context.conversation_id)
-        if context.recall is None and self.memory is not None:
-            recall = await self.memory.arecall(context.conversation_id,
-                                               context.current_input.content,
-                                               brain.memory_chunk_size)
-            if recall is not None:
-                self.planning.take_recall(context, recall)
-        self.planning.update(
-            self.ir,
-            contextual_plan_info=self.attempts.of(context.conversation_id),
-            iterations_left=max(brain.max_iterations - self.ir.iterations, 0),
-            tokens_left=self.budget.remaining,
-            journal=self.journal,
-        )
-
-    def condition_plan(self, event: EventData) -> bool:
-        """Another planning is allowed: iterations left and (after the first) time left."""
-        ir, brain = self.ir, self.brain
-        if not self.executed:
-            return False
-        if ir.iterations >= brain.max_iterations:
-            ir.reason = "max_iterations"
-            self._budget_stop("max_iterations", ir.iterations, brain.max_iterations)
-            return False
-        elapsed = self.elapsed
-        if ir.iterations > 0 and elapsed >= brain.timeout:
-            ir.reason = "timeout"
-            self._budget_stop("timeout", round(elapsed, 3), brain.timeout)
-            return False
-        return True
-
-    def before_plan(self, event: EventData) -> None:
-        """Archive the previous plan and result; start a fresh attempt."""
-        self.ir.start_attempt()
-
-    async def on_enter_planning(self, event: EventData) -> None:
-        """Ask the planner; a ```tf_plan block is the plan, other text the answer."""
-        ir, brain, budget = self.ir, self.brain, self.budget
-        if budget.exhausted is not None:
-            raise budget.exhausted
-        ir.iterations += 1
-        budget.iterations_used = ir.iterations
-        callables = [*brain.spec_chains, *(tool.name for tool in brain.tools)]
-        await ask_planner(ir, brain.planner, self.planning, self.control, self.recorder,
-                          callables, self.journal)
-        if ir.interpreter_err is not None:  # no usable plan: nothing to run
-            self.attempts.record(ir)
-
-    # -- machine callbacks: running ----------------------------------------------------
-
-    def condition_exec_plan(self, event: EventData) -> bool:
-        """There is a plan that has not run yet."""
-        ir = self.ir
-        return ir.current_plan is not None and ir.current_result is None \
-            and ir.interpreter_err is None
-
-    async def on_enter_running(self, event: EventData) -> None:
-        """Check and run the plan; recoverable errors become ``interpreter_err``.
-
-        A plan that reached calls needing approval stops there; once they are decided it
-        runs again from the journal (its finished calls are not made again).
-        """
-        if self.ir.current_plan is None or event.event.name == "resume":
-            return  # back from waiting: the loop below that waited goes on
-        while True:
-            self.gate.take_pending()
-            await run_plan(self.ir, self._interpreter(self.plan_calls), self.recorder,
-                           self.control)
-            requests = self.gate.take_pending()
-            if not requests or self.ir.current_result is not None \
-                    or self.ir.interpreter_err is not None:
-                return
-            await self._wait_for_approvals(requests)
-
-    async def _wait_for_approvals(self, requests: list[ApprovalRequest]) -> None:
-        """Ask for decisions on ``requests`` (the brain's ``on_approval`` first) and wait
-        for the ones left in state ``waiting`` — or, told not to wait, end this execution
-        (:class:`RunSuspended`) with them in :attr:`suspended`."""
-        requests = [replace(request, run_id=self.run_id)
-                    for request in with_plan(requests, self.ir.current_plan or "")]
-        answered = await self._ask_handler(requests)
-        pending = [request for request in requests if request.call_id not in answered]
-        if pending:
-            await self.desk.open(self.run_id, pending)
-        for request in requests:
-            self.recorder.emit(ApprovalRequested(
-                call_id=request.call_id, kind=request.kind,  # type: ignore[arg-type]
-                tool=request.tool, arguments=request.arguments, args_hash=request.args_hash,
-                line=request.line, col=request.col, why=request.why, plan=request.plan,
-                expires_at=request.expires_at))
-        for decision in answered.values():
-            self._take_decision(decision)
-        if not pending:
-            return
-        await self.trigger("wait")
-        if not self.wait_for_approvals:
-            self.suspended = pending
-            raise RunSuspended(self.run_id)
-        try:
-            decisions = await self.control.interruptible(
-                "run", self.desk.wait(self.run_id, pending, clock=self.clock))
-        finally:
-            if isinstance(self.desk, ApprovalBoard):  # an abort may cancel the wait unstarted
-                self.desk.close(self.run_id)
-        self.waited_s += max((decision.waited_s for decision in decisions), default=0.0)
-        for decision in decisions:
-            self._take_decision(decision)
-        await self.trigger("resume")
-
-    async def _ask_handler(self, requests: list[ApprovalRequest]
-                           ) -> dict[str, ApprovalDecision]:
+    async def ask_on_approval(self, requests: list[ApprovalRequest]
+                              ) -> dict[str, ApprovalDecision]:
         """The decisions the brain's ``on_approval`` handler took, by call id; one that
         fails is reported on the run (an ``error`` event and the log) and its request
         stays pending."""
@@ -502,9 +297,9 @@ class BrainRun:
         self.waited_s = waited_s(decisions)
         announced = self.resumed.decided if self.resumed is not None else frozenset()
         for decision in decisions:
-            self._take_decision(decision, announce=decision.call_id not in announced)
+            self.take_decision(decision, announce=decision.call_id not in announced)
 
-    def _take_decision(self, decision: ApprovalDecision, *, announce: bool = True) -> None:
+    def take_decision(self, decision: ApprovalDecision, *, announce: bool = True) -> None:
         self.gate.add(decision)
         if announce:
             self.recorder.emit(ApprovalDecided(
@@ -537,77 +332,10 @@ class BrainRun:
             on_violation=brain.on_violation,
         )
 
-    # -- machine callbacks: validation -------------------------------------------------
-
-    async def condition_succeed(self, event: EventData) -> bool:
-        """A direct answer (judged too with ``validate_direct_answers``), or a plan result
-        the validator accepts, that fits the output type."""
-        ir, brain = self.ir, self.brain
-        if ir.replanning:  # the plan looked something up for the planner: no verdict
-            return False
-        if ir.direct_answer and not brain.validate_direct_answers:
-            ir.reason = "direct_answer"
-            return self._accept_output()
-        if not ir.direct_answer and (ir.interpreter_err is not None
-                                     or ir.current_result is None):
-            remember_failed_plan(ir)
-            self.attempts.record(ir)
-            return False
-        if self.mailbox is not None:
-            self.mailbox.raise_if_new_input(ir.context.conversation_id)
-        assert brain.validate_llm is not None
-        solved = await validate(ir, brain.validate_llm, brain.validate_prompt, self.control,
-                                self.recorder, self.journal)
-        if not solved:
-            if ir.direct_answer:  # rejected: plan again
-                ir.direct_answer, ir.final_result = False, None
-            else:
-                remember_failed_plan(ir)
-                self.attempts.record(ir)
-            return False
-        return self._accept_output()
-
-    def _accept_output(self) -> bool:
-        """Whether the accepted answer fits the output type; a misfit is a failed attempt."""
-        ir = self.ir
-        if accept_output(ir, self.output_type):
-            return True
-        self.recorder.emit(ErrorEvent(source="output_type", error=ir.last_error or ""))
-        remember_failed_plan(ir)
-        self.attempts.record(ir)
-        return False
-
-    # -- machine callbacks: terminal states --------------------------------------------
-
-    async def on_enter_succeeded(self, event: EventData) -> None:
-        ir = self.ir
-        ir.status = "succeeded"
-        self.attempts.clear(ir.context.conversation_id)
-        await self._commit(ir.answer_message(answer_text(ir.final_result)))
-
-    async def on_enter_failed(self, event: EventData) -> None:
-        ir = self.ir
-        ir.status = "failed"
-        ir.reason = event.kwargs.get("reason", ir.reason or "error")
-        self.attempts.record(ir)
-        detail = ir.error or ir.suggestion or ir.last_error or ""
-        answer = ir.answer_message(f"(no answer: {ir.reason}) {detail}".strip())
-        await self._commit(answer)
-
-    async def on_enter_aborted(self, event: EventData) -> None:
-        ir = self.ir
-        if not self.executed:
-            return
-        ir.status = "aborted"
-        ir.reason = event.kwargs.get("reason", "aborted")
-        self.attempts.record(ir)
-
     # -- helpers -----------------------------------------------------------------------
 
-    async def _commit(self, message: TextMessage) -> None:
+    async def commit(self, message: TextMessage) -> None:
         """Keep ``message`` in the run's conversation (nothing happens without memory)."""
         if self.memory is not None:
             await self.memory.acommit_message(self.conversation_id, storable(message))
 
-    def _budget_stop(self, budget: str, used: float, limit: float) -> None:
-        self.recorder.emit(Budget(budget=budget, used=used, limit=limit, exhausted=True))

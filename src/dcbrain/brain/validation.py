@@ -80,7 +80,6 @@ async def validate(
     if verdict.is_solved:
         if not ir.direct_answer:
             ir.final_result = answer_of(ir)
-        ir.reason = "direct_answer" if ir.direct_answer else "validated"
         ir.validated_by = validated_by
         return True
     ir.suggestion = verdict.suggestion
