@@ -13,6 +13,8 @@ import ast
 import re
 from collections.abc import Iterable
 
+from dcbrain.tfplan._walk import walk
+
 #: ``{{ name }}``, ``{{ name.field }}``, ``{{ name | tojson }}``: the name substituted.
 _SUBSTITUTION = re.compile(r"\{\{-?\s*([A-Za-z_][A-Za-z0-9_]*)(?:\.\w+|\[[^\]{}]*\])*"
                            r"\s*(?:\|\s*\w+\s*)*-?\}\}")
@@ -25,7 +27,7 @@ def prompt_argument_problems(tree: ast.Module, available: Iterable[str] = ()
     its prompt substitutes; names in ``available`` every call has already."""
     given = _ALWAYS | frozenset(available)
     bound: dict[str, list[ast.AST]] = {}
-    for node in ast.walk(tree):
+    for node in walk(tree):
         targets: list[ast.AST] = []
         if isinstance(node, ast.Assign):
             targets = list(node.targets)
@@ -40,7 +42,7 @@ def prompt_argument_problems(tree: ast.Module, available: Iterable[str] = ()
             if isinstance(node, ast.FunctionDef):
                 bound.setdefault(node.name, []).append(node)
         for target in targets:
-            for part in ast.walk(target):
+            for part in walk(target):
                 if isinstance(part, ast.Name):
                     bound.setdefault(part.id, []).append(node)
     chains: dict[str, tuple[int, frozenset[str]]] = {}
@@ -54,7 +56,7 @@ def prompt_argument_problems(tree: ast.Module, available: Iterable[str] = ()
         if names is not None:
             chains[name] = (assign.lineno, names - given)
     problems: list[tuple[ast.AST, str]] = []
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name) \
                 or node.func.id not in chains:
             continue

@@ -14,6 +14,7 @@ import warnings
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from dcbrain.tfplan._walk import iter_child_nodes, walk
 from dcbrain.tfplan.errors import Problem, TFSyntaxError, first_problems, source_lines
 from dcbrain.tfplan.methods import MODULE_MEMBERS
 
@@ -168,7 +169,7 @@ def parse(source: str) -> Plan:
         if not validator.too_large:  # well-formed Python: the checker can report the rest
             error.tree = tree
         raise error
-    defined = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+    defined = {n.name for n in walk(tree) if isinstance(n, ast.FunctionDef)}
     return Plan(source=source, tree=tree, defined_functions=defined)
 
 
@@ -231,7 +232,7 @@ class _Validator:
                 if type(node) not in ALLOWED_NODES:
                     continue
             inner = in_function or isinstance(node, ast.FunctionDef | ast.Lambda)
-            stack.extend((child, depth + 1, inner) for child in ast.iter_child_nodes(node))
+            stack.extend((child, depth + 1, inner) for child in iter_child_nodes(node))
         problems.sort(key=lambda p: (p.line, p.col))
         return first_problems(problems)
 

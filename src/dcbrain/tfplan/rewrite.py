@@ -37,6 +37,7 @@ from dcbrain.tfplan._inline import (
 from dcbrain.tfplan._label_hoist import hoist_label_updates
 from dcbrain.tfplan._label_rewrite import LabelRewriter
 from dcbrain.tfplan._operators import OperatorGuards, is_scalar_constant
+from dcbrain.tfplan._walk import iter_child_nodes, walk
 from dcbrain.tfplan.parser import SYNTAX_TREE_LOCK, syntax_tree
 from dcbrain.tfplan.provenance import Tracking
 
@@ -146,7 +147,7 @@ def module_globals(tree: ast.Module, provided: frozenset[str] = frozenset()) -> 
         elif isinstance(node, ast.Nonlocal):
             nested.update(node.names)
         inner = inner or isinstance(node, _NESTED_SCOPES)
-        stack.extend((child, inner) for child in reversed(list(ast.iter_child_nodes(node))))
+        stack.extend((child, inner) for child in reversed(list(iter_child_nodes(node))))
     chosen = {name: None for name in top if name in nested or name in provided}
     chosen.update(declared)
     return list(chosen)
@@ -223,7 +224,7 @@ class _Rewriter(OperatorGuards, DisplayCharges):
         ).body
         epilogue = syntax_tree(f"{_DEPTH} -= 1").body
         for statement in (*prologue, *epilogue):
-            for child in ast.walk(statement):
+            for child in walk(statement):
                 ast.copy_location(child, node)
         guarded = ast.Try(body=node.body, handlers=[], orelse=[], finalbody=epilogue)
         node.body = [*prologue, ast.copy_location(guarded, node)]
@@ -473,7 +474,7 @@ class _Rewriter(OperatorGuards, DisplayCharges):
 def _bound_names(generators: list[ast.comprehension]) -> list[str]:
     names: list[str] = []
     for generator in generators:
-        for node in ast.walk(generator.target):
+        for node in walk(generator.target):
             if isinstance(node, ast.Name) and node.id not in names:
                 names.append(node.id)
     return names
