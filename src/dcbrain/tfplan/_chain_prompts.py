@@ -25,6 +25,8 @@ def prompt_argument_problems(tree: ast.Module, available: Iterable[str] = ()
                              ) -> list[tuple[ast.AST, str]]:
     """``(call, message)`` for each call of a plan-built chain that does not pass a name
     its prompt substitutes; names in ``available`` every call has already."""
+    if not _may_build_chains(tree):
+        return []
     given = _ALWAYS | frozenset(available)
     bound: dict[str, list[ast.AST]] = {}
     for node in walk(tree):
@@ -71,6 +73,13 @@ def prompt_argument_problems(tree: ast.Module, available: Iterable[str] = ()
                                    f"substitutes {listed}, which this call does not pass: "
                                    f"call it as {node.func.id}({missing[0]}=...)"))
     return problems
+
+
+def _may_build_chains(tree: ast.Module) -> bool:
+    """Whether ``tree`` has a ``__construct_chain(...)`` call: only such a call builds a
+    chain whose prompt is checked (a plain ASCII source without the name has none)."""
+    return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+               and node.func.id == "__construct_chain" for node in walk(tree))
 
 
 def _substituted(value: ast.AST) -> frozenset[str] | None:

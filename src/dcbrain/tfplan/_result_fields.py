@@ -37,6 +37,8 @@ class _Spec(Protocol):
 
 def field_problems(tree: ast.Module, specs: Mapping[str, _Spec]) -> list[tuple[ast.AST, str]]:
     """``(node, message)`` for every field read that no value of its shape has."""
+    if all(Shape.of(spec.returns) is None for spec in specs.values()):
+        return []  # every shape starts at a call's declared result: none here
     return _FieldCheck(tree, specs).run()
 
 
