@@ -200,8 +200,9 @@ class _Checker:
         self.flow = flow
         self.problems: list[Problem] = []
         self.resolution = resolve(plan.tree)
+        self._nodes = list(walk(plan.tree))  # one walk for the checks below
         self.called = {  # names in call position, to tell unknown functions from names
-            id(node.func) for node in walk(plan.tree) if isinstance(node, ast.Call)
+            id(node.func) for node in self._nodes if isinstance(node, ast.Call)
         }
         self.plan_bound: set[int] = set()  # ids of names that resolve to a plan binding
         self.hints: dict[str, str] = {}
@@ -219,7 +220,7 @@ class _Checker:
         unknown.sort(key=lambda name: (name.lineno, name.col_offset))  # hints for the first
         for name in unknown:
             self._unknown_name(name, available)
-        for node in walk(self.plan.tree):
+        for node in self._nodes:
             if isinstance(node, ast.Call):
                 self._check_call(node)
             elif isinstance(node, ast.Attribute) and node.attr not in ALL_METHOD_NAMES \
@@ -252,7 +253,7 @@ class _Checker:
                 allowed.add(id(node.value))
             if not isinstance(node, ast.FunctionDef | ast.Lambda):
                 stack.extend(iter_child_nodes(node))
-        for node in walk(self.plan.tree):
+        for node in self._nodes:
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
                     and node.func.id == "replan_with" and id(node.func) not in self.plan_bound:
                 if id(node) not in allowed:
