@@ -292,8 +292,8 @@ def _node_checks() -> dict[type, Callable[[Any, bool], str | None]]:
         (ast.Name, _check_name), (ast.Attribute, _check_attribute),
         (ast.FunctionDef, _check_function), (ast.arg, _check_arg),
         (ast.keyword, _check_keyword),
-        (ast.Global | ast.Nonlocal, lambda node, inner: _check_declaration(node, inner)),
-        (ast.Import | ast.ImportFrom, lambda node, inner: _check_import(node)),
+        ((ast.Global, ast.Nonlocal), lambda node, inner: _check_declaration(node, inner)),
+        ((ast.Import, ast.ImportFrom), lambda node, inner: _check_import(node)),
         (ast.Constant, _check_constant),
     ]
     found: dict[type, Callable[[Any, bool], str | None]] = {}

@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import warnings
 from types import CodeType
+from typing import Any
 
 from dcbrain.tfplan._displays import HASHED_WEIGHT, DisplayCharges
 from dcbrain.tfplan._inline import (
@@ -139,7 +140,7 @@ def module_globals(tree: ast.Module, provided: frozenset[str] = frozenset()) -> 
     inner_from = _NOWHERE  # stack entries at and above this index are in a nested scope
     marks: list[int] = []  # earlier values of inner_from, restored as the stack shrinks
     while stack:
-        node = stack.pop()
+        node: Any = stack.pop()
         while marks and len(stack) < inner_from:
             inner_from = marks.pop()
         inner = len(stack) >= inner_from
