@@ -13,6 +13,8 @@ import ast
 import re
 from collections.abc import Iterable
 
+from dcbrain.tfplan._walk import walk
+
 #: ``{{ name }}``, ``{{ name.field }}``, ``{{ name | tojson }}``: the name substituted.
 _SUBSTITUTION = re.compile(r"\{\{-?\s*([A-Za-z_][A-Za-z0-9_]*)(?:\.\w+|\[[^\]{}]*\])*"
                            r"\s*(?:\|\s*\w+\s*)*-?\}\}")
@@ -23,9 +25,11 @@ def prompt_argument_problems(tree: ast.Module, available: Iterable[str] = ()
                              ) -> list[tuple[ast.AST, str]]:
     """``(call, message)`` for each call of a plan-built chain that does not pass a name
     its prompt substitutes; names in ``available`` every call has already."""
+    if not _may_build_chains(tree):
+        return []
     given = _ALWAYS | frozenset(available)
     bound: dict[str, list[ast.AST]] = {}
-    for node in ast.walk(tree):
+    for node in walk(tree):
         targets: list[ast.AST] = []
         if isinstance(node, ast.Assign):
             targets = list(node.targets)
@@ -40,7 +44,7 @@ def prompt_argument_problems(tree: ast.Module, available: Iterable[str] = ()
             if isinstance(node, ast.FunctionDef):
                 bound.setdefault(node.name, []).append(node)
         for target in targets:
-            for part in ast.walk(target):
+            for part in walk(target):
                 if isinstance(part, ast.Name):
                     bound.setdefault(part.id, []).append(node)
     chains: dict[str, tuple[int, frozenset[str]]] = {}
@@ -54,7 +58,7 @@ def prompt_argument_problems(tree: ast.Module, available: Iterable[str] = ()
         if names is not None:
             chains[name] = (assign.lineno, names - given)
     problems: list[tuple[ast.AST, str]] = []
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name) \
                 or node.func.id not in chains:
             continue
@@ -69,6 +73,13 @@ def prompt_argument_problems(tree: ast.Module, available: Iterable[str] = ()
                                    f"substitutes {listed}, which this call does not pass: "
                                    f"call it as {node.func.id}({missing[0]}=...)"))
     return problems
+
+
+def _may_build_chains(tree: ast.Module) -> bool:
+    """Whether ``tree`` has a ``__construct_chain(...)`` call: only such a call builds a
+    chain whose prompt is checked (a plain ASCII source without the name has none)."""
+    return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+               and node.func.id == "__construct_chain" for node in walk(tree))
 
 
 def _substituted(value: ast.AST) -> frozenset[str] | None:

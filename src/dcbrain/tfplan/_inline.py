@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 from typing import Any, TypeVar
 
+from dcbrain.tfplan._walk import iter_child_nodes
+
 Node = TypeVar("Node", bound=ast.AST)
 
 SUM = "__tf_sum"
@@ -36,7 +38,7 @@ def located(new: Node, source: ast.AST, *operands: ast.AST) -> Node:
             continue
         if "lineno" in node._attributes and getattr(node, "lineno", None) is None:
             ast.copy_location(node, source)
-        stack.extend(ast.iter_child_nodes(node))
+        stack.extend(iter_child_nodes(node))
     return new
 
 

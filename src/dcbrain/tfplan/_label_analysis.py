@@ -11,6 +11,7 @@ import ast
 import re
 from collections.abc import Iterable, Mapping
 
+from dcbrain.tfplan._walk import iter_child_nodes, walk
 from dcbrain.tfplan.methods import IN_PLACE_METHODS
 
 #: Prefix of the label rewrite's own helpers and temporaries (never a shadow's).
@@ -84,13 +85,13 @@ class _Analysis:
                         parent[a] = b
 
         def read(node: ast.AST) -> list[str]:
-            return [child.id for child in ast.walk(node) if isinstance(child, ast.Name)
+            return [child.id for child in walk(node) if isinstance(child, ast.Name)
                     and isinstance(child.ctx, ast.Load) and child.id in bindings]
 
         self.mutated: set[str] = set()
-        defined = {node.name: node for node in ast.walk(main)
+        defined = {node.name: node for node in walk(main)
                    if isinstance(node, ast.FunctionDef) and node is not main}
-        for node in ast.walk(main):
+        for node in walk(main):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del) \
                     and _plan_name(node.id):
                 bindings[node.id] = bindings.get(node.id, 0) + 1
@@ -103,7 +104,7 @@ class _Analysis:
                 self.walrus.add(node.target.id)
         #: the guard rewrite's temporaries of ``t[k] op= v``: the variable each stands for
         self.aliases: dict[str, str] = {}
-        for node in ast.walk(main):
+        for node in walk(main):
             if isinstance(node, ast.Assign) and len(node.targets) == 1 \
                     and isinstance(node.targets[0], ast.Name) \
                     and _TEMPORARY.fullmatch(node.targets[0].id):
@@ -111,12 +112,12 @@ class _Analysis:
                 if root:
                     self.aliases[node.targets[0].id] = root
         aliases = self.aliases
-        for node in ast.walk(main):  # a plan function's name stands for what it returns
+        for node in walk(main):  # a plan function's name stands for what it returns
             if isinstance(node, ast.FunctionDef) and node is not main:
-                for child in ast.walk(node):
+                for child in walk(node):
                     if isinstance(child, ast.Return) and child.value is not None:
                         link([node.name], read(child.value))
-        for node in ast.walk(main):  # links between plan variables only, not builtins
+        for node in walk(main):  # links between plan variables only, not builtins
             if isinstance(node, ast.Assign):
                 for target in node.targets:
                     roots = [_root(part, aliases) for part in _subscripts(target)]
@@ -172,7 +173,7 @@ class _Analysis:
         #: variables whose group a lambda or generator expression changes in place: the
         #: change runs later than the statement that holds it, so reading such a
         #: variable reads anything the run has seen by then
-        late = {find(root) for node in ast.walk(main)
+        late = {find(root) for node in walk(main)
                 if isinstance(node, ast.Lambda | ast.GeneratorExp)
                 for root in _changed_in_place(node, self.aliases)}
         self.changed_late = {name for name in self.bound if find(name) in late}
@@ -180,7 +181,7 @@ class _Analysis:
         #: place (a condition that decides whether it is called decides those too)
         self.changes_of = {name: _changed_in_place(node, self.aliases)
                            for name, node in defined.items()}
-        calls = {name: {child.func.id for child in ast.walk(node) if isinstance(child, ast.Call)
+        calls = {name: {child.func.id for child in walk(node) if isinstance(child, ast.Call)
                         and isinstance(child.func, ast.Name) and child.func.id in defined}
                  for name, node in defined.items()}
         grown = True
@@ -215,11 +216,11 @@ def _pure_functions(functions: dict[str, ast.FunctionDef], builtins: frozenset[s
     reads: dict[str, set[str]] = {}
     for name, node in functions.items():
         own = set(_parameters(node)) | {
-            child.id for child in ast.walk(node)
+            child.id for child in walk(node)
             if isinstance(child, ast.Name) and not isinstance(child.ctx, ast.Load)}
         callees: set[str] = set()
         clean = True
-        for child in ast.walk(node):
+        for child in walk(node):
             if child is not node and isinstance(child, ast.FunctionDef | ast.Lambda):
                 clean = False
             elif isinstance(child, ast.Global | ast.Nonlocal):
@@ -242,7 +243,7 @@ def _pure_functions(functions: dict[str, ast.FunctionDef], builtins: frozenset[s
         if clean:
             pure.add(name)
         calls[name] = callees
-        reads[name] = {child.id for child in ast.walk(node) if isinstance(child, ast.Name)
+        reads[name] = {child.id for child in walk(node) if isinstance(child, ast.Name)
                        and isinstance(child.ctx, ast.Load) and _plan_name(child.id)
                        and child.id not in own and child.id in bound
                        and child.id not in functions}
@@ -280,7 +281,7 @@ def _lambda_parameters(node: ast.Lambda) -> list[str]:
 def _changed_in_place(node: ast.AST, aliases: Mapping[str, str]) -> set[str]:
     """The variables ``node`` may change in place (subscript stores, in-place methods)."""
     roots: set[str] = set()
-    for child in ast.walk(node):
+    for child in walk(node):
         root = None
         if isinstance(child, ast.Call):
             method = _method_of(child)
@@ -298,7 +299,7 @@ def _changed_in_place(node: ast.AST, aliases: Mapping[str, str]) -> set[str]:
 
 def changes_in_place(node: ast.AST) -> bool:
     """Whether ``node`` (a lambda's body) may change a container in place."""
-    for child in ast.walk(node):
+    for child in walk(node):
         if isinstance(child, ast.Call):
             method = _method_of(child)
             if method is not None and method[1] in MUTATING_METHODS:
@@ -351,7 +352,7 @@ def _declared_in(body: list[ast.stmt]) -> tuple[set[str], set[str]]:
             globals_.update(name for name in node.names if _plan_name(name))
         elif isinstance(node, ast.Nonlocal):
             nonlocals.update(name for name in node.names if _plan_name(name))
-        stack.extend(ast.iter_child_nodes(node))
+        stack.extend(iter_child_nodes(node))
     return globals_, nonlocals
 
 
@@ -372,7 +373,7 @@ def _locals_of(body: list[ast.stmt]) -> set[str]:
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del) \
                 and _plan_name(node.id):
             found.add(node.id)
-        stack.extend(ast.iter_child_nodes(node))
+        stack.extend(iter_child_nodes(node))
     return found
 
 
@@ -385,7 +386,7 @@ def _positioned(statements: list[ast.stmt], origin: ast.AST) -> list[ast.stmt]:
 def _locate_missing(node: ast.AST, origin: ast.AST) -> None:
     """Position at ``origin`` every node under ``node`` the rewrite made (the plan's own
     nodes keep theirs: errors point at them)."""
-    for child in ast.walk(node):
+    for child in walk(node):
         if "lineno" in child._attributes and getattr(child, "lineno", None) is None:
             ast.copy_location(child, origin)
 
@@ -403,7 +404,7 @@ def _leaves(body: list[ast.stmt]) -> bool:
         if isinstance(node, ast.Return | ast.Break | ast.Continue | ast.Raise):
             return True
         if not isinstance(node, ast.FunctionDef | ast.Lambda):
-            stack.extend(ast.iter_child_nodes(node))
+            stack.extend(iter_child_nodes(node))
     return False
 
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 import ast
 
 from dcbrain.tfplan._label_analysis import HELPER
+from dcbrain.tfplan._walk import walk
 
 _SHADOW = "__tfl_"
 _FLAT = f"{HELPER}flat"
@@ -40,9 +41,9 @@ _FLAT = f"{HELPER}flat"
 def hoist_label_updates(tree: ast.Module) -> ast.Module:
     """Move the loop-invariant label updates of a labelled plan before their loops."""
     main = tree.body[0]
-    shared = {name for node in ast.walk(tree)
+    shared = {name for node in walk(tree)
               if isinstance(node, ast.FunctionDef) and node is not main
-              for statement in ast.walk(node) if isinstance(statement, ast.Global | ast.Nonlocal)
+              for statement in walk(node) if isinstance(statement, ast.Global | ast.Nonlocal)
               for name in statement.names if _is_label(name)}
     tree.body = _hoisted_in(tree.body, shared)
     return tree
@@ -155,7 +156,7 @@ def _stores(loop: ast.For | ast.While) -> tuple[set[str], dict[str, int]]:
     self_stores: set[int] = set()
     found: list[ast.AST] = []
     for part in parts:
-        found.extend(ast.walk(part))
+        found.extend(walk(part))
     for node in found:
         if isinstance(node, ast.Assign) and _self_target(node) is not None:
             self_stores.add(id(node.targets[0]))

@@ -56,6 +56,7 @@ from dcbrain.tfplan._label_exprs import (
     _special,
     _union,
 )
+from dcbrain.tfplan._walk import iter_child_nodes, walk
 from dcbrain.tfplan.provenance import PLAN_BIT
 
 SHADOW = "__tfl_"
@@ -71,7 +72,7 @@ def _may_change(body: list[ast.stmt], analysis: _Analysis) -> tuple[set[str], se
     names: set[str] = set()
     roots: set[str] = set()
     for statement in body:
-        for node in ast.walk(statement):
+        for node in walk(statement):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
                 if _plan_name(node.id):
                     names.add(node.id)
@@ -89,7 +90,7 @@ def _may_change(body: list[ast.stmt], analysis: _Analysis) -> tuple[set[str], se
                         roots.add(root)
                 elif isinstance(node.func, ast.Name) and node.func.id in analysis.bound:
                     # a plan function may change what it is given and what it declares
-                    roots.update(child.id for arg in node.args for child in ast.walk(arg)
+                    roots.update(child.id for arg in node.args for child in walk(arg)
                                  if isinstance(child, ast.Name) and _plan_name(child.id))
                     names.update(analysis.declared_by.get(node.func.id, ()))
                     roots.update(analysis.changes_of.get(node.func.id, ()))
@@ -211,7 +212,7 @@ class LabelRewriter(ContainerLabels):
                 for part in _subscripts(target):  # what is left moves: a change in place
                     self._mutated(part, self.label(part.slice, {}, {}, precise=False))
         else:
-            for child in ast.iter_child_nodes(node):
+            for child in iter_child_nodes(node):
                 if isinstance(child, ast.expr):
                     self.label(child, {}, {}, precise=False)
         for root, label in scope.mutations:
@@ -460,7 +461,7 @@ class LabelRewriter(ContainerLabels):
         if isinstance(node, ast.Subscript) and precise and not isinstance(node.slice, ast.Slice):
             return self._item_label(node, env, call_env)
         if isinstance(node, ast.Lambda):
-            params = {arg.arg for arg in ast.walk(node.args) if isinstance(arg, ast.arg)}
+            params = {arg.arg for arg in walk(node.args) if isinstance(arg, ast.arg)}
             # a lambda that changes what it is given (``map(lambda f: f.update(...), fs)``)
             # may move any data it can reach: its parameters are anything
             given = _seen() if changes_in_place(node.body) else _Label()
@@ -482,7 +483,7 @@ class LabelRewriter(ContainerLabels):
             elif isinstance(part, ast.NamedExpr):
                 stack.append(part.value)
             else:
-                stack.extend(child for child in ast.iter_child_nodes(part)
+                stack.extend(child for child in iter_child_nodes(part)
                              if isinstance(child, ast.expr))
         return total
 

@@ -16,6 +16,7 @@ import difflib
 from collections.abc import Iterator, Mapping
 from typing import Any, Protocol
 
+from dcbrain.tfplan._walk import iter_child_nodes, walk
 from dcbrain.tfplan.shapes import Shape
 
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
@@ -36,6 +37,8 @@ class _Spec(Protocol):
 
 def field_problems(tree: ast.Module, specs: Mapping[str, _Spec]) -> list[tuple[ast.AST, str]]:
     """``(node, message)`` for every field read that no value of its shape has."""
+    if all(Shape.of(spec.returns) is None for spec in specs.values()):
+        return []  # every shape starts at a call's declared result: none here
     return _FieldCheck(tree, specs).run()
 
 
@@ -54,7 +57,7 @@ class _FieldCheck:
 
     # -- what each name is bound to ----------------------------------------------------
     def _collect(self, tree: ast.Module) -> None:
-        for node in ast.walk(tree):
+        for node in walk(tree):
             if isinstance(node, ast.Assign):
                 for target in node.targets:
                     self._bind_target(target, node)
@@ -82,7 +85,7 @@ class _FieldCheck:
                 if isinstance(func, ast.Attribute) and func.attr in _MUTATING:
                     self._mutated.append(func.value)
         # a value handed to a plan function may be changed there
-        for node in ast.walk(tree):
+        for node in walk(tree):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
                     and node.func.id in self.plan_functions:
                 self._mutated.extend([*node.args, *(keyword.value for keyword in node.keywords)])
@@ -216,7 +219,7 @@ class _FieldCheck:
                         arguments.vararg, arguments.kwarg):
                 if arg is not None:
                     inner[arg.arg] = None
-            for child in ast.iter_child_nodes(node):
+            for child in iter_child_nodes(node):
                 self._visit(child, inner)
             return
         if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
@@ -227,7 +230,7 @@ class _FieldCheck:
                 and node.func.attr == "get" and node.args \
                 and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
             self._check(node.func.value, node.args[0].value, node.args[0], env)
-        for child in ast.iter_child_nodes(node):
+        for child in iter_child_nodes(node):
             self._visit(child, env)
 
     def _check(self, base_node: ast.AST, key: str, at: ast.AST,
@@ -268,7 +271,7 @@ def _items(found: tuple[Shape, str] | None) -> tuple[Shape, str] | None:
 
 
 def _names(target: ast.AST) -> Iterator[str]:
-    for node in ast.walk(target):
+    for node in walk(target):
         if isinstance(node, ast.Name):
             yield node.id
 

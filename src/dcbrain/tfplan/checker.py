@@ -26,6 +26,7 @@ from typing import Any
 from dcbrain.tfplan._argument_types import literal_mismatch
 from dcbrain.tfplan._chain_prompts import prompt_argument_problems
 from dcbrain.tfplan._result_fields import field_problems
+from dcbrain.tfplan._walk import iter_child_nodes, walk
 from dcbrain.tfplan.builtins import BUILTIN_FUNCTIONS, EXCEPTIONS
 from dcbrain.tfplan.errors import Problem, TFSyntaxError, first_problems
 from dcbrain.tfplan.flow import flow_problems
@@ -199,8 +200,9 @@ class _Checker:
         self.flow = flow
         self.problems: list[Problem] = []
         self.resolution = resolve(plan.tree)
+        self._nodes = list(walk(plan.tree))  # one walk for the checks below
         self.called = {  # names in call position, to tell unknown functions from names
-            id(node.func) for node in ast.walk(plan.tree) if isinstance(node, ast.Call)
+            id(node.func) for node in self._nodes if isinstance(node, ast.Call)
         }
         self.plan_bound: set[int] = set()  # ids of names that resolve to a plan binding
         self.hints: dict[str, str] = {}
@@ -218,7 +220,7 @@ class _Checker:
         unknown.sort(key=lambda name: (name.lineno, name.col_offset))  # hints for the first
         for name in unknown:
             self._unknown_name(name, available)
-        for node in ast.walk(self.plan.tree):
+        for node in self._nodes:
             if isinstance(node, ast.Call):
                 self._check_call(node)
             elif isinstance(node, ast.Attribute) and node.attr not in ALL_METHOD_NAMES \
@@ -250,8 +252,8 @@ class _Checker:
             if isinstance(node, ast.Return) and node.value is not None:
                 allowed.add(id(node.value))
             if not isinstance(node, ast.FunctionDef | ast.Lambda):
-                stack.extend(ast.iter_child_nodes(node))
-        for node in ast.walk(self.plan.tree):
+                stack.extend(iter_child_nodes(node))
+        for node in self._nodes:
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
                     and node.func.id == "replan_with" and id(node.func) not in self.plan_bound:
                 if id(node) not in allowed:

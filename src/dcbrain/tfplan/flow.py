@@ -37,6 +37,7 @@ from dcbrain.tfplan._flow_values import (
     untrusted,
 )
 from dcbrain.tfplan._label_analysis import _Analysis, _filters, _leaves, _plan_name, _root
+from dcbrain.tfplan._walk import walk
 from dcbrain.tfplan.errors import FlowCheckOutOfSteps, Problem
 from dcbrain.tfplan.methods import IN_PLACE_METHODS
 
@@ -101,11 +102,11 @@ class _FlowAnalysis:
         self.steps = 0
         self.active: list[ast.FunctionDef] = []
         # a name rebound through global/nonlocal changes where the check cannot follow
-        self.opaque = {name for node in ast.walk(plan.tree)
+        self.opaque = {name for node in walk(plan.tree)
                        if isinstance(node, ast.Global | ast.Nonlocal) for name in node.names}
-        self.plan_names = {node.id for node in ast.walk(plan.tree)
+        self.plan_names = {node.id for node in walk(plan.tree)
                            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load)}
-        self.plan_names |= {node.name for node in ast.walk(plan.tree)
+        self.plan_names |= {node.name for node in walk(plan.tree)
                             if isinstance(node, ast.FunctionDef)}
         self.module: Environment = {}
         # the variables the run links as sharing a container (the label rewrite's own
@@ -155,7 +156,7 @@ class _FlowAnalysis:
         names: set[str] = set()
         roots: set[str] = set()
         for statement in body:
-            for node in ast.walk(statement):
+            for node in walk(statement):
                 if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
                     names.add(node.id)
                 elif isinstance(node, ast.FunctionDef):
@@ -172,7 +173,7 @@ class _FlowAnalysis:
                         if root:
                             roots.add(root)
                     elif isinstance(func, ast.Name) and func.id in self.plan_names:
-                        roots.update(child.id for arg in node.args for child in ast.walk(arg)
+                        roots.update(child.id for arg in node.args for child in walk(arg)
                                      if isinstance(child, ast.Name) and _plan_name(child.id))
                         names.update(self.sharing.declared_by.get(func.id, ()))
                         roots.update(self.sharing.changes_of.get(func.id, ()))
@@ -616,7 +617,7 @@ def _changes_in_place(tree: ast.Module) -> bool:
     """Whether ``tree`` may change a container in place (else no variables share one)."""
     return any((isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store | ast.Del))
                or (isinstance(node, ast.Attribute) and node.attr in IN_PLACE_METHODS)
-               for node in ast.walk(tree))
+               for node in walk(tree))
 
 
 def _joined(ends: list[Environment | None]) -> Environment | None:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import ast
 
+from dcbrain.tfplan._walk import walk
+
 #: Steps of a path; characters of each step's expression.
 MAX_STEPS = 8
 _MAX_TEXT = 80
@@ -48,7 +50,7 @@ def label_path(source: str, line: int, argument: str, sources: tuple[str, ...]) 
 
 
 def _argument_at(tree: ast.AST, line: int, argument: str) -> ast.expr | None:
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.Call) and node.lineno <= line <= (node.end_lineno or line):
             for keyword in node.keywords:
                 if keyword.arg == argument:
@@ -61,7 +63,7 @@ def _bindings(tree: ast.AST) -> dict[str, list[tuple[int, ast.expr]]]:
     found: dict[str, list[tuple[int, ast.expr]]] = {}
 
     def bind(target: ast.expr, value: ast.expr, line: int) -> None:
-        for node in ast.walk(target):
+        for node in walk(target):
             if isinstance(node, ast.Name):
                 found.setdefault(node.id, []).append((line, value))
             elif isinstance(node, ast.Subscript):  # a store into a container is its data
@@ -71,7 +73,7 @@ def _bindings(tree: ast.AST) -> dict[str, list[tuple[int, ast.expr]]]:
                 if isinstance(root, ast.Name):
                     found.setdefault(root.id, []).append((line, value))
 
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 bind(target, node.value, node.lineno)
@@ -98,11 +100,11 @@ def _binding(candidates: list[tuple[int, ast.expr]], before: int, callees: set[s
 
 def _calls(node: ast.AST, callees: set[str]) -> bool:
     return any(isinstance(child, ast.Call) and isinstance(child.func, ast.Name)
-               and child.func.id in callees for child in ast.walk(node))
+               and child.func.id in callees for child in walk(node))
 
 
 def _names(node: ast.AST) -> list[str]:
-    return list(dict.fromkeys(child.id for child in ast.walk(node)
+    return list(dict.fromkeys(child.id for child in walk(node)
                               if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Load)))
 
 

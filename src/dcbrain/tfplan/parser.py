@@ -11,9 +11,12 @@ import ast
 import re
 import threading
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
+from dcbrain.tfplan._walk import iter_child_nodes, walk
 from dcbrain.tfplan.errors import Problem, TFSyntaxError, first_problems, source_lines
 from dcbrain.tfplan.methods import MODULE_MEMBERS
 
@@ -168,7 +171,7 @@ def parse(source: str) -> Plan:
         if not validator.too_large:  # well-formed Python: the checker can report the rest
             error.tree = tree
         raise error
-    defined = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+    defined = {n.name for n in walk(tree) if isinstance(n, ast.FunctionDef)}
     return Plan(source=source, tree=tree, defined_functions=defined)
 
 
@@ -231,7 +234,7 @@ class _Validator:
                 if type(node) not in ALLOWED_NODES:
                     continue
             inner = in_function or isinstance(node, ast.FunctionDef | ast.Lambda)
-            stack.extend((child, depth + 1, inner) for child in ast.iter_child_nodes(node))
+            stack.extend((child, depth + 1, inner) for child in iter_child_nodes(node))
         problems.sort(key=lambda p: (p.line, p.col))
         return first_problems(problems)
 
@@ -240,32 +243,66 @@ class _Validator:
         if kind not in ALLOWED_NODES:
             construct = REJECTED_NODES.get(kind, kind.__name__)
             return f"{construct} is not allowed in tf_plan"
-        if isinstance(node, ast.Name) and _is_reserved(node.id):
-            return _reserved("name", node.id)
-        if isinstance(node, ast.Attribute):
-            if node.attr.startswith("_"):
-                return (f"attribute {node.attr!r} is not allowed in tf_plan "
-                        "(names starting with '_')")
-            if not isinstance(node.ctx, ast.Load):
-                return "attribute assignment is not allowed in tf_plan"
-        if isinstance(node, ast.FunctionDef):
-            if node.decorator_list:
-                return "decorator is not allowed in tf_plan"
-            if _is_reserved(node.name):
-                return _reserved("function name", node.name)
-        if isinstance(node, ast.arg) and _is_reserved(node.arg):
-            return _reserved("parameter", node.arg)
-        if isinstance(node, ast.keyword) and node.arg is not None and _is_reserved(node.arg):
-            return _reserved("keyword", node.arg)
-        if isinstance(node, ast.Global | ast.Nonlocal):
-            return _check_declaration(node, in_function)
-        if isinstance(node, ast.Import | ast.ImportFrom):
-            return _check_import(node)
-        if isinstance(node, ast.Constant) and isinstance(node.value, bytes):
-            return "bytes literal is not allowed in tf_plan"
-        if isinstance(node, ast.Constant) and node.value is Ellipsis:
-            return "'...' is not allowed in tf_plan"
-        return None
+        check = _NODE_CHECKS.get(kind)
+        return None if check is None else check(node, in_function)
+
+
+def _check_name(node: Any, in_function: bool) -> str | None:
+    return _reserved("name", node.id) if _is_reserved(node.id) else None
+
+
+def _check_attribute(node: Any, in_function: bool) -> str | None:
+    if node.attr.startswith("_"):
+        return (f"attribute {node.attr!r} is not allowed in tf_plan "
+                "(names starting with '_')")
+    if not isinstance(node.ctx, ast.Load):
+        return "attribute assignment is not allowed in tf_plan"
+    return None
+
+
+def _check_function(node: Any, in_function: bool) -> str | None:
+    if node.decorator_list:
+        return "decorator is not allowed in tf_plan"
+    if _is_reserved(node.name):
+        return _reserved("function name", node.name)
+    return None
+
+
+def _check_arg(node: Any, in_function: bool) -> str | None:
+    return _reserved("parameter", node.arg) if _is_reserved(node.arg) else None
+
+
+def _check_keyword(node: Any, in_function: bool) -> str | None:
+    if node.arg is not None and _is_reserved(node.arg):
+        return _reserved("keyword", node.arg)
+    return None
+
+
+def _check_constant(node: Any, in_function: bool) -> str | None:
+    if isinstance(node.value, bytes):
+        return "bytes literal is not allowed in tf_plan"
+    if node.value is Ellipsis:
+        return "'...' is not allowed in tf_plan"
+    return None
+
+
+def _node_checks() -> dict[type, Callable[[Any, bool], str | None]]:
+    """The check of each allowed node type that has one (by its class, as ``isinstance``)."""
+    checks: list[tuple[type | tuple[type, ...], Callable[[Any, bool], str | None]]] = [
+        (ast.Name, _check_name), (ast.Attribute, _check_attribute),
+        (ast.FunctionDef, _check_function), (ast.arg, _check_arg),
+        (ast.keyword, _check_keyword),
+        ((ast.Global, ast.Nonlocal), lambda node, inner: _check_declaration(node, inner)),
+        ((ast.Import, ast.ImportFrom), lambda node, inner: _check_import(node)),
+        (ast.Constant, _check_constant),
+    ]
+    found: dict[type, Callable[[Any, bool], str | None]] = {}
+    for kind in ALLOWED_NODES:
+        for classes, check in checks:
+            if issubclass(kind, classes):
+                found[kind] = check
+                break
+    return found
 
 
 def _check_declaration(node: ast.Global | ast.Nonlocal, in_function: bool) -> str | None:
@@ -305,3 +342,6 @@ def _problem(node: ast.AST, message: str) -> Problem:
     line = getattr(node, "lineno", 1)
     col = getattr(node, "col_offset", 0) + 1
     return Problem(line, col, message, kind="SyntaxError")
+
+
+_NODE_CHECKS = _node_checks()

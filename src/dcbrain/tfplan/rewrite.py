@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import warnings
 from types import CodeType
+from typing import Any
 
 from dcbrain.tfplan._displays import HASHED_WEIGHT, DisplayCharges
 from dcbrain.tfplan._inline import (
@@ -37,6 +38,7 @@ from dcbrain.tfplan._inline import (
 from dcbrain.tfplan._label_hoist import hoist_label_updates
 from dcbrain.tfplan._label_rewrite import LabelRewriter
 from dcbrain.tfplan._operators import OperatorGuards, is_scalar_constant
+from dcbrain.tfplan._walk import iter_child_nodes, walk
 from dcbrain.tfplan.parser import SYNTAX_TREE_LOCK, syntax_tree
 from dcbrain.tfplan.provenance import Tracking
 
@@ -117,6 +119,8 @@ def _as_module_code(code: CodeType) -> CodeType:
 
 _NESTED_SCOPES = (ast.FunctionDef, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp,
                   ast.GeneratorExp)
+_NESTED_KINDS = frozenset(_NESTED_SCOPES)
+_NOWHERE = 1 << 62
 
 
 def module_globals(tree: ast.Module, provided: frozenset[str] = frozenset()) -> list[str]:
@@ -131,22 +135,35 @@ def module_globals(tree: ast.Module, provided: frozenset[str] = frozenset()) -> 
     top: dict[str, None] = {}
     nested: set[str] = set()
     declared: dict[str, None] = {}
-    stack: list[tuple[ast.AST, bool]] = [(node, False) for node in reversed(tree.body)]
+    # depth first, in source order: a stack of nodes, the nested ones marked by a second
+    stack: list[ast.AST] = list(reversed(tree.body))
+    inner_from = _NOWHERE  # stack entries at and above this index are in a nested scope
+    marks: list[int] = []  # earlier values of inner_from, restored as the stack shrinks
     while stack:
-        node, inner = stack.pop()
-        if isinstance(node, ast.Name | ast.alias | ast.FunctionDef):
-            name = node.id if isinstance(node, ast.Name) else node.name \
-                if isinstance(node, ast.FunctionDef) else (node.asname or node.name)
+        node: Any = stack.pop()
+        while marks and len(stack) < inner_from:
+            inner_from = marks.pop()
+        inner = len(stack) >= inner_from
+        kind = type(node)
+        if kind is ast.Name or kind is ast.alias or kind is ast.FunctionDef:
+            name = node.id if kind is ast.Name else node.name \
+                if kind is ast.FunctionDef else (node.asname or node.name)
             if inner:
                 nested.add(name)
-            elif not isinstance(node, ast.Name) or not isinstance(node.ctx, ast.Load):
+            elif kind is not ast.Name or type(node.ctx) is not ast.Load:
                 top[name] = None
-        elif isinstance(node, ast.Global):
+        elif kind is ast.Global:
             declared.update(dict.fromkeys(node.names))
-        elif isinstance(node, ast.Nonlocal):
+        elif kind is ast.Nonlocal:
             nested.update(node.names)
-        inner = inner or isinstance(node, _NESTED_SCOPES)
-        stack.extend((child, inner) for child in reversed(list(ast.iter_child_nodes(node))))
+        children = iter_child_nodes(node)
+        if not children:
+            continue
+        if not inner and kind in _NESTED_KINDS:
+            marks.append(inner_from)
+            inner_from = len(stack)
+        children.reverse()
+        stack.extend(children)
     chosen = {name: None for name in top if name in nested or name in provided}
     chosen.update(declared)
     return list(chosen)
@@ -223,7 +240,7 @@ class _Rewriter(OperatorGuards, DisplayCharges):
         ).body
         epilogue = syntax_tree(f"{_DEPTH} -= 1").body
         for statement in (*prologue, *epilogue):
-            for child in ast.walk(statement):
+            for child in walk(statement):
                 ast.copy_location(child, node)
         guarded = ast.Try(body=node.body, handlers=[], orelse=[], finalbody=epilogue)
         node.body = [*prologue, ast.copy_location(guarded, node)]
@@ -473,7 +490,7 @@ class _Rewriter(OperatorGuards, DisplayCharges):
 def _bound_names(generators: list[ast.comprehension]) -> list[str]:
     names: list[str] = []
     for generator in generators:
-        for node in ast.walk(generator.target):
+        for node in walk(generator.target):
             if isinstance(node, ast.Name) and node.id not in names:
                 names.append(node.id)
     return names

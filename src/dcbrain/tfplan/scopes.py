@@ -12,6 +12,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from dcbrain.tfplan._walk import iter_child_nodes
+
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
@@ -105,7 +107,7 @@ def resolve(tree: ast.Module) -> Resolution:
             elements = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
             stack.extend((element, inner) for element in elements)
             continue
-        stack.extend((child, scope) for child in ast.iter_child_nodes(node))
+        stack.extend((child, scope) for child in iter_child_nodes(node))
     for scope, name in binds:
         (module if name in scope.globals else scope).bound.add(name)
     return Resolution(module, reads)

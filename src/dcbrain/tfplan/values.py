@@ -43,6 +43,14 @@ def sized_plan_value(value: Any, *, max_items: int, where: str,
     references to one list is refused long before a million lists are built. Nothing is
     charged here; the caller charges the size returned.
     """
+    kind = type(value)
+    if kind in _ATOMS or (kind in _FLAT and not value):  # the common short values, as below
+        size = PART_BYTES if kind in _ATOMS else PART_BYTES + CONTAINER_BYTES
+        if max_items < 1:
+            raise OverflowError(f"{where}: value larger than {max_items} elements/characters")
+        if budget is not None and size > budget.available():
+            raise budget.refusal(where)
+        return (value if kind in _ATOMS else kind()), size
     items_left = max_items
     used = 0
     cap = budget.available() if budget is not None else -1
@@ -101,6 +109,9 @@ def sized_plan_value(value: Any, *, max_items: int, where: str,
 
 
 _KEY_TYPES = frozenset({str, int, float, bool, type(None), tuple, *SCALAR_TYPES})
+#: Values copied as themselves at one part's cost, and containers whose empty copy is new.
+_ATOMS = frozenset({int, float, bool, type(None)})
+_FLAT = frozenset({list, dict, tuple})
 
 #: Estimated bytes of a part of a value that is not a string: an int or float object
 #: and its slot in the container holding it.

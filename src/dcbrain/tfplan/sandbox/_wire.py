@@ -32,6 +32,8 @@ WORKER_RECORD_FIELDS = tuple(
 )
 
 _HEADER = struct.Struct("!I")
+#: ``struct timeval`` as ``SO_RCVTIMEO`` takes it (seconds, microseconds)
+_TIMEVAL = struct.Struct("@ll")
 
 #: Largest message accepted (a plan's result of ``max_size`` elements pickles far smaller);
 #: the host's end of a run's channel accepts less (:attr:`Channel.max_message`).
@@ -75,6 +77,10 @@ class Channel:
         self._buffer = bytearray()
         self._chunk = memoryview(bytearray(1 << 16))  # reused: a fresh big bytes per read costs
         self._send_lock = threading.Lock()
+        #: the receive timeout set on the socket itself (``SO_RCVTIMEO``; 0: none), or
+        #: ``None`` where the option cannot be set: then each wait polls first
+        self._recv_timeout: float | None = 0.0
+        self._poller: select.poll | None = None
         #: longest message :meth:`recv` accepts
         self.max_message = MAX_MESSAGE_BYTES
 
@@ -89,8 +95,10 @@ class Channel:
     def recv(self, timeout: float | None = None) -> Any:
         """The next message; raises ``TimeoutError`` when none came within ``timeout``.
 
-        The socket itself stays blocking: a timeout on it would also cut short a ``send``
-        of another thread, losing part of a message.
+        The socket itself stays blocking (a timeout on the socket object would also cut
+        short a ``send`` of another thread, losing part of a message); a wait is bounded
+        by the socket's receive timeout (``SO_RCVTIMEO``, which only receives obey), so
+        waiting for the next message costs one system call, not a poll and a read.
         """
         buffer = self._buffer
         while True:
@@ -106,22 +114,43 @@ class Channel:
                         return self._loads(data)
                     except Exception as exc:  # malformed message: the peer is not trusted
                         raise ChannelClosed(f"unreadable message: {exc}") from None
-            if timeout is not None and not self._readable(timeout):
+            if not self._wait_set(timeout):
                 raise TimeoutError
             try:
                 size = self.sock.recv_into(self._chunk)
+            except BlockingIOError:  # the receive timeout passed with nothing to read
+                raise TimeoutError from None
             except OSError as exc:
                 raise ChannelClosed(str(exc)) from None
             if not size:
                 raise ChannelClosed("connection closed")
             buffer += self._chunk[:size]
 
+    def _wait_set(self, timeout: float | None) -> bool:
+        """Bound the next read by ``timeout`` (``None``: wait for good); ``False`` when
+        the socket cannot carry the bound and nothing came within ``timeout``."""
+        wanted = 0.0 if timeout is None else max(timeout, 1e-6)
+        if self._recv_timeout is not None:
+            if self._recv_timeout == wanted:
+                return True
+            seconds = int(wanted)
+            try:
+                self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, _TIMEVAL.pack(
+                    seconds, int((wanted - seconds) * 1e6)))
+            except (OSError, AttributeError):
+                self._recv_timeout = None  # not supported here: poll before each read
+            else:
+                self._recv_timeout = wanted
+                return True
+        return timeout is None or self._readable(timeout)
+
     def _readable(self, timeout: float) -> bool:
         """Whether the socket has data (or an ending) within ``timeout`` seconds; ``poll``
         works for any descriptor number, ``select`` only below 1024."""
-        poller = select.poll()
-        poller.register(self.sock, select.POLLIN)
-        return bool(poller.poll(timeout * 1000))
+        if self._poller is None:
+            self._poller = select.poll()
+            self._poller.register(self.sock, select.POLLIN)
+        return bool(self._poller.poll(timeout * 1000))
 
     def close(self) -> None:
         self.sock.close()

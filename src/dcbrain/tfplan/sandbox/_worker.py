@@ -21,7 +21,7 @@ from types import CodeType
 from typing import Any
 
 from dcbrain.tfplan.errors import HostCallFailed, TFInterpreterError
-from dcbrain.tfplan.host import background_loop
+from dcbrain.tfplan.host import Dispatcher, background_loop
 from dcbrain.tfplan.host_budget import HostBudget
 from dcbrain.tfplan.interpreter import Interpreter
 from dcbrain.tfplan.limits import Limits
@@ -145,9 +145,26 @@ class _RemoteHooks:
         return value
 
 
+class _WorkerDispatcher(Dispatcher):
+    """The worker's dispatch point: a stand-in's answer is not copied again.
+
+    The host made that answer from its own boundary copy of the call's result (checked,
+    sized against ``max_size`` and paid for from the run's host budget there), and this
+    process unpickled it into fresh values: a second copy here would check nothing new.
+    """
+
+    def invoke(self, record: CallRecord, func: Callable[..., Any], *,
+               plain_result: bool = True, sources: Any = None) -> Any:
+        if type(func) is _Remote:
+            plain_result = False
+        return super().invoke(record, func, plain_result=plain_result, sources=sources)
+
+
 class _WorkerInterpreter(Interpreter):
     # ``parallel`` starts at most ``max_parallel`` threads per run over every nesting
     # level (host.Dispatcher.parallel); the worker runs one plan at a time.
+
+    dispatcher_class = _WorkerDispatcher
 
     def _execute(self, plan: Plan, code: CodeType, state: RunState) -> ConsoleResult:
         try:
