@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import click
 import typer.main
 
 from dcbrain.cli import app
@@ -22,6 +21,7 @@ def _cli_row() -> str:
 
 def test_the_part_table_lists_every_command() -> None:
     group = typer.main.get_command(app)
-    assert isinstance(group, click.Group) and len(group.commands) > 5
+    commands = set(getattr(group, "commands", {}))
+    assert len(commands) > 5
     named = {word.split()[0] for word in re.findall(r"`([^`]+)`", _cli_row().split("|")[2])}
-    assert set(group.commands) - named == set()
+    assert commands - named == set()
