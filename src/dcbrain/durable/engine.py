@@ -65,7 +65,8 @@ from dcbrain.durable.workers import (
 )
 from dcbrain.durable.workflow import QUEUE_NAME, WORKFLOW_NAME
 from dcbrain.exceptions import DatabaseUnavailable, RunConflict
-from dcbrain.memory import RunRecord
+from dcbrain.memory import StoredRun
+from dcbrain.memory.run_store import WORKFLOW_ID
 from dcbrain.runs import QUEUED, STRANDED, TERMINAL_STATUSES
 
 logger = logging.getLogger("dcbrain.durable")
@@ -401,7 +402,7 @@ class DurableEngine:
         options: EnqueueOptions = {
             "workflow_name": WORKFLOW_NAME,
             "queue_name": QUEUE_NAME,
-            "workflow_id": workflow_id or run_id,
+            WORKFLOW_ID: workflow_id or run_id,
             "queue_partition_key": conversation_id,
             "app_version": app_version,
             "serialization_type": WorkflowSerializationFormat.PORTABLE,
@@ -479,7 +480,7 @@ class DurableEngine:
     def _statuses(found: Sequence[Any]) -> dict[str, str]:
         return {status.workflow_id: str(status.status) for status in found}
 
-    def resume(self, run_id: str, *, any_version: bool = False) -> RunRecord:
+    def resume(self, run_id: str, *, any_version: bool = False) -> StoredRun:
         """Put a live run that no worker executes back on the queue: a stranded run, or
         one whose workflow stopped (cancelled, or given up after repeated crashes).
 
@@ -498,7 +499,7 @@ class DurableEngine:
         if record.status in TERMINAL_STATUSES:
             raise RunConflict(f"run {run_id} has ended ({record.status}): nothing to "
                                   "resume")
-        workflow_id = str(record.data.get("workflow_id") or run_id)  # a continuation's
+        workflow_id = record.workflow_id  # a continuation's
         workflow = self._workflow(workflow_id)
         if workflow is None:
             raise RunConflict(f"run {run_id} has no durable workflow to resume")
