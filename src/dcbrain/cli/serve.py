@@ -143,6 +143,7 @@ def serve(
     """
     from dcbrain.config import ConfigError
     from dcbrain.exceptions import DatabaseUnavailable
+    from dcbrain.runs.retention import DEFAULT_CHECK_EVERY_S
     from dcbrain.runtime import AppSettings, build_runtime
     from dcbrain.server.app import API_TOKEN_ENV, LOOPBACK_HOSTS, create_app
     from dcbrain.server.connections import fit_open_file_limit
@@ -203,13 +204,12 @@ def serve(
     except (ConfigError, ValueError, OSError, DatabaseUnavailable) as exc:
         sock.close()
         _fail(str(exc))
-    retention = runtime.retention
+    keep_s, check_s = runtime.retention or (None, DEFAULT_CHECK_EVERY_S)
     settings = ServerSettings(
         api_token=token, max_concurrent_runs=cap,
         allowed_hosts=LOOPBACK_HOSTS if loopback else ("*",),
         list_conversations=list_conversations, output_type=runtime.output_type,
-        **({} if retention is None else
-           {"retention_s": retention[0], "retention_check_s": retention[1]}))
+        retention_s=keep_s, retention_check_s=check_s)
     app = create_app(runtime, settings, runs=runs)
     serve_metrics(app, Metrics(), token=token, open_metrics=loaded.telemetry.metrics_open)
     shown = f"[{host}]" if ":" in host else host

@@ -66,7 +66,6 @@ from dcbrain.durable.workers import (
 from dcbrain.durable.workflow import QUEUE_NAME, WORKFLOW_NAME
 from dcbrain.exceptions import DatabaseUnavailable, RunConflict
 from dcbrain.memory import StoredRun
-from dcbrain.memory.run_store import WORKFLOW_ID
 from dcbrain.runs import QUEUED, STRANDED, TERMINAL_STATUSES
 
 logger = logging.getLogger("dcbrain.durable")
@@ -402,7 +401,7 @@ class DurableEngine:
         options: EnqueueOptions = {
             "workflow_name": WORKFLOW_NAME,
             "queue_name": QUEUE_NAME,
-            WORKFLOW_ID: workflow_id or run_id,
+            "workflow_id": workflow_id or run_id,
             "queue_partition_key": conversation_id,
             "app_version": app_version,
             "serialization_type": WorkflowSerializationFormat.PORTABLE,

@@ -43,7 +43,9 @@ from dcbrain.server.admin import AdminEndpoints
 from dcbrain.server.drain import Drain
 from dcbrain.server.runs import DEFAULT_MAX_CONCURRENT_RUNS, BrainFactory, RunManager
 from dcbrain.server.service import RunService
-from dcbrain.server.settings import DEFAULT_MAX_BODY_BYTES, LOOPBACK_HOSTS, ServerSettings
+from dcbrain.server.settings import DEFAULT_MAX_BODY_BYTES as DEFAULT_MAX_BODY_BYTES
+from dcbrain.server.settings import LOOPBACK_HOSTS as LOOPBACK_HOSTS
+from dcbrain.server.settings import ServerSettings
 from dcbrain.server.sse import (
     DEFAULT_MAX_STREAMS,
     DEFAULT_MAX_STREAMS_PER_CLIENT,
@@ -55,8 +57,6 @@ from dcbrain.server.sse import (
 logger = logging.getLogger("dcbrain.server")
 
 API_TOKEN_ENV: Final = "DCBRAIN_API_TOKEN"
-DEFAULT_MAX_BODY_BYTES: Final = DEFAULT_MAX_BODY_BYTES
-LOOPBACK_HOSTS: Final = LOOPBACK_HOSTS
 #: Paths a load balancer or an orchestrator probes, answered without the token.
 PROBE_PATHS: Final = frozenset({"/v1/health", "/v1/ready"})
 #: Methods that change nothing: the only ones another site's page may send.
