@@ -150,11 +150,12 @@ class TFMemoryError(TFError):
 
 
 class TFNeuralError(TFError):
-    """A Neural request could not be served: no responder is registered for the signal."""
+    """An error of the :class:`~dcbrain.neural.Neural` mailbox (kept for code that catches
+    it: the mailbox itself raises only :class:`TFUserNewInputError`)."""
 
 
 class TFNeuralTimeoutError(TFNeuralError, TimeoutError):
-    """A Neural request got no response within its timeout."""
+    """A wait on the mailbox outlived its timeout (kept for code that catches it)."""
 
 
 class TFPlanError(TFError):
