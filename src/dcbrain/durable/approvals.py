@@ -33,7 +33,7 @@ from dcbrain.durable.journal import RunJournal
 from dcbrain.durable.store import DurableStore
 from dcbrain.exceptions import RunSuspended, TFApprovalError
 from dcbrain.memory import StoredRun
-from dcbrain.memory.run_store import WORKFLOW_ID
+from dcbrain.memory.run_store import PREVIOUS_WORKFLOW_ID, WORKFLOW_ID
 from dcbrain.runs import QUEUED, RUNNING, WAITING
 
 logger = logging.getLogger("dcbrain.durable")
@@ -136,7 +136,7 @@ def requeue_if_decided(store: DurableStore, requeue: Requeue, run_id: str) -> bo
     workflow_id = f"{run_id}{EXECUTION_SEPARATOR}{execution + 1}"
     previous = record.workflow_id  # its version goes on
     if store.update_run(run_id, QUEUED, {WORKFLOW_ID: workflow_id,
-                                         "previous_workflow_id": previous},
+                                         PREVIOUS_WORKFLOW_ID: previous},
                         only_from=(WAITING,)) is None:
         return False
     requeue(run_id, record.conversation_id or "", str(record.data.get("question", "")),

@@ -394,7 +394,7 @@ class DurableEngine:
         app_version = self.app_version
         if workflow_id is not None and workflow_id != run_id:
             record = self.store.get_run(run_id)
-            before = str((record.data if record else {}).get("previous_workflow_id") or run_id)
+            before = (record.previous_workflow_id if record else None) or run_id
             previous = self._workflow(before)
             if previous is not None and previous.app_version:
                 app_version = str(previous.app_version)

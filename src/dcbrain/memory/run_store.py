@@ -44,6 +44,12 @@ class StoredRun:
         return str(self.data.get(WORKFLOW_ID) or self.run_id)
 
     @property
+    def previous_workflow_id(self) -> str | None:
+        """The workflow a continuation follows (its application version goes on)."""
+        value = self.data.get(PREVIOUS_WORKFLOW_ID)
+        return None if value is None else str(value)
+
+    @property
     def executor_id(self) -> str | None:
         """The worker that executes or executed the run (the one whose outcome was
         recorded)."""
@@ -54,6 +60,7 @@ class StoredRun:
 #: The keys of ``StoredRun.data`` durable execution writes (read through its properties).
 EXECUTIONS = "executions"
 WORKFLOW_ID = "workflow_id"
+PREVIOUS_WORKFLOW_ID = "previous_workflow_id"
 EXECUTOR_ID = "executor_id"
 
 #: The name this row had; the typed run is :class:`dcbrain.runs.RunRecord`.
