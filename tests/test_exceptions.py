@@ -66,3 +66,17 @@ def test_a_failed_plan_carries_what_it_did_as_a_typed_partial_result() -> None:
     assert partial.value is None
     assert partial.stdout == "start\n"
     assert [(record.name, record.result) for record in partial.trace] == [("lookup", "A")]
+
+
+def test_the_plan_languages_errors_are_importable_from_dcbrain_exceptions() -> None:
+    import dcbrain.tfplan.errors as language
+    from dcbrain.exceptions import TFApprovalDenied, TFPolicyDenied, TFToolTimeout
+
+    assert (TFApprovalDenied, TFPolicyDenied, TFToolTimeout) == (
+        language.TFApprovalDenied, language.TFPolicyDenied, language.TFToolTimeout)
+    for name in sorted(exceptions._LANGUAGE_ERRORS):
+        assert getattr(exceptions, name) is getattr(language, name), name
+        assert issubclass(getattr(exceptions, name), TFError), name
+    assert set(exceptions._LANGUAGE_ERRORS) <= set(dir(exceptions))
+    with pytest.raises(AttributeError, match="no attribute 'Expired'"):
+        exceptions.Expired  # noqa: B018 - a signal of the sandbox, not an error to catch

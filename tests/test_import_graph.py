@@ -30,7 +30,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("runs", {"runs"}),
     ("configuration", {"config", "_config_env"}),
     ("durable", {"durable"}),
-    ("composition", {"composition"}),
+    ("composition", {"composition", "runtime"}),
     ("surfaces", {"server", "mcp.server"}),
     ("command line", {"cli"}),
     ("public API", {"dcbrain"}),

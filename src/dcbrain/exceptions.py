@@ -1,12 +1,35 @@
-"""Every exception dcbrain raises above the plan language, in one tree rooted in :class:`TFError`.
+"""Every exception a user of dcbrain may catch, in one tree rooted in :class:`TFError`.
 
 This module is part of the foundation: it imports nothing of dcbrain, so every layer may
-raise its errors. The root lives here; the tf_plan language's own errors are defined in
-``dcbrain.tfplan.errors`` (under the same root) and are imported from there.
+raise its errors. The plan language's own errors are defined in ``dcbrain.tfplan.errors``
+(they carry a plan's line, column and partial result, which are the language's) and are
+importable from here too, on first use. The tree, by layer::
+
+    TFError
+    ├── values: ScalarError, TFSchemaError, TFRecordedCallError
+    ├── plan language (dcbrain.tfplan.errors): TFInterpreterError
+    │   ├── TFSyntaxError, TFCheckError              (before the plan runs)
+    │   ├── TFRuntimeError → TFCallError → TFToolTimeout, TFToolUnavailable,
+    │   │                                  TFApprovalDenied, TFPolicyDenied
+    │   ├── TFLimitError → OperationLimitExceeded, TimeLimitExceeded, SizeLimitExceeded, …
+    │   └── PlanCancelled, PlanProcessCrashed
+    ├── tools: TFToolError → TFMCPError → TFMCPTransportError; TransientError → RetriesExhausted
+    ├── models: TFLLMInterrupt → TFTokenBudgetExceeded, TFLLMError → TFLLMUnavailable, …
+    ├── chains: TFChainError → OutputMismatch, TFPromptVariableError; TFOrchestrationError
+    ├── brains: TFBrainError → TFBrainBusyError; TFPlanError; TFFatalStepError;
+    │           TFUserNewInputError; AbortRequested; ApprovalRequired; TFApprovalError
+    ├── stores: TFMemoryError, StoreWriteError, DatabaseUnavailable, DBOSContractError
+    ├── runs: TooManyRuns, InvalidRunQuery, RunConflict, DurableRunError
+    ├── configuration: ConfigError
+    └── surfaces: ApiError
+
+Outside the tree, on purpose (``BaseException``: no handler of the brain may swallow
+them): :class:`RunSuspended` and :class:`JournalDivergence`.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 
@@ -127,11 +150,12 @@ class TFMemoryError(TFError):
 
 
 class TFNeuralError(TFError):
-    """A Neural request could not be served: no responder is registered for the signal."""
+    """An error of the :class:`~dcbrain.neural.Neural` mailbox (kept for code that catches
+    it: the mailbox itself raises only :class:`TFUserNewInputError`)."""
 
 
 class TFNeuralTimeoutError(TFNeuralError, TimeoutError):
-    """A Neural request got no response within its timeout."""
+    """A wait on the mailbox outlived its timeout (kept for code that catches it)."""
 
 
 class TFPlanError(TFError):
@@ -171,7 +195,8 @@ class TFBrainError(TFError):
 
 
 class TFBrainBusyError(TFBrainError, RuntimeError):
-    """A brain instance was asked to run while it is already running (use one per run)."""
+    """A run was started in a conversation that already has one running (one run per
+    conversation; one brain runs many conversations at once)."""
 
 
 class TFOrchestrationError(TFError, ValueError):
@@ -300,6 +325,47 @@ class JournalDivergence(BaseException):
     of the brain and the plan interpreter (an ``Exception`` there becomes a plan error, and
     the brain would replan and run calls live again). The worker turns it into a failed run.
     """
+
+
+#: The plan language's errors a user may catch, defined in ``dcbrain.tfplan.errors`` (the
+#: language is above this module) and imported from there on first use (not in
+#: ``__all__``: a star import of this module stays free of the language).
+_LANGUAGE_ERRORS = frozenset({
+    "BranchLimitExceeded",
+    "CallDepthLimitExceeded",
+    "CallLimitExceeded",
+    "FormatLimitError",
+    "HostMemoryExceeded",
+    "NotPlainData",
+    "OperationLimitExceeded",
+    "OutputLimitExceeded",
+    "PlanCancelled",
+    "PlanProcessCrashed",
+    "SizeLimitExceeded",
+    "TFApprovalDenied",
+    "TFCallError",
+    "TFCheckError",
+    "TFInterpreterError",
+    "TFLimitError",
+    "TFPolicyDenied",
+    "TFRuntimeError",
+    "TFSyntaxError",
+    "TFToolTimeout",
+    "TFToolUnavailable",
+    "TimeLimitExceeded",
+})
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LANGUAGE_ERRORS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module("dcbrain.tfplan.errors"), name)
+    globals()[name] = value  # later look-ups do not come here again
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LANGUAGE_ERRORS})
 
 
 __all__ = [

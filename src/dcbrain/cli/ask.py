@@ -68,8 +68,8 @@ def ask(
     from dcbrain.brain.deps import RunDeps
     from dcbrain.cli._approvals import terminal_desk
     from dcbrain.cli.progress import ProgressView
-    from dcbrain.composition import build_brain
     from dcbrain.runs import RunRequest, execute_run
+    from dcbrain.runtime import AppSettings, build_runtime
 
     if not question.strip():
         fail_usage("the question is empty: dcbrain ask \"your question\"")
@@ -82,7 +82,8 @@ def ask(
     # progress is ask's own output: log lines only when asked for
     observe_process(loaded, "ask", log_format, default_format=None)
     with config_errors_exit():
-        brain = build_brain(loaded, trace_path=trace)
+        brain = build_runtime(AppSettings(loaded, trace_path=trace, keep_runs=False)).brain
+    assert brain is not None
     console = Console(highlight=False, soft_wrap=False)
     view = ProgressView(console)
     descriptions = _model_descriptions(brain)

@@ -75,7 +75,7 @@ def mcp(
     ] = None,
 ) -> None:
     """Serve the brain as an MCP server: one `ask` tool with progress notifications."""
-    from dcbrain.composition import build_brain
+    from dcbrain.runtime import AppSettings, build_runtime
 
     loaded = load_config_or_exit(config)
     if db is not None and not shared:
@@ -83,7 +83,9 @@ def mcp(
         raise typer.Exit(2)
     runs: DurableRuns | None = None
     with config_errors_exit():
-        brain = build_brain(loaded, trace_path=trace) if not shared or db is None else None
+        # with --shared --db the workers run: no brain here
+        brain = build_runtime(AppSettings(loaded, trace_path=trace, brain=not shared or db is None,
+                                          keep_runs=False)).brain
     if shared:
         try:
             runs = shared_runs(loaded, brain.memory if brain is not None else None, db)

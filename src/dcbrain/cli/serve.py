@@ -141,21 +141,17 @@ def serve(
     Exit codes: 2 bad config, port in use, or a non-loopback address without a token;
     130 stopped with Ctrl-C.
     """
-    from dcbrain.composition import (
-        brain_factory_from_config,
-        load_output_type,
-        retention_periods,
-        shared_memory,
-    )
     from dcbrain.config import ConfigError
     from dcbrain.exceptions import DatabaseUnavailable
     from dcbrain.runs.retention import DEFAULT_CHECK_EVERY_S
+    from dcbrain.runtime import AppSettings, build_runtime
     from dcbrain.server.app import API_TOKEN_ENV, LOOPBACK_HOSTS, create_app
     from dcbrain.server.connections import fit_open_file_limit
     from dcbrain.server.drain import SHUTDOWN_GRACE_S, DrainingServer
     from dcbrain.server.metrics import Metrics, serve_metrics
     from dcbrain.server.protocol import trusted_proxies, uvicorn_config
     from dcbrain.server.runs import DEFAULT_MAX_CONCURRENT_RUNS
+    from dcbrain.server.settings import ServerSettings
 
     loaded = load_config_or_exit(config)
     observe_process(loaded, "serve", log_format)
@@ -184,50 +180,37 @@ def serve(
     except OSError as exc:
         _fail(_bind_problem(host, port, exc))
     wait_for_database_or_exit(db, db_wait, "API node" if role == "api" else "server")
-    factory: Callable[[], DCBrain] | None = None
-    store: RunStore | None = None
     runs: RunService | None
+    cap = max_concurrent_runs or DEFAULT_MAX_CONCURRENT_RUNS
     try:
-        output_type = load_output_type(loaded)
         if role not in ("all", "api"):
             raise ValueError(f"--role must be 'all' or 'api', not {role!r}")
-        if role == "api":  # no brain, no local file: the workers run, the database keeps
-            if max_concurrent_runs is not None:
-                raise ValueError("--max-concurrent-runs is not for --role api: each worker's "
-                                 "--concurrency sets how many runs it executes at once")
-            memory = shared_memory(loaded, db)
-            runs, shown_store = api_node_runs(loaded, db, memory)
+        if role == "api" and max_concurrent_runs is not None:
+            raise ValueError("--max-concurrent-runs is not for --role api: each worker's "
+                             "--concurrency sets how many runs it executes at once")
+        # an API node has no brain and no local file: the workers run, the database keeps
+        runtime = build_runtime(AppSettings(
+            loaded, db=db, brain=role == "all",
+            outage_wait_s=_outage_wait(db) if role == "all" else 0.0))
+        factory = runtime.brain_factory()
+        if factory is None or runtime.store is None:
+            runs, shown_store = api_node_runs(loaded, db, runtime.memory)
         else:
-            memory = shared_memory(loaded, db, outage_wait_s=_outage_wait(db))
-            store, factory = brain_factory_from_config(loaded, memory)
-            from dcbrain.memory import Memory
-
-            conversations = memory if memory is not None else (
-                store if isinstance(store, Memory) else None)
-            runs = durable_runs(loaded, store, factory, db,
-                                max_concurrent_runs or DEFAULT_MAX_CONCURRENT_RUNS,
-                                conversations)
-            shown_store = repr(store)
+            runs = durable_runs(loaded, runtime.store, factory, db, cap, runtime.conversations)
+            shown_store = repr(runtime.store)
             if runs is None:  # runs execute in this process: their first one is no slower
                 threading.Thread(target=_warm_up, args=(factory(),), name="dcbrain-warm-up",
                                  daemon=True).start()
     except (ConfigError, ValueError, OSError, DatabaseUnavailable) as exc:
         sock.close()
         _fail(str(exc))
-    retention = retention_periods(loaded)
-    app = create_app(
-        factory,
-        store,
-        memory=memory,
-        runs=runs,
-        api_token=token,
-        max_concurrent_runs=max_concurrent_runs or DEFAULT_MAX_CONCURRENT_RUNS,
+    keep_s, check_s = runtime.retention or (None, DEFAULT_CHECK_EVERY_S)
+    settings = ServerSettings(
+        api_token=token, max_concurrent_runs=cap,
         allowed_hosts=LOOPBACK_HOSTS if loopback else ("*",),
-        list_conversations=list_conversations,
-        retention_s=retention[0] if retention is not None else None,
-        retention_check_s=retention[1] if retention is not None else DEFAULT_CHECK_EVERY_S,
-        output_type=output_type,
-    )
+        list_conversations=list_conversations, output_type=runtime.output_type,
+        retention_s=keep_s, retention_check_s=check_s)
+    app = create_app(runtime, settings, runs=runs)
     serve_metrics(app, Metrics(), token=token, open_metrics=loaded.telemetry.metrics_open)
     shown = f"[{host}]" if ":" in host else host
     bound_port = sock.getsockname()[1]

@@ -88,9 +88,9 @@ def worker(
         sys.stderr.write("error: dcbrain worker needs DBOS, which cannot be imported here; "
                          'reinstall dcbrain with its dependencies (pip install -e ".[local]")\n')
         raise typer.Exit(2) from None
-    from dcbrain.composition import brain_factory_from_config, retention_periods, shared_memory
     from dcbrain.exceptions import DatabaseUnavailable
     from dcbrain.runs.retention import RetentionSchedule, prune_runs
+    from dcbrain.runtime import AppSettings, build_runtime
     from dcbrain.server.app import API_TOKEN_ENV
 
     loaded = load_config_or_exit(config)
@@ -102,12 +102,12 @@ def worker(
     with config_errors_exit():
         try:
             # every worker reads and writes the same; its runs wait out a database outage
-            memory = shared_memory(loaded, db, outage_wait_s=OUTAGE_WAIT_S)
-            runs, factory = brain_factory_from_config(loaded, memory)
-            db_url, store = open_store(db, runs, outage_wait_s=OUTAGE_WAIT_S)
+            runtime = build_runtime(AppSettings(loaded, db=db, outage_wait_s=OUTAGE_WAIT_S))
+            db_url, store = open_store(db, runtime.store, outage_wait_s=OUTAGE_WAIT_S)
         except (OSError, ValueError, DatabaseUnavailable) as exc:
             fail_usage(str(exc))
-    engine, _ = build_engine(db_url, store, loaded, factory, concurrency=concurrency,
+    engine, _ = build_engine(db_url, store, loaded, runtime.brain_factory(),
+                             concurrency=concurrency,
                              executor_id=executor_id, app_version=app_version,
                              dead_after_s=takeover_after)
     stop, hurry = threading.Event(), threading.Event()
@@ -120,7 +120,7 @@ def worker(
     token = None if loaded.telemetry.metrics_open else os.environ.get(API_TOKEN_ENV) or None
     stop_metrics = _serve_metrics(store, metrics_port, metrics_host, token)
     engine.start()
-    periods = retention_periods(loaded)
+    periods = runtime.retention
     retention = None if periods is None else RetentionSchedule(
         lambda keep_s: prune_runs(store, keep_s, forget_workflows=engine.forget), *periods)
     if retention is not None:
@@ -141,8 +141,8 @@ def worker(
     engine.stop()
     stop_metrics()
     store.close()
-    if memory is not None:
-        memory.close()
+    if runtime.memory is not None:
+        runtime.memory.close()
 
 
 def _serve_metrics(store: object, port: int | None, host: str,

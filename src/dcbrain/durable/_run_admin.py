@@ -10,7 +10,7 @@ from collections.abc import Collection, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Final
 
-from dcbrain.memory import RunRecord
+from dcbrain.memory import StoredRun
 
 if TYPE_CHECKING:
     import psycopg
@@ -30,7 +30,7 @@ class PostgresRunAdmin:
         raise NotImplementedError
 
     def page_runs(self, statuses: Collection[str] = (), conversation_id: str | None = None,
-                  limit: int = 50, before: tuple[float, str] | None = None) -> list[RunRecord]:
+                  limit: int = 50, before: tuple[float, str] | None = None) -> list[StoredRun]:
         """Up to ``limit`` runs newest first by ``(created_at, run_id)``, strictly before
         ``before``, of one of ``statuses`` (any when empty) and of ``conversation_id``."""
         where: list[str] = []
@@ -51,7 +51,7 @@ class PostgresRunAdmin:
         params.append(limit)
         with self._connection() as conn:
             rows = conn.execute(sql, params).fetchall()
-        return [RunRecord(*row) for row in rows]
+        return [StoredRun(*row) for row in rows]
 
     def finished_runs(self, statuses: Collection[str], ended_before: float,
                       limit: int) -> list[str]:

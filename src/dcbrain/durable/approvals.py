@@ -32,7 +32,8 @@ from dcbrain.approvals import (
 from dcbrain.durable.journal import RunJournal
 from dcbrain.durable.store import DurableStore
 from dcbrain.exceptions import RunSuspended, TFApprovalError
-from dcbrain.memory import RunRecord
+from dcbrain.memory import StoredRun
+from dcbrain.memory.run_store import PREVIOUS_WORKFLOW_ID, WORKFLOW_ID
 from dcbrain.runs import QUEUED, RUNNING, WAITING
 
 logger = logging.getLogger("dcbrain.durable")
@@ -80,7 +81,7 @@ def stored_decisions(store: DurableStore, run_id: str) -> dict[str, ApprovalDeci
             for row in store.journal(run_id) if row.get("type") == "approval"}
 
 
-def approvals_of(store: DurableStore, record: RunRecord) -> list[dict[str, Any]]:
+def approvals_of(store: DurableStore, record: StoredRun) -> list[dict[str, Any]]:
     """The run's requests, each with its decision (``None`` while it waits)."""
     items = list(record.data.get("approvals") or [])
     if not items:
@@ -131,11 +132,11 @@ def requeue_if_decided(store: DurableStore, requeue: Requeue, run_id: str) -> bo
     decided = stored_decisions(store, run_id)
     if any(item.get("call_id") not in decided for item in record.data.get("approvals") or []):
         return False
-    execution = int(record.data.get("executions") or 1)
+    execution = record.executions or 1
     workflow_id = f"{run_id}{EXECUTION_SEPARATOR}{execution + 1}"
-    previous = str(record.data.get("workflow_id") or run_id)  # its version goes on
-    if store.update_run(run_id, QUEUED, {"workflow_id": workflow_id,
-                                         "previous_workflow_id": previous},
+    previous = record.workflow_id  # its version goes on
+    if store.update_run(run_id, QUEUED, {WORKFLOW_ID: workflow_id,
+                                         PREVIOUS_WORKFLOW_ID: previous},
                         only_from=(WAITING,)) is None:
         return False
     requeue(run_id, record.conversation_id or "", str(record.data.get("question", "")),

@@ -65,7 +65,7 @@ from dcbrain.durable.workers import (
 )
 from dcbrain.durable.workflow import QUEUE_NAME, WORKFLOW_NAME
 from dcbrain.exceptions import DatabaseUnavailable, RunConflict
-from dcbrain.memory import RunRecord
+from dcbrain.memory import StoredRun
 from dcbrain.runs import QUEUED, STRANDED, TERMINAL_STATUSES
 
 logger = logging.getLogger("dcbrain.durable")
@@ -394,7 +394,7 @@ class DurableEngine:
         app_version = self.app_version
         if workflow_id is not None and workflow_id != run_id:
             record = self.store.get_run(run_id)
-            before = str((record.data if record else {}).get("previous_workflow_id") or run_id)
+            before = (record.previous_workflow_id if record else None) or run_id
             previous = self._workflow(before)
             if previous is not None and previous.app_version:
                 app_version = str(previous.app_version)
@@ -479,7 +479,7 @@ class DurableEngine:
     def _statuses(found: Sequence[Any]) -> dict[str, str]:
         return {status.workflow_id: str(status.status) for status in found}
 
-    def resume(self, run_id: str, *, any_version: bool = False) -> RunRecord:
+    def resume(self, run_id: str, *, any_version: bool = False) -> StoredRun:
         """Put a live run that no worker executes back on the queue: a stranded run, or
         one whose workflow stopped (cancelled, or given up after repeated crashes).
 
@@ -498,7 +498,7 @@ class DurableEngine:
         if record.status in TERMINAL_STATUSES:
             raise RunConflict(f"run {run_id} has ended ({record.status}): nothing to "
                                   "resume")
-        workflow_id = str(record.data.get("workflow_id") or run_id)  # a continuation's
+        workflow_id = record.workflow_id  # a continuation's
         workflow = self._workflow(workflow_id)
         if workflow is None:
             raise RunConflict(f"run {run_id} has no durable workflow to resume")

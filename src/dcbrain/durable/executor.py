@@ -31,7 +31,8 @@ from dcbrain.durable.store import DurableStore
 from dcbrain.durable.writer import StoreWriter
 from dcbrain.events import EventType
 from dcbrain.exceptions import DurableRunError
-from dcbrain.memory import RunRecord
+from dcbrain.memory import StoredRun
+from dcbrain.memory.run_store import EXECUTIONS, EXECUTOR_ID
 from dcbrain.neural import Neural
 from dcbrain.runs import (
     DEFAULT_SUPERSEDE_GRACE_S,
@@ -211,24 +212,24 @@ class RunExecutor:
             self.live.pop(run_id, None)
         return await self._close(live, outcome)
 
-    def _claim(self, run_id: str) -> tuple[RunRecord | None, RunJournal | None]:
+    def _claim(self, run_id: str) -> tuple[StoredRun | None, RunJournal | None]:
         """Mark the run as running here (if it may run), count this execution and load
         its journal."""
         before = self.store.get_run(run_id)
         if before is None:
             return None, None
-        earlier = int(before.data.get("executions") or (1 if before.status == RUNNING else 0))
+        earlier = before.executions or (1 if before.status == RUNNING else 0)
         claimed = self.store.update_run(  # a stranded run is resumed by this execution
-            run_id, RUNNING, {"executor_id": self.executor_id, "started_at": time.time(),
-                              "executions": earlier + 1},
+            run_id, RUNNING, {EXECUTOR_ID: self.executor_id, "started_at": time.time(),
+                              EXECUTIONS: earlier + 1},
             only_from=(QUEUED, RUNNING, STRANDED))
         if claimed is None:
             return None, None
         return claimed, RunJournal(self.store, run_id, writer=self.writer)
 
-    def _resumption(self, run: RunRecord) -> Resumption | None:
+    def _resumption(self, run: StoredRun) -> Resumption | None:
         """What the earlier executions of ``run`` did, when this is not its first."""
-        execution = int(run.data.get("executions") or 1)
+        execution = run.executions or 1
         if execution <= 1:
             return None
         events = self.store.events(run.run_id)
@@ -279,7 +280,7 @@ class RunExecutor:
         changes = {"reason": outcome.reason, "result": outcome.result_record(),
                    "error": encodable(outcome.error), "superseded_by": request.superseded_by,
                    "event_count": request.next_seq, "finished_at": time.time()}
-        changes["executor_id"] = self.executor_id  # the worker whose outcome this is
+        changes[EXECUTOR_ID] = self.executor_id  # the worker whose outcome this is
         final = [sink.final] if sink.final is not None else []
         try:
             # The status with the final event, at once. Stranded too: a worker silent too

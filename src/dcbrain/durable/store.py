@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Final
 from dcbrain._jsonsafe import dumps
 from dcbrain.durable._pg import Connections
 from dcbrain.durable._run_admin import ADMIN_INDEXES, PostgresRunAdmin
-from dcbrain.memory import RunRecord, SQLiteRunStore
+from dcbrain.memory import SQLiteRunStore, StoredRun
 
 if TYPE_CHECKING:
     import psycopg
@@ -58,16 +58,16 @@ class DurableStore(ABC):
         """Create or replace a run's record."""
 
     @abstractmethod
-    def get_run(self, run_id: str) -> RunRecord | None: ...
+    def get_run(self, run_id: str) -> StoredRun | None: ...
 
     @abstractmethod
     def list_runs(self, conversation_id: str | None = None,
-                  limit: int | None = None) -> list[RunRecord]:
+                  limit: int | None = None) -> list[StoredRun]:
         """Runs, newest first."""
 
     @abstractmethod
     def update_run(self, run_id: str, status: str, changes: dict[str, Any], *,
-                   only_from: Collection[str]) -> RunRecord | None:
+                   only_from: Collection[str]) -> StoredRun | None:
         """Set status and merge ``changes`` into data if the status is one of ``only_from``.
 
         Returns the new record, or ``None`` when the run is unknown or its status was not
@@ -76,7 +76,7 @@ class DurableStore(ABC):
 
     def end_run(self, run_id: str, status: str, changes: dict[str, Any],
                 events: Sequence[dict[str, Any]], *,
-                only_from: Collection[str]) -> RunRecord | None:
+                only_from: Collection[str]) -> StoredRun | None:
         """:meth:`update_run` to a terminal ``status`` and, only if it won, store ``events``
         (the run's ``final``): a reader that sees the ``final`` event reads the status,
         result and event count it announces. Backends that can do both in one transaction
@@ -88,7 +88,7 @@ class DurableStore(ABC):
 
     @abstractmethod
     def page_runs(self, statuses: Collection[str] = (), conversation_id: str | None = None,
-                  limit: int = 50, before: tuple[float, str] | None = None) -> list[RunRecord]:
+                  limit: int = 50, before: tuple[float, str] | None = None) -> list[StoredRun]:
         """A page of runs newest first (see :meth:`dcbrain.memory.RunStore.page_runs`)."""
 
     @abstractmethod
@@ -230,14 +230,14 @@ class PostgresDurableStore(PostgresRunAdmin, DurableStore):
                 (run_id, conversation_id, status, _dumps(data), now, now),
             )
 
-    def get_run(self, run_id: str) -> RunRecord | None:
+    def get_run(self, run_id: str) -> StoredRun | None:
         with self._connection() as conn:
             row = conn.execute(f"SELECT {_RUN_COLUMNS} FROM dcbrain_runs WHERE run_id = %s",
                                (run_id,)).fetchone()
-        return None if row is None else RunRecord(*row)
+        return None if row is None else StoredRun(*row)
 
     def list_runs(self, conversation_id: str | None = None,
-                  limit: int | None = None) -> list[RunRecord]:
+                  limit: int | None = None) -> list[StoredRun]:
         sql = f"SELECT {_RUN_COLUMNS} FROM dcbrain_runs"
         params: list[Any] = []
         if conversation_id is not None:
@@ -247,10 +247,10 @@ class PostgresDurableStore(PostgresRunAdmin, DurableStore):
         params.append(limit)
         with self._connection() as conn:
             rows = conn.execute(sql, params).fetchall()
-        return [RunRecord(*row) for row in rows]
+        return [StoredRun(*row) for row in rows]
 
     def update_run(self, run_id: str, status: str, changes: dict[str, Any], *,
-                   only_from: Collection[str]) -> RunRecord | None:
+                   only_from: Collection[str]) -> StoredRun | None:
         with self._connection() as conn:
             row = conn.execute(
                 f"UPDATE dcbrain_runs SET status = %s, data = data || %s::jsonb, "
@@ -258,14 +258,14 @@ class PostgresDurableStore(PostgresRunAdmin, DurableStore):
                 f"RETURNING {_RUN_COLUMNS}",
                 (status, _dumps(changes), time.time(), run_id, list(only_from)),
             ).fetchone()
-        return None if row is None else RunRecord(*row)
+        return None if row is None else StoredRun(*row)
 
     def append_events(self, run_id: str, events: Sequence[dict[str, Any]]) -> int:
         return self._write({run_id: list(events)}, ())
 
     def end_run(self, run_id: str, status: str, changes: dict[str, Any],
                 events: Sequence[dict[str, Any]], *,
-                only_from: Collection[str]) -> RunRecord | None:
+                only_from: Collection[str]) -> StoredRun | None:
         with self._connection() as conn, conn.transaction():
             row = conn.execute(
                 f"UPDATE dcbrain_runs SET status = %s, data = data || %s::jsonb, "
@@ -278,7 +278,7 @@ class PostgresDurableStore(PostgresRunAdmin, DurableStore):
             self._insert_events(conn, {run_id: list(events)})
         if events and self.on_append is not None:
             self.on_append(run_id)
-        return RunRecord(*row)
+        return StoredRun(*row)
 
     def write_batch(self, events: dict[str, list[dict[str, Any]]],
                     journal: Sequence[JournalRow]) -> None:
@@ -445,15 +445,15 @@ class SQLiteDurableStore(DurableStore):
         with self._lock:
             self.runs.save_run(run_id, conversation_id, status, data)
 
-    def get_run(self, run_id: str) -> RunRecord | None:
+    def get_run(self, run_id: str) -> StoredRun | None:
         return self.runs.get_run(run_id)
 
     def list_runs(self, conversation_id: str | None = None,
-                  limit: int | None = None) -> list[RunRecord]:
+                  limit: int | None = None) -> list[StoredRun]:
         return self.runs.list_runs(conversation_id, limit)
 
     def page_runs(self, statuses: Collection[str] = (), conversation_id: str | None = None,
-                  limit: int = 50, before: tuple[float, str] | None = None) -> list[RunRecord]:
+                  limit: int = 50, before: tuple[float, str] | None = None) -> list[StoredRun]:
         return self.runs.page_runs(statuses, conversation_id, limit, before)
 
     def finished_runs(self, statuses: Collection[str], ended_before: float,
@@ -469,7 +469,7 @@ class SQLiteDurableStore(DurableStore):
             return self.runs.delete_runs(run_ids)
 
     def update_run(self, run_id: str, status: str, changes: dict[str, Any], *,
-                   only_from: Collection[str]) -> RunRecord | None:
+                   only_from: Collection[str]) -> StoredRun | None:
         with self._lock:
             if isinstance(self.runs, SQLiteRunStore):  # atomic for other processes too
                 return self.runs.update_run_if(run_id, status, changes, only_from=only_from)
@@ -482,7 +482,7 @@ class SQLiteDurableStore(DurableStore):
 
     def end_run(self, run_id: str, status: str, changes: dict[str, Any],
                 events: Sequence[dict[str, Any]], *,
-                only_from: Collection[str]) -> RunRecord | None:
+                only_from: Collection[str]) -> StoredRun | None:
         with self._lock:  # no other write of this process comes between the two
             return super().end_run(run_id, status, changes, events, only_from=only_from)
 

@@ -20,7 +20,7 @@ from dcbrain.memory.recall import (
     RecallBudget,
     recall,
 )
-from dcbrain.memory.run_store import RunEventRecord, RunRecord, RunStore
+from dcbrain.memory.run_store import RunEventRecord, RunRecord, RunStore, StoredRun
 from dcbrain.memory.sqlite import SCHEMA_VERSION, SQLiteMemory
 from dcbrain.memory.sqlite_runs import SQLiteRunStore
 
@@ -41,5 +41,6 @@ __all__ = [
     "RunStore",
     "SQLiteMemory",
     "SQLiteRunStore",
+    "StoredRun",
     "recall",
 ]

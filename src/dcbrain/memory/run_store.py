@@ -17,8 +17,13 @@ from dcbrain.memory._closing import ClosableStore
 
 
 @dataclass(frozen=True)
-class RunRecord:
-    """A run as the server persists it: its status and a JSON-able ``data`` dict."""
+class StoredRun:
+    """A run as a store keeps it: its status and a JSON-able ``data`` dict.
+
+    The same row for every store (a :class:`RunStore`, the durable store). What durable
+    execution keeps beside a run's record is read through the typed properties below,
+    never as ``data`` keys; :class:`dcbrain.runs.RunRecord` is the typed view of the rest.
+    """
 
     run_id: str
     conversation_id: str | None
@@ -26,6 +31,40 @@ class RunRecord:
     data: dict[str, Any]
     created_at: float
     updated_at: float
+
+    @property
+    def executions(self) -> int:
+        """How many executions a durable run has had (``0`` before its first)."""
+        return int(self.data.get(EXECUTIONS) or 0)
+
+    @property
+    def workflow_id(self) -> str:
+        """The durable workflow that executes the run (a continuation's own; by default
+        the run's id)."""
+        return str(self.data.get(WORKFLOW_ID) or self.run_id)
+
+    @property
+    def previous_workflow_id(self) -> str | None:
+        """The workflow a continuation follows (its application version goes on)."""
+        value = self.data.get(PREVIOUS_WORKFLOW_ID)
+        return None if value is None else str(value)
+
+    @property
+    def executor_id(self) -> str | None:
+        """The worker that executes or executed the run (the one whose outcome was
+        recorded)."""
+        value = self.data.get(EXECUTOR_ID)
+        return None if value is None else str(value)
+
+
+#: The keys of ``StoredRun.data`` durable execution writes (read through its properties).
+EXECUTIONS = "executions"
+WORKFLOW_ID = "workflow_id"
+PREVIOUS_WORKFLOW_ID = "previous_workflow_id"
+EXECUTOR_ID = "executor_id"
+
+#: The name this row had; the typed run is :class:`dcbrain.runs.RunRecord`.
+RunRecord = StoredRun
 
 
 @dataclass(frozen=True)
@@ -51,7 +90,7 @@ class RunStore(ClosableStore, ABC):
         """Create or replace a run's status and data (its creation time is kept)."""
 
     @abstractmethod
-    def get_run(self, run_id: str) -> RunRecord | None:
+    def get_run(self, run_id: str) -> StoredRun | None:
         """The run, or ``None`` when it was never saved."""
 
     @abstractmethod
@@ -65,12 +104,12 @@ class RunStore(ClosableStore, ABC):
     @abstractmethod
     def list_runs(
         self, conversation_id: str | None = None, limit: int | None = None
-    ) -> list[RunRecord]:
+    ) -> list[StoredRun]:
         """Runs, newest first; only the conversation's when ``conversation_id`` is given."""
 
     @abstractmethod
     def page_runs(self, statuses: Collection[str] = (), conversation_id: str | None = None,
-                  limit: int = 50, before: tuple[float, str] | None = None) -> list[RunRecord]:
+                  limit: int = 50, before: tuple[float, str] | None = None) -> list[StoredRun]:
         """Up to ``limit`` runs newest first by ``(created_at, run_id)``, only those strictly
         before ``before`` (such a pair), of one of ``statuses`` (any when empty) and of
         ``conversation_id`` when given."""
@@ -104,7 +143,7 @@ class RunStore(ClosableStore, ABC):
     ) -> None:
         await asyncio.to_thread(self.save_run, run_id, conversation_id, status, data)
 
-    async def aget_run(self, run_id: str) -> RunRecord | None:
+    async def aget_run(self, run_id: str) -> StoredRun | None:
         return await asyncio.to_thread(self.get_run, run_id)
 
     async def aappend_run_event(self, run_id: str, seq: int, event: dict[str, Any]) -> None:
@@ -115,7 +154,7 @@ class RunStore(ClosableStore, ABC):
 
     async def alist_runs(
         self, conversation_id: str | None = None, limit: int | None = None
-    ) -> list[RunRecord]:
+    ) -> list[StoredRun]:
         return await asyncio.to_thread(self.list_runs, conversation_id, limit)
 
     async def aput_value(self, key: str, value: Any) -> None:

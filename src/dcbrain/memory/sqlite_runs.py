@@ -11,7 +11,7 @@ from typing import Any, Final
 
 from dcbrain._jsonsafe import dumps
 from dcbrain.memory._sqlite_db import SQLiteDatabase
-from dcbrain.memory.run_store import RunEventRecord, RunRecord, RunStore
+from dcbrain.memory.run_store import RunEventRecord, RunStore, StoredRun
 
 _RUN_COLUMNS: Final = "run_id, conversation_id, status, data, created_at, updated_at"
 
@@ -59,7 +59,7 @@ class SQLiteRunStore(RunStore):
             )
 
     def update_run_if(self, run_id: str, status: str, changes: dict[str, Any], *,
-                      only_from: Collection[str]) -> RunRecord | None:
+                      only_from: Collection[str]) -> StoredRun | None:
         """Set the run's ``status`` and merge ``changes`` into its data if its status is
         one of ``only_from``; the record after, or ``None`` (unknown, or another status).
 
@@ -73,10 +73,10 @@ class SQLiteRunStore(RunStore):
             now = time.time()
             conn.execute("UPDATE runs SET status = ?, data = ?, updated_at = ? "
                          "WHERE run_id = ?", (status, dumps(data), now, run_id))
-        return RunRecord(run_id=row[0], conversation_id=row[1], status=status, data=data,
+        return StoredRun(run_id=row[0], conversation_id=row[1], status=status, data=data,
                          created_at=row[4], updated_at=now)
 
-    def get_run(self, run_id: str) -> RunRecord | None:
+    def get_run(self, run_id: str) -> StoredRun | None:
         with self._db.use() as conn:
             row = conn.execute(
                 "SELECT run_id, conversation_id, status, data, created_at, updated_at "
@@ -106,7 +106,7 @@ class SQLiteRunStore(RunStore):
 
     def list_runs(
         self, conversation_id: str | None = None, limit: int | None = None
-    ) -> list[RunRecord]:
+    ) -> list[StoredRun]:
         sql = "SELECT run_id, conversation_id, status, data, created_at, updated_at FROM runs"
         params: list[Any] = []
         if conversation_id is not None:
@@ -119,7 +119,7 @@ class SQLiteRunStore(RunStore):
         return [_run(row) for row in rows]
 
     def page_runs(self, statuses: Collection[str] = (), conversation_id: str | None = None,
-                  limit: int = 50, before: tuple[float, str] | None = None) -> list[RunRecord]:
+                  limit: int = 50, before: tuple[float, str] | None = None) -> list[StoredRun]:
         where: list[str] = []
         params: list[Any] = []
         if statuses:
@@ -179,8 +179,8 @@ class SQLiteRunStore(RunStore):
             return conn.execute("DELETE FROM kv WHERE key = ?", (key,)).rowcount > 0
 
 
-def _run(row: tuple[Any, ...]) -> RunRecord:
-    return RunRecord(
+def _run(row: tuple[Any, ...]) -> StoredRun:
+    return StoredRun(
         run_id=row[0],
         conversation_id=row[1],
         status=row[2],

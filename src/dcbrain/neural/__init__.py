@@ -1,23 +1,5 @@
-"""Neural: the in-process signal bus for registration, tool dispatch and user new input."""
+"""Neural: the mailbox of a user's new input to a running run."""
 
-from dcbrain.neural.bus import (
-    ALL_SIGNALS,
-    DEFAULT_REQUEST_TIMEOUT,
-    USER_INPUT_SIGNAL,
-    Handler,
-    Neural,
-    Responder,
-    Signal,
-    Subscription,
-)
+from dcbrain.neural.bus import USER_INPUT_SIGNAL, Neural
 
-__all__ = [
-    "ALL_SIGNALS",
-    "DEFAULT_REQUEST_TIMEOUT",
-    "USER_INPUT_SIGNAL",
-    "Handler",
-    "Neural",
-    "Responder",
-    "Signal",
-    "Subscription",
-]
+__all__ = ["USER_INPUT_SIGNAL", "Neural"]

@@ -1,30 +1,14 @@
-"""A run as every surface records and shows it: typed fields over the store's JSON row."""
+"""A run as every surface records and shows it: typed fields over the store's row
+(:class:`~dcbrain.memory.StoredRun`)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-
-class StoredRun(Protocol):
-    """A run as a store returns it: status and a JSON ``data`` dict
-    (:class:`dcbrain.memory.RunRecord`)."""
-
-    @property
-    def run_id(self) -> str: ...
-    @property
-    def conversation_id(self) -> str | None: ...
-    @property
-    def status(self) -> str: ...
-    @property
-    def data(self) -> dict[str, Any]: ...
-    @property
-    def created_at(self) -> float: ...
-    @property
-    def updated_at(self) -> float: ...
-
+from dcbrain.memory.run_store import EXECUTOR_ID, StoredRun
 
 #: What a run's record shows operators beside its outcome (``None`` where it does not
 #: apply): the worker that executes or executed it (``dcbrain worker --executor-id``; the
@@ -52,11 +36,13 @@ class RunRecord:
     approvals: list[dict[str, Any]] = field(default_factory=list)
     created_at: float = field(default_factory=time.time)
     updated_at: float = field(default_factory=time.time)
-    #: Fields a surface keeps beside these (a worker's id, whether an abort was asked).
+    #: The worker that executes or executed the run (a durable run's; ``None`` otherwise).
+    executor_id: str | None = None
+    #: Fields a surface keeps beside these (whether an abort was asked, …).
     extra: dict[str, Any] = field(default_factory=dict)
 
     _FIELDS = ("question", "reason", "result", "error", "superseded_by", "supersedes",
-               "event_count", "approvals")
+               "event_count", "approvals", EXECUTOR_ID)
 
     @classmethod
     def from_stored(cls, row: StoredRun) -> RunRecord:
@@ -69,12 +55,14 @@ class RunRecord:
             superseded_by=data.get("superseded_by"), supersedes=data.get("supersedes"),
             event_count=int(data.get("event_count") or 0),
             approvals=list(data.get("approvals") or []),
-            created_at=row.created_at, updated_at=row.updated_at, extra=extra,
+            created_at=row.created_at, updated_at=row.updated_at,
+            executor_id=row.executor_id, extra=extra,
         )
 
     def data(self) -> dict[str, Any]:
         """What the store keeps beside the status."""
-        return {**self.extra, "question": self.question, "reason": self.reason,
+        operator = {} if self.executor_id is None else {EXECUTOR_ID: self.executor_id}
+        return {**self.extra, **operator, "question": self.question, "reason": self.reason,
                 "result": self.result, "error": self.error,
                 "superseded_by": self.superseded_by, "supersedes": self.supersedes,
                 "event_count": self.event_count, "approvals": self.approvals}
@@ -87,7 +75,9 @@ class RunRecord:
                 "superseded_by": self.superseded_by, "supersedes": self.supersedes,
                 "event_count": self.event_count, "approvals": self.approvals,
                 "created_at": self.created_at, "updated_at": self.updated_at,
-                **{name: self.extra.get(name) for name in OPERATOR_FIELDS}}
+                EXECUTOR_ID: self.executor_id,
+                **{name: self.extra.get(name) for name in OPERATOR_FIELDS
+                   if name != EXECUTOR_ID}}
 
     @property
     def pending_approvals(self) -> list[dict[str, Any]]:

@@ -1,6 +1,7 @@
 """The HTTP server: runs over a JSON API, their events as Server-Sent Events, a live web page.
 
-``create_app(brain_factory, store)`` builds the ASGI app; ``dcbrain serve --config F``
+``create_app(runtime, ServerSettings(...))`` (or ``create_app(brain_factory, store)``)
+builds the ASGI app; ``dcbrain serve --config F``
 runs it with uvicorn. See ``docs/server.md``.
 
 Each name is imported from its module on first use, so ``dcbrain --help`` does not
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
         ServerRun,
         TooManyRuns,
     )
+    from dcbrain.server.settings import ServerSettings
 
 __all__ = [
     "API_TOKEN_ENV",
@@ -30,6 +32,7 @@ __all__ = [
     "RunManager",
     "RunnableBrain",
     "ServerRun",
+    "ServerSettings",
     "TooManyRuns",
     "create_app",
 ]
@@ -41,6 +44,7 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "RunManager": "dcbrain.server.runs",
     "RunnableBrain": "dcbrain.server.runs",
     "ServerRun": "dcbrain.server.runs",
+    "ServerSettings": "dcbrain.server.settings",
     "TooManyRuns": "dcbrain.server.runs",
     "create_app": "dcbrain.server.app",
 })

@@ -37,11 +37,15 @@ from dcbrain.messages import TextMessage
 from dcbrain.neural import Neural
 from dcbrain.runs import DEFAULT_SUPERSEDE_GRACE_S, RunRecord
 from dcbrain.runs.retention import DEFAULT_CHECK_EVERY_S, RetentionSchedule
+from dcbrain.runtime import Runtime
 from dcbrain.server._responses import JSONResponse
 from dcbrain.server.admin import AdminEndpoints
 from dcbrain.server.drain import Drain
 from dcbrain.server.runs import DEFAULT_MAX_CONCURRENT_RUNS, BrainFactory, RunManager
 from dcbrain.server.service import RunService
+from dcbrain.server.settings import DEFAULT_MAX_BODY_BYTES as DEFAULT_MAX_BODY_BYTES
+from dcbrain.server.settings import LOOPBACK_HOSTS as LOOPBACK_HOSTS
+from dcbrain.server.settings import ServerSettings
 from dcbrain.server.sse import (
     DEFAULT_MAX_STREAMS,
     DEFAULT_MAX_STREAMS_PER_CLIENT,
@@ -53,8 +57,6 @@ from dcbrain.server.sse import (
 logger = logging.getLogger("dcbrain.server")
 
 API_TOKEN_ENV: Final = "DCBRAIN_API_TOKEN"
-DEFAULT_MAX_BODY_BYTES: Final = 64 * 1024
-LOOPBACK_HOSTS: Final = ("127.0.0.1", "localhost", "::1")
 #: Paths a load balancer or an orchestrator probes, answered without the token.
 PROBE_PATHS: Final = frozenset({"/v1/health", "/v1/ready"})
 #: Methods that change nothing: the only ones another site's page may send.
@@ -86,8 +88,8 @@ def error_response(
 
 
 def create_app(
-    brain_factory: BrainFactory | None,
-    store: RunStore | None,
+    brain_factory: BrainFactory | Runtime | None,
+    store: RunStore | ServerSettings | None = None,
     *,
     memory: Memory | None = None,
     runs: RunService | None = None,
@@ -104,7 +106,9 @@ def create_app(
     retention_check_s: float = DEFAULT_CHECK_EVERY_S,
     output_type: Any = None,
 ) -> Starlette:
-    """The server as an ASGI app.
+    """The server as an ASGI app: ``create_app(runtime, ServerSettings(...))`` (what
+    :func:`dcbrain.runtime.build_runtime` built, and the server's settings as one value),
+    or ``create_app(brain_factory, store, **settings)``.
 
     ``store`` keeps runs and their events; ``memory`` is where conversations are read
     (default: ``store`` when it is a :class:`Memory`, else none: conversations then show
@@ -126,6 +130,44 @@ def create_app(
     the type the brain's answers are validated into (``[brain] output_type``):
     ``GET /v1/schema`` shows its JSON Schema.
     """
+    if isinstance(store, ServerSettings):
+        if not isinstance(brain_factory, Runtime):
+            raise TypeError("create_app(runtime, ServerSettings(...)) needs a Runtime")
+        return app_from(brain_factory.brain_factory(), brain_factory.store, store,
+                        memory=memory if memory is not None else brain_factory.conversations,
+                        runs=runs, neural=neural)
+    if isinstance(brain_factory, Runtime):
+        raise TypeError("create_app(runtime, settings): settings must be a ServerSettings")
+    settings = ServerSettings(
+        api_token=api_token, max_concurrent_runs=max_concurrent_runs,
+        max_body_bytes=max_body_bytes, supersede_grace_s=supersede_grace_s,
+        allowed_hosts=allowed_hosts, list_conversations=list_conversations,
+        max_streams_per_client=max_streams_per_client, max_streams=max_streams,
+        retention_s=retention_s, retention_check_s=retention_check_s, output_type=output_type)
+    return app_from(brain_factory, store, settings, memory=memory, runs=runs, neural=neural)
+
+
+def app_from(
+    brain_factory: BrainFactory | None,
+    store: RunStore | None,
+    settings: ServerSettings,
+    *,
+    memory: Memory | None = None,
+    runs: RunService | None = None,
+    neural: Neural | None = None,
+) -> Starlette:
+    """The app of :func:`create_app`, from its parts and its settings as one value."""
+    api_token = settings.api_token
+    max_concurrent_runs = settings.max_concurrent_runs
+    max_body_bytes = settings.max_body_bytes
+    supersede_grace_s = settings.supersede_grace_s
+    allowed_hosts = settings.allowed_hosts
+    list_conversations = settings.list_conversations
+    max_streams_per_client = settings.max_streams_per_client
+    max_streams = settings.max_streams
+    retention_s = settings.retention_s
+    retention_check_s = settings.retention_check_s
+    output_type = settings.output_type
     if max_body_bytes < 1:
         raise ValueError("max_body_bytes must be at least 1")
     token = api_token if api_token is not None else os.environ.get(API_TOKEN_ENV) or None

@@ -26,8 +26,7 @@ from dcbrain.durable.approvals import approvals_of, decide, deny_expired
 from dcbrain.durable.journal import record_question_kept
 from dcbrain.events import Event
 from dcbrain.exceptions import RunConflict, TooManyRuns
-from dcbrain.memory import Memory
-from dcbrain.memory import RunRecord as StoredRun
+from dcbrain.memory import Memory, StoredRun
 from dcbrain.runs import (
     LIVE_STATUSES,
     QUEUED,
@@ -178,7 +177,7 @@ class DurableRuns:
         ended = self._end_here(old.run_id, {"reason": "superseded", "superseded_by": by},
                                superseded_by=by)
         if ended is not None:  # not executing anywhere: ended here
-            self.engine.cancel(old.run_id, ended.data.get("workflow_id"))
+            self.engine.cancel(old.run_id, ended.workflow_id)
             return
         # Running (or just claimed by a worker): recorded first, so a recovered run sees it.
         if self.store.update_run(old.run_id, RUNNING, {"superseded_by": by},
@@ -191,7 +190,7 @@ class DurableRuns:
     def _abort(self, run_id: str) -> bool:
         ended = self._end_here(run_id, {"reason": "aborted"})
         if ended is not None:  # not executing anywhere: ended here
-            self.engine.cancel(run_id, ended.data.get("workflow_id"))
+            self.engine.cancel(run_id, ended.workflow_id)
             return True
         if self.store.update_run(run_id, RUNNING, {"abort_requested": True},
                                  only_from=(RUNNING,)) is None:

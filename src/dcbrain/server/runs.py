@@ -27,8 +27,7 @@ from dcbrain.events import ApprovalDecided, ApprovalRequested, Event
 from dcbrain.events import Final as FinalEvent
 from dcbrain.exceptions import RunConflict, TFApprovalError
 from dcbrain.exceptions import TooManyRuns as TooManyRuns
-from dcbrain.memory import Memory, RunStore
-from dcbrain.memory import RunRecord as StoredRun
+from dcbrain.memory import Memory, RunStore, StoredRun
 from dcbrain.neural import Neural
 from dcbrain.runs import (
     DEFAULT_SUPERSEDE_GRACE_S,

@@ -2,7 +2,10 @@
 
 :class:`~dcbrain.server.runs.RunManager` runs brains in the server's own process;
 :class:`~dcbrain.server.durable_runs.DurableRuns` hands them to durable workers
-(``dcbrain[durable]``). The app and the event stream only use this interface.
+(``dcbrain[durable]``). The app and the event stream only use this interface, in three
+roles: :class:`RunsRole` (what a conversation's client does: submit, abort, read events),
+:class:`RunAdmin` (what an operator does: page, prune, resume; the node's lifecycle) and
+:class:`ApprovalsRole` (decide a call a run waits on). :class:`RunService` is all three.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
-from dcbrain.memory import RunRecord
+from dcbrain.memory import StoredRun
 from dcbrain.runs.listing import RunPage, RunQuery
 
 
@@ -24,8 +27,37 @@ class SubmittedRun(Protocol):
     def supersedes(self) -> str | None: ...
 
 
-class RunService(Protocol):
-    """Starts, supersedes, aborts and describes runs; streams their events."""
+class RunsRole(Protocol):
+    """What a conversation's client does with runs: submit, abort, describe, stream."""
+
+    async def submit(self, conversation_id: str, content: str) -> SubmittedRun:
+        """Start a run for a new message (superseding the conversation's active run).
+
+        Raises :class:`~dcbrain.server.runs.TooManyRuns` when every slot is taken.
+        """
+        ...
+
+    async def abort_run(self, run_id: str) -> bool:
+        """Ask a live run to stop; ``False`` when it is not live (unknown or ended)."""
+        ...
+
+    async def describe(self, run_id: str) -> dict[str, Any] | None: ...
+
+    async def exists(self, run_id: str) -> bool: ...
+
+    async def list_runs(self, conversation_id: str) -> list[StoredRun]:
+        """The conversation's runs, newest first."""
+        ...
+
+    async def conversations(self, limit: int = 200) -> list[dict[str, Any]]: ...
+
+    def events(self, run_id: str, after: int = -1) -> AsyncIterator[dict[str, Any]]:
+        """The run's events with ``seq > after``: past ones, then live ones until the end."""
+        ...
+
+
+class RunAdmin(Protocol):
+    """What an operator and the node itself do: lifecycle, drain, page, prune, resume."""
 
     @property
     def active_count(self) -> int: ...
@@ -62,17 +94,6 @@ class RunService(Protocol):
         """
         ...
 
-    async def submit(self, conversation_id: str, content: str) -> SubmittedRun:
-        """Start a run for a new message (superseding the conversation's active run).
-
-        Raises :class:`~dcbrain.server.runs.TooManyRuns` when every slot is taken.
-        """
-        ...
-
-    async def abort_run(self, run_id: str) -> bool:
-        """Ask a live run to stop; ``False`` when it is not live (unknown or ended)."""
-        ...
-
     async def resume_run(self, run_id: str, *, any_version: bool = False) -> dict[str, Any]:
         """Queue again a known run no worker executes; its ``run_id``, ``status``,
         ``resumed_from_version`` and ``resumed_under_version``. Raises
@@ -88,6 +109,10 @@ class RunService(Protocol):
         """Runs newest first, filtered and paged as ``query`` says."""
         ...
 
+
+class ApprovalsRole(Protocol):
+    """Decide the calls runs wait on."""
+
     async def decide(self, run_id: str, call_id: str, *, approved: bool, reason: str = "",
                      args_hash: str | None = None, by: str = "user") -> dict[str, Any]:
         """Decide a call the run waits on (human approval); the decision's fields.
@@ -96,16 +121,6 @@ class RunService(Protocol):
         """
         ...
 
-    async def describe(self, run_id: str) -> dict[str, Any] | None: ...
 
-    async def exists(self, run_id: str) -> bool: ...
-
-    async def list_runs(self, conversation_id: str) -> list[RunRecord]:
-        """The conversation's runs, newest first."""
-        ...
-
-    async def conversations(self, limit: int = 200) -> list[dict[str, Any]]: ...
-
-    def events(self, run_id: str, after: int = -1) -> AsyncIterator[dict[str, Any]]:
-        """The run's events with ``seq > after``: past ones, then live ones until the end."""
-        ...
+class RunService(RunsRole, RunAdmin, ApprovalsRole, Protocol):
+    """Starts, supersedes, aborts and describes runs; streams their events: every role."""
