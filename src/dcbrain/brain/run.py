@@ -56,6 +56,7 @@ from dcbrain.brain.running import run_plan
 from dcbrain.brain.trace import PlanCallEvents, RunRecorder
 from dcbrain.brain.validation import validate
 from dcbrain.chain import TFChainInterpreter
+from dcbrain.chain._plan_callables import RunScope
 from dcbrain.chain.approval_gate import ApprovalGate
 from dcbrain.events import (
     ApprovalDecided,
@@ -346,7 +347,7 @@ class BrainRun:
     async def on_enter_init(self, event: EventData) -> None:
         """Describe the chains and tools the plans may call (the lifecycle's init)."""
         if self.executed:
-            self.planning.describe(self._interpreter(observer=None).describe_callables())
+            self.planning.describe(self.brain.plan_callables().describe(self.context.chain_info))
 
     async def prepare_plan(self, event: EventData) -> None:
         """Recall memory, bring in the last suggestion, earlier failures and budgets."""
@@ -513,29 +514,13 @@ class BrainRun:
                 decided_at=decision.decided_at))
 
     def _interpreter(self, observer: Any) -> TFChainInterpreter:
-        brain, context = self.brain, self.context
-        return TFChainInterpreter(
-            brain.spec_chains,
-            tools=brain.tools,
-            additional_info=context.chain_info,
-            limits=brain.limits,
-            default_llm=brain.default_llm,
-            conversation=context.conversation,
-            knowledge=context.knowledge,
-            observer=observer,
-            neural=self.mailbox,
-            conversation_id=context.conversation_id,
-            journal=self.journal,
-            attempt=self.ir.iterations,
-            run_id=self.run_id,
-            isolation=brain.isolation,
-            approvals=self.gate,
-            policies=brain.policies,
-            policy_mode=brain.policy_mode,
-            flow_check=brain.policy_mode != "off",
-            planner_saw=self.planning.untrusted_sources_shown,
-            on_violation=brain.on_violation,
-        )
+        context = self.context
+        return TFChainInterpreter.of(self.brain.plan_callables(), RunScope(
+            additional_info=context.chain_info, conversation=context.conversation,
+            knowledge=context.knowledge, observer=observer, neural=self.mailbox,
+            conversation_id=context.conversation_id, journal=self.journal,
+            attempt=self.ir.iterations, run_id=self.run_id, approvals=self.gate,
+            planner_saw=self.planning.untrusted_sources_shown))
 
     # -- machine callbacks: validation -------------------------------------------------
 
