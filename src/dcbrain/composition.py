@@ -308,27 +308,22 @@ def configured_tool(item: Callable[..., Any] | Tool, options: ToolConfig) -> Too
     """``item`` as a :class:`Tool` with the options its ``[tool.NAME]`` table sets; the
     ones the table leaves out keep the tool's own (a ``Tool`` object) or the defaults."""
     from dcbrain.retries import RetryPolicy
-    from dcbrain.tools import Tool, checked_timeout, set_call_rules
+    from dcbrain.tools import Tool
 
     tool = copy.copy(item) if isinstance(item, Tool) else Tool(item)
     given = options.model_dump(exclude_none=True)
-    set_call_rules(tool, tool.name, given.get("requires_approval", tool.requires_approval),
-                   given.get("approval_timeout_s", tool.approval_timeout_s),
-                   given.get("side_effects", tool.side_effects),
-                   given.get("trusted_output", tool.trusted_output),
-                   given.get("trusted_args", tool.trusted_args), tool.policies,
-                   given.get("on_violation", tool.on_violation),
-                   given.get("trusted_fields", tool.trusted_fields))
-    tool.timeout_s = checked_timeout(given.get("timeout_s", tool.timeout_s),
-                                     f"tool {tool.name!r}")
-    tool.reuse = given.get("reuse", tool.reuse)
+    retry = tool.retry
     if "retries" in given or "backoff" in given:
-        current = tool.retry
         backoff = _backoff(options.backoff)
-        tool.retry = RetryPolicy.of(
-            given.get("retries", current.retries if current else 0),
-            current.retry_on if current else None,
-            backoff if backoff is not None else (current.backoff if current else None))
+        retry = RetryPolicy.of(
+            given.get("retries", retry.retries if retry else 0),
+            retry.retry_on if retry else None,
+            backoff if backoff is not None else (retry.backoff if retry else None))
+    given.pop("retries", None)
+    given.pop("backoff", None)
+    tool.options = tool.options.merged(f"tool {tool.name!r}", **given)
+    if retry is not tool.retry:
+        tool.retry = retry
     return tool
 
 

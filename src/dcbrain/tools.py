@@ -16,12 +16,14 @@ import asyncio
 import concurrent.futures
 import contextvars
 import copy
+import dataclasses
 import inspect
 import keyword
 import re
 import threading
 import typing
 from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import TypeAdapter, ValidationError
@@ -38,6 +40,73 @@ from dcbrain.tfplan.abandoned import AbandonedCall, abandoned_threads
 from dcbrain.tfplan.errors import TFToolTimeout
 
 T = typing.TypeVar("T")
+
+
+#: ``requires_approval``: always, never, or when a predicate of the call's keyword
+#: arguments says so.
+ApprovalRule = bool | Callable[[dict[str, Any]], bool]
+
+
+@dataclass(frozen=True, slots=True)
+class CallOptions:
+    """How a plan's calls of one tool or chain are made: journal ``reuse``, the deadline
+    ``timeout_s``, the ``retry`` policy, ``requires_approval`` (and the
+    ``approval_timeout_s`` of its wait), and the trust declarations and ``policies`` the
+    policy gate reads (see :class:`~dcbrain.tools.Tool`)."""
+
+    reuse: bool = True
+    timeout_s: float | None = None
+    retry: RetryPolicy | None = None
+    requires_approval: ApprovalRule = False
+    approval_timeout_s: float | None = None
+    side_effects: bool = True
+    trusted_output: bool = False
+    trusted_fields: frozenset[str] = frozenset()
+    trusted_args: frozenset[str] = frozenset()
+    policies: tuple[Policy, ...] = ()
+    on_violation: Violation | None = None
+
+    @classmethod
+    def of(cls, owner: str, **given: Any) -> CallOptions:
+        """The options ``given`` (the keywords of this class), checked for ``owner``
+        (``"tool 'x'"``); refused ones raise :class:`TypeError`/:class:`ValueError`."""
+        return cls().merged(owner, **given)
+
+    def merged(self, owner: str, **given: Any) -> CallOptions:
+        """These options with the ones ``given`` and not ``None`` in their place, checked
+        (the one rule every layer of configuration follows)."""
+        changes: dict[str, Any] = {}
+        for name, value in given.items():
+            if value is None:
+                continue
+            if name == "requires_approval":
+                value = checked_approval_rule(value, owner)
+            elif name in ("timeout_s", "approval_timeout_s"):
+                value = checked_timeout(value, owner, name)
+            elif name in ("side_effects", "trusted_output", "reuse"):
+                value = bool(value)
+            elif name in ("trusted_args", "trusted_fields"):
+                value = names_of(value, owner, name)
+            elif name == "policies":
+                value = checked_policies(value, owner)
+            elif name == "on_violation":
+                value = checked_violation(value, owner)
+            elif name != "retry":
+                raise TypeError(f"{owner}: unknown call option {name!r}")
+            changes[name] = value
+        return dataclasses.replace(self, **changes) if changes else self
+
+
+def option(name: str, doc: str = "") -> property:
+    """An attribute of a tool or chain that reads (and sets) its ``options.<name>``."""
+
+    def get(self: Any) -> Any:
+        return getattr(self.options, name)
+
+    def set_(self: Any, value: Any) -> None:
+        self.options = dataclasses.replace(self.options, **{name: value})
+
+    return property(get, set_, doc=doc or f"``options.{name}``")
 
 
 class _Unannounced:
@@ -90,29 +159,36 @@ class Tool:
     its format). The static checker holds plans to the same shape.
     """
 
+    #: How the plans' calls of the tool are made (the attributes below read it).
+    options: CallOptions = CallOptions()
     #: How failed calls are tried again; ``None``: they are not.
-    retry: RetryPolicy | None = None
+    retry = option("retry")
+    #: Whether a replan may get this tool's recorded result instead of a new call
+    #: (the run's call journal); ``False`` for reads that must be fresh.
+    reuse = option("reuse")
+    #: Seconds a call may take before it fails with :class:`TFToolTimeout`.
+    timeout_s = option("timeout_s")
     #: Where the tool comes from, said in errors that name it (``"MCP server 'notes'"``);
     #: empty for a Python function, which its qualified name identifies.
     origin: str = ""
     #: Whether a call waits for a person's decision: ``True``, or a predicate of its
     #: keyword arguments.
-    requires_approval: ApprovalRule = False
+    requires_approval = option("requires_approval")
     #: Seconds a call waits for a decision before it is denied; ``None``: the brain's.
-    approval_timeout_s: float | None = None
+    approval_timeout_s = option("approval_timeout_s")
     #: ``False`` for a read-only tool, whose calls no policy checks.
-    side_effects: bool = True
+    side_effects = option("side_effects")
     #: Whether the tool's results are trusted data (a company database), not untrusted text.
-    trusted_output: bool = False
+    trusted_output = option("trusted_output")
     #: Fields of the records the tool returns that are trusted data (``id_``), the rest not.
-    trusted_fields: frozenset[str] = frozenset()
+    trusted_fields = option("trusted_fields")
     #: Arguments that may carry trusted data only (the user's, the plan's, trusted tools').
-    trusted_args: frozenset[str] = frozenset()
+    trusted_args = option("trusted_args")
     #: Policies checked before each call (see :mod:`dcbrain.policies`).
-    policies: tuple[Policy, ...] = ()
+    policies = option("policies")
     #: What a call whose ``trusted_args`` carry untrusted data gets: ``"deny"``, ``"ask"``
     #: a person, or ``None``: the brain's choice.
-    on_violation: Violation | None = None
+    on_violation = option("on_violation")
     #: What the docstring's ``Returns:`` says of the result, and an example result.
     returns_doc: str = ""
     example: Any = None
@@ -145,14 +221,13 @@ class Tool:
         example: Any = None,
     ) -> None:
         self.func = func
-        self.retry = RetryPolicy.of(retries, retry_on, backoff)
-        set_call_rules(self, name or func.__name__, requires_approval, approval_timeout_s,
-                       side_effects, trusted_output, trusted_args, policies, on_violation,
-                       trusted_fields)
-        #: Whether a replan may get this tool's recorded result instead of a new call
-        #: (the run's call journal); ``False`` for reads that must be fresh.
-        self.reuse = reuse
-        self.timeout_s = checked_timeout(timeout_s, f"tool {name or func.__name__!r}")
+        self.options = CallOptions.of(
+            f"tool {name or func.__name__!r}", reuse=reuse, timeout_s=timeout_s,
+            retry=RetryPolicy.of(retries, retry_on, backoff),
+            requires_approval=requires_approval, approval_timeout_s=approval_timeout_s,
+            side_effects=side_effects, trusted_output=trusted_output,
+            trusted_args=trusted_args, policies=policies, on_violation=on_violation,
+            trusted_fields=trusted_fields)
         self.name = name or func.__name__
         self.is_async = inspect.iscoroutinefunction(func)
         self.signature, self._validated, parameters, returns, documented = derived_from(func)
@@ -309,9 +384,6 @@ def as_tool(obj: Tool | ToolProvider | Callable[..., Any]) -> Tool:
     return Tool(obj)
 
 
-#: ``Tool(requires_approval=...)``: always, never, or when a predicate of the call's keyword
-#: arguments says so.
-ApprovalRule = bool | Callable[[dict[str, Any]], bool]
 
 
 def set_call_rules(tool: Tool, name: str, requires_approval: ApprovalRule,
@@ -321,15 +393,15 @@ def set_call_rules(tool: Tool, name: str, requires_approval: ApprovalRule,
                    on_violation: Violation | None = None,
                    trusted_fields: Iterable[str] = ()) -> None:
     """Check and set the approval and trust options of ``tool`` (named ``name``)."""
-    owner = f"tool {name!r}"
-    tool.requires_approval = checked_approval_rule(requires_approval, owner)
-    tool.approval_timeout_s = checked_timeout(approval_timeout_s, owner, "approval_timeout_s")
-    tool.side_effects = bool(side_effects)
-    tool.trusted_output = bool(trusted_output)
-    tool.trusted_args = names_of(trusted_args, owner, "trusted_args")
-    tool.trusted_fields = names_of(trusted_fields, owner, "trusted_fields")
-    tool.policies = checked_policies(policies, owner)
-    tool.on_violation = checked_violation(on_violation, owner)
+    tool.options = tool.options.merged(
+        f"tool {name!r}", requires_approval=requires_approval,
+        approval_timeout_s=approval_timeout_s, side_effects=side_effects,
+        trusted_output=trusted_output, trusted_args=trusted_args, policies=policies,
+        on_violation=on_violation, trusted_fields=trusted_fields)
+    if approval_timeout_s is None:
+        tool.options = dataclasses.replace(tool.options, approval_timeout_s=None)
+    if on_violation is None:
+        tool.options = dataclasses.replace(tool.options, on_violation=None)
 
 
 def names_of(names: Iterable[str], owner: str, option: str) -> frozenset[str]:
@@ -524,13 +596,15 @@ class SchemaTool(Tool):
         if closed:
             schema.setdefault("additionalProperties", False)
         self.func = call
-        self.retry = RetryPolicy.of(retries, retry_on, backoff)
-        set_call_rules(self, name, requires_approval, approval_timeout_s, side_effects,
-                       trusted_output, trusted_args, policies, on_violation, trusted_fields)
+        self.options = CallOptions.of(
+            f"tool {name!r}", reuse=reuse, timeout_s=timeout_s,
+            retry=RetryPolicy.of(retries, retry_on, backoff),
+            requires_approval=requires_approval, approval_timeout_s=approval_timeout_s,
+            side_effects=side_effects, trusted_output=trusted_output,
+            trusted_args=trusted_args, policies=policies, on_violation=on_violation,
+            trusted_fields=trusted_fields)
         self.name = name
         self.description = description
-        self.reuse = reuse
-        self.timeout_s = checked_timeout(timeout_s, f"tool {name!r}")
         self.is_async = True
         self.parameters_schema = schema
         self.returns_schema = returns_schema

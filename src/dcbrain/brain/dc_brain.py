@@ -44,6 +44,7 @@ from dcbrain.chain import (
     MemoPrompt,
     check_plan_names,
 )
+from dcbrain.chain._plan_callables import PlanCallables
 from dcbrain.events import Event
 from dcbrain.exceptions import RunSuspended, TFBrainBusyError, TFBrainError
 from dcbrain.journal import CallJournal
@@ -244,6 +245,24 @@ class DCBrain(BaseBrain):
         assert self.plan_llm is not None
         return TemplatePlanner(self.plan_llm, [self.planning_prompt, self._memo_prompt,
                                                self._knowledge_prompt, self._question_prompt])
+
+    def plan_callables(self) -> PlanCallables:
+        """The chains and tools this brain's plans call, with their specs: made once, and
+        again only when one of the brain's chains, tools, limits or policies is replaced."""
+        made = self.__dict__.get("_plan_callables")
+        basis = (*self.spec_chains, *self.spec_chains.values(), *self.tools, self.limits,
+                 self.default_llm, self.isolation, self.policies, self.policy_mode,
+                 self.on_violation)
+        if made is not None and len(made[0]) == len(basis) \
+                and all(a is b for a, b in zip(made[0], basis, strict=True)):
+            return made[1]  # type: ignore[no-any-return]
+        callables = PlanCallables(
+            self.spec_chains, tools=self.tools, limits=self.limits,
+            default_llm=self.default_llm, isolation=self.isolation, policies=self.policies,
+            policy_mode=self.policy_mode, flow_check=self.policy_mode != "off",
+            on_violation=self.on_violation)
+        self.__dict__["_plan_callables"] = (basis, callables)
+        return callables
 
     def warm_up(self) -> None:
         """Load now what a first run would load lazily, so that it is as quick as the next.

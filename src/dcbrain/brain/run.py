@@ -51,6 +51,7 @@ from dcbrain.brain.planning import PlanningContext
 from dcbrain.brain.steps import MOVES, STATES, Abort, Fail, Init, drive
 from dcbrain.brain.trace import PlanCallEvents, RunRecorder
 from dcbrain.chain import TFChainInterpreter
+from dcbrain.chain._plan_callables import RunScope
 from dcbrain.chain.approval_gate import ApprovalGate
 from dcbrain.events import (
     ApprovalDecided,
@@ -308,29 +309,13 @@ class BrainRun:
                 decided_at=decision.decided_at))
 
     def _interpreter(self, observer: Any) -> TFChainInterpreter:
-        brain, context = self.brain, self.context
-        return TFChainInterpreter(
-            brain.spec_chains,
-            tools=brain.tools,
-            additional_info=context.chain_info,
-            limits=brain.limits,
-            default_llm=brain.default_llm,
-            conversation=context.conversation,
-            knowledge=context.knowledge,
-            observer=observer,
-            neural=self.mailbox,
-            conversation_id=context.conversation_id,
-            journal=self.journal,
-            attempt=self.ir.iterations,
-            run_id=self.run_id,
-            isolation=brain.isolation,
-            approvals=self.gate,
-            policies=brain.policies,
-            policy_mode=brain.policy_mode,
-            flow_check=brain.policy_mode != "off",
-            planner_saw=self.planning.untrusted_sources_shown,
-            on_violation=brain.on_violation,
-        )
+        context = self.context
+        return TFChainInterpreter.of(self.brain.plan_callables(), RunScope(
+            additional_info=context.chain_info, conversation=context.conversation,
+            knowledge=context.knowledge, observer=observer, neural=self.mailbox,
+            conversation_id=context.conversation_id, journal=self.journal,
+            attempt=self.ir.iterations, run_id=self.run_id, approvals=self.gate,
+            planner_saw=self.planning.untrusted_sources_shown))
 
     # -- helpers -----------------------------------------------------------------------
 

@@ -109,7 +109,7 @@ class Init:
 
     async def run(self, run: BrainRun) -> Step | End:
         run.move("init")
-        run.planning.describe(run._interpreter(observer=None).describe_callables())
+        run.planning.describe(run.brain.plan_callables().describe(run.context.chain_info))
         return Plan()
 
 

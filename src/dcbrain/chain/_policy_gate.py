@@ -21,6 +21,7 @@ from dcbrain.policies import (
 )
 from dcbrain.tfplan.errors import TFPolicyDenied
 from dcbrain.tfplan.provenance import PLAN, CallSources, Tracking, call_sources
+from dcbrain.tools import CallOptions
 
 logger = logging.getLogger(__name__)
 
@@ -68,15 +69,20 @@ class PolicyGate:
               ask: Callable[[str], Exception | None]) -> Exception | None:
         """The error a call must fail with, or ``None`` when it may run; ``ask(reason)``
         turns an :class:`Ask` into an approval request (its denial, or ``None``)."""
-        if self.mode == "off" or not getattr(owner, "side_effects", True):
+        # a tool's or chain's options in one read; anything else by its attributes
+        declared = getattr(owner, "options", None)
+        if not isinstance(declared, CallOptions):
+            declared = _declared(owner)
+        if self.mode == "off" or not declared.side_effects:
             return None
         own: list[Policy] = []
-        trusted_args: frozenset[str] = getattr(owner, "trusted_args", frozenset())
         # an argument a TrustedValues policy of the callee decides is left to it
-        trusted_args -= vouched_arguments(getattr(owner, "policies", ()))
+        trusted_args = declared.trusted_args - vouched_arguments(declared.policies) \
+            if declared.policies else declared.trusted_args
         if trusted_args:
-            own.append(trusted_args_policy(trusted_args, self.violation_of(owner)))
-        policies = [*own, *getattr(owner, "policies", ()), *self.policies]
+            own.append(trusted_args_policy(trusted_args,
+                                           declared.on_violation or self.on_violation))
+        policies = [*own, *declared.policies, *self.policies]
         if not policies:
             return None
         sources = _by_name(owner, arguments)
@@ -107,6 +113,14 @@ class PolicyGate:
         """What a call of ``owner`` whose ``trusted_args`` carry untrusted data gets."""
         own: Violation | None = getattr(owner, "on_violation", None)
         return own or self.on_violation
+
+
+def _declared(owner: Any) -> CallOptions:
+    """What ``owner`` (a callee without :class:`CallOptions`) declares to the gate."""
+    return CallOptions(side_effects=getattr(owner, "side_effects", True),
+                       trusted_args=getattr(owner, "trusted_args", frozenset()),
+                       policies=tuple(getattr(owner, "policies", ())),
+                       on_violation=getattr(owner, "on_violation", None))
 
 
 def denial(call: PolicyCall, policy: Policy, reason: str) -> TFPolicyDenied:

@@ -40,12 +40,12 @@ from dcbrain.retries import Backoff, RetryPolicy
 from dcbrain.schemas import CompiledSchema, compile_schema, describe_schema_error
 from dcbrain.tools import (
     ApprovalRule,
+    CallOptions,
     Tool,
     ToolLike,
     ToolProvider,
     as_tool,
-    checked_approval_rule,
-    checked_timeout,
+    option,
 )
 
 PromptArg = str | BasePrompt | Iterable[BasePrompt] | None
@@ -72,8 +72,17 @@ class Chain(Runnable):
     a :class:`~dcbrain.tools.Tool` (the provider's own retries of one LLM request are the
     LLM's, e.g. ``OpenAILLM(max_retries=...)``).
     ``requires_approval``/``approval_timeout_s``: a plan's call of the chain waits for a
-    person's decision first, as for a :class:`~dcbrain.tools.Tool`.
+    person's decision first, as for a :class:`~dcbrain.tools.Tool`. The chain holds these
+    as its :class:`~dcbrain.tools.CallOptions` (``options``).
     """
+
+    #: How the plans' calls of the chain are made (the attributes below read it).
+    options: CallOptions = CallOptions()
+    reuse = option("reuse")
+    timeout_s = option("timeout_s")
+    retry = option("retry")
+    requires_approval = option("requires_approval")
+    approval_timeout_s = option("approval_timeout_s")
 
     def __init__(
         self,
@@ -103,10 +112,10 @@ class Chain(Runnable):
     ) -> None:
         if not isinstance(name, str) or not name:
             raise TFChainError(f"a chain needs a non-empty name, got {name!r}")
-        self.timeout_s = checked_timeout(timeout_s, f"chain {name!r}")
-        self.requires_approval = checked_approval_rule(requires_approval, f"chain {name!r}")
-        self.approval_timeout_s = checked_timeout(approval_timeout_s, f"chain {name!r}",
-                                                  "approval_timeout_s")
+        self.options = CallOptions.of(
+            f"chain {name!r}", reuse=reuse, timeout_s=timeout_s,
+            retry=RetryPolicy.of(retries, retry_on, backoff),
+            requires_approval=requires_approval, approval_timeout_s=approval_timeout_s)
         self.name = name
         self.description = description
         self.llm = llm
@@ -116,8 +125,6 @@ class Chain(Runnable):
         self.max_tool_rounds = max_tool_rounds
         self.max_tokens = max_tokens
         self.temperature = temperature
-        self.reuse = reuse
-        self.retry = RetryPolicy.of(retries, retry_on, backoff)
         self.prompts: list[BasePrompt] = []
         self.system_prompt: BasePrompt | None = None
         with self._named_errors():

@@ -15,7 +15,6 @@ instead of running again.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
@@ -23,7 +22,16 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 from dcbrain.chain._announce import CallAnnouncer, PlanCallObserver
+from dcbrain.chain._call_pipeline import (
+    ChainCallable,
+    ToolCallable,
+    announce_stage,
+    gate_stage,
+    journal_stage,
+    trace_stage,
+)
 from dcbrain.chain._journaling import PASSTHROUGH, PlanJournal, replayed
+from dcbrain.chain._plan_callables import PlanCallables, RunScope
 from dcbrain.chain._plan_result import (
     ChainConsoleResult,
     attach_partial,
@@ -31,26 +39,23 @@ from dcbrain.chain._plan_result import (
     plan_chain_result,
 )
 from dcbrain.chain._plan_scope import BranchHooks, PlanScope, current_scope, text_bytes
-from dcbrain.chain._policy_gate import PolicyGate, ask_unavailable, effective_mode, tracking_of
+from dcbrain.chain._policy_gate import tracking_of
 from dcbrain.chain._retrying import JournaledTries
 from dcbrain.chain._usage import UsageCollector
-from dcbrain.chain.approval_gate import ApprovalGate, approval_reason
+from dcbrain.chain.approval_gate import ApprovalGate
 from dcbrain.chain.chain import Chain
 from dcbrain.chain.construct import (
     CALL_ARGUMENTS,
-    CONSTRUCT_CHAIN_SPEC,
     built_by_plan,
     construct_plan_chain,
 )
 from dcbrain.chain.containers import Chains
 from dcbrain.chain.intermediate import intermediate_results_added
-from dcbrain.chain.plan_names import check_plan_names
 from dcbrain.chain.prompts import MemoPrompt
 from dcbrain.chain.result import ChainOutput, ChainResult
 from dcbrain.chain.runnable import TEXT_KWARGS, input_text, to_json
-from dcbrain.events import PlanCallKind
 from dcbrain.exceptions import TFChainError
-from dcbrain.journal import CallJournal, JournalEntry, JournalKey, canonical_args
+from dcbrain.journal import CallJournal, JournalKey, canonical_args
 from dcbrain.llm.base import ChatLLM
 from dcbrain.llm.observe import llm_observer
 from dcbrain.messages import CHAINS_INTERMEDIATE_RESULTS, TextMessage
@@ -58,10 +63,6 @@ from dcbrain.policies import (
     Policy,
     PolicyMode,
     Violation,
-    checked_mode,
-    checked_policies,
-    checked_violation,
-    vouched_arguments,
 )
 from dcbrain.tfplan import (
     CallableSpec,
@@ -74,103 +75,14 @@ from dcbrain.tfplan import (
     check,
     compile_source,
 )
-from dcbrain.tfplan.errors import TFApprovalDenied, TFPolicyDenied
+from dcbrain.tfplan.errors import TFPolicyDenied
 from dcbrain.tfplan.host_budget import HostBudget
 from dcbrain.tfplan.interpreter import Isolation, off_the_loop
 from dcbrain.tfplan.label_path import label_path
-from dcbrain.tools import Tool, as_tool, needs_approval
+from dcbrain.tools import Tool
 
 #: Keyword arguments that become the text (``content``) of a chain's ``current_input``.
 INPUT_KWARGS = TEXT_KWARGS
-
-
-class _ChainCallable:
-    """A chain as the plan interpreter sees it: keyword arguments in, str or dict out."""
-
-    callable_kind = "chain"
-
-    def __init__(
-        self,
-        owner: TFChainInterpreter,
-        name: str,
-        chain: Chain | Chains,
-        journal_name: str | None = None,
-    ) -> None:
-        self.owner = owner
-        self.name = name
-        self.chain = chain
-        # a built chain's calls are known by its definition, not only its name
-        self.journal_name = journal_name or name
-
-    @property
-    def description(self) -> str:
-        return self.chain.description
-
-    @property
-    def parameters_schema(self) -> dict[str, Any]:
-        return self.chain.input_schema
-
-    @property
-    def returns_schema(self) -> dict[str, Any]:
-        return self.chain.output_schema
-
-    def __call__(self, **kwargs: Any) -> Any:
-        return self.owner._call_chain(self, kwargs)
-
-    def __repr__(self) -> str:
-        return f"<chain {self.name}>"
-
-
-class _ToolCallable:
-    """A tool as the plan interpreter sees it; sync tools run in the plan's thread."""
-
-    callable_kind = "tool"
-
-    def __init__(self, owner: TFChainInterpreter, tool: Tool) -> None:
-        self.owner = owner
-        self.tool = tool
-        self.name = tool.name
-        self.description = tool.description
-        self.parameters_schema = tool.parameters_schema
-        self.returns_schema = tool.returns_schema
-        self.signature = tool.signature
-        self.side_effects = tool.side_effects
-        self.trusted_output = tool.trusted_output
-        self.trusted_fields = tool.trusted_fields
-        self.trusted_args = tool.trusted_args
-        self.returns_doc = tool.returns_doc
-        self.example = tool.example
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        owner = self.owner
-        arguments = self.tool.keyword_arguments(args, kwargs)
-        tool = self.tool
-        key, entry = owner._journaled(self.name, arguments, reuse=tool.reuse)
-        denied = owner._approval("tool", self.name, tool, arguments, key) \
-            if entry is None else None
-        record = owner._announce("tool", key, entry)
-        if entry is not None:
-            return replayed(entry)
-        if denied is not None:
-            raise denied
-        journal = owner._journal
-        policy = tool.retry
-        if policy is None:
-            if tool.is_async:
-                return owner._in_scope(journal.acall(key, "tool", tool.acall(**arguments)),
-                                       record)
-            with owner._traced(record):
-                return journal.call(key, "tool", lambda: tool.call(**arguments))
-        tries = JournaledTries(journal, key, "tool", owner._announcer, record)
-        if tool.is_async:
-            return owner._in_scope(journal.acall(
-                key, "tool", tries.acall(policy, lambda: tool.acall(**arguments))), record)
-        with owner._traced(record):
-            return journal.call(key, "tool",
-                                lambda: tries.call(policy, lambda: tool.call(**arguments)))
-
-    def __repr__(self) -> str:
-        return f"<tool {self.name}>"
 
 
 class TFChainInterpreter:
@@ -224,52 +136,54 @@ class TFChainInterpreter:
         planner_saw: Iterable[str] = (),
         on_violation: Violation = "deny",
     ) -> None:
-        self.flow_check = flow_check
-        self.chains_map: dict[str, Chain | Chains] = dict(chains_map)
-        self._approvals = approvals
-        self._journal = PlanJournal(journal, attempt, run_id)
-        self.tools: list[Tool] = [as_tool(item) for item in tools]
-        self.additional_info: dict[str, Any] = additional_info if additional_info is not None \
-            else {}
-        self.default_llm = default_llm
-        self.conversation: list[TextMessage] = list(conversation or [])
-        self.knowledge: list[Any] = list(knowledge or [])
-        self.neural = neural
-        self.conversation_id = conversation_id
-        callables: dict[str, Callable[..., Any]] = {}
-        for name, chain in self.chains_map.items():
-            if not isinstance(chain, Chain | Chains):
-                raise TFChainError(f"chains_map[{name!r}]: expected Chain or Chains, got "
-                                   f"{type(chain).__name__}")
-            callables[name] = _ChainCallable(self, name, chain)
-        check_plan_names(self.chains_map, self.tools)
+        self._setup(
+            PlanCallables(chains_map, tools=tools, limits=limits, default_llm=default_llm,
+                          isolation=isolation, policies=policies, policy_mode=policy_mode,
+                          flow_check=flow_check, on_violation=on_violation),
+            RunScope(additional_info=additional_info, conversation=conversation,
+                     knowledge=knowledge, observer=observer, neural=neural,
+                     conversation_id=conversation_id, journal=journal, attempt=attempt,
+                     run_id=run_id, approvals=approvals, planner_saw=planner_saw))
+
+    @classmethod
+    def of(cls, callables: PlanCallables, run: RunScope) -> TFChainInterpreter:
+        """The interpreter of one run over ``callables`` (made once, e.g. per brain)."""
+        interpreter = cls.__new__(cls)
+        interpreter._setup(callables, run)
+        return interpreter
+
+    def _setup(self, plan: PlanCallables, run: RunScope) -> None:
+        self.plan_callables = plan
+        self.flow_check = plan.flow_check
+        self.chains_map = plan.chains_map
+        self.tools = plan.tools
+        self.default_llm = plan.default_llm
+        self._approvals = run.approvals
+        self._journal = PlanJournal(run.journal, run.attempt, run.run_id)
+        self.additional_info: dict[str, Any] = run.additional_info \
+            if run.additional_info is not None else {}
+        self.conversation: list[TextMessage] = list(run.conversation or [])
+        self.knowledge: list[Any] = list(run.knowledge or [])
+        self.neural = run.neural
+        self.conversation_id = run.conversation_id
+        callables: dict[str, Callable[..., Any]] = {
+            name: ChainCallable(self, name, chain) for name, chain in self.chains_map.items()}
         for tool in self.tools:
-            callables[tool.name] = _ToolCallable(self, tool)
+            callables[tool.name] = ToolCallable(self, tool)
         self._callables = callables
-        self._announcer = CallAnnouncer(observer) if observer is not None else None
-        mode = effective_mode(checked_mode(policy_mode), [*self.chains_map.values(),
-                                                          *self.tools], policies)
-        fields = {tool.name: tool.trusted_fields for tool in self.tools if tool.trusted_fields}
-        trusted = [f"tool:{tool.name}" for tool in self.tools if tool.trusted_output]
-        trusted += [f"tool:{name}.{field}" for name, names in fields.items() for field in names]
-        # the application's chains as such (their output carries what they read)
-        trusted += [f"chain:{name}" for name in self.chains_map]
-        self._policies = PolicyGate(mode, checked_policies(policies, "TFChainInterpreter"),
-                                    trusted, planner_saw,
-                                    checked_violation(on_violation, "TFChainInterpreter")
-                                    or "deny")
+        self._announcer = CallAnnouncer(run.observer) if run.observer is not None else None
+        self._policies = plan.policy_gate(run.planner_saw)
         self._interpreter = Interpreter(
             callables,
-            limits=limits,
+            limits=plan.limits,
             construct_chain=self._construct_chain,
             observer=self._announcer,
             parallel_hooks=BranchHooks(),
             passthrough=PASSTHROUGH,
-            isolation=isolation,
-            tracking=tracking_of(mode),
-            sources={name: f"{getattr(func, 'callable_kind', 'tool')}:{name}"
-                     for name, func in callables.items()},
-            trusted_fields=fields,
+            isolation=plan.isolation,
+            tracking=tracking_of(plan.mode),
+            sources=plan.sources,
+            trusted_fields=plan.trusted_fields,
             reads={name: ["memory:conversation"] for name, chain in self.chains_map.items()
                    if _renders_conversation(chain) and _holds_answers(self.conversation)},
         )
@@ -282,29 +196,11 @@ class TFChainInterpreter:
     @property
     def specs(self) -> dict[str, CallableSpec]:
         """Specs of the chains and tools; arguments already in ``additional_info`` are optional."""
-        specs: dict[str, CallableSpec] = {}
-        for name, func in self._callables.items():
-            # the description is the chain's/tool's own, even when empty
-            spec = dataclasses.replace(CallableSpec.from_callable(name, func),
-                                       description=getattr(func, "description", ""))
-            if spec.kind == "chain":
-                spec = self._relax_required(spec)
-            specs[name] = spec
-        return specs
+        return self.plan_callables.specs(self.additional_info)
 
     def _checked_specs(self) -> dict[str, CallableSpec]:
-        """What the checker holds plans to: the chains and tools, and ``__construct_chain``.
-        A tool whose untrusted arguments go to a person is no static error."""
-        specs = self.specs
-        for tool in self.tools:
-            if tool.trusted_args and self._policies.violation_of(tool) == "ask":
-                specs[tool.name] = dataclasses.replace(specs[tool.name],
-                                                       trusted_args=frozenset())
-            elif vouched_arguments(tool.policies) & tool.trusted_args:  # the value decides
-                specs[tool.name] = dataclasses.replace(
-                    specs[tool.name],
-                    trusted_args=tool.trusted_args - vouched_arguments(tool.policies))
-        return {**specs, CONSTRUCT_CHAIN_SPEC.name: CONSTRUCT_CHAIN_SPEC}
+        """What the checker holds plans to (see :meth:`PlanCallables.checked_specs`)."""
+        return self.plan_callables.checked_specs(self.additional_info)
 
     def check(self, plan: str) -> list[Problem]:
         """Every static problem of ``plan`` (syntax included) against the chains and tools."""
@@ -315,22 +211,7 @@ class TFChainInterpreter:
     def describe_callables(self) -> list[dict[str, Any]]:
         """Name, kind, description, input and output schema of each chain and tool, with
         its trust declarations, its docstring's ``Returns:`` and its example result."""
-        return [
-            {
-                "name": spec.name,
-                "kind": spec.kind,
-                "description": spec.description,
-                "input_schema": spec.parameters,
-                "output_schema": spec.returns,
-                "side_effects": spec.side_effects,
-                "trusted_output": spec.trusted_output,
-                "trusted_args": sorted(spec.trusted_args),
-                "trusted_fields": sorted(spec.trusted_fields),
-                "returns_doc": spec.returns_doc,
-                "example": spec.example,
-            }
-            for spec in self.specs.values()
-        ]
+        return self.plan_callables.describe(self.additional_info)
 
     # -- running -----------------------------------------------------------------------
     def evaluate(self, plan: str, *, check: bool = True) -> ChainConsoleResult:
@@ -418,15 +299,15 @@ class TFChainInterpreter:
         scope = current_scope.get()
         return scope if scope is not None else self._root_scope(run=False)
 
-    def _call_chain(self, callable_: _ChainCallable, kwargs: dict[str, Any]) -> Any:
+    def _call_chain(self, callable_: ChainCallable, kwargs: dict[str, Any]) -> Any:
         """Phase one, in the plan's thread: safe point, announcement, then the copied input."""
         if self.neural is not None and self.conversation_id is not None:
             self.neural.raise_if_new_input(self.conversation_id)
         chain = callable_.chain
-        key, entry = self._journaled(callable_.journal_name, kwargs, reuse=chain.reuse)
-        denied = self._approval("chain", callable_.name, chain, kwargs, key) \
+        key, entry = journal_stage(self, callable_.journal_name, kwargs, chain.reuse)
+        denied = gate_stage(self, "chain", callable_.name, chain, kwargs, key) \
             if entry is None else None
-        record = self._announce("chain", key, entry)
+        record = announce_stage(self, "chain", key, entry)
         scope = self._scope()
         if entry is not None:
             if entry.ok and entry.intermediate:
@@ -455,7 +336,8 @@ class TFChainInterpreter:
             return chain.async_run(message, self.conversation, self.knowledge)
 
         try:
-            with self._journal.context(key), self._traced(record), self._streamed(record):
+            with self._journal.context(key), trace_stage(self, record), \
+                    self._streamed(record):
                 if chain.retry is None:
                     result = await run()
                 else:
@@ -479,22 +361,6 @@ class TFChainInterpreter:
             intermediate=added)
         return result.content
 
-    async def _in_scope(self, awaitable: Awaitable[Any], record: CallRecord | None) -> Any:
-        """Await an async tool with the plan's LLM usage collector in place, in its call's
-        trace context."""
-        token = llm_observer.set(self._scope().collector)
-        try:
-            with self._traced(record):
-                return await awaitable
-        finally:
-            llm_observer.reset(token)
-
-    def _traced(self, record: CallRecord | None) -> AbstractContextManager[None]:
-        """Where the call ``record`` runs, its spans nest under its own."""
-        if self._announcer is None:
-            return nullcontext()
-        return self._announcer.traced(record)
-
     def _streamed(self, record: CallRecord | None) -> AbstractContextManager[None]:
         """While the chain call ``record`` runs, its LLMs' text goes to the observer."""
         if self._announcer is None:
@@ -507,8 +373,8 @@ class TFChainInterpreter:
         Building a chain calls no LLM, so a journaled construction is built again (it has
         to be: the plan needs the chain) and only reported as reused.
         """
-        key, entry = self._journaled("__construct_chain", kwargs, reuse=True)
-        self._announce("construct_chain", key, entry)
+        key, entry = journal_stage(self, "__construct_chain", kwargs, True)
+        announce_stage(self, "construct_chain", key, entry)
         if self.default_llm is None:
             raise TFChainError(
                 "__construct_chain needs a default LLM: pass default_llm=... to "
@@ -527,7 +393,7 @@ class TFChainInterpreter:
         if entry is None:
             self._journal.record(key, "construct_chain", started, result={"name": chain.name})
         digest = hashlib.sha256(canonical_args(kwargs).encode()).hexdigest()[:12]
-        return _ChainCallable(self, chain.name, chain, journal_name=f"{chain.name}#{digest}")
+        return ChainCallable(self, chain.name, chain, journal_name=f"{chain.name}#{digest}")
 
     def _check_constructed_name(self, name: str) -> None:
         """A plan's chain never takes the name of a chain or tool it was given."""
@@ -538,74 +404,6 @@ class TFChainInterpreter:
         if taken:
             raise TFChainError(f"__construct_chain name {name!r} is taken by a chain or tool "
                                "of this plan: choose another name")
-
-    def _announce(
-        self, kind: PlanCallKind, key: JournalKey | None = None,
-        entry: JournalEntry | None = None,
-    ) -> CallRecord | None:
-        """Announce the call this thread is entering; its trace record, if observed."""
-        if entry is not None:
-            self._scope().count_reused()
-        if self._announcer is None:
-            return None
-        return self._announcer.announce(
-            kind, reused=entry is not None, path=key.path if key is not None else "")
-
-    def _approval(self, kind: PlanCallKind, name: str, owner: Any,
-                  arguments: Mapping[str, Any], key: JournalKey | None
-                  ) -> Exception | None:
-        """Whether the call may run: ``None``, or the denial to raise once it is announced;
-        a call waiting for a decision raises :class:`ApprovalRequired` (unannounced).
-        Policies decide first (their ``Ask`` is a request for approval)."""
-        refused = self._policies.check(
-            kind, name, owner, arguments,
-            lambda reason: self._ask(kind, name, owner, arguments, key, reason))
-        if refused is not None:
-            if isinstance(refused, TFPolicyDenied) and self._announcer is not None:
-                self._announcer.policy_denied(kind, name, refused)
-            return refused
-        if not needs_approval(owner, arguments):
-            return None
-        if self._approvals is None:
-            return TFApprovalDenied(
-                f"{name}() requires a person's approval, and this plan has nobody to ask "
-                "(run it in a DCBrain, or give TFChainInterpreter approvals=...)")
-        return self._request(self._approvals, kind, name, owner, arguments, key,
-                             approval_reason(kind, name, owner.requires_approval))
-
-    def _ask(self, kind: PlanCallKind, name: str, owner: Any, arguments: Mapping[str, Any],
-             key: JournalKey | None, reason: str) -> Exception | None:
-        """A policy's ``Ask``: the approval gate decides, or, without one, the call fails."""
-        if self._approvals is None:
-            return ask_unavailable(reason)
-        return self._request(self._approvals, kind, name, owner, arguments, key,
-                             f"a policy asks: {reason}")
-
-    def _request(self, gate: ApprovalGate, kind: PlanCallKind, name: str, owner: Any,
-                 arguments: Mapping[str, Any], key: JournalKey | None,
-                 why: str) -> Exception | None:
-        """The gate's answer for the call this thread is entering (see ApprovalGate.check)."""
-        record = self._announcer.pending() if self._announcer is not None else None
-        return gate.check(name, kind, arguments, key, record=record, why=why,
-                          timeout_s=getattr(owner, "approval_timeout_s", None))
-
-    def _journaled(
-        self, name: str, arguments: Mapping[str, Any], *, reuse: bool
-    ) -> tuple[JournalKey | None, JournalEntry | None]:
-        """This call's journal key and the entry that answers it, if any."""
-        return self._journal.find(self._scope().counter, name, arguments, reuse=reuse)
-
-    def _relax_required(self, spec: CallableSpec) -> CallableSpec:
-        required = spec.parameters.get("required")
-        if not isinstance(required, list):
-            return spec
-        remaining = [name for name in required if name not in self.additional_info]
-        if len(remaining) == len(required):
-            return spec
-        parameters = {**spec.parameters, "required": remaining}
-        if not remaining:
-            del parameters["required"]
-        return dataclasses.replace(spec, parameters=parameters)
 
     def _finish(self, console: ConsoleResult, scope: PlanScope) -> ChainConsoleResult:
         chain_result = self._chain_result(scope, console.trace, console.value, console.stdout)

@@ -398,9 +398,10 @@ class MCPTools(Sequence[Tool]):
         except TFSchemaError as exc:
             raise TFMCPError(str(exc)) from None
         tool.origin = f"MCP server {self.name!r}"
-        tool.retry = self.retry
-        tool.requires_approval = any(fnmatch.fnmatchcase(server_name, pattern)
-                                     for pattern in self.require_approval)
+        tool.options = tool.options.merged(  # the server's options, as one rule merges them
+            f"tool {tool.name!r}", retry=self.retry,
+            requires_approval=any(fnmatch.fnmatchcase(server_name, pattern)
+                                  for pattern in self.require_approval))
         # readers of plain functions (the embedded planner's prompt) see the real arguments
         call.__signature__ = tool.signature  # type: ignore[attr-defined]
         call.__doc__ = tool.description
