@@ -188,3 +188,118 @@ def wait_ready(process: subprocess.Popen[bytes], base_url: str, log: Path,
             pass
         assert time.monotonic() < deadline, f"not ready in time:\n{log.read_text()}"
         time.sleep(0.05)
+
+
+class Cluster:
+    """The ``dcbrain serve`` / ``worker`` processes of one test, on one config of the
+    counting tools in ``directory``: started by name (one log each), talked to over HTTP,
+    killed or stopped by name; :meth:`close` stops whatever still runs."""
+
+    def __init__(self, directory: Path, llm: FakeOpenAIServer, *, delay_s: float,
+                 approval: tuple[str, ...] = ()) -> None:
+        answer_every_run(llm)
+        self.directory = directory
+        self.llm = llm
+        self.config = write_config(directory, llm, delay_s=delay_s, approval=approval)
+        self.port = free_port()
+        self.base_url = f"http://127.0.0.1:{self.port}"
+        self.processes: dict[str, subprocess.Popen[bytes]] = {}
+
+    def log(self, name: str) -> Path:
+        return self.directory / f"{name}.log"
+
+    def start(self, name: str, args: list[str], *,
+              env_vars: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+        """``dcbrain ARGS`` as process ``name`` (its log: ``NAME.log``)."""
+        process = start(args, self.log(name), env_vars=env_vars)
+        self.processes[name] = process
+        return process
+
+    def serve(self, *extra: str, name: str = "serve", db: str | None = None,
+              env_vars: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+        """``dcbrain serve`` on this cluster's port (with ``--db DB``), once healthy."""
+        args = ["serve", "--config", str(self.config), "--port", str(self.port),
+                *(["--db", db] if db else []), *extra]
+        process = self.start(name, args, env_vars=env_vars)
+        wait_healthy(process, self.base_url, self.log(name))
+        return process
+
+    def api(self, db: str, *, name: str = "api",
+            env_vars: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+        """An API node (``--role api``) on ``db``, once healthy."""
+        return self.serve("--role", "api", name=name, db=db, env_vars=env_vars)
+
+    def worker(self, name: str, db: str, *extra: str,
+               env_vars: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+        """``dcbrain worker --executor-id NAME`` on ``db``, once it says it is ready."""
+        args = ["worker", "--config", str(self.config), "--db", db,
+                "--executor-id", name, *extra]
+        process = self.start(name, args, env_vars=env_vars)
+        wait_for_line(self.log(name), "ready", process)
+        return process
+
+    def kill(self, name: str) -> None:
+        """SIGKILL process ``name`` and wait for its end."""
+        process = self.processes[name]
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+
+    def close(self) -> None:
+        for process in self.processes.values():
+            stop(process)
+
+    # -- over HTTP -------------------------------------------------------------------------
+
+    def send(self, conversation_id: str = "c1", content: str = "go") -> str:
+        """Post a message; the run's id."""
+        response = httpx.post(f"{self.base_url}/v1/conversations/{conversation_id}/messages",
+                              json={"content": content})
+        assert response.status_code == 202, response.text
+        run_id: str = response.json()["run_id"]
+        return run_id
+
+    def run(self, run_id: str) -> dict[str, Any]:
+        run: dict[str, Any] = httpx.get(f"{self.base_url}/v1/runs/{run_id}").json()
+        return run
+
+    def status(self, run_id: str) -> str:
+        return str(self.run(run_id)["status"])
+
+    def wait_status(self, run_ids: list[str], status: str, *, timeout_s: float = 60) -> None:
+        """Until every run of ``run_ids`` has ``status``."""
+        wait_until(lambda: all(self.status(run_id) == status for run_id in run_ids),
+                   timeout_s=timeout_s, what=f"every run {status}")
+
+    def stream(self, run_id: str) -> str:
+        """The run's whole event stream (it has ended)."""
+        return httpx.get(f"{self.base_url}/v1/runs/{run_id}/events", timeout=30).text
+
+    def stored_events(self, run_id: str) -> list[dict[str, Any]]:
+        """The run's stored events (those with a ``seq``), from its ended stream."""
+        events = [json.loads(line[len("data: "):]) for line in self.stream(run_id).splitlines()
+                  if line.startswith("data: ")]
+        return [event for event in events if "seq" in event]
+
+    def wait_until_stored(self, run_id: str, call: str) -> None:
+        """Read the run's stream (stored events only) up to the start of ``call``."""
+        url = f"{self.base_url}/v1/runs/{run_id}/events"
+        with httpx.stream("GET", url, timeout=30) as response:
+            for line in response.iter_lines():
+                if line.startswith("data: ") and '"call_started"' in line:
+                    event = json.loads(line[len("data: "):])
+                    if event.get("name") == call:
+                        return
+        raise AssertionError(f"the run ended before {call} started")
+
+    def approve(self, run_id: str, tool: str) -> None:
+        """Approve the run's one pending request (a call of ``tool``)."""
+        [request] = self.run(run_id)["approvals"]
+        assert (request["tool"], request["decision"]) == (tool, None)
+        response = httpx.post(
+            f"{self.base_url}/v1/runs/{run_id}/approvals/{request['call_id']}",
+            json={"approved": True, "args_hash": request["args_hash"]})
+        assert response.status_code == 200, response.text
+
+    def started(self, *names: str) -> list[int]:
+        """How many calls of each tool of ``names`` started."""
+        return [count(self.directory, name, "started") for name in names]
