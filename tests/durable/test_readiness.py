@@ -6,17 +6,18 @@ from __future__ import annotations
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
 
 from support.durable_processes import (
+    Cluster,
     answer_every_run,
     count,
     free_port,
     start,
     stop,
-    wait_healthy,
     wait_ready,
     wait_until,
     write_config,
@@ -31,36 +32,25 @@ def _ready(base_url: str) -> httpx.Response:
 
 
 def test_an_api_node_is_ready_once_a_worker_is_live_and_keeps_no_local_file(
-    tmp_path: Path, fake_openai: FakeOpenAIServer, postgres_url: str
+    cluster: Callable[..., Cluster], postgres_url: str
 ) -> None:
-    answer_every_run(fake_openai)
-    config = write_config(tmp_path, fake_openai, delay_s=0.0)
-    port = free_port()
-    base_url = f"http://127.0.0.1:{port}"
-    logs = {name: tmp_path / f"{name}.log" for name in ("api", "worker")}
-    processes: dict[str, subprocess.Popen[bytes]] = {}
-    try:
-        processes["api"] = start(["serve", "--config", str(config), "--db", postgres_url,
-                                  "--role", "api", "--port", str(port)], logs["api"])
-        wait_healthy(processes["api"], base_url, logs["api"])
-        wait_until(lambda: "schema" not in _ready(base_url).text, what="the schema migrated")
-        alone = _ready(base_url)
-        local_files = [path.name for path in tmp_path.iterdir()
-                       if path.suffix not in (".toml", ".py", ".log") and path.is_file()]
-        processes["worker"] = start(["worker", "--config", str(config), "--db", postgres_url],
-                                    logs["worker"])
-        wait_ready(processes["api"], base_url, logs["api"])
-        with_worker = _ready(base_url)
-    finally:
-        for process in processes.values():
-            stop(process)
+    nodes = cluster(delay_s=0.0)
+    api = nodes.api(postgres_url)
+    wait_until(lambda: "schema" not in _ready(nodes.base_url).text, what="the schema migrated")
+    alone = _ready(nodes.base_url)
+    local_files = [path.name for path in nodes.directory.iterdir()
+                   if path.suffix not in (".toml", ".py", ".log") and path.is_file()]
+    nodes.start("worker", ["worker", "--config", str(nodes.config), "--db", postgres_url])
+    wait_ready(api, nodes.base_url, nodes.log("api"))
+    with_worker = _ready(nodes.base_url)
+    nodes.close()
     assert alone.status_code == 503
     assert alone.headers["retry-after"] == "2"
     body = alone.json()
     assert body["ready"] is False and body["error"] == "not_ready"
     assert [problem.split(":")[0] for problem in body["missing"]] == ["workers"], body
     assert with_worker.status_code == 200 and with_worker.json() == {"ready": True}
-    assert "store: PostgresDurableStore(" in logs["api"].read_text()
+    assert "store: PostgresDurableStore(" in nodes.log("api").read_text()
     assert local_files == []  # an API node opens no SQLite file of its own
 
 
