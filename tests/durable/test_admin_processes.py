@@ -10,7 +10,7 @@ import httpx
 
 from dcbrain.memory import SQLiteRunStore
 from support.cli_runner import cli_runner
-from support.durable_processes import Cluster, count, wait_until
+from support.durable_processes import Cluster, wait_until
 
 
 def _cancel_workflow(database: Path, run_id: str) -> None:
@@ -36,10 +36,7 @@ def test_a_crashed_run_whose_workflow_was_cancelled_is_resumed_and_finishes(
     nodes = cluster(delay_s=2.0)
     nodes.serve()
     run_id = nodes.send()
-    wait_until(lambda: count(nodes.directory, "step_two", "started") == 1,
-               what="step_two running")
-    nodes.wait_until_stored(run_id, "step_two")
-    nodes.kill("serve")
+    nodes.kill_during(run_id, "step_two")
     _cancel_workflow(nodes.directory / "brain.db", run_id)
     run_cli = cli_runner(nodes.directory)
     target = ["--config", str(nodes.config)]  # the database: the server need not be up

@@ -22,10 +22,7 @@ def test_a_waiting_run_survives_a_killed_server_and_finishes_once_approved(
     assert nodes.started(*TOOLS) == [1, 0, 0]
     nodes.serve()
     assert nodes.status(run_id) == "waiting"  # not interrupted, not lost
-    nodes.approve(run_id, "step_two")
-    nodes.wait_status([run_id], "succeeded")
-    run = nodes.run(run_id)
-    stream = nodes.stream(run_id)
+    run, stream = nodes.approve_and_finish(run_id, "step_two")
     nodes.close()
     assert run["result"]["final_result"] == 4
     assert nodes.started(*TOOLS) == [1, 1, 1]

@@ -27,10 +27,7 @@ def test_sigterm_during_an_approval_wait_leaves_the_run_waiting_with_nothing_los
     nodes.serve("--drain-timeout", "600")
     waiting = nodes.run(run_id)
     assert waiting["status"] == "waiting", waiting  # not interrupted, not lost
-    nodes.approve(run_id, "step_two")
-    nodes.wait_status([run_id], "succeeded")
-    run = nodes.run(run_id)
-    stream = nodes.stream(run_id)
+    run, stream = nodes.approve_and_finish(run_id, "step_two")
     nodes.close()
     assert run["result"]["final_result"] == 4
     assert nodes.started(*TOOLS) == [1, 1, 1]

@@ -13,10 +13,7 @@ def test_serve_killed_during_a_slow_tool_resumes_the_run_on_restart(
     nodes = cluster(delay_s=3.0)
     nodes.serve()
     run_id = nodes.send()
-    wait_until(lambda: count(nodes.directory, "step_two", "started") == 1,
-               what="step_two running")
-    nodes.wait_until_stored(run_id, "step_two")  # what a crash cannot take back
-    nodes.kill("serve")
+    nodes.kill_during(run_id, "step_two")
     assert count(nodes.directory, "step_two", "finished") == 0  # killed in the middle of it
     assert planner_requests(nodes.llm) == 1
     answered_before_the_kill = len(nodes.llm.requests)

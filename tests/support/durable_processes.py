@@ -136,16 +136,17 @@ def start(args: list[str], log: Path, extra_path: str | None = None, *,
 
 
 def wait_healthy(process: subprocess.Popen[bytes], base_url: str, log: Path,
-                 timeout_s: float = 60) -> None:
+                 timeout_s: float = 60, path: str = "/v1/health") -> None:
+    """Until ``path`` (default ``/v1/health``) answers 200, the process still alive."""
     deadline = time.monotonic() + timeout_s
     while True:
         assert process.poll() is None, log.read_text()
         try:
-            if httpx.get(base_url + "/v1/health").status_code == 200:
+            if httpx.get(base_url + path).status_code == 200:
                 return
         except httpx.TransportError:
             pass
-        assert time.monotonic() < deadline, f"not healthy in time:\n{log.read_text()}"
+        assert time.monotonic() < deadline, f"{path} not 200 in time:\n{log.read_text()}"
         time.sleep(0.05)
 
 
@@ -178,16 +179,7 @@ def stop(process: subprocess.Popen[bytes]) -> None:
 def wait_ready(process: subprocess.Popen[bytes], base_url: str, log: Path,
                timeout_s: float = 60) -> None:
     """Until ``/v1/ready`` answers 200 (the database is there and, for an API node, a worker)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        assert process.poll() is None, log.read_text()
-        try:
-            if httpx.get(base_url + "/v1/ready").status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        assert time.monotonic() < deadline, f"not ready in time:\n{log.read_text()}"
-        time.sleep(0.05)
+    wait_healthy(process, base_url, log, timeout_s, path="/v1/ready")
 
 
 class Cluster:
@@ -238,6 +230,13 @@ class Cluster:
         wait_for_line(self.log(name), "ready", process)
         return process
 
+    def kill_during(self, run_id: str, call: str, name: str = "serve") -> None:
+        """SIGKILL process ``name`` while tool ``call`` of the run runs, once the run's
+        stored events show it started (what a crash cannot take back)."""
+        wait_until(lambda: count(self.directory, call, "started") == 1, what=f"{call} running")
+        self.wait_until_stored(run_id, call)
+        self.kill(name)
+
     def kill(self, name: str) -> None:
         """SIGKILL process ``name`` and wait for its end."""
         process = self.processes[name]
@@ -269,6 +268,13 @@ class Cluster:
         """Until every run of ``run_ids`` has ``status``."""
         wait_until(lambda: all(self.status(run_id) == status for run_id in run_ids),
                    timeout_s=timeout_s, what=f"every run {status}")
+
+    def approve_and_finish(self, run_id: str, tool: str) -> tuple[dict[str, Any], str]:
+        """Approve the run's one pending call of ``tool``; the run once it succeeded, and
+        its event stream."""
+        self.approve(run_id, tool)
+        self.wait_status([run_id], "succeeded")
+        return self.run(run_id), self.stream(run_id)
 
     def stream(self, run_id: str) -> str:
         """The run's whole event stream (it has ended)."""
