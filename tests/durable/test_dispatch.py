@@ -75,7 +75,7 @@ def test_a_stopping_worker_hands_its_runs_to_a_live_one_at_once(
     wait_until(lambda: count(tmp_path, "step_one", "started") > 0, what="w1 running it")
     nodes.worker("w2", postgres_url, *patient)
     nodes.processes["w1"].send_signal(signal.SIGTERM)
-    assert nodes.processes["w1"].wait(60) == 0
+    assert nodes.processes["w1"].wait(60) == 0, nodes.log("w1").read_text()[-3000:]
     nodes.wait_status([run_id], "succeeded", timeout_s=90)
     executors = _executors(postgres_url, [run_id])
     nodes.close()

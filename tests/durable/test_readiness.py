@@ -3,7 +3,6 @@ worker only, and nodes started all at once on a fresh database never answer 500.
 
 from __future__ import annotations
 
-import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -13,11 +12,9 @@ import httpx
 
 from support.durable_processes import (
     Cluster,
-    answer_every_run,
     count,
     free_port,
     start,
-    stop,
     wait_ready,
     wait_until,
     write_config,
@@ -67,12 +64,10 @@ def test_an_api_node_refuses_a_run_cap_of_its_own(
 
 
 def test_nodes_started_at_once_on_a_fresh_database_answer_202_or_503_never_500(
-    tmp_path: Path, fake_openai: FakeOpenAIServer, postgres_url: str
+    cluster: Callable[..., Cluster], postgres_url: str
 ) -> None:
-    answer_every_run(fake_openai)
-    config = write_config(tmp_path, fake_openai, delay_s=0.2)
-    port = free_port()
-    base_url = f"http://127.0.0.1:{port}"
+    nodes = cluster(delay_s=0.2)
+    tmp_path, base_url, config = nodes.directory, nodes.base_url, nodes.config
     conversations = 6
     answers: list[int] = []
     run_ids: list[str] = []
@@ -100,30 +95,18 @@ def test_nodes_started_at_once_on_a_fresh_database_answer_202_or_503_never_500(
 
     posters = [threading.Thread(target=post_until_taken, args=(f"c{i}",), daemon=True)
                for i in range(conversations)]
-    logs = {name: tmp_path / f"{name}.log" for name in ("api", "w1", "w2")}
-    processes: dict[str, subprocess.Popen[bytes]] = {}
-    try:
-        for poster in posters:
-            poster.start()
-        processes["api"] = start(["serve", "--config", str(config), "--db", postgres_url,
-                                  "--role", "api", "--port", str(port)], logs["api"])
-        for name in ("w1", "w2"):
-            processes[name] = start(["worker", "--config", str(config), "--db", postgres_url,
-                                     "--concurrency", "2", "--executor-id", name], logs[name])
-        for poster in posters:
-            poster.join(150)
-
-        def all_ended() -> bool:
-            statuses = [httpx.get(f"{base_url}/v1/runs/{run_id}").json()["status"]
-                        for run_id in run_ids]
-            return all(status not in ("queued", "running") for status in statuses)
-
-        wait_until(all_ended, timeout_s=120, what="every run's end")
-        runs = [httpx.get(f"{base_url}/v1/runs/{run_id}").json() for run_id in run_ids]
-    finally:
-        for process in processes.values():
-            stop(process)
+    for poster in posters:
+        poster.start()
+    nodes.start("api", ["serve", "--config", str(config), "--db", postgres_url,
+                        "--role", "api", "--port", str(nodes.port)])
+    for name in ("w1", "w2"):
+        nodes.start(name, ["worker", "--config", str(config), "--db", postgres_url,
+                           "--concurrency", "2", "--executor-id", name])
+    for poster in posters:
+        poster.join(150)
+    runs = nodes.wait_ended(run_ids)
+    nodes.close()
     assert set(answers) <= {202, 503}, answers
-    assert len(run_ids) == conversations, (answers, logs["api"].read_text())
+    assert len(run_ids) == conversations, (answers, nodes.log("api").read_text())
     assert [r["status"] for r in runs] == ["succeeded"] * conversations, runs
     assert [count(tmp_path, name, "finished") for name in TOOLS] == [conversations] * 3

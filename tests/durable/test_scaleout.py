@@ -66,9 +66,7 @@ def test_a_killed_workers_runs_finish_on_the_other_worker(
     nodes.kill("w1")
     cut_off = sum(count(tmp_path, name, "started", killed)
                   - count(tmp_path, name, "finished", killed) for name in TOOLS)
-    wait_until(lambda: all(nodes.status(r) not in ("queued", "running") for r in run_ids),
-               timeout_s=120, what="every run's end")
-    runs = [nodes.run(run_id) for run_id in run_ids]
+    runs = nodes.wait_ended(run_ids)
     streams = [nodes.stream(run_id) for run_id in run_ids]
     # The workers' memory is the database's: the API node shows what either wrote.
     conversations = [httpx.get(f"{nodes.base_url}/v1/conversations/c{i}").json()

@@ -276,6 +276,12 @@ class Cluster:
         self.wait_status([run_id], "succeeded")
         return self.run(run_id), self.stream(run_id)
 
+    def wait_ended(self, run_ids: list[str], *, timeout_s: float = 120) -> list[dict[str, Any]]:
+        """Until no run of ``run_ids`` is queued or running; the runs then."""
+        wait_until(lambda: all(self.status(r) not in ("queued", "running") for r in run_ids),
+                   timeout_s=timeout_s, what="every run's end")
+        return [self.run(run_id) for run_id in run_ids]
+
     def stream(self, run_id: str) -> str:
         """The run's whole event stream (it has ended)."""
         return httpx.get(f"{self.base_url}/v1/runs/{run_id}/events", timeout=30).text
