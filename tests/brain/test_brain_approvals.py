@@ -255,17 +255,24 @@ def test_deciding_what_nobody_waits_for_is_a_clear_error() -> None:
 def test_a_waiting_run_can_be_aborted_and_waiting_does_not_count_against_the_timeout(
 ) -> None:
     bank = Bank()
-    brain = bank_brain(bank, [plan(PAY), plan(PAY)], [verdict(True)], timeout=0.5)
+    # the first answer is not solved: a second planning is allowed only with time left
+    plans = [plan(PAY), plan('return "paid"'), plan(PAY)]
+    brain = bank_brain(bank, plans, [verdict(False, "say it"), verdict(True)], timeout=0.5)
+
+    now = [1000.0]
 
     async def main() -> None:
-        task = asyncio.create_task(brain.async_run("pay", conversation_id="c1"))
+        task = asyncio.create_task(brain.async_run("pay", conversation_id="c1",
+                                                   deps=RunDeps(clock=lambda: now[0])))
         while not brain.pending_approvals():
             await asyncio.sleep(0.01)
-        await asyncio.sleep(0.8)  # past the run's timeout: waiting does not count
+        now[0] += 60.0  # far past the run's timeout: waiting does not count
         [request] = brain.pending_approvals()
         await brain.approve(brain.runs[0].run_id, request.call_id)
         result = await task
         assert result.status == "succeeded", result.reason
+        assert result.final_result == "paid"
+        assert result.duration_s < brain.timeout, result.duration_s
 
     asyncio.run(main())
 

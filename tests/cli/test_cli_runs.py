@@ -13,9 +13,8 @@ import pytest
 
 from dcbrain import SQLiteMemory
 from dcbrain.server import create_app
-from dcbrain.server.testing import serve_in_thread
 from support.cli_runner import RunCLI
-from support.server_app import PATIENCE_S, Api, BrainScripts, Gate, holding_brain
+from support.server_app import PATIENCE_S, Api, BrainScripts, Gate, holding_brain, served_api
 
 OLD, NEW, LIVE = "1" * 32, "2" * 32, "3" * 32
 
@@ -47,12 +46,8 @@ def config(tmp_path: Path) -> Path:
 def _server(memory: SQLiteMemory, brains: BrainScripts | None = None,
             token: str | None = None) -> Iterator[Api]:
     app = create_app(brains or BrainScripts(memory), memory, api_token=token)
-    with serve_in_thread(app) as base_url:
-        api = Api(base_url, token)
-        try:
-            yield api
-        finally:
-            api.http.close()
+    with served_api(app, token) as api:
+        yield api
 
 
 def _listed(result: object) -> list[str]:

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,6 +15,8 @@ from support.postgres_fixtures import IN_CI, has_durable_extra, require_durable_
 
 if TYPE_CHECKING:
     from support.durable_harness import Backend
+    from support.durable_processes import Cluster
+    from support.fake_openai import FakeOpenAIServer
 
 if not IN_CI and not has_durable_extra():
     # Outside CI, a machine without the extra skips these modules (they import it).
@@ -47,3 +49,22 @@ def counting(tmp_path: Path) -> CountingTools:
     return CountingTools(tmp_path / "counters")
 
 
+
+
+# -- real processes ------------------------------------------------------------------------
+
+@pytest.fixture
+def cluster(tmp_path: Path, fake_openai: FakeOpenAIServer) -> Iterator[Callable[..., Cluster]]:
+    """``cluster(delay_s=..., approval=(...))``: this test's processes on one config of the
+    counting tools (``support/durable_processes.py``), every one stopped at its end."""
+    from support.durable_processes import Cluster
+
+    made: list[Cluster] = []
+
+    def make(*, delay_s: float, approval: tuple[str, ...] = ()) -> Cluster:
+        made.append(Cluster(tmp_path, fake_openai, delay_s=delay_s, approval=approval))
+        return made[-1]
+
+    yield make
+    for each in made:
+        each.close()

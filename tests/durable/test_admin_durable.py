@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
 from dcbrain import SQLiteMemory
-from dcbrain.durable import SQLiteDurableStore
 from support.durable_brains import CountingTools
-from support.durable_harness import Backend, durable_server
+from support.durable_harness import Backend, age_runs, durable_server, waiting_run
 from support.durable_processes import wait_until
 from support.server_app import Api
 
@@ -64,22 +62,6 @@ def test_runs_are_listed_cancelled_and_a_cancelled_workflow_resumed(
     assert counting.count("step_one", "started") == 2  # the cancelled queued run never ran
 
 
-def _age(backend: Backend, run_ids: list[str], seconds: float) -> None:
-    """Move the runs' last change ``seconds`` into the past."""
-    when = time.time() - seconds
-    if isinstance(backend.store, SQLiteDurableStore):
-        path = backend.store.runs.path  # type: ignore[attr-defined]
-        with sqlite3.connect(path) as conn:
-            conn.executemany("UPDATE runs SET updated_at = ?, created_at = ? WHERE run_id = ?",
-                             [(when, when, run_id) for run_id in run_ids])
-        return
-    import psycopg
-
-    with psycopg.connect(backend.url, autocommit=True) as conn:
-        conn.execute("UPDATE dcbrain_runs SET updated_at = %s, created_at = %s "
-                     "WHERE run_id = ANY(%s)", (when, when, run_ids))
-
-
 def _dbos_rows(backend: Backend, run_ids: list[str]) -> dict[str, int]:
     """Rows of DBOS's system tables that name one of the runs' workflows (``<run>`` and its
     continuations ``<run>~<n>``), by table."""
@@ -129,7 +111,7 @@ def test_pruning_deletes_old_finished_runs_with_their_events_journal_and_dbos_ro
         counting.entered.clear()
         live = api.send("live", "count")
         assert counting.entered.wait(20)
-        _age(backend, [*old, live], 40 * 86400)
+        age_runs(backend, [*old, live], 40 * 86400)
         assert sum(_dbos_rows(backend, old).values()) > 0
         assert backend.store.journal(old[0])  # each call of the run is journaled
         pruned = api.http.post("/v1/runs/prune", json={"older_than": "30d"}).json()
@@ -163,7 +145,7 @@ def test_a_run_whose_workflow_has_not_ended_is_left_for_a_later_prune(
         # Recorded as ended, but its workflow still waits in the queue behind the holder.
         backend.store.save_run("e" * 32, "c3", "succeeded", {"question": "q"})
         api.engine.enqueue("e" * 32, "c3", "q")
-        _age(backend, ["e" * 32, finished], 40 * 86400)
+        age_runs(backend, ["e" * 32, finished], 40 * 86400)
         pruned = api.http.post("/v1/runs/prune", json={"older_than": "30d"}).json()
         kept = backend.store.get_run("e" * 32)
         counting.hold.set()
@@ -184,7 +166,7 @@ def test_pages_of_the_store_never_repeat_or_skip_a_run(backend: Backend) -> None
     for n, run_id in enumerate(run_ids):
         backend.store.save_run(run_id, f"c{n % 2}", "succeeded", {"question": "q"})
     for n in range(0, len(run_ids), 4):  # four runs share each creation time
-        _age(backend, run_ids[n:n + 4], 1000.0 - n)
+        age_runs(backend, run_ids[n:n + 4], 1000.0 - n)
     created = {run_id: backend.store.get_run(run_id).created_at  # type: ignore[union-attr]
                for run_id in run_ids}
     expected = sorted(run_ids, key=lambda r: (created[r], r), reverse=True)
@@ -207,11 +189,7 @@ def test_pages_of_the_store_never_repeat_or_skip_a_run(backend: Backend) -> None
 def test_a_run_that_waited_for_approval_is_pruned_with_its_continuation_workflow(
     backend: Backend, counting: CountingTools, tmp_path: Path
 ) -> None:
-    counting.approval = {"step_two"}
-    memory = SQLiteMemory(tmp_path / "conversations.db")
-    with durable_server(backend, counting.brain, memory) as api:
-        run_id = api.send("c1", "count")
-        api.wait_for_status(run_id, "waiting")
+    with waiting_run(backend, counting, tmp_path) as (api, run_id, _):
         waiting = api.http.post(f"/v1/runs/{run_id}/resume", json={})
         [pending] = api.http.get(f"/v1/runs/{run_id}").json()["approvals"]
         api.http.post(f"/v1/runs/{run_id}/approvals/{pending['call_id']}",
@@ -220,9 +198,8 @@ def test_a_run_that_waited_for_approval_is_pruned_with_its_continuation_workflow
         wait_until(lambda: _dbos_rows(backend, [run_id])["workflow_status"] == 2 and set(
             api.engine.workflow_statuses([run_id, run_id + "~1"]).values()) == {"SUCCESS"},
             what="both workflows' ends")
-        _age(backend, [run_id], 40 * 86400)
+        age_runs(backend, [run_id], 40 * 86400)
         pruned = api.http.post("/v1/runs/prune", json={"older_than": "30d"}).json()
-    memory.close()
     assert waiting.status_code == 409 and "waits for decisions" in waiting.json()["detail"]
     assert pruned["pruned"] == 1
     assert set(_dbos_rows(backend, [run_id]).values()) == {0}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import signal
 import subprocess
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -13,6 +14,7 @@ import psycopg
 
 from dcbrain.durable.testing import PostgresCluster, fresh_database
 from support.durable_processes import (
+    Cluster,
     answer_every_run,
     count,
     free_port,
@@ -40,75 +42,44 @@ def _statuses(base_url: str, run_ids: list[str]) -> list[str]:
 
 
 def test_a_burst_of_runs_spreads_over_both_workers(
-    tmp_path: Path, fake_openai: FakeOpenAIServer, postgres_url: str
+    cluster: Callable[..., Cluster], postgres_url: str
 ) -> None:
     # Each worker could take the whole burst (concurrency 16): it takes its share.
-    answer_every_run(fake_openai)
-    config = write_config(tmp_path, fake_openai, delay_s=1.0)
-    port = free_port()
-    base_url = f"http://127.0.0.1:{port}"
-    logs = {name: tmp_path / f"{name}.log" for name in ("w1", "w2", "api")}
-    processes: dict[str, subprocess.Popen[bytes]] = {}
-    try:
-        for name in ("w1", "w2"):
-            processes[name] = start(["worker", "--config", str(config), "--db", postgres_url,
-                                     "--concurrency", "16", "--executor-id", name], logs[name])
-        for name in ("w1", "w2"):
-            wait_for_line(logs[name], "ready", processes[name])
-        processes["api"] = start(["serve", "--config", str(config), "--db", postgres_url,
-                                  "--role", "api", "--port", str(port)], logs["api"])
-        wait_ready(processes["api"], base_url, logs["api"])
-        with httpx.Client(base_url=base_url) as client:
-            run_ids = [client.post(f"/v1/conversations/c{i}/messages",
-                                   json={"content": "go"}).json()["run_id"]
-                       for i in range(12)]
-        wait_until(lambda: all(s == "succeeded" for s in _statuses(base_url, run_ids)),
-                   timeout_s=120, what="every run's end")
-        executors = _executors(postgres_url, run_ids)
-    finally:
-        for process in processes.values():
-            stop(process)
+    nodes = cluster(delay_s=1.0)
+    tmp_path = nodes.directory
+    for name in ("w1", "w2"):
+        nodes.worker(name, postgres_url, "--concurrency", "16")
+    api = nodes.api(postgres_url)
+    wait_ready(api, nodes.base_url, nodes.log("api"))
+    run_ids = [nodes.send(f"c{i}") for i in range(12)]
+    nodes.wait_status(run_ids, "succeeded", timeout_s=120)
+    executors = _executors(postgres_url, run_ids)
+    nodes.close()
     taken = Counter(executors.values())
     assert set(taken) == {"w1", "w2"} and min(taken.values()) >= 3, taken
     assert [count(tmp_path, name, "finished") for name in TOOLS] == [12] * 3
 
 
 def test_a_stopping_worker_hands_its_runs_to_a_live_one_at_once(
-    tmp_path: Path, fake_openai: FakeOpenAIServer, postgres_url: str
+    cluster: Callable[..., Cluster], postgres_url: str
 ) -> None:
     # With --takeover-after 600 nobody is called dead in this test: w2 can only have the
     # run because w1 handed it back as it stopped.
-    answer_every_run(fake_openai)
-    config = write_config(tmp_path, fake_openai, delay_s=10.0)  # a run lasts 30 s
-    port = free_port()
-    base_url = f"http://127.0.0.1:{port}"
-    logs = {name: tmp_path / f"{name}.log" for name in ("w1", "w2", "api")}
-    processes: dict[str, subprocess.Popen[bytes]] = {}
-
-    def worker(name: str) -> subprocess.Popen[bytes]:
-        return start(["worker", "--config", str(config), "--db", postgres_url,
-                      "--executor-id", name, "--drain-timeout", "0",
-                      "--takeover-after", "600"], logs[name])
-
-    try:
-        processes["w1"] = worker("w1")
-        wait_for_line(logs["w1"], "ready", processes["w1"])
-        processes["api"] = start(["serve", "--config", str(config), "--db", postgres_url,
-                                  "--role", "api", "--port", str(port)], logs["api"])
-        wait_ready(processes["api"], base_url, logs["api"])
-        run_id = httpx.post(f"{base_url}/v1/conversations/c1/messages",
-                            json={"content": "go"}).json()["run_id"]
-        wait_until(lambda: count(tmp_path, "step_one", "started") > 0, what="w1 running it")
-        processes["w2"] = worker("w2")
-        wait_for_line(logs["w2"], "ready", processes["w2"])
-        processes["w1"].send_signal(signal.SIGTERM)
-        assert processes["w1"].wait(60) == 0
-        wait_until(lambda: _statuses(base_url, [run_id]) == ["succeeded"], timeout_s=90,
-                   what="the run's end on w2")
-        executors = _executors(postgres_url, [run_id])
-    finally:
-        for process in processes.values():
-            stop(process)
+    nodes = cluster(delay_s=10.0)  # a run lasts 30 s
+    tmp_path = nodes.directory
+    patient = ("--drain-timeout", "0", "--takeover-after", "600")
+    nodes.worker("w1", postgres_url, *patient)
+    api = nodes.api(postgres_url)
+    wait_ready(api, nodes.base_url, nodes.log("api"))
+    run_id = nodes.send()
+    wait_until(lambda: count(tmp_path, "step_one", "started") > 0, what="w1 running it")
+    nodes.worker("w2", postgres_url, *patient)
+    nodes.processes["w1"].send_signal(signal.SIGTERM)
+    assert nodes.processes["w1"].wait(60) == 0, nodes.log("w1").read_text()[-3000:]
+    nodes.wait_status([run_id], "succeeded", timeout_s=90)
+    executors = _executors(postgres_url, [run_id])
+    nodes.close()
+    logs = {name: nodes.log(name) for name in ("w1", "w2")}
     assert executors == {run_id: "w2"}
     assert "w1 stopping: 1 run(s) handed back to the queue" in logs["w1"].read_text()
     assert "is silent" not in logs["w2"].read_text()

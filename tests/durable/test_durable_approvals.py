@@ -8,7 +8,7 @@ from typing import Any
 
 from dcbrain import SQLiteMemory
 from support.durable_brains import CountingTools
-from support.durable_harness import Backend, durable_server
+from support.durable_harness import Backend, durable_server, waiting_run
 
 
 def decide(api: Any, run_id: str, call_id: str, **body: Any) -> Any:
@@ -18,11 +18,7 @@ def decide(api: Any, run_id: str, call_id: str, **body: Any) -> Any:
 def test_an_approval_posted_to_the_api_resumes_the_waiting_run_without_repeating_calls(
     backend: Backend, counting: CountingTools, tmp_path: Path
 ) -> None:
-    counting.approval = {"step_two"}
-    memory = SQLiteMemory(tmp_path / "conversations.db")
-    with durable_server(backend, counting.brain, memory) as api:
-        run_id = api.send("c1", "count")
-        run = api.wait_for_status(run_id, "waiting")
+    with waiting_run(backend, counting, tmp_path) as (api, run_id, run):
         listed = api.http.get("/v1/runs", params={"status": "waiting"}).json()["runs"]
         assert [r["run_id"] for r in listed] == [run_id]
         [pending] = run["approvals"]
@@ -47,17 +43,13 @@ def test_an_approval_posted_to_the_api_resumes_the_waiting_run_without_repeating
         assert final["approvals"][0]["decision"]["approved"] is True
     assert [counting.count(name, "started") for name in ("step_one", "step_two", "step_three")
             ] == [1, 1, 1]
-    memory.close()
 
 
 def test_decisions_that_cannot_be_taken_are_clear_4xx_and_a_denial_reaches_the_planner(
     backend: Backend, counting: CountingTools, tmp_path: Path
 ) -> None:
-    counting.approval = {"step_two"}
-    memory = SQLiteMemory(tmp_path / "conversations.db")
-    with durable_server(backend, counting.brain, memory) as api:
-        run_id = api.send("c1", "count")
-        [pending] = api.wait_for_status(run_id, "waiting")["approvals"]
+    with waiting_run(backend, counting, tmp_path) as (api, run_id, run):
+        [pending] = run["approvals"]
         call_id = pending["call_id"]
         assert decide(api, run_id, "ap-" + "0" * 20, approved=True).status_code == 404
         assert decide(api, "f" * 32, call_id, approved=True).status_code == 404
@@ -74,7 +66,6 @@ def test_decisions_that_cannot_be_taken_are_clear_4xx_and_a_denial_reaches_the_p
         assert failed and failed[0]["error_kind"] == "TFApprovalDenied"
         assert "denied by the user: not today" in failed[0]["error"]
     assert counting.count("step_two", "started") == 0
-    memory.close()
 
 
 def test_a_request_nobody_decides_in_time_is_denied(
@@ -97,16 +88,11 @@ def test_a_request_nobody_decides_in_time_is_denied(
 def test_a_waiting_run_is_aborted_at_once_on_the_api_node(
     backend: Backend, counting: CountingTools, tmp_path: Path
 ) -> None:
-    counting.approval = {"step_two"}
-    memory = SQLiteMemory(tmp_path / "conversations.db")
-    with durable_server(backend, counting.brain, memory) as api:
-        run_id = api.send("c1", "count")
-        api.wait_for_status(run_id, "waiting")
+    with waiting_run(backend, counting, tmp_path) as (api, run_id, _):
         assert api.http.post(f"/v1/runs/{run_id}/abort", json={}).status_code == 202
         stream = api.stream(run_id)
         assert stream.end == {"run_id": run_id, "status": "aborted"}
     assert counting.count("step_two", "started") == 0
-    memory.close()
 
 
 def test_a_continuation_runs_under_the_runs_version_not_the_deciding_nodes(

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -17,17 +17,7 @@ import pytest
 from dcbrain.durable import PostgresDurableStore, StoreWriter
 from dcbrain.durable.testing import PostgresCluster, fresh_database
 from dcbrain.exceptions import DatabaseUnavailable
-from support.durable_processes import (
-    answer_every_run,
-    count,
-    free_port,
-    start,
-    stop,
-    wait_ready,
-    wait_until,
-    write_config,
-)
-from support.fake_openai import FakeOpenAIServer
+from support.durable_processes import Cluster, count, wait_ready, wait_until
 
 RUNS = 4
 TOOLS = ("step_one", "step_two", "step_three")
@@ -118,24 +108,19 @@ class _Poller(threading.Thread):
 
 
 def test_a_postgres_restart_mid_run_answers_503_then_every_run_finishes(
-    tmp_path: Path, fake_openai: FakeOpenAIServer, postgres_cluster: PostgresCluster
+    cluster: Callable[..., Cluster], postgres_cluster: PostgresCluster
 ) -> None:
     postgres_url = fresh_database(postgres_cluster.url)
-    answer_every_run(fake_openai)
-    config = write_config(tmp_path, fake_openai, delay_s=1.0)
-    port = free_port()
-    base_url = f"http://127.0.0.1:{port}"
-    logs = {name: tmp_path / f"{name}.log" for name in ("worker", "api")}
-    processes: dict[str, subprocess.Popen[bytes]] = {}
+    nodes = cluster(delay_s=1.0)
+    tmp_path, base_url = nodes.directory, nodes.base_url
     poller: _Poller | None = None
     try:
-        processes["worker"] = start(["worker", "--config", str(config), "--db", postgres_url,
-                                     "--concurrency", "8"], logs["worker"])
-        processes["api"] = start(["serve", "--config", str(config), "--db", postgres_url,
-                                  "--role", "api", "--port", str(port)], logs["api"])
-        wait_ready(processes["api"], base_url, logs["api"])
-        run_ids = [httpx.post(f"{base_url}/v1/conversations/c{i}/messages",
-                              json={"content": "go"}).json()["run_id"] for i in range(RUNS)]
+        nodes.start("worker", ["worker", "--config", str(nodes.config), "--db", postgres_url,
+                               "--concurrency", "8"])
+        api = nodes.start("api", ["serve", "--config", str(nodes.config), "--db", postgres_url,
+                                  "--role", "api", "--port", str(nodes.port)])
+        wait_ready(api, base_url, nodes.log("api"))
+        run_ids = [nodes.send(f"c{i}") for i in range(RUNS)]
         wait_until(lambda: count(tmp_path, "step_one", "finished") > 0, what="a finished call")
         poller = _Poller(base_url, run_ids)
         poller.start()
@@ -149,19 +134,11 @@ def test_a_postgres_restart_mid_run_answers_503_then_every_run_finishes(
         poller.stopping.set()
         poller.join()
         everything = run_ids + poller.accepted
-
-        def all_ended() -> bool:
-            statuses = [httpx.get(f"{base_url}/v1/runs/{run_id}").json()["status"]
-                        for run_id in everything]
-            return all(status not in ("queued", "running") for status in statuses)
-
-        wait_until(all_ended, timeout_s=120, what="every run's end")
-        runs = [httpx.get(f"{base_url}/v1/runs/{run_id}").json() for run_id in everything]
+        runs = nodes.wait_ended(everything)
     finally:
         if poller is not None:
             poller.stopping.set()
-        for process in processes.values():
-            stop(process)
+        nodes.close()
     answers = poller.answers
     assert [a for a in answers if a[1] >= 500 and a[1] != 503] == [], answers
     ready = poller.statuses("/v1/ready")
@@ -189,28 +166,22 @@ def _json_lines(log: Path) -> list[dict[str, object]]:
 
 @pytest.mark.slow  # about 90 s on a loaded two-core machine: 20 s of it the outage
 def test_postgres_down_20_s_under_load_changes_nothing_for_two_workers_and_an_api_node(
-    tmp_path: Path, fake_openai: FakeOpenAIServer, postgres_cluster: PostgresCluster
+    cluster: Callable[..., Cluster], postgres_cluster: PostgresCluster
 ) -> None:
     postgres_url = fresh_database(postgres_cluster.url)
-    answer_every_run(fake_openai)
-    config = write_config(tmp_path, fake_openai, delay_s=1.0)
-    port = free_port()
-    base_url = f"http://127.0.0.1:{port}"
-    logs = {name: tmp_path / f"{name}.log" for name in ("w1", "w2", "api")}
-    processes: dict[str, subprocess.Popen[bytes]] = {}
+    nodes = cluster(delay_s=1.0)
+    tmp_path, base_url = nodes.directory, nodes.base_url
     poller: _Poller | None = None
     try:
         for name in ("w1", "w2"):
-            processes[name] = start(["worker", "--config", str(config), "--db", postgres_url,
-                                     "--concurrency", "4", "--executor-id", name,
-                                     "--log-format", "json"], logs[name])
-        processes["api"] = start(["serve", "--config", str(config), "--db", postgres_url,
-                                  "--role", "api", "--port", str(port), "--log-format",
-                                  "json"], logs["api"])
-        wait_ready(processes["api"], base_url, logs["api"])
-        run_ids = [httpx.post(f"{base_url}/v1/conversations/c{i}/messages",
-                              json={"content": "go"}).json()["run_id"]
-                   for i in range(CLUSTER_RUNS)]
+            nodes.start(name, ["worker", "--config", str(nodes.config), "--db", postgres_url,
+                               "--concurrency", "4", "--executor-id", name,
+                               "--log-format", "json"])
+        api = nodes.start("api", ["serve", "--config", str(nodes.config), "--db", postgres_url,
+                                  "--role", "api", "--port", str(nodes.port), "--log-format",
+                                  "json"])
+        wait_ready(api, base_url, nodes.log("api"))
+        run_ids = [nodes.send(f"c{i}") for i in range(CLUSTER_RUNS)]
         wait_until(lambda: count(tmp_path, "step_one", "finished") > 0, what="a finished call")
         poller = _Poller(base_url, run_ids)
         poller.start()
@@ -222,14 +193,7 @@ def test_postgres_down_20_s_under_load_changes_nothing_for_two_workers_and_an_ap
         poller.stopping.set()
         poller.join()
         everything = run_ids + poller.accepted
-
-        def all_ended() -> bool:
-            statuses = [httpx.get(f"{base_url}/v1/runs/{run_id}").json()["status"]
-                        for run_id in everything]
-            return all(status not in ("queued", "running") for status in statuses)
-
-        wait_until(all_ended, timeout_s=180, what="every run's end")
-        runs = [httpx.get(f"{base_url}/v1/runs/{run_id}").json() for run_id in everything]
+        runs = nodes.wait_ended(everything, timeout_s=180)
         with psycopg.connect(postgres_url) as conn:
             executions = dict(conn.execute(
                 "SELECT run_id, (data->>'executions')::int FROM dcbrain_runs "
@@ -237,11 +201,11 @@ def test_postgres_down_20_s_under_load_changes_nothing_for_two_workers_and_an_ap
     finally:
         if poller is not None:
             poller.stopping.set()
-        for process in processes.values():  # all at once: each drains on its own
+        for process in nodes.processes.values():  # all at once: each drains on its own
             if process.poll() is None:
                 process.send_signal(signal.SIGTERM)
-        for process in processes.values():
-            stop(process)
+        nodes.close()
+    logs = {name: nodes.log(name) for name in ("w1", "w2", "api")}
     answers = poller.answers
     assert [a for a in answers if a[1] >= 500 and a[1] != 503] == [], answers
     assert 503 in poller.statuses("/v1/ready")

@@ -3,20 +3,18 @@ worker only, and nodes started all at once on a fresh database never answer 500.
 
 from __future__ import annotations
 
-import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
 
 from support.durable_processes import (
-    answer_every_run,
+    Cluster,
     count,
     free_port,
     start,
-    stop,
-    wait_healthy,
     wait_ready,
     wait_until,
     write_config,
@@ -31,36 +29,25 @@ def _ready(base_url: str) -> httpx.Response:
 
 
 def test_an_api_node_is_ready_once_a_worker_is_live_and_keeps_no_local_file(
-    tmp_path: Path, fake_openai: FakeOpenAIServer, postgres_url: str
+    cluster: Callable[..., Cluster], postgres_url: str
 ) -> None:
-    answer_every_run(fake_openai)
-    config = write_config(tmp_path, fake_openai, delay_s=0.0)
-    port = free_port()
-    base_url = f"http://127.0.0.1:{port}"
-    logs = {name: tmp_path / f"{name}.log" for name in ("api", "worker")}
-    processes: dict[str, subprocess.Popen[bytes]] = {}
-    try:
-        processes["api"] = start(["serve", "--config", str(config), "--db", postgres_url,
-                                  "--role", "api", "--port", str(port)], logs["api"])
-        wait_healthy(processes["api"], base_url, logs["api"])
-        wait_until(lambda: "schema" not in _ready(base_url).text, what="the schema migrated")
-        alone = _ready(base_url)
-        local_files = [path.name for path in tmp_path.iterdir()
-                       if path.suffix not in (".toml", ".py", ".log") and path.is_file()]
-        processes["worker"] = start(["worker", "--config", str(config), "--db", postgres_url],
-                                    logs["worker"])
-        wait_ready(processes["api"], base_url, logs["api"])
-        with_worker = _ready(base_url)
-    finally:
-        for process in processes.values():
-            stop(process)
+    nodes = cluster(delay_s=0.0)
+    api = nodes.api(postgres_url)
+    wait_until(lambda: "schema" not in _ready(nodes.base_url).text, what="the schema migrated")
+    alone = _ready(nodes.base_url)
+    local_files = [path.name for path in nodes.directory.iterdir()
+                   if path.suffix not in (".toml", ".py", ".log") and path.is_file()]
+    nodes.start("worker", ["worker", "--config", str(nodes.config), "--db", postgres_url])
+    wait_ready(api, nodes.base_url, nodes.log("api"))
+    with_worker = _ready(nodes.base_url)
+    nodes.close()
     assert alone.status_code == 503
     assert alone.headers["retry-after"] == "2"
     body = alone.json()
     assert body["ready"] is False and body["error"] == "not_ready"
     assert [problem.split(":")[0] for problem in body["missing"]] == ["workers"], body
     assert with_worker.status_code == 200 and with_worker.json() == {"ready": True}
-    assert "store: PostgresDurableStore(" in logs["api"].read_text()
+    assert "store: PostgresDurableStore(" in nodes.log("api").read_text()
     assert local_files == []  # an API node opens no SQLite file of its own
 
 
@@ -77,12 +64,10 @@ def test_an_api_node_refuses_a_run_cap_of_its_own(
 
 
 def test_nodes_started_at_once_on_a_fresh_database_answer_202_or_503_never_500(
-    tmp_path: Path, fake_openai: FakeOpenAIServer, postgres_url: str
+    cluster: Callable[..., Cluster], postgres_url: str
 ) -> None:
-    answer_every_run(fake_openai)
-    config = write_config(tmp_path, fake_openai, delay_s=0.2)
-    port = free_port()
-    base_url = f"http://127.0.0.1:{port}"
+    nodes = cluster(delay_s=0.2)
+    tmp_path, base_url, config = nodes.directory, nodes.base_url, nodes.config
     conversations = 6
     answers: list[int] = []
     run_ids: list[str] = []
@@ -110,30 +95,18 @@ def test_nodes_started_at_once_on_a_fresh_database_answer_202_or_503_never_500(
 
     posters = [threading.Thread(target=post_until_taken, args=(f"c{i}",), daemon=True)
                for i in range(conversations)]
-    logs = {name: tmp_path / f"{name}.log" for name in ("api", "w1", "w2")}
-    processes: dict[str, subprocess.Popen[bytes]] = {}
-    try:
-        for poster in posters:
-            poster.start()
-        processes["api"] = start(["serve", "--config", str(config), "--db", postgres_url,
-                                  "--role", "api", "--port", str(port)], logs["api"])
-        for name in ("w1", "w2"):
-            processes[name] = start(["worker", "--config", str(config), "--db", postgres_url,
-                                     "--concurrency", "2", "--executor-id", name], logs[name])
-        for poster in posters:
-            poster.join(150)
-
-        def all_ended() -> bool:
-            statuses = [httpx.get(f"{base_url}/v1/runs/{run_id}").json()["status"]
-                        for run_id in run_ids]
-            return all(status not in ("queued", "running") for status in statuses)
-
-        wait_until(all_ended, timeout_s=120, what="every run's end")
-        runs = [httpx.get(f"{base_url}/v1/runs/{run_id}").json() for run_id in run_ids]
-    finally:
-        for process in processes.values():
-            stop(process)
+    for poster in posters:
+        poster.start()
+    nodes.start("api", ["serve", "--config", str(config), "--db", postgres_url,
+                        "--role", "api", "--port", str(nodes.port)])
+    for name in ("w1", "w2"):
+        nodes.start(name, ["worker", "--config", str(config), "--db", postgres_url,
+                           "--concurrency", "2", "--executor-id", name])
+    for poster in posters:
+        poster.join(150)
+    runs = nodes.wait_ended(run_ids)
+    nodes.close()
     assert set(answers) <= {202, 503}, answers
-    assert len(run_ids) == conversations, (answers, logs["api"].read_text())
+    assert len(run_ids) == conversations, (answers, nodes.log("api").read_text())
     assert [r["status"] for r in runs] == ["succeeded"] * conversations, runs
     assert [count(tmp_path, name, "finished") for name in TOOLS] == [conversations] * 3

@@ -5,26 +5,14 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-from pathlib import Path
+from collections.abc import Callable
 
 import httpx
 import psycopg
 
-from support.durable_processes import (
-    answer_every_run,
-    count,
-    free_port,
-    planner_requests,
-    start,
-    stop,
-    wait_healthy,
-    wait_until,
-    write_config,
-)
-from support.fake_openai import FakeOpenAIServer
+from support.durable_processes import Cluster, count, planner_requests, wait_until
 
 TOOLS = ("step_one", "step_two", "step_three")
 OLD, NEW = "v1-old", "v2-new"
@@ -44,53 +32,32 @@ def _worker_rows(postgres_url: str) -> dict[str, str | None]:
 
 
 def test_a_run_of_a_version_without_workers_is_stranded_then_resumed_under_the_new_one(
-    tmp_path: Path, fake_openai: FakeOpenAIServer, postgres_url: str
+    cluster: Callable[..., Cluster], postgres_url: str
 ) -> None:
-    answer_every_run(fake_openai)
-    config = write_config(tmp_path, fake_openai, delay_s=1.0)
-    port = free_port()
-    base_url = f"http://127.0.0.1:{port}"
-    logs = {name: tmp_path / f"{name}.log" for name in ("old", "new", "api")}
-    processes: dict[str, subprocess.Popen[bytes]] = {}
+    nodes = cluster(delay_s=1.0)
+    tmp_path = nodes.directory
+    nodes.worker("old", postgres_url, "--app-version", OLD)
+    nodes.api(postgres_url, env_vars={"DCBRAIN_APP_VERSION": OLD})
+    nodes.worker("new", postgres_url, env_vars={"DCBRAIN_APP_VERSION": NEW})
+    run_id = nodes.send()
+    old_pid, new_pid = nodes.processes["old"].pid, nodes.processes["new"].pid
+    wait_until(lambda: count(tmp_path, "step_two", "started", old_pid) > 0,
+               what="the old worker in the middle of the run")
+    nodes.kill("old")
 
-    def status() -> str:
-        return str(httpx.get(f"{base_url}/v1/runs/{run_id}").json()["status"])
-
-    try:
-        processes["old"] = start(["worker", "--config", str(config), "--db", postgres_url,
-                                  "--executor-id", "old", "--app-version", OLD], logs["old"])
-        wait_until(lambda: "ready" in logs["old"].read_text(), what="old worker ready")
-        processes["api"] = start(["serve", "--config", str(config), "--db", postgres_url,
-                                  "--role", "api", "--port", str(port)], logs["api"],
-                                 env_vars={"DCBRAIN_APP_VERSION": OLD})
-        wait_healthy(processes["api"], base_url, logs["api"])
-        processes["new"] = start(["worker", "--config", str(config), "--db", postgres_url,
-                                  "--executor-id", "new"], logs["new"],
-                                 env_vars={"DCBRAIN_APP_VERSION": NEW})
-        wait_until(lambda: "ready" in logs["new"].read_text(), what="new worker ready")
-        run_id = httpx.post(f"{base_url}/v1/conversations/c1/messages",
-                            json={"content": "go"}).json()["run_id"]
-        old_pid, new_pid = processes["old"].pid, processes["new"].pid
-        wait_until(lambda: count(tmp_path, "step_two", "started", old_pid) > 0,
-                   what="the old worker in the middle of the run")
-        processes["old"].send_signal(signal.SIGKILL)
-        processes["old"].wait()
-
-        wait_until(lambda: status() == "stranded", timeout_s=90, what="the run stranded")
-        warning = logs["new"].read_text()
-        kept_rows = _worker_rows(postgres_url)
-        new_calls_before_resume = sum(count(tmp_path, name, "started", new_pid)
-                                      for name in TOOLS)
-        refused = _runs_cli("resume", run_id, "--db", postgres_url, "--app-version", NEW)
-        resumed = _runs_cli("resume", run_id, "--db", postgres_url, "--app-version", NEW,
-                            "--any-version")
-        wait_until(lambda: status() not in ("queued", "running", "stranded"), timeout_s=90,
-                   what="the resumed run's end")
-        run = httpx.get(f"{base_url}/v1/runs/{run_id}").json()
-        stream = httpx.get(f"{base_url}/v1/runs/{run_id}/events", timeout=30).text
-    finally:
-        for process in processes.values():
-            stop(process)
+    wait_until(lambda: nodes.status(run_id) == "stranded", timeout_s=90,
+               what="the run stranded")
+    warning = nodes.log("new").read_text()
+    kept_rows = _worker_rows(postgres_url)
+    new_calls_before_resume = sum(count(tmp_path, name, "started", new_pid) for name in TOOLS)
+    refused = _runs_cli("resume", run_id, "--db", postgres_url, "--app-version", NEW)
+    resumed = _runs_cli("resume", run_id, "--db", postgres_url, "--app-version", NEW,
+                        "--any-version")
+    wait_until(lambda: nodes.status(run_id) not in ("queued", "running", "stranded"),
+               timeout_s=90, what="the resumed run's end")
+    run = nodes.run(run_id)
+    stream = nodes.stream(run_id)
+    nodes.close()
 
     # Reported, not taken over or deleted: a warning naming the run and its version, the
     # dead worker's heartbeat row kept, no call executed by the other version.
@@ -115,38 +82,25 @@ def test_a_run_of_a_version_without_workers_is_stranded_then_resumed_under_the_n
     assert count(tmp_path, "step_one", "started") == 1
     assert count(tmp_path, "step_two", "started") == 2
     assert count(tmp_path, "step_three", "started", new_pid) == 1
-    assert planner_requests(fake_openai) == 1
+    assert planner_requests(nodes.llm) == 1
 
 
 def test_serve_restarted_under_another_version_reports_its_old_run_stranded(
-    tmp_path: Path, fake_openai: FakeOpenAIServer
+    cluster: Callable[..., Cluster]
 ) -> None:
-    answer_every_run(fake_openai)
-    config = write_config(tmp_path, fake_openai, delay_s=1.0)
-    port = free_port()
-    base_url = f"http://127.0.0.1:{port}"
-    args = ["serve", "--config", str(config), "--port", str(port)]
-    log = tmp_path / "serve.log"
-    first = start(args, log, env_vars={"DCBRAIN_APP_VERSION": OLD})
-    try:
-        wait_healthy(first, base_url, log)
-        run_id = httpx.post(f"{base_url}/v1/conversations/c1/messages",
-                            json={"content": "go"}).json()["run_id"]
-        wait_until(lambda: count(tmp_path, "step_two", "started") == 1, what="step_two running")
-        first.send_signal(signal.SIGKILL)
-        first.wait()
-    finally:
-        stop(first)
-    second = start(args, log, env_vars={"DCBRAIN_APP_VERSION": NEW})
-    try:
-        wait_healthy(second, base_url, log)
-        wait_until(lambda: httpx.get(f"{base_url}/v1/runs/{run_id}").json()["status"]
-                   == "stranded", what="the old run stranded")
-        aborted = httpx.post(f"{base_url}/v1/runs/{run_id}/abort", json={})
-        run = httpx.get(f"{base_url}/v1/runs/{run_id}").json()
-        stream = httpx.get(f"{base_url}/v1/runs/{run_id}/events", timeout=30).text
-    finally:
-        stop(second)
+    nodes = cluster(delay_s=1.0)
+    tmp_path = nodes.directory
+    nodes.serve(env_vars={"DCBRAIN_APP_VERSION": OLD})
+    run_id = nodes.send()
+    wait_until(lambda: count(tmp_path, "step_two", "started") == 1, what="step_two running")
+    nodes.kill("serve")
+    nodes.serve(env_vars={"DCBRAIN_APP_VERSION": NEW})
+    wait_until(lambda: nodes.status(run_id) == "stranded", what="the old run stranded")
+    aborted = httpx.post(f"{nodes.base_url}/v1/runs/{run_id}/abort", json={})
+    run = nodes.run(run_id)
+    stream = nodes.stream(run_id)
+    nodes.close()
+    log = nodes.log("serve")
     assert f"stranded run(s) {run_id}: application version {OLD}" in log.read_text()
     assert aborted.status_code == 202
     assert (run["status"], run["reason"]) == ("aborted", "aborted")

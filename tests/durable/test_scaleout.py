@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import signal
-import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -12,18 +11,14 @@ import psycopg
 
 from support.cluster import api_command, worker_command
 from support.durable_processes import (
-    answer_every_run,
+    Cluster,
     count,
-    free_port,
     marks,
     planner_requests,
-    start,
-    stop,
+    wait_for_line,
     wait_healthy,
     wait_until,
-    write_config,
 )
-from support.fake_openai import FakeOpenAIServer
 
 RUNS = 6
 TOOLS = ("step_one", "step_two", "step_three")
@@ -50,56 +45,39 @@ def finished_again(directory: Path, name: str, killed: int, killed_at: float) ->
 
 
 def test_a_killed_workers_runs_finish_on_the_other_worker(
-    tmp_path: Path, fake_openai: FakeOpenAIServer, postgres_url: str
+    cluster: Callable[..., Cluster], postgres_url: str
 ) -> None:
-    answer_every_run(fake_openai)
-    config = write_config(tmp_path, fake_openai, delay_s=1.0)
-    port = free_port()
-    base_url = f"http://127.0.0.1:{port}"
-    processes: dict[str, subprocess.Popen[bytes]] = {}
-    logs = {name: tmp_path / f"{name}.log" for name in ("w1", "w2", "api")}
-    try:
-        for name in ("w1", "w2"):
-            processes[name] = start(worker_command(config=str(config), db=postgres_url,
-                                                   executor_id=name), logs[name])
-        for name in ("w1", "w2"):
-            wait_until(lambda n=name: "ready" in logs[n].read_text(), what=f"{name} ready")
-        processes["api"] = start(api_command(config=str(config), db=postgres_url,
-                                             host="127.0.0.1", port=port), logs["api"])
-        wait_healthy(processes["api"], base_url, logs["api"])
-        run_ids = [httpx.post(f"{base_url}/v1/conversations/c{i}/messages",
-                              json={"content": "go"}).json()["run_id"] for i in range(RUNS)]
-        killed = processes["w1"].pid
-        wait_until(lambda: _running_on(postgres_url, "w1") > 0
-                   and count(tmp_path, "step_two", "started", killed) > 0,
-                   what="w1 in the middle of a run")
-        killed_at = time.time()
-        processes["w1"].send_signal(signal.SIGKILL)
-        processes["w1"].wait()
-        cut_off = sum(count(tmp_path, name, "started", killed)
-                      - count(tmp_path, name, "finished", killed) for name in TOOLS)
-
-        def all_ended() -> bool:
-            statuses = [httpx.get(f"{base_url}/v1/runs/{run_id}").json()["status"]
-                        for run_id in run_ids]
-            return all(status not in ("queued", "running") for status in statuses)
-
-        wait_until(all_ended, timeout_s=120, what="every run's end")
-        runs = [httpx.get(f"{base_url}/v1/runs/{run_id}").json() for run_id in run_ids]
-        streams = [httpx.get(f"{base_url}/v1/runs/{run_id}/events", timeout=30).text
-                   for run_id in run_ids]
-        # The workers' memory is the database's: the API node shows what either wrote.
-        conversations = [httpx.get(f"{base_url}/v1/conversations/c{i}").json()
-                         for i in range(RUNS)]
-    finally:
-        for process in processes.values():
-            stop(process)
+    nodes = cluster(delay_s=1.0)
+    tmp_path = nodes.directory
+    for name in ("w1", "w2"):
+        nodes.start(name, worker_command(config=str(nodes.config), db=postgres_url,
+                                         executor_id=name))
+    for name in ("w1", "w2"):
+        wait_for_line(nodes.log(name), "ready", nodes.processes[name])
+    api = nodes.start("api", api_command(config=str(nodes.config), db=postgres_url,
+                                         host="127.0.0.1", port=nodes.port))
+    wait_healthy(api, nodes.base_url, nodes.log("api"))
+    run_ids = [nodes.send(f"c{i}") for i in range(RUNS)]
+    killed = nodes.processes["w1"].pid
+    wait_until(lambda: _running_on(postgres_url, "w1") > 0
+               and count(tmp_path, "step_two", "started", killed) > 0,
+               what="w1 in the middle of a run")
+    killed_at = time.time()
+    nodes.kill("w1")
+    cut_off = sum(count(tmp_path, name, "started", killed)
+                  - count(tmp_path, name, "finished", killed) for name in TOOLS)
+    runs = nodes.wait_ended(run_ids)
+    streams = [nodes.stream(run_id) for run_id in run_ids]
+    # The workers' memory is the database's: the API node shows what either wrote.
+    conversations = [httpx.get(f"{nodes.base_url}/v1/conversations/c{i}").json()
+                     for i in range(RUNS)]
+    nodes.close()
     assert [r["status"] for r in runs] == ["succeeded"] * RUNS, runs
     assert all(r["result"]["final_result"] == 4 for r in runs)
     assert all(stream.count("event: end") == 1 for stream in streams)
     assert [[m["role"] for m in c["messages"]] for c in conversations] == [
         ["user", "assistant"]] * RUNS  # committed once each, also by the resumed runs
-    assert "back on the queue" in logs["w2"].read_text()  # w2 took over w1's runs
+    assert "back on the queue" in nodes.log("w2").read_text()  # w2 took over w1's runs
     # Every call finished once, but for one w1 finished in the instant before the kill,
     # before its journal row was written (calls run at least once); the calls the kill cut
     # off, and only those, started a second time.
@@ -108,4 +86,4 @@ def test_a_killed_workers_runs_finish_on_the_other_worker(
     assert sum(count(tmp_path, name, "started") - again[name] for name in TOOLS) == \
         3 * RUNS + cut_off
     assert count(tmp_path, "step_one", "finished", killed) > 0  # w1 had finished calls
-    assert planner_requests(fake_openai) == RUNS  # w1's plans were not asked for again
+    assert planner_requests(nodes.llm) == RUNS  # w1's plans were not asked for again

@@ -128,18 +128,20 @@ async def test_a_coroutine_waits_for_its_row_without_blocking_its_loop(
     writer.add_events("r0", [{"type": "a", "seq": 0}])
     assert gate.entered.wait(5)  # the writer is held inside batch 1
     ticks = 0
+    ticked = asyncio.Event()
 
     async def tick() -> None:
         nonlocal ticks
         while True:
             ticks += 1
-            await asyncio.sleep(0.01)
+            if ticks == 5:
+                ticked.set()
+            await asyncio.sleep(0)
 
     ticker = asyncio.create_task(tick())
     stored = asyncio.create_task(writer.awrite_journal("r1", "call|x", {"result": 1}))
-    await asyncio.sleep(0.2)
-    assert not stored.done()  # its batch waits for batch 1 ...
-    assert ticks >= 5  # ... while the loop goes on with everything else
+    await asyncio.wait_for(ticked.wait(), 5)  # the loop goes on with everything else ...
+    assert not stored.done()  # ... while its batch waits for batch 1
     gate.release.set()
     await asyncio.wait_for(stored, 5)
     assert backend.store.journal("r1") == [{"result": 1}]

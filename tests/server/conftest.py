@@ -12,8 +12,7 @@ import pytest
 from dcbrain import SQLiteMemory
 from dcbrain.memory import RunStore
 from dcbrain.server import create_app
-from dcbrain.server.testing import serve_in_thread
-from support.server_app import Api, BrainScripts, ServeFn
+from support.server_app import Api, BrainScripts, ServeFn, served_api
 
 
 @pytest.fixture
@@ -36,11 +35,7 @@ def serve(brains: BrainScripts, memory: SQLiteMemory) -> ServeFn:
     def start(*, token: str | None = None, store: RunStore | None = None,
               **options: Any) -> Iterator[Api]:
         app = create_app(brains, store or memory, api_token=token, **options)
-        with serve_in_thread(app) as base_url:
-            api = Api(base_url, token)
-            try:
-                yield api
-            finally:
-                api.http.close()
+        with served_api(app, token) as api:
+            yield api
 
     return start

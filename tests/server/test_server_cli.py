@@ -7,13 +7,13 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 
 from dcbrain.cli.serve import is_loopback
 from dcbrain.llm.local import local_model_available
+from support.durable_processes import free_port
 from support.fake_openai import FakeOpenAIServer
 from support.server_app import PATIENCE_S, Api, wait_until_listening
 
@@ -22,13 +22,6 @@ def multiply(a: int, b: int) -> int:
     """Multiply two numbers."""
     return a * b
 '''
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def test_serve_answers_over_http_with_the_configured_brain(
@@ -53,16 +46,7 @@ def test_serve_answers_over_http_with_the_configured_brain(
     )
     base_url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + PATIENCE_S
-        while True:  # wait until it listens
-            assert process.poll() is None, process.stderr.read() if process.stderr else ""
-            try:
-                if httpx.get(base_url + "/v1/health").status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "dcbrain serve did not start"
-            time.sleep(0.05)
+        wait_until_listening(process, base_url)
         refused = httpx.get(base_url + "/v1/conversations")
         api = Api(base_url, token="t0ken")
         run_id = api.send("c-42", "What is 6 times 7?")

@@ -174,10 +174,14 @@ def test_open_event_streams_are_capped_per_client_and_in_total(
             held = [stack.enter_context(clients[i].stream("GET", url)) for i in range(2)]
             refused = clients[2].get(url)
             statuses = [r.status_code for r in held]
-        time.sleep(0.3)  # the server sees the two streams close
-        again = clients[2].stream("GET", url)
-        with again as reopened:
-            reopened_status = reopened.status_code
+        # the server sees the two streams close: until it has, a new one is refused
+        deadline = time.monotonic() + PATIENCE_S
+        while True:
+            with clients[2].stream("GET", url) as reopened:
+                reopened_status = reopened.status_code
+            if reopened_status != 429 or time.monotonic() > deadline:
+                break
+            time.sleep(0.02)
         gate.opened.set()
         after = api.stream(run_id)
         for client in clients:

@@ -11,8 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from dcbrain import SQLiteMemory
 from dcbrain.server import create_app
 from dcbrain.server.metrics import Metrics, serve_metrics
-from dcbrain.server.testing import serve_in_thread
-from support.server_app import Api, BrainScripts, replanning_brain
+from support.server_app import Api, BrainScripts, replanning_brain, served_api
 
 
 @contextmanager
@@ -21,12 +20,8 @@ def metered(brains: BrainScripts, memory: SQLiteMemory, *, token: str | None,
     app = create_app(brains, memory, api_token=token)
     stop_counting = serve_metrics(app, Metrics(), token=token, open_metrics=open_metrics)
     try:
-        with serve_in_thread(app) as base_url:
-            api = Api(base_url, token)
-            try:
-                yield api
-            finally:
-                api.http.close()
+        with served_api(app, token) as api:
+            yield api
     finally:
         stop_counting()
 

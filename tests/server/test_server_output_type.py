@@ -7,14 +7,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
-
-import httpx
 
 from support.durable_processes import free_port
 from support.fake_openai import FakeOpenAIServer
-from support.server_app import PATIENCE_S, Api
+from support.server_app import PATIENCE_S, Api, wait_until_listening
 
 TOOLS = '''
 from pydantic import BaseModel
@@ -57,16 +54,7 @@ def test_serve_validates_answers_into_the_configured_type_and_shows_its_schema(
          "--port", str(port)], env=env, stderr=subprocess.PIPE, text=True)
     base_url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + PATIENCE_S
-        while True:
-            assert process.poll() is None, process.stderr.read() if process.stderr else ""
-            try:
-                if httpx.get(base_url + "/v1/health").status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "dcbrain serve did not start"
-            time.sleep(0.05)
+        wait_until_listening(process, base_url)
         api = Api(base_url)
         schema = api.http.get("/v1/schema").json()
         run_id = api.send("c1", "What does tea cost?")

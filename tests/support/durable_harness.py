@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import sqlite3
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from dcbrain.durable import DurableStore
@@ -86,3 +88,38 @@ def durable_server(backend: Backend, factory: Callable[[], Any] | None, memory: 
             yield api
         finally:
             api.http.close()
+
+
+@contextmanager
+def waiting_run(backend: Backend, counting: Any, directory: Path,
+                **server_options: Any) -> Iterator[tuple[Any, str, dict[str, Any]]]:
+    """A durable server whose counting brain asks a person before ``step_two``, and a
+    run of it (conversation ``c1``) waiting for that decision: ``(api, run_id, run)``."""
+    from dcbrain import SQLiteMemory
+
+    counting.approval = {"step_two"}
+    memory = SQLiteMemory(directory / "conversations.db")
+    try:
+        with durable_server(backend, counting.brain, memory, **server_options) as api:
+            run_id = api.send("c1", "count")
+            yield api, run_id, api.wait_for_status(run_id, "waiting")
+    finally:
+        memory.close()
+
+
+def age_runs(backend: Backend, run_ids: list[str], seconds: float) -> None:
+    """Move the runs' creation and last change ``seconds`` into the past."""
+    from dcbrain.durable import SQLiteDurableStore
+
+    when = time.time() - seconds
+    if isinstance(backend.store, SQLiteDurableStore):
+        path = backend.store.runs.path  # type: ignore[attr-defined]
+        with sqlite3.connect(path) as conn:
+            conn.executemany("UPDATE runs SET updated_at = ?, created_at = ? WHERE run_id = ?",
+                             [(when, when, run_id) for run_id in run_ids])
+        return
+    import psycopg
+
+    with psycopg.connect(backend.url, autocommit=True) as conn:
+        conn.execute("UPDATE dcbrain_runs SET updated_at = %s, created_at = %s "
+                     "WHERE run_id = ANY(%s)", (when, when, run_ids))

@@ -136,16 +136,17 @@ def start(args: list[str], log: Path, extra_path: str | None = None, *,
 
 
 def wait_healthy(process: subprocess.Popen[bytes], base_url: str, log: Path,
-                 timeout_s: float = 60) -> None:
+                 timeout_s: float = 60, path: str = "/v1/health") -> None:
+    """Until ``path`` (default ``/v1/health``) answers 200, the process still alive."""
     deadline = time.monotonic() + timeout_s
     while True:
         assert process.poll() is None, log.read_text()
         try:
-            if httpx.get(base_url + "/v1/health").status_code == 200:
+            if httpx.get(base_url + path).status_code == 200:
                 return
         except httpx.TransportError:
             pass
-        assert time.monotonic() < deadline, f"not healthy in time:\n{log.read_text()}"
+        assert time.monotonic() < deadline, f"{path} not 200 in time:\n{log.read_text()}"
         time.sleep(0.05)
 
 
@@ -178,13 +179,139 @@ def stop(process: subprocess.Popen[bytes]) -> None:
 def wait_ready(process: subprocess.Popen[bytes], base_url: str, log: Path,
                timeout_s: float = 60) -> None:
     """Until ``/v1/ready`` answers 200 (the database is there and, for an API node, a worker)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        assert process.poll() is None, log.read_text()
-        try:
-            if httpx.get(base_url + "/v1/ready").status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        assert time.monotonic() < deadline, f"not ready in time:\n{log.read_text()}"
-        time.sleep(0.05)
+    wait_healthy(process, base_url, log, timeout_s, path="/v1/ready")
+
+
+class Cluster:
+    """The ``dcbrain serve`` / ``worker`` processes of one test, on one config of the
+    counting tools in ``directory``: started by name (one log each), talked to over HTTP,
+    killed or stopped by name; :meth:`close` stops whatever still runs."""
+
+    def __init__(self, directory: Path, llm: FakeOpenAIServer, *, delay_s: float,
+                 approval: tuple[str, ...] = ()) -> None:
+        answer_every_run(llm)
+        self.directory = directory
+        self.llm = llm
+        self.config = write_config(directory, llm, delay_s=delay_s, approval=approval)
+        self.port = free_port()
+        self.base_url = f"http://127.0.0.1:{self.port}"
+        self.processes: dict[str, subprocess.Popen[bytes]] = {}
+
+    def log(self, name: str) -> Path:
+        return self.directory / f"{name}.log"
+
+    def start(self, name: str, args: list[str], *,
+              env_vars: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+        """``dcbrain ARGS`` as process ``name`` (its log: ``NAME.log``)."""
+        process = start(args, self.log(name), env_vars=env_vars)
+        self.processes[name] = process
+        return process
+
+    def serve(self, *extra: str, name: str = "serve", db: str | None = None,
+              env_vars: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+        """``dcbrain serve`` on this cluster's port (with ``--db DB``), once healthy."""
+        args = ["serve", "--config", str(self.config), "--port", str(self.port),
+                *(["--db", db] if db else []), *extra]
+        process = self.start(name, args, env_vars=env_vars)
+        wait_healthy(process, self.base_url, self.log(name))
+        return process
+
+    def api(self, db: str, *, name: str = "api",
+            env_vars: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+        """An API node (``--role api``) on ``db``, once healthy."""
+        return self.serve("--role", "api", name=name, db=db, env_vars=env_vars)
+
+    def worker(self, name: str, db: str, *extra: str,
+               env_vars: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+        """``dcbrain worker --executor-id NAME`` on ``db``, once it says it is ready."""
+        args = ["worker", "--config", str(self.config), "--db", db,
+                "--executor-id", name, *extra]
+        process = self.start(name, args, env_vars=env_vars)
+        wait_for_line(self.log(name), "ready", process)
+        return process
+
+    def kill_during(self, run_id: str, call: str, name: str = "serve") -> None:
+        """SIGKILL process ``name`` while tool ``call`` of the run runs, once the run's
+        stored events show it started (what a crash cannot take back)."""
+        wait_until(lambda: count(self.directory, call, "started") == 1, what=f"{call} running")
+        self.wait_until_stored(run_id, call)
+        self.kill(name)
+
+    def kill(self, name: str) -> None:
+        """SIGKILL process ``name`` and wait for its end."""
+        process = self.processes[name]
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+
+    def close(self) -> None:
+        for process in self.processes.values():
+            stop(process)
+
+    # -- over HTTP -------------------------------------------------------------------------
+
+    def send(self, conversation_id: str = "c1", content: str = "go") -> str:
+        """Post a message; the run's id."""
+        response = httpx.post(f"{self.base_url}/v1/conversations/{conversation_id}/messages",
+                              json={"content": content})
+        assert response.status_code == 202, response.text
+        run_id: str = response.json()["run_id"]
+        return run_id
+
+    def run(self, run_id: str) -> dict[str, Any]:
+        run: dict[str, Any] = httpx.get(f"{self.base_url}/v1/runs/{run_id}").json()
+        return run
+
+    def status(self, run_id: str) -> str:
+        return str(self.run(run_id)["status"])
+
+    def wait_status(self, run_ids: list[str], status: str, *, timeout_s: float = 60) -> None:
+        """Until every run of ``run_ids`` has ``status``."""
+        wait_until(lambda: all(self.status(run_id) == status for run_id in run_ids),
+                   timeout_s=timeout_s, what=f"every run {status}")
+
+    def approve_and_finish(self, run_id: str, tool: str) -> tuple[dict[str, Any], str]:
+        """Approve the run's one pending call of ``tool``; the run once it succeeded, and
+        its event stream."""
+        self.approve(run_id, tool)
+        self.wait_status([run_id], "succeeded")
+        return self.run(run_id), self.stream(run_id)
+
+    def wait_ended(self, run_ids: list[str], *, timeout_s: float = 120) -> list[dict[str, Any]]:
+        """Until no run of ``run_ids`` is queued or running; the runs then."""
+        wait_until(lambda: all(self.status(r) not in ("queued", "running") for r in run_ids),
+                   timeout_s=timeout_s, what="every run's end")
+        return [self.run(run_id) for run_id in run_ids]
+
+    def stream(self, run_id: str) -> str:
+        """The run's whole event stream (it has ended)."""
+        return httpx.get(f"{self.base_url}/v1/runs/{run_id}/events", timeout=30).text
+
+    def stored_events(self, run_id: str) -> list[dict[str, Any]]:
+        """The run's stored events (those with a ``seq``), from its ended stream."""
+        events = [json.loads(line[len("data: "):]) for line in self.stream(run_id).splitlines()
+                  if line.startswith("data: ")]
+        return [event for event in events if "seq" in event]
+
+    def wait_until_stored(self, run_id: str, call: str) -> None:
+        """Read the run's stream (stored events only) up to the start of ``call``."""
+        url = f"{self.base_url}/v1/runs/{run_id}/events"
+        with httpx.stream("GET", url, timeout=30) as response:
+            for line in response.iter_lines():
+                if line.startswith("data: ") and '"call_started"' in line:
+                    event = json.loads(line[len("data: "):])
+                    if event.get("name") == call:
+                        return
+        raise AssertionError(f"the run ended before {call} started")
+
+    def approve(self, run_id: str, tool: str) -> None:
+        """Approve the run's one pending request (a call of ``tool``)."""
+        [request] = self.run(run_id)["approvals"]
+        assert (request["tool"], request["decision"]) == (tool, None)
+        response = httpx.post(
+            f"{self.base_url}/v1/runs/{run_id}/approvals/{request['call_id']}",
+            json={"approved": True, "args_hash": request["args_hash"]})
+        assert response.status_code == 200, response.text
+
+    def started(self, *names: str) -> list[int]:
+        """How many calls of each tool of ``names`` started."""
+        return [count(self.directory, name, "started") for name in names]

@@ -13,7 +13,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -207,6 +207,19 @@ class Api:
 
 
 ServeFn = Callable[..., AbstractContextManager[Api]]
+
+
+@contextmanager
+def served_api(app: Any, token: str | None = None) -> Iterator[Api]:
+    """``app`` served on loopback in a thread, and an :class:`Api` client of it."""
+    from dcbrain.server.testing import serve_in_thread
+
+    with serve_in_thread(app) as base_url:
+        api = Api(base_url, token)
+        try:
+            yield api
+        finally:
+            api.http.close()
 
 
 TRIP_PLAN = '''\
