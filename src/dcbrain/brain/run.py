@@ -144,7 +144,7 @@ class BrainRun:
         self.suspended: list[ApprovalRequest] = []
         #: Seconds spent waiting for decisions: they do not count against the timeout.
         self.waited_s = 0.0
-        self.started = 0.0
+        self.started: float | None = None
         self.executed = False
         self.state = "init"
 
@@ -161,7 +161,7 @@ class BrainRun:
     def elapsed(self) -> float:
         """Seconds since the run started, on the run's clock, but for the time it waited
         for approvals."""
-        return self.clock() - self.started - self.waited_s if self.started else 0.0
+        return self.clock() - self.started - self.waited_s if self.started is not None else 0.0
 
     # -- the run -----------------------------------------------------------------------
 
