@@ -24,6 +24,7 @@ from dcbrain._delivery import Fanout
 from dcbrain._jsonsafe import dumps
 from dcbrain.brain.text_deltas import TextDeltas
 from dcbrain.chain import PlanCall
+from dcbrain.chain._announce import PlanCallHooks
 from dcbrain.events import (
     DEFAULT_CLIP,
     BrainRunStarted,
@@ -322,7 +323,7 @@ class OTelSpans:
         self._run = None
 
 
-class PlanCallEvents:
+class PlanCallEvents(PlanCallHooks):
     """The :class:`~dcbrain.chain.PlanCallObserver` of a run: chain/tool calls as events.
 
     Calls still open when the run stops are closed by :meth:`close_open`; a late end of
