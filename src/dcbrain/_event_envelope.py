@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -74,10 +75,13 @@ Subscriber = Callable[[Event], None]
 class EventLog:
     """Numbers the events of one run in order and fans them out to subscribers.
 
-    Thread-safe. A subscriber that raises is skipped for that event only; the run never
-    fails because an observer did (a brain's run also reports it: see
-    :class:`~dcbrain.brain.trace.RunRecorder`). Once :meth:`seal` is called (the run's final event
-    went out) later events are dropped, so nothing follows ``final``.
+    Thread-safe. An event is numbered and kept under the log's lock; subscribers are
+    called outside it, in ``seq`` order, by whichever emitting thread finds nobody
+    delivering (the others only queue their event). A subscriber that raises is skipped
+    for that event only; the run never fails because an observer did. A brain's run
+    delivers its events itself, off its threads (see
+    :class:`~dcbrain.brain.trace.RunRecorder`). Once :meth:`seal` is called (the run's
+    final event went out) later events are dropped, so nothing follows ``final``.
     """
 
     def __init__(self, run_id: str | None = None, first_seq: int = 0) -> None:
@@ -87,6 +91,8 @@ class EventLog:
         self.sealed = False
         self._subscribers: list[Subscriber] = []
         self._lock = threading.RLock()
+        self._undelivered: deque[Event] = deque()
+        self._delivering = False
 
     def subscribe(self, subscriber: Subscriber) -> Callable[[], None]:
         self._subscribers.append(subscriber)
@@ -105,13 +111,29 @@ class EventLog:
             event = Event(payload=payload, seq=self.first_seq + len(self.events),
                           run_id=self.run_id)
             self.events.append(event)
-            for subscriber in list(self._subscribers):
+            if not self._subscribers:
+                return event
+            self._undelivered.append(event)
+            if self._delivering:
+                return event  # the thread delivering takes it, in order
+            self._delivering = True
+        self._deliver()
+        return event
+
+    def _deliver(self) -> None:
+        while True:
+            with self._lock:
+                if not self._undelivered:
+                    self._delivering = False
+                    return
+                event = self._undelivered.popleft()
+                subscribers = list(self._subscribers)
+            for subscriber in subscribers:
                 try:
                     subscriber(event)
                 except Exception:  # an observer's bug must not end the run
                     logger.warning("an event subscriber failed on %s event %d of run %s",
                                    event.type, event.seq, self.run_id, exc_info=True)
-        return event
 
     def seal(self) -> None:
         with self._lock:

@@ -97,3 +97,31 @@ def test_two_processes_on_one_sqlite_file_never_both_win_a_status_change(
     assert sorted(won[0] + won[1]) == sorted(f"r{i}" for i in range(runs))  # each once
     assert all(store.get_run(f"r{i}").data["by"] == ("a" if f"r{i}" in won[0] else "b")
                for i in range(runs))
+
+
+def test_an_sqlite_run_ends_with_its_final_event_in_one_transaction(tmp_path: Path) -> None:
+    """Whoever reads a run's terminal status reads its ``final`` as the last event too:
+    the event is not stored after the status (a reader polling for the end saw the
+    ``state_changed`` before ``final`` as the run's last event)."""
+    from dcbrain.durable import SQLiteDurableStore
+    from dcbrain.memory import SQLiteMemory
+
+    statuses_at_append: list[str] = []
+
+    class Watched(SQLiteMemory):
+        def append_run_event(self, run_id: str, seq: int, event: dict[str, Any]) -> None:
+            record = self.get_run(run_id)
+            statuses_at_append.append(record.status if record is not None else "?")
+            super().append_run_event(run_id, seq, event)
+
+    path = str(tmp_path / "brain.db")
+    runs = Watched(path)
+    store = SQLiteDurableStore(runs, path + "-journal.sqlite")
+    store.save_run("r1", "c", "running", {"question": "q"})
+    store.append_events("r1", [{"type": "state_changed", "seq": 0, "dest": "done"}])
+    ended = store.end_run("r1", "succeeded", {"reason": "done"},
+                          [{"type": "final", "seq": 1, "status": "succeeded"}],
+                          only_from=("running",))
+    assert ended is not None and ended.status == "succeeded"
+    assert [e["type"] for e in store.events("r1")] == ["state_changed", "final"]
+    assert "succeeded" not in statuses_at_append  # never a terminal run without final

@@ -334,8 +334,11 @@ class DCBrain(BaseBrain):
         try:
             yield run
         finally:
-            with self._runs_lock:
-                self._runs.pop(run.run_id, None)
+            try:  # whoever gets past the block has seen every event the run emitted
+                await run.recorder.delivered()
+            finally:
+                with self._runs_lock:
+                    self._runs.pop(run.run_id, None)
 
     async def async_run(
         self,

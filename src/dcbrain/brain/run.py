@@ -219,8 +219,7 @@ class BrainRun:
         result.reused_calls = self.plan_calls.reused
         final = result.to_dict(include_events=False)
         final["last_result"] = clip(final["last_result"])  # in full on the result
-        recorder.emit(Final(**final))
-        recorder.close()
+        await recorder.finish(Final(**final))
         result.events = recorder.as_dicts()
         return result
 

@@ -20,9 +20,11 @@ from opentelemetry import trace as otel_trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
+from dcbrain._delivery import Fanout
 from dcbrain._jsonsafe import dumps
 from dcbrain.brain.text_deltas import TextDeltas
 from dcbrain.chain import PlanCall
+from dcbrain.chain._announce import PlanCallHooks
 from dcbrain.events import (
     DEFAULT_CLIP,
     BrainRunStarted,
@@ -60,7 +62,14 @@ logger = logging.getLogger("dcbrain.events")
 
 
 class RunRecorder:
-    """Collects one run's events and delivers each, in order, to every sink."""
+    """Collects one run's events and delivers each, in order, to every sink.
+
+    An event is numbered, kept, written to the JSONL trace and turned into spans under the
+    recorder's lock; subscribers get it outside the lock, each in ``seq`` order on its own
+    lane (see :mod:`dcbrain._delivery`): a slow subscriber holds neither the thread that
+    emits nor the other subscribers. :meth:`finish` emits the run's last event once the
+    subscribers caught up, and returns once they have it too.
+    """
 
     def __init__(
         self,
@@ -75,10 +84,10 @@ class RunRecorder:
         self._lock = threading.Lock()
         self._jsonl: JSONLTrace | None = JSONLTrace(trace_path) if trace_path else None
         self._spans = OTelSpans() if spans and tracing_configured() else None
-        #: Subscribers' failures not yet told to the run (an ``error`` event each).
-        self._failures: list[str] = []
-        for subscriber in subscribers:
-            self.log.subscribe(self._reported(subscriber))
+        subscribers = list(subscribers)
+        #: Nobody subscribed: no delivery at all.
+        self._fanout: Fanout[Event] | None = Fanout(
+            subscribers, on_failure=self._subscriber_failed) if subscribers else None
 
     def emit(self, payload: EventData) -> Event | None:
         """Record ``payload`` as the run's next event; dropped once the run is closed."""
@@ -90,30 +99,34 @@ class RunRecorder:
                 self._jsonl.write(event)
             if self._spans is not None:
                 self._spans.handle(event)
-            failures, self._failures = self._failures, []
-        for failure in failures:
-            self.emit(ErrorEvent(source="subscriber", error=failure))
+            if self._fanout is not None:
+                self._fanout.push(event)  # in seq order: still under the lock
         return event
 
-    def _reported(self, subscriber: Subscriber) -> Subscriber:
-        """``subscriber``, whose failure is never hidden: it is logged with its traceback
-        and told to the run as an ``error`` event (``source: "subscriber"``) — an app
-        whose callback failed on ``approval_requested`` hears of it. The run goes on."""
+    def _subscriber_failed(self, subscriber: Callable[..., Any], event: Event, failure: str,
+                           error: BaseException | None) -> None:
+        """A subscriber's failure is never hidden: it is logged with its traceback and
+        told to the run as an ``error`` event (``source: "subscriber"``) — an app whose
+        callback failed on ``approval_requested`` hears of it. The run goes on."""
+        logger.error("run %s: %s", event.run_id, failure, exc_info=error,
+                     extra={"run_id": event.run_id, "source": "subscriber"})
+        payload = event.payload
+        if not (isinstance(payload, ErrorEvent) and payload.source == "subscriber"):
+            self.emit(ErrorEvent(source="subscriber", error=failure))
 
-        def deliver(event: Event) -> None:
-            try:
-                subscriber(event)
-            except Exception as exc:
-                name = getattr(subscriber, "__qualname__", type(subscriber).__name__)
-                failure = (f"event subscriber {name} failed on {event.type} event "
-                           f"{event.seq}: {type(exc).__name__}: {exc}")
-                logger.error("run %s: %s", event.run_id, failure, exc_info=True,
-                             extra={"run_id": event.run_id, "source": "subscriber"})
-                payload = event.payload
-                if not (isinstance(payload, ErrorEvent) and payload.source == "subscriber"):
-                    self._failures.append(failure)  # under the lock of emit()
+    async def delivered(self) -> None:
+        """Wait until every subscriber got every event emitted so far."""
+        if self._fanout is not None:
+            await self._fanout.delivered()
 
-        return deliver
+    async def finish(self, last: EventData) -> Event | None:
+        """End the run with ``last`` (its ``final``): once the subscribers caught up (their
+        failures are told before it), emit it and close; return once they have it."""
+        await self.delivered()
+        event = self.emit(last)
+        self.close()
+        await self.delivered()
+        return event
 
     def close(self) -> None:
         """The run ended: nothing more is recorded."""
@@ -310,7 +323,7 @@ class OTelSpans:
         self._run = None
 
 
-class PlanCallEvents:
+class PlanCallEvents(PlanCallHooks):
     """The :class:`~dcbrain.chain.PlanCallObserver` of a run: chain/tool calls as events.
 
     Calls still open when the run stops are closed by :meth:`close_open`; a late end of

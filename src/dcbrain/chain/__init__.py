@@ -1,6 +1,6 @@
 """Chains: prompts, Chain, ChainResult, SeqChains/ParallelChains/DCChains, plans over chains."""
 
-from dcbrain.chain._announce import PlanCall, PlanCallObserver
+from dcbrain.chain._announce import PlanCall, PlanCallHooks, PlanCallObserver
 from dcbrain.chain._plan_result import ChainConsoleResult
 from dcbrain.chain.chain import Chain
 from dcbrain.chain.construct import construct_chain
@@ -49,6 +49,7 @@ __all__ = [
     "MemoPrompt",
     "ParallelChains",
     "PlanCall",
+    "PlanCallHooks",
     "PlanCallObserver",
     "PromptContext",
     "SeqChains",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Protocol
@@ -31,12 +31,70 @@ class PlanCall:
     path: str = ""
 
 
+class ReplyDeltas(Protocol):
+    """Where a chain call's streamed LLM text goes (see :meth:`PlanCallObserver.text_deltas`)."""
+
+    def open_reply(self) -> Callable[[str], None]: ...
+
+    def close(self) -> None: ...
+
+
 class PlanCallObserver(Protocol):
-    """Hears of every call of a :class:`~dcbrain.chain.TFChainInterpreter`'s plans."""
+    """Hears of every call of a :class:`~dcbrain.chain.TFChainInterpreter`'s plans.
+
+    Every hook is declared here; :class:`PlanCallHooks` is a base whose hooks do nothing,
+    to override only those wanted. An object with only some of them is completed with
+    the base's (see :func:`plan_call_hooks`).
+    """
 
     def on_call_start(self, call: PlanCall) -> None: ...
 
     def on_call_end(self, call: PlanCall) -> None: ...
+
+
+class PlanCallHooks:
+    """Every hook of a plan call's observer, doing nothing: the base to override."""
+
+    def on_call_start(self, call: PlanCall) -> None:
+        """The call ``call`` starts (after its safe point, approval and policies)."""
+
+    def on_call_end(self, call: PlanCall) -> None:
+        """The call ended (``call.record`` holds its result or error)."""
+
+    def on_call_abandoned(self, call: PlanCall) -> None:
+        """The plan stopped waiting for the open call (its end follows)."""
+
+    def on_call_retry(self, call: PlanCall, *, attempt: int, attempts: int, error: str,
+                      delay_s: float) -> None:
+        """Try ``attempt`` of ``attempts`` failed with ``error``; next try after ``delay_s``."""
+
+    def on_policy_denied(self, event: PolicyDenied) -> None:
+        """A policy refused a call before it ran."""
+
+    def trace_context(self, call: PlanCall) -> otel_context.Context | None:
+        """The OpenTelemetry context to run the open call in (``None``: as is)."""
+        return None
+
+    def text_deltas(self, call: PlanCall) -> ReplyDeltas | None:
+        """Where the text of the open chain call's LLMs goes as written (``None``: nowhere)."""
+        return None
+
+
+_HOOKS = ("on_call_start", "on_call_end", "on_call_abandoned", "on_call_retry",
+          "on_policy_denied", "trace_context", "text_deltas")
+
+
+def plan_call_hooks(observer: PlanCallObserver | PlanCallHooks) -> PlanCallHooks:
+    """``observer`` with every hook: itself when it is a :class:`PlanCallHooks`, else a
+    :class:`PlanCallHooks` calling the hooks it has (looked up once, here)."""
+    if isinstance(observer, PlanCallHooks):
+        return observer
+    hooks = PlanCallHooks()
+    for name in _HOOKS:
+        hook = getattr(observer, name, None)
+        if hook is not None:
+            setattr(hooks, name, hook)
+    return hooks
 
 
 class CallAnnouncer:
@@ -49,8 +107,8 @@ class CallAnnouncer:
     safe point is never announced, so its end is not reported either.
     """
 
-    def __init__(self, observer: PlanCallObserver) -> None:
-        self._observer = observer
+    def __init__(self, observer: PlanCallObserver | PlanCallHooks) -> None:
+        self._observer = plan_call_hooks(observer)
         self._reported = threading.local()
         self._announced: dict[int, PlanCall] = {}
         self._lock = threading.Lock()
@@ -59,15 +117,13 @@ class CallAnnouncer:
         self._reported.record = record
 
     def policy_denied(self, kind: PlanCallKind, name: str, error: TFPolicyDenied) -> None:
-        """Tell an observer that listens (``on_policy_denied``) that a policy refused the
-        call this thread is entering."""
-        listener = getattr(self._observer, "on_policy_denied", None)
-        if listener is None:
-            return
+        """Tell the observer (``on_policy_denied``) that a policy refused the call this
+        thread is entering."""
         record = self.pending()
-        listener(PolicyDenied(kind=kind, name=name, policy=error.policy, reason=error.message,
-                              argument=error.argument, sources=list(error.sources),
-                              line=record.line if record is not None else None))
+        self._observer.on_policy_denied(PolicyDenied(
+            kind=kind, name=name, policy=error.policy, reason=error.message,
+            argument=error.argument, sources=list(error.sources),
+            line=record.line if record is not None else None))
 
     def pending(self) -> CallRecord | None:
         """The record of the call this thread is entering, not announced yet."""
@@ -89,13 +145,12 @@ class CallAnnouncer:
 
     def retried(self, record: CallRecord, attempt: int, attempts: int, error: BaseException,
                 delay_s: float) -> None:
-        """Tell an observer that listens (``on_call_retry``) that try ``attempt`` of the
-        call ``record`` failed with ``error`` and is retried after ``delay_s``."""
-        listener = getattr(self._observer, "on_call_retry", None)
+        """Tell the observer (``on_call_retry``) that try ``attempt`` of the call
+        ``record`` failed with ``error`` and is retried after ``delay_s``."""
         with self._lock:
             call = self._announced.get(id(record))
-        if listener is not None and call is not None:
-            listener(call, attempt=attempt, attempts=attempts,
+        if call is not None:
+            self._observer.on_call_retry(call, attempt=attempt, attempts=attempts,
                      error=f"{type(error).__name__}: {error}", delay_s=delay_s)
 
     @contextmanager
@@ -103,10 +158,9 @@ class CallAnnouncer:
         """Run the body in the trace context of the announced call ``record``, when the
         observer has one (``trace_context``): spans started there are the call's children.
         Entered where the call runs — the plan's thread for a tool, a chain's task."""
-        context_of = getattr(self._observer, "trace_context", None)
         with self._lock:
             call = self._announced.get(id(record)) if record is not None else None
-        context = context_of(call) if context_of is not None and call is not None else None
+        context = self._observer.trace_context(call) if call is not None else None
         if context is None:
             yield
             return
@@ -121,10 +175,9 @@ class CallAnnouncer:
         """Give the text the LLMs of the announced call ``record`` write in the body to the
         observer as it is written, when it listens (``text_deltas``: an object with
         ``open_reply()`` and ``close()``, or ``None``); closed when the body ends."""
-        open_deltas = getattr(self._observer, "text_deltas", None)
         with self._lock:
             call = self._announced.get(id(record)) if record is not None else None
-        deltas = open_deltas(call) if open_deltas is not None and call is not None else None
+        deltas = self._observer.text_deltas(call) if call is not None else None
         if deltas is None:
             yield
             return
@@ -135,11 +188,10 @@ class CallAnnouncer:
             deltas.close()
 
     def on_call_abandoned(self, record: CallRecord) -> None:
-        report = getattr(self._observer, "on_call_abandoned", None)
         with self._lock:
             call = self._announced.get(id(record))
-        if call is not None and report is not None:
-            report(call)
+        if call is not None:
+            self._observer.on_call_abandoned(call)
 
     def on_call_end(self, record: CallRecord) -> None:
         if getattr(self._reported, "record", None) is record:

@@ -484,7 +484,14 @@ class SQLiteDurableStore(DurableStore):
                 events: Sequence[dict[str, Any]], *,
                 only_from: Collection[str]) -> StoredRun | None:
         with self._lock:  # no other write of this process comes between the two
-            return super().end_run(run_id, status, changes, events, only_from=only_from)
+            if not isinstance(self.runs, SQLiteRunStore):
+                return super().end_run(run_id, status, changes, events, only_from=only_from)
+            # one transaction: whoever reads the terminal status reads the final event too
+            ended = self.runs.update_run_if(run_id, status, changes, only_from=only_from,
+                                            events=events)
+        if ended is not None and events and self.on_append is not None:
+            self.on_append(run_id)
+        return ended
 
     def append_events(self, run_id: str, events: Sequence[dict[str, Any]]) -> int:
         inserted = 0

@@ -59,9 +59,11 @@ class SQLiteRunStore(RunStore):
             )
 
     def update_run_if(self, run_id: str, status: str, changes: dict[str, Any], *,
-                      only_from: Collection[str]) -> StoredRun | None:
+                      only_from: Collection[str],
+                      events: Sequence[dict[str, Any]] = ()) -> StoredRun | None:
         """Set the run's ``status`` and merge ``changes`` into its data if its status is
         one of ``only_from``; the record after, or ``None`` (unknown, or another status).
+        ``events`` (each with an int ``seq``; one stored already is left) are stored with it.
 
         One write transaction: atomic against every process that has the file open."""
         with self._db.write() as conn:
@@ -73,6 +75,10 @@ class SQLiteRunStore(RunStore):
             now = time.time()
             conn.execute("UPDATE runs SET status = ?, data = ?, updated_at = ? "
                          "WHERE run_id = ?", (status, dumps(data), now, run_id))
+            conn.executemany(
+                "INSERT OR IGNORE INTO run_events (run_id, seq, event, created_at) "
+                "VALUES (?, ?, ?, ?)",
+                [(run_id, int(event["seq"]), dumps(event), now) for event in events])
         return StoredRun(run_id=row[0], conversation_id=row[1], status=status, data=data,
                          created_at=row[4], updated_at=now)
 
