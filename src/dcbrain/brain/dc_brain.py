@@ -129,6 +129,10 @@ class DCBrain(BaseBrain):
     place of untrusted data in planning prompts (earlier results and errors, the calls that
     already succeeded, recalled answers and documents); by default the planner sees it, and
     the run records which sources it saw (``PlanningContext.untrusted_sources_shown``).
+    ``eager`` starts a plan's calls of read-only tools (``side_effects=False``) while the
+    planner is still writing the plan (see :mod:`dcbrain.brain.eager`); calls with side
+    effects still wait for the whole plan and its check. Default: on when the plan LLM
+    streams.
 
     One instance runs any number of questions at once, each as its own
     :class:`~dcbrain.brain.run.BrainRun`; only two runs of the same conversation (or with
@@ -169,6 +173,7 @@ class DCBrain(BaseBrain):
         show_untrusted_to_planner: bool = True,
         on_violation: Violation = "deny",
         on_approval: ApprovalHandler | None = None,
+        eager: bool | None = None,
     ) -> None:
         super().__init__(memory=memory, memory_chunk_size=memory_chunk_size, trace_path=trace_path)
         if max_iterations < 1:
@@ -218,6 +223,7 @@ class DCBrain(BaseBrain):
         #: Runs that returned ``waiting`` (``wait_for_approvals=False``), by run id.
         self._suspended: dict[str, _Suspended] = {}
         self.show_untrusted_to_planner = show_untrusted_to_planner
+        self._eager = eager
         # Without a store given per run: kept in the memory's file when it is also a run
         # store (other processes see them), else in this process.
         store = self.memory if isinstance(self.memory, RunStore) else None
@@ -226,6 +232,18 @@ class DCBrain(BaseBrain):
         self._runs: dict[str, BrainRun] = {}
         if neural is not None:
             self.connect_to_neural(neural)
+
+    @property
+    def eager(self) -> bool:
+        """Whether plans' read-only calls start while the plan is written: as set, else
+        whether the plan LLM streams."""
+        if self._eager is not None:
+            return self._eager
+        return bool(getattr(self.plan_llm, "stream", False))
+
+    @eager.setter
+    def eager(self, value: bool | None) -> None:
+        self._eager = value
 
     # -- the three LLMs ----------------------------------------------------------------
 

@@ -50,6 +50,7 @@ from dcbrain.brain.budget import TokenBudget
 from dcbrain.brain.context import BrainContext, BrainIntermediateResult, BrainReason, BrainResult
 from dcbrain.brain.control import AbortRequested, BrainMachine, RunControl
 from dcbrain.brain.deps import Clock, RunDeps
+from dcbrain.brain.eager import eager_planning, plan_tools
 from dcbrain.brain.output import OutputType, accept_output
 from dcbrain.brain.planning import PlanningContext, ask_planner, remember_failed_plan
 from dcbrain.brain.running import run_plan
@@ -397,8 +398,9 @@ class BrainRun:
         ir.iterations += 1
         budget.iterations_used = ir.iterations
         callables = [*brain.spec_chains, *(tool.name for tool in brain.tools)]
-        await ask_planner(ir, brain.planner, self.planning, self.control, self.recorder,
-                          callables, self.journal)
+        async with eager_planning(self) as listen:  # read-only statements start early
+            await ask_planner(ir, brain.planner, self.planning, self.control, self.recorder,
+                              callables, self.journal, listen=listen)
         if ir.interpreter_err is not None:  # no usable plan: nothing to run
             self.attempts.record(ir)
 
@@ -516,7 +518,7 @@ class BrainRun:
         brain, context = self.brain, self.context
         return TFChainInterpreter(
             brain.spec_chains,
-            tools=brain.tools,
+            tools=plan_tools(brain),
             additional_info=context.chain_info,
             limits=brain.limits,
             default_llm=brain.default_llm,
