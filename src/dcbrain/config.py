@@ -185,6 +185,9 @@ class BrainConfig(_Section):
     #: ``ask``: a call whose ``trusted_args`` carry untrusted data goes to a person
     #: instead of being refused (a tool's own ``on_violation`` wins).
     on_violation: Literal["deny", "ask"] = "deny"
+    #: Start plans' read-only calls while the planner writes the plan; unset: when the
+    #: plan LLM streams.
+    eager: bool | None = None
     #: The type of every run's answer, ``"module:Class"`` (an importable module, or a
     #: ``.py`` file relative to the config, a tools file for one): the answer is
     #: validated into it before the run succeeds; ``GET /v1/schema`` shows its schema.

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from dcbrain import ScriptedLLM
-from dcbrain._delivery import Fanout
+from dcbrain.brain.delivery import Fanout
 from dcbrain.brain import DCBrain
 from dcbrain.events import Event
 from support.brain_scripts import add, plan, verdict

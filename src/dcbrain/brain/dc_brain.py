@@ -27,6 +27,7 @@ from dcbrain.approvals import (
 from dcbrain.brain.base import BaseBrain, EventCallback
 from dcbrain.brain.context import BrainResult, ContextualPlanInfo
 from dcbrain.brain.deps import AttemptStore, Resumption, RunDeps
+from dcbrain.brain.eager import plan_tools
 from dcbrain.brain.output import OutputType
 from dcbrain.brain.planner import Planner, TemplatePlanner
 from dcbrain.brain.planning import as_prompt
@@ -132,6 +133,10 @@ class DCBrain(BaseBrain):
     place of untrusted data in planning prompts (earlier results and errors, the calls that
     already succeeded, recalled answers and documents); by default the planner sees it, and
     the run records which sources it saw (``PlanningContext.untrusted_sources_shown``).
+    ``eager`` starts a plan's calls of read-only tools (``side_effects=False``) while the
+    planner is still writing the plan (see :mod:`dcbrain.brain.eager`); calls with side
+    effects still wait for the whole plan and its check. Default: on when the plan LLM
+    streams.
 
     One instance runs any number of questions at once, each as its own
     :class:`~dcbrain.brain.run.BrainRun`; only two runs of the same conversation (or with
@@ -171,6 +176,7 @@ class DCBrain(BaseBrain):
         show_untrusted_to_planner: bool = True,
         on_violation: Violation = "deny",
         on_approval: ApprovalHandler | None = None,
+        eager: bool | None = None,
     ) -> None:
         super().__init__(memory=memory, memory_chunk_size=memory_chunk_size, trace_path=trace_path)
         if max_iterations < 1:
@@ -220,6 +226,7 @@ class DCBrain(BaseBrain):
         #: Runs that returned ``waiting`` (``wait_for_approvals=False``), by run id.
         self._suspended: dict[str, _Suspended] = {}
         self.show_untrusted_to_planner = show_untrusted_to_planner
+        self._eager = eager
         # Without a store given per run: kept in the memory's file when it is also a run
         # store (other processes see them), else in this process.
         store = self.memory if isinstance(self.memory, RunStore) else None
@@ -228,6 +235,18 @@ class DCBrain(BaseBrain):
         self._runs: dict[str, BrainRun] = {}
         if neural is not None:
             self.connect_to_neural(neural)
+
+    @property
+    def eager(self) -> bool:
+        """Whether plans' read-only calls start while the plan is written: as set, else
+        whether the plan LLM streams."""
+        if self._eager is not None:
+            return self._eager
+        return bool(getattr(self.plan_llm, "stream", False))
+
+    @eager.setter
+    def eager(self, value: bool | None) -> None:
+        self._eager = value
 
     # -- the three LLMs ----------------------------------------------------------------
 
@@ -252,12 +271,12 @@ class DCBrain(BaseBrain):
         made = self.__dict__.get("_plan_callables")
         basis = (*self.spec_chains, *self.spec_chains.values(), *self.tools, self.limits,
                  self.default_llm, self.isolation, self.policies, self.policy_mode,
-                 self.on_violation)
+                 self.on_violation, self.eager)
         if made is not None and len(made[0]) == len(basis) \
                 and all(a is b for a, b in zip(made[0], basis, strict=True)):
             return made[1]  # type: ignore[no-any-return]
         callables = PlanCallables(
-            self.spec_chains, tools=self.tools, limits=self.limits,
+            self.spec_chains, tools=plan_tools(self), limits=self.limits,
             default_llm=self.default_llm, isolation=self.isolation, policies=self.policies,
             policy_mode=self.policy_mode, flow_check=self.policy_mode != "off",
             on_violation=self.on_violation)

@@ -32,7 +32,7 @@ from dcbrain.chain import AdditionalInfoPrompt
 from dcbrain.events import PlanCreated, PlanFinished, PlanRevised
 from dcbrain.exceptions import TFChainError
 from dcbrain.journal import CallJournal, JournalEntry, JournalKey
-from dcbrain.llm.observe import stream_llm_replies
+from dcbrain.llm.observe import ReplyStream, stream_llm_replies
 from dcbrain.messages import TextMessage
 from dcbrain.retries import is_transient
 from dcbrain.tfplan import extract_plan
@@ -218,10 +218,13 @@ async def ask_planner(
     recorder: RunRecorder,
     callables: Iterable[str],
     journal: CallJournal,
+    *,
+    listen: ReplyStream | None = None,
 ) -> None:
     """One planning: the planner asked about the question, its reply taken.
 
-    While a planner's LLM streams, its text goes out as ``plan_delta`` events. The reply
+    While a planner's LLM streams, its text goes out as ``plan_delta`` events (and to
+    ``listen``, as :func:`~dcbrain.llm.observe.stream_llm_replies` gives it). The reply
     is recorded in the run's journal; a replayed run gets the recorded reply (and no deltas).
     """
     key = JournalKey(ir.iterations, "", "__planner__", "", 0)
@@ -232,7 +235,8 @@ async def ask_planner(
         started = time.perf_counter()
         deltas = PlanDeltas(recorder.emit, ir.iterations)
         try:
-            with stream_llm_replies(deltas.open_reply):
+            with stream_llm_replies(deltas.open_reply if listen is None
+                                    else deltas.also(listen)):
                 reply = await control.interruptible("plan", planner.plan(planning))
         finally:
             deltas.close()

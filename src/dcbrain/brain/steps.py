@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Protocol
 from dcbrain.approvals import ApprovalBoard, ApprovalRequest, with_plan
 from dcbrain.brain.base import answer_text
 from dcbrain.brain.context import BrainReason, BrainStatus
+from dcbrain.brain.eager import eager_planning
 from dcbrain.brain.output import accept_output
 from dcbrain.brain.planning import ask_planner, remember_failed_plan
 from dcbrain.brain.running import run_plan
@@ -151,8 +152,9 @@ class Plan:
         ir.iterations += 1
         budget.iterations_used = ir.iterations
         callables = [*brain.spec_chains, *(tool.name for tool in brain.tools)]
-        await ask_planner(ir, brain.planner, run.planning, run.control, run.recorder,
-                          callables, run.journal)
+        async with eager_planning(run) as listen:  # read-only statements start early
+            await ask_planner(ir, brain.planner, run.planning, run.control, run.recorder,
+                              callables, run.journal, listen=listen)
         if ir.interpreter_err is not None:  # no usable plan: nothing to run
             run.attempts.record(ir)
         run.control.check()

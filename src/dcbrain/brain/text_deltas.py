@@ -52,6 +52,19 @@ class TextDeltas:
             self._offset = self._start = 0
         return self._take
 
+    def also(self, open_reply: Callable[[], Callable[[str], None]]
+             ) -> Callable[[], Callable[[str], None]]:
+        """:meth:`open_reply`, with each reply's text given to ``open_reply``'s callback
+        too (after this one took it)."""
+        def opened() -> Callable[[str], None]:
+            ours, theirs = self.open_reply(), open_reply()
+
+            def take(text: str) -> None:
+                ours(text)
+                theirs(text)
+            return take
+        return opened
+
     def _take(self, text: str) -> None:
         if not text:
             return

@@ -20,7 +20,7 @@ from opentelemetry import trace as otel_trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
-from dcbrain._delivery import Fanout
+from dcbrain.brain.delivery import Fanout
 from dcbrain._jsonsafe import dumps
 from dcbrain.brain.text_deltas import TextDeltas
 from dcbrain.chain import PlanCall
@@ -66,7 +66,7 @@ class RunRecorder:
 
     An event is numbered, kept, written to the JSONL trace and turned into spans under the
     recorder's lock; subscribers get it outside the lock, each in ``seq`` order on its own
-    lane (see :mod:`dcbrain._delivery`): a slow subscriber holds neither the thread that
+    lane (see :mod:`dcbrain.brain.delivery`): a slow subscriber holds neither the thread that
     emits nor the other subscribers. :meth:`finish` emits the run's last event once the
     subscribers caught up, and returns once they have it too.
     """
