@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from dcbrain import ScriptedLLM
-from dcbrain.brain.delivery import Fanout
 from dcbrain.brain import DCBrain
+from dcbrain.brain.delivery import Fanout
 from dcbrain.events import Event
 from support.brain_scripts import add, plan, verdict
 

@@ -20,8 +20,8 @@ from opentelemetry import trace as otel_trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
-from dcbrain.brain.delivery import Fanout
 from dcbrain._jsonsafe import dumps
+from dcbrain.brain.delivery import Fanout
 from dcbrain.brain.text_deltas import TextDeltas
 from dcbrain.chain import PlanCall
 from dcbrain.chain._announce import PlanCallHooks
