@@ -254,6 +254,11 @@ class TFApprovalError(TFError):
         self.status = status
 
 
+class EagerStopped(Exception):
+    """An eager (early) run of a streamed plan may make no new call: the whole plan has
+    arrived, or an early call failed; the whole plan makes the call itself."""
+
+
 class RunSuspended(BaseException):
     """A durable run stops executing until its pending approvals are decided.
 

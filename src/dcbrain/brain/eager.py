@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from dcbrain.chain._journaling import plain_copy
 from dcbrain.chain._policy_gate import effective_mode
+from dcbrain.exceptions import EagerStopped
 from dcbrain.journal import CallJournal, JournalKey, current_call
 from dcbrain.tfplan.feed import PlanFeed, Statement, prefix_source
 from dcbrain.tools import Tool
@@ -44,10 +45,6 @@ if TYPE_CHECKING:
 
 #: Names a statement may not refer to and still run early (whatever the brain's tools).
 _NEVER_EARLY = frozenset({"__construct_chain"})
-
-
-class EagerStopped(Exception):
-    """The early run may make no new call: the whole plan has arrived."""
 
 
 #: What a held call that failed leaves: the whole plan's call runs the tool itself.
