@@ -43,9 +43,9 @@ from dcbrain.chain import (
     Chains,
     KnowledgePrompt,
     MemoPrompt,
+    PlanCallables,
     check_plan_names,
 )
-from dcbrain.chain._plan_callables import PlanCallables
 from dcbrain.events import Event
 from dcbrain.exceptions import RunSuspended, TFBrainBusyError, TFBrainError
 from dcbrain.journal import CallJournal

@@ -50,8 +50,7 @@ from dcbrain.brain.output import OutputType
 from dcbrain.brain.planning import PlanningContext
 from dcbrain.brain.steps import MOVES, STATES, Abort, Fail, Init, drive
 from dcbrain.brain.trace import PlanCallEvents, RunRecorder
-from dcbrain.chain import TFChainInterpreter
-from dcbrain.chain._plan_callables import RunScope
+from dcbrain.chain import RunScope, TFChainInterpreter
 from dcbrain.chain.approval_gate import ApprovalGate
 from dcbrain.events import (
     ApprovalDecided,

@@ -1,6 +1,7 @@
 """Chains: prompts, Chain, ChainResult, SeqChains/ParallelChains/DCChains, plans over chains."""
 
 from dcbrain.chain._announce import PlanCall, PlanCallHooks, PlanCallObserver
+from dcbrain.chain._plan_callables import PlanCallables, RunScope
 from dcbrain.chain._plan_result import ChainConsoleResult
 from dcbrain.chain.chain import Chain
 from dcbrain.chain.construct import construct_chain
@@ -51,7 +52,9 @@ __all__ = [
     "PlanCall",
     "PlanCallHooks",
     "PlanCallObserver",
+    "PlanCallables",
     "PromptContext",
+    "RunScope",
     "SeqChains",
     "TFChainInterpreter",
     "TemplatePrompt",
