@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from dcbrain.chain import TFChainInterpreter
-from dcbrain.chain._call_pipeline import (
+from dcbrain.chain.call_pipeline import (
     announce_stage,
     approval_stage,
     gate_stage,
@@ -20,7 +20,7 @@ from dcbrain.chain._call_pipeline import (
     journal_stage,
     policy_stage,
 )
-from dcbrain.chain._plan_callables import PlanCallables, RunScope
+from dcbrain.chain.plan_callables import PlanCallables, RunScope
 from dcbrain.journal import CallJournal, JournalEntry
 from dcbrain.policies import Deny, PolicyCall
 from dcbrain.tfplan import TFApprovalDenied, TFPolicyDenied

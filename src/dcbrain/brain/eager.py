@@ -138,9 +138,6 @@ _attempts: weakref.WeakValueDictionary[tuple[str | None, int], EagerCalls] = \
     weakref.WeakValueDictionary()
 #: Each run's latest eager planning (kept until the next planning of the run).
 _plannings: weakref.WeakKeyDictionary[Any, EagerPlanning] = weakref.WeakKeyDictionary()
-#: The tools of each eager brain as its whole plans call them.
-_brain_tools: weakref.WeakKeyDictionary[Any, tuple[tuple[int, ...], list[Tool]]] = \
-    weakref.WeakKeyDictionary()
 
 
 def _held_for_current_call() -> concurrent.futures.Future[Any] | None:
@@ -163,18 +160,13 @@ def _served(future: concurrent.futures.Future[Any]) -> Any:
     return plain_copy(result)
 
 
-def plan_tools(brain: DCBrain) -> list[Tool]:
+def served_tools(brain: DCBrain) -> list[Tool]:
     """The tools of ``brain`` as its runs' whole plans call them: with eager execution,
-    a read-only tool first looks for the early call of the same journal key."""
+    a read-only tool first looks for the early call of the same journal key. Made once
+    per brain, by :meth:`DCBrain.plan_callables`."""
     if not brain.eager:
         return brain.tools
-    ids = tuple(id(tool) for tool in brain.tools)
-    cached = _brain_tools.get(brain)
-    if cached is not None and cached[0] == ids:
-        return cached[1]
-    tools = [_served_tool(tool) if early_tool(tool) else tool for tool in brain.tools]
-    _brain_tools[brain] = (ids, tools)
-    return tools
+    return [_served_tool(tool) if early_tool(tool) else tool for tool in brain.tools]
 
 
 def early_tool(tool: Tool) -> bool:
@@ -394,5 +386,5 @@ __all__ = [
     "early_interpreter",
     "early_tool",
     "latest_planning",
-    "plan_tools",
+    "served_tools",
 ]

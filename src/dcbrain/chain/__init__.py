@@ -1,7 +1,6 @@
 """Chains: prompts, Chain, ChainResult, SeqChains/ParallelChains/DCChains, plans over chains."""
 
 from dcbrain.chain._announce import PlanCall, PlanCallHooks, PlanCallObserver
-from dcbrain.chain._plan_callables import PlanCallables, RunScope
 from dcbrain.chain._plan_result import ChainConsoleResult
 from dcbrain.chain.chain import Chain
 from dcbrain.chain.construct import construct_chain
@@ -18,6 +17,7 @@ from dcbrain.chain.orchestrate import (
     default_orchestrate_chain,
     orchestrate_messages,
 )
+from dcbrain.chain.plan_callables import PlanCallables, RunScope
 from dcbrain.chain.plan_names import check_plan_names
 from dcbrain.chain.prompts import (
     AdditionalInfoPrompt,

@@ -22,16 +22,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 from dcbrain.chain._announce import CallAnnouncer, PlanCallObserver
-from dcbrain.chain._call_pipeline import (
-    ChainCallable,
-    ToolCallable,
-    announce_stage,
-    gate_stage,
-    journal_stage,
-    trace_stage,
-)
 from dcbrain.chain._journaling import PASSTHROUGH, PlanJournal, replayed
-from dcbrain.chain._plan_callables import PlanCallables, RunScope
 from dcbrain.chain._plan_result import (
     ChainConsoleResult,
     attach_partial,
@@ -43,6 +34,14 @@ from dcbrain.chain._policy_gate import tracking_of
 from dcbrain.chain._retrying import JournaledTries
 from dcbrain.chain._usage import UsageCollector
 from dcbrain.chain.approval_gate import ApprovalGate
+from dcbrain.chain.call_pipeline import (
+    ChainCallable,
+    ToolCallable,
+    announce_stage,
+    gate_stage,
+    journal_stage,
+    trace_stage,
+)
 from dcbrain.chain.chain import Chain
 from dcbrain.chain.construct import (
     CALL_ARGUMENTS,
@@ -51,6 +50,7 @@ from dcbrain.chain.construct import (
 )
 from dcbrain.chain.containers import Chains
 from dcbrain.chain.intermediate import intermediate_results_added
+from dcbrain.chain.plan_callables import PlanCallables, RunScope
 from dcbrain.chain.prompts import MemoPrompt
 from dcbrain.chain.result import ChainOutput, ChainResult
 from dcbrain.chain.runnable import TEXT_KWARGS, input_text, to_json

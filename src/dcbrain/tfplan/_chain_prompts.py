@@ -13,7 +13,7 @@ import ast
 import re
 from collections.abc import Iterable
 
-from dcbrain.tfplan._walk import walk
+from dcbrain.tfplan.parser import walk
 
 #: ``{{ name }}``, ``{{ name.field }}``, ``{{ name | tojson }}``: the name substituted.
 _SUBSTITUTION = re.compile(r"\{\{-?\s*([A-Za-z_][A-Za-z0-9_]*)(?:\.\w+|\[[^\]{}]*\])*"

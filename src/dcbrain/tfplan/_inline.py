@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from typing import Any, TypeVar
 
-from dcbrain.tfplan._walk import iter_child_nodes
+from dcbrain.tfplan.parser import iter_child_nodes
 
 Node = TypeVar("Node", bound=ast.AST)
 

@@ -11,8 +11,8 @@ import ast
 import re
 from collections.abc import Iterable, Mapping
 
-from dcbrain.tfplan._walk import iter_child_nodes, walk
 from dcbrain.tfplan.methods import IN_PLACE_METHODS
+from dcbrain.tfplan.parser import iter_child_nodes, walk
 
 #: Prefix of the label rewrite's own helpers and temporaries (never a shadow's).
 HELPER = "__tfh_"

@@ -32,7 +32,7 @@ from __future__ import annotations
 import ast
 
 from dcbrain.tfplan._label_analysis import HELPER
-from dcbrain.tfplan._walk import walk
+from dcbrain.tfplan.parser import walk
 
 _SHADOW = "__tfl_"
 _FLAT = f"{HELPER}flat"

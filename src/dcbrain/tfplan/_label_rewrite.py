@@ -56,7 +56,7 @@ from dcbrain.tfplan._label_exprs import (
     _special,
     _union,
 )
-from dcbrain.tfplan._walk import iter_child_nodes, walk
+from dcbrain.tfplan.parser import iter_child_nodes, walk
 from dcbrain.tfplan.provenance import PLAN_BIT
 
 SHADOW = "__tfl_"

@@ -16,7 +16,7 @@ import difflib
 from collections.abc import Iterator, Mapping
 from typing import Any, Protocol
 
-from dcbrain.tfplan._walk import iter_child_nodes, walk
+from dcbrain.tfplan.parser import iter_child_nodes, walk
 from dcbrain.tfplan.shapes import Shape
 
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)

@@ -26,12 +26,11 @@ from typing import Any
 from dcbrain.tfplan._argument_types import literal_mismatch
 from dcbrain.tfplan._chain_prompts import prompt_argument_problems
 from dcbrain.tfplan._result_fields import field_problems
-from dcbrain.tfplan._walk import iter_child_nodes, walk
 from dcbrain.tfplan.builtins import BUILTIN_FUNCTIONS, EXCEPTIONS
 from dcbrain.tfplan.errors import Problem, TFSyntaxError, first_problems
 from dcbrain.tfplan.flow import flow_problems
 from dcbrain.tfplan.methods import ALL_METHOD_NAMES, MODULE_MEMBERS
-from dcbrain.tfplan.parser import SPECIAL_NAMES, Plan, parse
+from dcbrain.tfplan.parser import SPECIAL_NAMES, Plan, iter_child_nodes, parse, walk
 from dcbrain.tfplan.scopes import resolve
 
 #: Names every plan can use besides its own and the registered callables.

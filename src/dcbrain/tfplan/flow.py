@@ -37,9 +37,9 @@ from dcbrain.tfplan._flow_values import (
     untrusted,
 )
 from dcbrain.tfplan._label_analysis import _Analysis, _filters, _leaves, _plan_name, _root
-from dcbrain.tfplan._walk import walk
 from dcbrain.tfplan.errors import FlowCheckOutOfSteps, Problem
 from dcbrain.tfplan.methods import IN_PLACE_METHODS
+from dcbrain.tfplan.parser import walk
 
 if TYPE_CHECKING:
     from dcbrain.tfplan.checker import CallableSpec

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 
-from dcbrain.tfplan._walk import walk
+from dcbrain.tfplan.parser import walk
 
 #: Steps of a path; characters of each step's expression.
 MAX_STEPS = 8

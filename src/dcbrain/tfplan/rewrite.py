@@ -38,8 +38,7 @@ from dcbrain.tfplan._inline import (
 from dcbrain.tfplan._label_hoist import hoist_label_updates
 from dcbrain.tfplan._label_rewrite import LabelRewriter
 from dcbrain.tfplan._operators import OperatorGuards, is_scalar_constant
-from dcbrain.tfplan._walk import iter_child_nodes, walk
-from dcbrain.tfplan.parser import SYNTAX_TREE_LOCK, syntax_tree
+from dcbrain.tfplan.parser import SYNTAX_TREE_LOCK, iter_child_nodes, syntax_tree, walk
 from dcbrain.tfplan.provenance import Tracking
 
 PLAN_FILENAME = "<tf_plan>"

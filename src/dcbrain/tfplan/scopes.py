@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from dcbrain.tfplan._walk import iter_child_nodes
+from dcbrain.tfplan.parser import iter_child_nodes
 
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 

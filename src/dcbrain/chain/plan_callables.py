@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dcbrain.chain._announce import PlanCallObserver
-from dcbrain.chain._call_pipeline import ChainCallable, ToolCallable
 from dcbrain.chain._policy_gate import PolicyGate, effective_mode
 from dcbrain.chain.approval_gate import ApprovalGate
+from dcbrain.chain.call_pipeline import ChainCallable, ToolCallable
 from dcbrain.chain.chain import Chain
 from dcbrain.chain.construct import CONSTRUCT_CHAIN_SPEC
 from dcbrain.chain.containers import Chains
