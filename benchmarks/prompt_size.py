@@ -28,9 +28,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 from pydantic import TypeAdapter  # noqa: E402
 
 from dcbrain import DCBrain, FunctionLLM  # noqa: E402
-from dcbrain._jsonsafe import dumps  # noqa: E402
 from dcbrain.llm.tokens import cl100k_base_length  # noqa: E402
 from dcbrain.tools import PlanJsonSchema, SchemaTool  # noqa: E402
+from dcbrain.values.jsonsafe import dumps  # noqa: E402
 from support.agentdojo_plans import SUITES, environment, suites, tools_for  # noqa: E402
 
 QUESTION = "What is on my calendar today?"

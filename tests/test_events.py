@@ -9,7 +9,6 @@ import pytest
 from pydantic import ValidationError
 
 from dcbrain import DCBrain, ScriptedLLM
-from dcbrain._events_doc import events_reference, generated_part
 from dcbrain.events import (
     EVENT_CLASSES,
     AgentRunStarted,
@@ -33,13 +32,14 @@ from dcbrain.events import (
     parse_payload,
     to_json_value,
 )
+from dcbrain.events.docs import events_reference, generated_part
 from support.brain_scripts import add, plan, verdict
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "events.md"
 
 
 def test_the_docs_list_every_event_class_as_the_classes_say() -> None:
-    # regenerate with: python -m dcbrain._events_doc docs/events.md
+    # regenerate with: python -m dcbrain.events.docs docs/events.md
     assert generated_part(DOCS.read_text(encoding="utf-8")) == events_reference()
     for cls in EVENT_CLASSES:
         assert f"`{cls.__name__}`" in events_reference()

@@ -4,38 +4,56 @@ Read from the AST of ``src/dcbrain`` (every import, lazy ones inside functions a
 type-only ones too), so that no import can hide. A unit is a top-level module or
 package of ``dcbrain``; where one package holds two layers (the MCP client is a tool
 source, the MCP server a surface) the module is named.
+
+The same map is drawn in ``docs/architecture.md``; ``python tests/test_import_graph.py``
+redraws it there.
 """
 
 from __future__ import annotations
 
 import ast
+import sys
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
-SOURCE = Path(__file__).resolve().parents[1] / "src" / "dcbrain"
+from dcbrain._docparts import GeneratedPart
 
-#: Lowest first. A unit may import units of its own layer or below, never above.
-LAYERS: list[tuple[str, set[str]]] = [
-    ("foundation", {"_jsonsafe", "_text", "_lazy", "_sync", "exceptions", "usage", "messages",
-                    "events", "journal", "schemas", "neural", "retries", "_typed",
-                    "_docstrings", "_scalars", "_docparts", "_events_doc", "_event_values",
-                    "_plan_diff_data", "_tool_schemas", "_event_envelope", "approvals",
-                    "logs", "telemetry", "policies"}),
-    ("language and tools", {"tfplan", "tools"}),
-    ("models and stores", {"llm", "memory", "mcp"}),
-    ("chains", {"chain"}),
-    ("brains", {"brain", "agent"}),
-    ("runs", {"runs"}),
-    ("configuration", {"config", "_config_env"}),
-    ("durable", {"durable"}),
-    ("composition", {"composition", "runtime"}),
-    ("surfaces", {"server", "mcp.server"}),
-    ("command line", {"cli"}),
-    ("public API", {"dcbrain"}),
+ROOT = Path(__file__).resolve().parents[1]
+SOURCE = ROOT / "src" / "dcbrain"
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+MAP_PART = GeneratedPart("tests/test_import_graph.py")
+
+#: Lowest first: (name, what it holds, its units). A unit may import units of its own layer
+#: or below, never above. ``docs/architecture.md`` draws this map (see :func:`layer_map`).
+LAYERS: list[tuple[str, str, set[str]]] = [
+    ("values and errors", "plain values, text, JSON, schemas, the exception tree",
+     {"exceptions", "values", "usage", "messages", "schemas", "_lazy", "_sync", "_docparts"}),
+    ("events", "the event vocabulary and its envelope", {"events"}),
+    ("records", "the call journal and the input mailbox", {"journal", "neural"}),
+    ("governance", "approvals, policies, retries, logs and telemetry",
+     {"approvals", "policies", "retries", "logs", "telemetry"}),
+    ("plan language", "tf_plan: parser, checker, interpreter, sandbox, labels", {"tfplan"}),
+    ("tools", "Python functions and schema-described callables as tools", {"tools"}),
+    ("models", "LLM providers, the local model, scripted LLMs", {"llm"}),
+    ("memory and MCP tools", "conversation memory and run stores; MCP servers' tools",
+     {"memory", "mcp"}),
+    ("chains", "Chain, DCChains, the plan interpreter's call pipeline", {"chain"}),
+    ("brains", "DCBrain's steps, planning, validation; the plan-execute agent",
+     {"brain", "agent"}),
+    ("runs", "one run pipeline: execute, record, list", {"runs"}),
+    ("configuration", "dcbrain.toml's schema and the environment", {"config"}),
+    ("durable", "durable runs on DBOS: engine, stores, workers", {"durable"}),
+    ("composition", "building brains, stores and the runtime from settings",
+     {"config.composition", "config.runtime"}),
+    ("surfaces", "the HTTP server and the MCP server", {"server", "mcp.server"}),
+    ("command line", "dcbrain's commands", {"cli"}),
+    ("public API", "the names `import dcbrain` gives", {"dcbrain"}),
 ]
-LAYER_OF = {unit: index for index, (_, units) in enumerate(LAYERS) for unit in units}
+#: Modules named as units of their own, where one package holds two layers.
+NAMED_MODULES = {("mcp", "server"), ("config", "composition"), ("config", "runtime")}
+LAYER_OF = {unit: index for index, (_, _, units) in enumerate(LAYERS) for unit in units}
 #: What exceptions.py may import: nothing of dcbrain (every layer raises its errors).
 FOUNDATION_LEAVES = {"exceptions"}
 
@@ -47,8 +65,8 @@ def unit_of(module: str) -> str | None:
         return None
     if len(parts) == 1:
         return "dcbrain"
-    if parts[1:3] == ["mcp", "server"]:
-        return "mcp.server"
+    if tuple(parts[1:3]) in NAMED_MODULES:
+        return ".".join(parts[1:3])
     return parts[1]
 
 
@@ -125,3 +143,27 @@ def test_the_root_error_lives_in_the_foundation() -> None:
     from dcbrain.tfplan.errors import TFError as LanguageRoot
 
     assert TFError is LanguageRoot and TFError.__module__ == "dcbrain.exceptions"
+
+
+def layer_map() -> str:
+    """The layer map as ``docs/architecture.md`` shows it, highest layer first."""
+    rows = ["| layer | holds | units |", "|---|---|---|"]
+    for name, holds, units in reversed(LAYERS):
+        rows.append(f"| {name} | {holds} | {', '.join(f'`{u}`' for u in sorted(units))} |")
+    return "\n".join([MAP_PART.start, "", *rows, "", MAP_PART.end])
+
+
+def test_the_architecture_page_draws_this_layer_map() -> None:
+    assert MAP_PART.find(ARCHITECTURE.read_text(encoding="utf-8")) == layer_map(), (
+        "docs/architecture.md is stale: run `python tests/test_import_graph.py`")
+
+
+def test_every_layer_is_named_and_holds_a_unit() -> None:
+    names = [name for name, _, _ in LAYERS]
+    assert len(set(names)) == len(names)
+    assert all(units for _, _, units in LAYERS)
+
+
+if __name__ == "__main__":
+    MAP_PART.rewrite(ARCHITECTURE, layer_map())
+    sys.exit(0)

@@ -92,8 +92,8 @@ def test_json_logging_takes_dbos_and_uvicorn_lines_too(
 
 
 def test_retention_takes_days_or_hours(tmp_path: Path) -> None:
-    from dcbrain.composition import retention_periods
     from dcbrain.config import ConfigError, load_config
+    from dcbrain.config.composition import retention_periods
 
     def periods(table: str) -> tuple[float, float] | None:
         path = tmp_path / "dcbrain.toml"

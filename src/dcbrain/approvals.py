@@ -30,7 +30,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
 
-from dcbrain._event_values import clip_arguments
+from dcbrain.events.values import clip_arguments
 from dcbrain.exceptions import TFApprovalError
 from dcbrain.journal import JournalKey, canonical_args
 

@@ -34,8 +34,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from dcbrain._scalars import JOURNAL_TAGS, from_journal_text, journal_text
 from dcbrain.events import to_json_value
+from dcbrain.values.scalars import JOURNAL_TAGS, from_journal_text, journal_text
 
 #: Canonical texts longer than this are replaced by their SHA-256 digest, so a key (a
 #: primary key in durable stores) stays short whatever the arguments.

@@ -3,7 +3,7 @@
 A policy is a function ``policy(call: PolicyCall) -> Allow | Deny | Ask``. It runs before
 every call of a tool or chain that has side effects, in a plan whose values carry their
 sources (``user``, ``plan``, ``tool:<name>``, ``chain:<name>``; see
-:mod:`dcbrain.tfplan.provenance`). ``Tool(send_money, trusted_args=["recipient"])`` is the
+:mod:`dcbrain.tfplan.labels.provenance`). ``Tool(send_money, trusted_args=["recipient"])`` is the
 built-in policy most tools need: those arguments may carry trusted sources only.
 """
 

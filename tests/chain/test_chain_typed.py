@@ -13,9 +13,9 @@ from pydantic import BaseModel, Field, field_validator
 from typing_extensions import TypedDict
 
 from dcbrain import Chain, ScriptedLLM, TFChainInterpreter, ToolCall
-from dcbrain._jsonsafe import dumps
 from dcbrain.exceptions import TFChainError, TFToolError
 from dcbrain.tools import SchemaTool, Tool
+from dcbrain.values.jsonsafe import dumps
 
 
 class Quote(BaseModel):

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from dcbrain.composition import build_brain
 from dcbrain.config import ConfigError, load_config
+from dcbrain.config.composition import build_brain
 from support.cli_runner import RunCLI
 
 MODELS = '''

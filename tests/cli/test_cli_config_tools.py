@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from dcbrain import ScriptedLLM, Tool
-from dcbrain.composition import build_chains, connect_mcp_servers, load_tools
 from dcbrain.config import ConfigError, load_config
+from dcbrain.config.composition import build_chains, connect_mcp_servers, load_tools
 from dcbrain.retries import Backoff
 from support.cli_runner import RunCLI
 from support.mcp_servers import CALC_SERVER
@@ -202,7 +202,7 @@ def test_an_mcp_require_approval_that_is_not_a_list_names_its_key(tmp_path: Path
 
 
 def test_the_brain_a_config_builds_calls_the_configured_tools(tmp_path: Path) -> None:
-    from dcbrain.composition import build_brain
+    from dcbrain.config.composition import build_brain
 
     config = load_config(write(tmp_path, "[tool.lookup]\nrequires_approval = true\n"
                                          "[tool.notify]\nside_effects = false\n"
@@ -220,7 +220,7 @@ def test_the_brain_a_config_builds_calls_the_configured_tools(tmp_path: Path) ->
 def test_the_brain_table_sets_the_policy_mode_and_what_the_planner_sees(
     tmp_path: Path,
 ) -> None:
-    from dcbrain.composition import build_brain
+    from dcbrain.config.composition import build_brain
 
     (tmp_path / "dcbrain.toml").write_text(
         '[brain]\npolicy_mode = "strict"\nshow_untrusted_to_planner = false\n'

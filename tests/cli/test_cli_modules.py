@@ -26,4 +26,4 @@ def test_worker_and_serve_share_through_the_composition_root_not_each_other() ->
         imported = {node.module for node in ast.walk(trees[name])
                     if isinstance(node, ast.ImportFrom)}
         assert f"dcbrain.cli.{other}" not in imported, name
-        assert imported & {"dcbrain.composition", "dcbrain.runtime"}, name  # the root
+        assert imported & {"dcbrain.config.composition", "dcbrain.config.runtime"}, name  # the root

@@ -9,8 +9,8 @@ import httpx
 import pytest
 
 from dcbrain.config import load_config
+from dcbrain.config.runtime import AppSettings, build_runtime
 from dcbrain.memory import SQLiteMemory
-from dcbrain.runtime import AppSettings, build_runtime
 from dcbrain.server import create_app
 from dcbrain.server.settings import ServerSettings
 from dcbrain.server.testing import serve_in_thread

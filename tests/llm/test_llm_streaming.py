@@ -238,8 +238,8 @@ def test_the_scripted_server_refuses_bodies_that_are_not_requests() -> None:
 
 
 def test_llm_stream_in_the_config_file_turns_streaming_off(tmp_path: Path) -> None:
-    from dcbrain.composition import build_llms
     from dcbrain.config import ConfigError, load_config
+    from dcbrain.config.composition import build_llms
 
     path = tmp_path / "dcbrain.toml"
     path.write_text('[llm.streams]\nmodel = "m"\napi_key = "k"\n'

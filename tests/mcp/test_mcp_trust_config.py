@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from dcbrain.composition import plan_tools
 from dcbrain.config import ConfigError, build_brain, load_config
+from dcbrain.config.composition import plan_tools
 from dcbrain.tools import Tool
 from support.brain_scripts import plan, verdict
 from support.mcp_servers import MAIL_SERVER

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from dcbrain.composition import FALLBACK_DB, brain_factory_from_config
 from dcbrain.config import find_config
+from dcbrain.config.composition import FALLBACK_DB, brain_factory_from_config
 from dcbrain.memory import Memory, SQLiteMemory, SQLiteRunStore
 from dcbrain.server import create_app
 from dcbrain.server.testing import serve_in_thread

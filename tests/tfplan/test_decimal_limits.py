@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from dcbrain._scalars import MAX_DECIMAL_DIGITS
 from dcbrain.journal import from_journal_value, journal_value
 from dcbrain.tfplan import Interpreter, SizeLimitExceeded
 from dcbrain.tfplan.interpreter import Isolation
+from dcbrain.values.scalars import MAX_DECIMAL_DIGITS
 
 ISOLATIONS = [pytest.param("inprocess", id="inprocess"), pytest.param("process", id="sandbox")]
 

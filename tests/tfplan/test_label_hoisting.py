@@ -17,7 +17,7 @@ import pytest
 from dcbrain.tfplan import Interpreter, rewrite
 from dcbrain.tfplan.checker import BUILTIN_NAMES
 from dcbrain.tfplan.interpreter import _compiled
-from dcbrain.tfplan.provenance import Tracking, call_sources
+from dcbrain.tfplan.labels.provenance import Tracking, call_sources
 from dcbrain.tfplan.rewrite import plan_tree
 
 TOOL = frozenset({"tool:read_mail"})

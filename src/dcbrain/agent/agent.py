@@ -26,7 +26,6 @@ from typing import Any, ClassVar, Literal, Protocol, TypeAlias, runtime_checkabl
 
 from transitions import EventData, Machine
 
-from dcbrain._jsonsafe import dumps
 from dcbrain._sync import run_sync
 from dcbrain.agent.diff import PlanDiff
 from dcbrain.agent.dispatcher import Dispatcher, FailurePolicy, StepOutcome
@@ -50,6 +49,7 @@ from dcbrain.events import (
 )
 from dcbrain.exceptions import TFPlanError, TFReferenceError
 from dcbrain.tools import Tool, ToolLike
+from dcbrain.values.jsonsafe import dumps
 
 PlanLike: TypeAlias = Sequence[Step | Mapping[str, Any]]
 Planner: TypeAlias = Callable[[str, list[Step], str | None], PlanLike | Awaitable[PlanLike]]

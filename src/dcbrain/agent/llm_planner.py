@@ -7,11 +7,11 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from dcbrain._jsonsafe import dumps
 from dcbrain.agent.dispatcher import tool_registry
 from dcbrain.agent.step import GATHER, Step, validate_plan
 from dcbrain.exceptions import TFPlanError
 from dcbrain.tools import Tool, ToolLike
+from dcbrain.values.jsonsafe import dumps
 
 if TYPE_CHECKING:
     from dcbrain.llm import ChatLLM, LLMReply

@@ -7,11 +7,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dcbrain._jsonsafe import dumps
-from dcbrain._text import encodable
 from dcbrain.events import Event
 from dcbrain.memory.recall import DEFAULT_MEMORY_CHUNK_SIZE, MemoryChunkSize
 from dcbrain.messages import TextMessage
+from dcbrain.values.jsonsafe import dumps
+from dcbrain.values.text import encodable
 
 if TYPE_CHECKING:
     from dcbrain.memory import Memory, Recall

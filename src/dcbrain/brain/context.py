@@ -12,9 +12,9 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from dcbrain._jsonsafe import dumps, plain
 from dcbrain.messages import TextMessage
 from dcbrain.usage import Usage
+from dcbrain.values.jsonsafe import dumps, plain
 
 if TYPE_CHECKING:
     from dcbrain.approvals import ApprovalRequest

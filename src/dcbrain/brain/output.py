@@ -16,10 +16,10 @@ from typing import Any
 
 from pydantic import ValidationError as PydanticValidationError
 
-from dcbrain._jsonsafe import dumps
-from dcbrain._typed import output_adapter, validation_errors
 from dcbrain.brain.context import BrainIntermediateResult
 from dcbrain.exceptions import OutputMismatch
+from dcbrain.values.jsonsafe import dumps
+from dcbrain.values.typed import output_adapter, validation_errors
 
 
 class OutputType:

@@ -17,9 +17,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from dcbrain._jsonsafe import dumps
 from dcbrain.journal import JournalEntry, from_journal_value
 from dcbrain.messages import TextMessage
+from dcbrain.values.jsonsafe import dumps
 
 #: Characters of each call's result shown to the planner.
 RESULT_CHARS = 300

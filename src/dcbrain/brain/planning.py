@@ -18,7 +18,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
-from dcbrain._jsonsafe import dumps
 from dcbrain.brain.base import answer_text
 from dcbrain.brain.context import BrainContext, BrainIntermediateResult
 from dcbrain.brain.control import RunControl
@@ -38,6 +37,7 @@ from dcbrain.retries import is_transient
 from dcbrain.tfplan import extract_plan
 from dcbrain.tfplan.interpreter import off_the_loop
 from dcbrain.tfplan.shapes import ShapeWriter
+from dcbrain.values.jsonsafe import dumps
 
 if TYPE_CHECKING:
     from dcbrain.brain.dc_brain import DCBrain

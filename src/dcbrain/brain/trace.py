@@ -20,7 +20,6 @@ from opentelemetry import trace as otel_trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
-from dcbrain._jsonsafe import dumps
 from dcbrain.brain.delivery import Fanout
 from dcbrain.brain.text_deltas import TextDeltas
 from dcbrain.chain import PlanCall
@@ -53,6 +52,7 @@ from dcbrain.events import (
 )
 from dcbrain.telemetry import SPAN_ARGUMENTS_CHARS, span_arguments
 from dcbrain.tfplan import CallRecord
+from dcbrain.values.jsonsafe import dumps
 
 Subscriber = Callable[[Event], None]
 

@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dcbrain._jsonsafe import dumps
 from dcbrain.brain.context import BrainIntermediateResult, describe_value
 from dcbrain.brain.control import RunControl
 from dcbrain.brain.templates import VERDICT_SCHEMA
@@ -28,6 +27,7 @@ from dcbrain.journal import CallJournal, JournalEntry, JournalKey
 from dcbrain.llm.base import ChatLLM
 from dcbrain.messages import TextMessage
 from dcbrain.tfplan import CallRecord
+from dcbrain.values.jsonsafe import dumps
 
 #: Characters of the calls' results the validator is shown, in all and per call.
 EVIDENCE_CHARS = 8000

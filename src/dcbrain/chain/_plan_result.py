@@ -8,10 +8,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
-from dcbrain._jsonsafe import plain, safe_repr
 from dcbrain.chain.result import ChainOutput, ChainResult
 from dcbrain.tfplan import CallRecord, ConsoleResult, TFInterpreterError
 from dcbrain.usage import Usage
+from dcbrain.values.jsonsafe import plain, safe_repr
 
 _PREVIEW_CHARS = 200
 

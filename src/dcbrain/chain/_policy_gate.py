@@ -20,7 +20,7 @@ from dcbrain.policies import (
     vouched_arguments,
 )
 from dcbrain.tfplan.errors import TFPolicyDenied
-from dcbrain.tfplan.provenance import PLAN, CallSources, Tracking, call_sources
+from dcbrain.tfplan.labels.provenance import PLAN, CallSources, Tracking, call_sources
 from dcbrain.tools import CallOptions
 
 logger = logging.getLogger(__name__)

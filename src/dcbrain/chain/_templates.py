@@ -18,8 +18,8 @@ import jinja2
 import jinja2.meta
 from jinja2.sandbox import SandboxedEnvironment
 
-from dcbrain._jsonsafe import dumps
 from dcbrain.exceptions import TFChainError, TFPromptVariableError
+from dcbrain.values.jsonsafe import dumps
 
 # Jinja2
 

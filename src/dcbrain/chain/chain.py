@@ -20,8 +20,6 @@ import json_repair
 from pydantic import TypeAdapter
 from pydantic import ValidationError as PydanticValidationError
 
-from dcbrain._jsonsafe import dumps
-from dcbrain._typed import output_adapter, validation_errors
 from dcbrain.chain.intermediate import merge_intermediate_results
 from dcbrain.chain.prompts import (
     AdditionalInfoPrompt,
@@ -47,6 +45,8 @@ from dcbrain.tools import (
     as_tool,
     option,
 )
+from dcbrain.values.jsonsafe import dumps
+from dcbrain.values.typed import output_adapter, validation_errors
 
 PromptArg = str | BasePrompt | Iterable[BasePrompt] | None
 

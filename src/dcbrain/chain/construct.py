@@ -14,7 +14,6 @@ import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dcbrain._jsonsafe import dumps
 from dcbrain.chain.chain import DEFAULT_PROMPT, Chain, PromptArg
 from dcbrain.chain.prompts import (
     BasePrompt,
@@ -26,6 +25,7 @@ from dcbrain.chain.runnable import TEXT_KWARGS
 from dcbrain.exceptions import TFChainError
 from dcbrain.llm.base import ChatLLM
 from dcbrain.tfplan import CallableSpec
+from dcbrain.values.jsonsafe import dumps
 
 #: The keywords of a plan's ``__construct_chain(...)`` and the JSON type of each.
 PLAN_KEYWORDS: dict[str, dict[str, Any]] = {

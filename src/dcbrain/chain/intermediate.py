@@ -12,8 +12,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from dcbrain._jsonsafe import dumps
 from dcbrain.messages import CHAINS_INTERMEDIATE_RESULTS
+from dcbrain.values.jsonsafe import dumps
 
 
 def read_intermediate_results(additional_kwargs: Mapping[str, Any]) -> dict[str, Any]:

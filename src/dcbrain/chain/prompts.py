@@ -18,7 +18,6 @@ from typing import Any, Literal
 
 import jinja2
 
-from dcbrain._jsonsafe import dumps
 from dcbrain.chain._templates import PLAN_TEMPLATE_FILTERS as PLAN_TEMPLATE_FILTERS
 from dcbrain.chain._templates import (
     DataFormatter,
@@ -30,6 +29,7 @@ from dcbrain.chain._templates import check_substitutions_only as check_substitut
 from dcbrain.chain.intermediate import missing_intermediate_results, read_intermediate_results
 from dcbrain.exceptions import TFChainError, TFPromptVariableError
 from dcbrain.messages import TextMessage
+from dcbrain.values.jsonsafe import dumps
 
 TemplateFormat = Literal["jinja2", "f-string"]
 _logger = logging.getLogger(__name__)

@@ -6,7 +6,6 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dcbrain._jsonsafe import dumps
 from dcbrain._sync import run_sync
 from dcbrain.chain.prompts import Knowledge
 from dcbrain.chain.result import ChainResult
@@ -14,6 +13,7 @@ from dcbrain.messages import TextMessage, as_message
 from dcbrain.retries import RetryPolicy
 from dcbrain.tfplan.errors import TFToolTimeout
 from dcbrain.tools import ApprovalRule, SchemaTool, Tool, ToolLike, within_timeout
+from dcbrain.values.jsonsafe import dumps
 
 MessageLike = TextMessage | dict[str, Any]
 
@@ -171,5 +171,5 @@ def input_text(inputs: Mapping[str, Any]) -> str:
 
 def to_json(value: Any) -> str:
     """JSON text of input data: sets as sorted lists, anything else not JSON as its text
-    (see :mod:`dcbrain._jsonsafe`)."""
+    (see :mod:`dcbrain.values.jsonsafe`)."""
     return dumps(value)

@@ -78,7 +78,7 @@ from dcbrain.tfplan import (
 from dcbrain.tfplan.errors import TFPolicyDenied
 from dcbrain.tfplan.host_budget import HostBudget
 from dcbrain.tfplan.interpreter import Isolation, off_the_loop
-from dcbrain.tfplan.label_path import label_path
+from dcbrain.tfplan.labels.path import label_path
 from dcbrain.tools import Tool
 
 #: Keyword arguments that become the text (``content``) of a chain's ``current_input``.

@@ -9,9 +9,9 @@ import contextlib
 import sys
 from typing import TYPE_CHECKING, Literal
 
-from dcbrain._jsonsafe import dumps
-from dcbrain._text import terminal_text
 from dcbrain.approvals import ApprovalRequest, AskingDesk
+from dcbrain.values.jsonsafe import dumps
+from dcbrain.values.text import terminal_text
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -9,8 +9,8 @@ from typing import Any, NoReturn, TextIO
 
 import typer
 
-from dcbrain._jsonsafe import dumps
-from dcbrain._text import encodable, terminal_text
+from dcbrain.values.jsonsafe import dumps
+from dcbrain.values.text import encodable, terminal_text
 
 
 class ExitCode(IntEnum):
@@ -21,7 +21,7 @@ class ExitCode(IntEnum):
 
 
 def print_json(value: Any) -> None:
-    """Write ``value`` as indented JSON that is always valid (see :mod:`dcbrain._jsonsafe`)."""
+    """Write ``value`` as indented JSON that is always valid (:mod:`dcbrain.values.jsonsafe`)."""
     sys.stdout.write(dumps(value, indent=2) + "\n")
     sys.stdout.flush()
 

@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
-from dcbrain._jsonsafe import dumps
-from dcbrain._text import terminal_text
 from dcbrain.cli._config import ConfigOption, config_errors_exit, load_config_or_exit
 from dcbrain.cli._observe import LogFormatOption, observe_process
 from dcbrain.cli._output import ExitCode, fail_usage, print_json, write_text
+from dcbrain.values.jsonsafe import dumps
+from dcbrain.values.text import terminal_text
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -68,8 +68,8 @@ def ask(
     from dcbrain.brain.deps import RunDeps
     from dcbrain.cli._approvals import terminal_desk
     from dcbrain.cli.progress import ProgressView
+    from dcbrain.config.runtime import AppSettings, build_runtime
     from dcbrain.runs import RunRequest, execute_run
-    from dcbrain.runtime import AppSettings, build_runtime
 
     if not question.strip():
         fail_usage("the question is empty: dcbrain ask \"your question\"")

@@ -114,13 +114,13 @@ def check(
     warned about: the file may be checked where its secrets are not (CI); ``ask`` and
     ``serve`` need them.
     """
-    from dcbrain.composition import (
+    from dcbrain.config import ConfigError, environment_problems
+    from dcbrain.config.composition import (
         check_tool_names,
         load_output_type,
         load_tools,
         mcp_server_problems,
     )
-    from dcbrain.config import ConfigError, environment_problems
 
     loaded = load_config_or_exit(config, required=True)
     with config_errors_exit():

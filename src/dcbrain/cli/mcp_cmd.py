@@ -75,7 +75,7 @@ def mcp(
     ] = None,
 ) -> None:
     """Serve the brain as an MCP server: one `ask` tool with progress notifications."""
-    from dcbrain.runtime import AppSettings, build_runtime
+    from dcbrain.config.runtime import AppSettings, build_runtime
 
     loaded = load_config_or_exit(config)
     if db is not None and not shared:
@@ -116,7 +116,7 @@ def shared_runs(config: Config, memory: Any, db: str | None) -> DurableRuns:
     """The durable runs of the store other processes execute: this process only queues,
     follows and decides them (as ``dcbrain serve --role api`` does)."""
     from dcbrain.cli.serve import durable_runs_missing
-    from dcbrain.composition import shared_memory
+    from dcbrain.config.composition import shared_memory
     from dcbrain.memory import Memory, RunStore
 
     missing = durable_runs_missing()

@@ -102,7 +102,7 @@ def _interpreter(
         yield Interpreter(functions, limits=limits)
         return
     from dcbrain.chain import TFChainInterpreter
-    from dcbrain.composition import build_plan_callables
+    from dcbrain.config.composition import build_plan_callables
     from dcbrain.exceptions import TFError
 
     loaded = load_config_or_exit(config)

@@ -23,8 +23,6 @@ from rich.status import Status
 from rich.syntax import Syntax
 from rich.text import Text
 
-from dcbrain._jsonsafe import safe_repr
-from dcbrain._text import terminal_text
 from dcbrain.events import (
     AgentRunStarted,
     BrainRunStarted,
@@ -49,6 +47,8 @@ from dcbrain.events import (
     StepCallStarted,
     Validation,
 )
+from dcbrain.values.jsonsafe import safe_repr
+from dcbrain.values.text import terminal_text
 
 _MAX_VALUE_CHARS = 160
 #: Lines of the plan being written shown under the status line.

@@ -117,7 +117,7 @@ class _Local:
 
 @contextmanager
 def _database(target: _Target) -> Iterator[_Local]:
-    from dcbrain.composition import FALLBACK_DB
+    from dcbrain.config.composition import FALLBACK_DB
     from dcbrain.memory import SQLiteRunStore
 
     loaded = load_config_or_exit(target.config)

@@ -142,9 +142,9 @@ def serve(
     130 stopped with Ctrl-C.
     """
     from dcbrain.config import ConfigError
+    from dcbrain.config.runtime import AppSettings, build_runtime
     from dcbrain.exceptions import DatabaseUnavailable
     from dcbrain.runs.retention import DEFAULT_CHECK_EVERY_S
-    from dcbrain.runtime import AppSettings, build_runtime
     from dcbrain.server.app import API_TOKEN_ENV, LOOPBACK_HOSTS, create_app
     from dcbrain.server.connections import fit_open_file_limit
     from dcbrain.server.drain import SHUTDOWN_GRACE_S, DrainingServer

@@ -88,9 +88,9 @@ def worker(
         sys.stderr.write("error: dcbrain worker needs DBOS, which cannot be imported here; "
                          'reinstall dcbrain with its dependencies (pip install -e ".[local]")\n')
         raise typer.Exit(2) from None
+    from dcbrain.config.runtime import AppSettings, build_runtime
     from dcbrain.exceptions import DatabaseUnavailable
     from dcbrain.runs.retention import RetentionSchedule, prune_runs
-    from dcbrain.runtime import AppSettings, build_runtime
     from dcbrain.server.app import API_TOKEN_ENV
 
     loaded = load_config_or_exit(config)

@@ -16,6 +16,10 @@ run was queued, handed back or ended (its control listener wakes DBOS's queue th
 otherwise every :data:`QUEUE_POLL_S`. At each look it takes runs only while it executes
 fewer than its fair share (:func:`~dcbrain.durable.workers.fair_share`), so a burst of runs
 spreads over the live workers.
+
+Kept whole: :class:`DurableEngine` owns DBOS's one launch per process, and its
+enqueueing, executing and recovering share that state (the queue, the executor id, the
+heartbeat thread); the run workflow itself is in ``workflow.py``.
 """
 
 from __future__ import annotations

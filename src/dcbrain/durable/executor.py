@@ -20,7 +20,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from dcbrain._text import encodable
 from dcbrain.brain import RunDeps
 from dcbrain.brain.deps import Resumption
 from dcbrain.durable.approvals import Requeue, StoredApprovals, requeue_if_decided
@@ -48,6 +47,7 @@ from dcbrain.runs import (
     execute_run,
 )
 from dcbrain.runs.resume import APPROVALS_DECIDED, WORKER_LOST, resumption
+from dcbrain.values.text import encodable
 
 logger = logging.getLogger("dcbrain.durable")
 

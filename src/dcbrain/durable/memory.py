@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any, Final
 
 import snowballstemmer
 
-from dcbrain._jsonsafe import dumps
 from dcbrain.durable._pg import Connections
 from dcbrain.exceptions import TFMemoryError
 from dcbrain.llm.tokens import cl100k_base_length
@@ -40,6 +39,7 @@ from dcbrain.memory._rows import (
 )
 from dcbrain.memory.base import ALL_KINDS, DEFAULT_CHUNK_TOKENS, Memory, MemoryItem, MemoryKind
 from dcbrain.messages import TextMessage
+from dcbrain.values.jsonsafe import dumps
 
 if TYPE_CHECKING:
     import psycopg

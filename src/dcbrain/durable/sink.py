@@ -15,10 +15,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from dcbrain._text import encodable
 from dcbrain.durable.store import DurableStore
 from dcbrain.durable.writer import StoreWriter
 from dcbrain.events import Event, EventType
+from dcbrain.values.text import encodable
 
 logger = logging.getLogger("dcbrain.durable")
 

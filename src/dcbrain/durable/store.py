@@ -22,10 +22,10 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from dcbrain._jsonsafe import dumps
 from dcbrain.durable._pg import Connections
 from dcbrain.durable._run_admin import ADMIN_INDEXES, PostgresRunAdmin
 from dcbrain.memory import SQLiteRunStore, StoredRun
+from dcbrain.values.jsonsafe import dumps
 
 if TYPE_CHECKING:
     import psycopg

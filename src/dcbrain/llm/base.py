@@ -9,11 +9,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from dcbrain._jsonsafe import dumps
 from dcbrain._sync import run_sync
 from dcbrain.llm.observe import llm_observer, llm_reply_stream, notify_call_failed
 from dcbrain.llm.tokens import cl100k_base_length, count_message_tokens
 from dcbrain.usage import Usage
+from dcbrain.values.jsonsafe import dumps
 
 DEFAULT_MAX_OUTPUT_TOKENS = 4096
 

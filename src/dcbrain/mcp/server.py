@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from dcbrain._jsonsafe import dumps, plain
 from dcbrain.approvals import MAX_REASON_CHARS, ApprovalRequest, Asker, AskingDesk
 from dcbrain.brain.deps import RunDeps
 from dcbrain.events import (
@@ -44,6 +43,7 @@ from dcbrain.events import (
 )
 from dcbrain.exceptions import TFApprovalError, TFBrainError
 from dcbrain.runs import RunRequest, execute_run
+from dcbrain.values.jsonsafe import dumps, plain
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer

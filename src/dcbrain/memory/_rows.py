@@ -12,11 +12,11 @@ import time
 from collections.abc import Sequence
 from typing import Any, Final
 
-from dcbrain._jsonsafe import dumps
 from dcbrain.memory._fts import query_terms
 from dcbrain.memory.base import ALL_KINDS, MemoryItem, MemoryKind
 from dcbrain.memory.recall import count_entry_tokens
 from dcbrain.messages import TextMessage, as_message
+from dcbrain.values.jsonsafe import dumps
 
 #: The columns a read selects, in :func:`item_from_row`'s order (the score may follow).
 ITEM_COLUMNS: Final = ("id", "conversation_id", "kind", "content", "created_at", "role",

@@ -16,7 +16,6 @@ import time
 from collections.abc import Sequence
 from typing import Any, Final
 
-from dcbrain._jsonsafe import dumps
 from dcbrain.llm.tokens import cl100k_base_length
 from dcbrain.memory._chunking import split_text
 from dcbrain.memory._frequent import DEFAULT_FREQUENT_TERM_SHARE, FrequentTerms
@@ -42,6 +41,7 @@ from dcbrain.memory.base import (
 )
 from dcbrain.memory.sqlite_runs import SQLiteRunStore
 from dcbrain.messages import TextMessage
+from dcbrain.values.jsonsafe import dumps
 
 __all__ = ["SCHEMA_VERSION", "SQLiteMemory"]
 

@@ -9,9 +9,9 @@ import time
 from collections.abc import Collection, Sequence
 from typing import Any, Final
 
-from dcbrain._jsonsafe import dumps
 from dcbrain.memory._sqlite_db import SQLiteDatabase
 from dcbrain.memory.run_store import RunEventRecord, RunStore, StoredRun
+from dcbrain.values.jsonsafe import dumps
 
 _RUN_COLUMNS: Final = "run_id, conversation_id, status, data, created_at, updated_at"
 

@@ -19,7 +19,6 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from dcbrain._text import encodable
 from dcbrain.brain import BrainResult, RunDeps
 from dcbrain.events import ErrorEvent, Event, EventType, Final, PlanCreated, PlanRevised
 from dcbrain.exceptions import RunSuspended, TFUserNewInputError
@@ -27,6 +26,7 @@ from dcbrain.logs import run_scope
 from dcbrain.runs.observers import run_observers
 from dcbrain.runs.status import WAITING
 from dcbrain.telemetry import continued_trace
+from dcbrain.values.text import encodable
 
 logger = logging.getLogger("dcbrain.runs")
 

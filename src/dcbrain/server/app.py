@@ -30,6 +30,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from dcbrain.approvals import MAX_REASON_CHARS
+from dcbrain.config.runtime import Runtime
 from dcbrain.exceptions import ApiError as ApiError
 from dcbrain.exceptions import DatabaseUnavailable, TFApprovalError, TooManyRuns
 from dcbrain.memory import Memory, RunStore
@@ -37,7 +38,6 @@ from dcbrain.messages import TextMessage
 from dcbrain.neural import Neural
 from dcbrain.runs import DEFAULT_SUPERSEDE_GRACE_S, RunRecord
 from dcbrain.runs.retention import DEFAULT_CHECK_EVERY_S, RetentionSchedule
-from dcbrain.runtime import Runtime
 from dcbrain.server._responses import JSONResponse
 from dcbrain.server.admin import AdminEndpoints
 from dcbrain.server.drain import Drain
@@ -107,7 +107,7 @@ def create_app(
     output_type: Any = None,
 ) -> Starlette:
     """The server as an ASGI app: ``create_app(runtime, ServerSettings(...))`` (what
-    :func:`dcbrain.runtime.build_runtime` built, and the server's settings as one value),
+    :func:`dcbrain.config.runtime.build_runtime` built, and the server's settings as one value),
     or ``create_app(brain_factory, store, **settings)``.
 
     ``store`` keeps runs and their events; ``memory`` is where conversations are read

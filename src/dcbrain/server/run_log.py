@@ -13,9 +13,9 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-from dcbrain._text import encodable
 from dcbrain.events import Event
 from dcbrain.memory import RunStore
+from dcbrain.values.text import encodable
 
 logger = logging.getLogger("dcbrain.server")
 

@@ -20,7 +20,6 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from dcbrain._text import encodable
 from dcbrain.approvals import ApprovalBoard
 from dcbrain.brain import RunDeps
 from dcbrain.events import ApprovalDecided, ApprovalRequested, Event
@@ -48,6 +47,7 @@ from dcbrain.runs import (
 from dcbrain.runs.listing import RunPage, RunQuery, page_of
 from dcbrain.runs.retention import prune_runs
 from dcbrain.server.run_log import RunEventLog
+from dcbrain.values.text import encodable
 
 __all__ = ["DEFAULT_SUPERSEDE_GRACE_S", "BrainFactory", "RunManager", "RunnableBrain",
            "ServerRun", "TooManyRuns"]

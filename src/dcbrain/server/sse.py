@@ -16,8 +16,8 @@ from typing import Any, Final
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.types import Receive, Scope, Send
 
-from dcbrain._jsonsafe import dumps
 from dcbrain.server.service import RunService
+from dcbrain.values.jsonsafe import dumps
 
 #: How long a browser waits before reconnecting a dropped stream (milliseconds).
 RETRY_MS: Final = 2000

@@ -15,12 +15,17 @@ from datetime import UTC, date, datetime, time, timedelta, timezone
 from decimal import Decimal
 from typing import Any, cast
 
-from dcbrain._scalars import MAX_DECIMAL_DIGITS, MAX_DECIMAL_TEXT, ScalarError, checked_decimal
 from dcbrain.tfplan.errors import SizeLimitExceeded
 from dcbrain.tfplan.guards import Guards, Namespace, TypeProxy
 from dcbrain.tfplan.guards.access import LazyMembers
 from dcbrain.tfplan.hashing import plan_hash as stable_hash
 from dcbrain.tfplan.methods import ALLOWED, MATH_CONSTANTS, MATH_FUNCTIONS, TYPE_MEMBERS
+from dcbrain.values.scalars import (
+    MAX_DECIMAL_DIGITS,
+    MAX_DECIMAL_TEXT,
+    ScalarError,
+    checked_decimal,
+)
 
 #: Exception types a plan may raise (``raise ValueError("...")``) and test with isinstance.
 EXCEPTIONS: dict[str, type[BaseException]] = {

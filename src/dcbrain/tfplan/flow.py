@@ -8,6 +8,10 @@ every path that reaches the call, the argument carries data from an untrusted ca
 tool without ``trusted_output``, or a chain that read such data). A flow that only *may*
 happen (one branch of an ``if``, an element of a mixed list) is left to the checks made
 while the plan runs.
+
+Kept whole: one analysis, :class:`_FlowAnalysis`, a visitor whose methods share the plan's
+environment, the functions being followed and the problems found so far; the helpers
+around it are a few lines each.
 """
 
 from __future__ import annotations
@@ -36,8 +40,8 @@ from dcbrain.tfplan._flow_values import (
     union,
     untrusted,
 )
-from dcbrain.tfplan._label_analysis import _Analysis, _filters, _leaves, _plan_name, _root
 from dcbrain.tfplan.errors import FlowCheckOutOfSteps, Problem
+from dcbrain.tfplan.labels.analysis import _Analysis, _filters, _leaves, _plan_name, _root
 from dcbrain.tfplan.methods import IN_PLACE_METHODS
 from dcbrain.tfplan.parser import walk
 

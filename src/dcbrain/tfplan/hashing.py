@@ -19,8 +19,8 @@ from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from dcbrain._scalars import TEMPORAL_TYPES
 from dcbrain.tfplan.guards.budget import ALLOC_DIVISOR
+from dcbrain.values.scalars import TEMPORAL_TYPES
 
 _WIDTH = sys.hash_info.width
 _MASK = (1 << _WIDTH) - 1

@@ -34,7 +34,7 @@ from dcbrain.tfplan.errors import (
     TFToolTimeout,
     TFToolUnavailable,
 )
-from dcbrain.tfplan.provenance import CallSources, Tracker, call_sources, unknown_sources
+from dcbrain.tfplan.labels.provenance import CallSources, Tracker, call_sources, unknown_sources
 from dcbrain.tfplan.result import CallRecord
 from dcbrain.tfplan.rewrite import PLAN_FILENAME
 from dcbrain.tfplan.state import Cancelled, Expired, RunState

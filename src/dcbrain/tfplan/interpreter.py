@@ -24,8 +24,6 @@ from functools import lru_cache
 from types import CodeType, TracebackType
 from typing import Any, ClassVar, Literal, TypeVar
 
-from dcbrain._scalars import PLAN_DECIMAL_CONTEXT, decimal_error
-from dcbrain.tfplan._label_analysis import without_label_keyword
 from dcbrain.tfplan.builtins import build_builtins
 from dcbrain.tfplan.checker import BUILTIN_NAMES, CallableSpec, check, specs_of
 from dcbrain.tfplan.errors import (
@@ -52,17 +50,19 @@ from dcbrain.tfplan.host import (
     current_run,
 )
 from dcbrain.tfplan.host_budget import HostBudget
+from dcbrain.tfplan.labels.analysis import without_label_keyword
+from dcbrain.tfplan.labels.provenance import TRACKING_MODES, Tracker, Tracking, tracking_namespace
 from dcbrain.tfplan.limits import Limits
 from dcbrain.tfplan.messages import public_message
 from dcbrain.tfplan.origins import describe_callable
 from dcbrain.tfplan.parser import IMPORTABLE_MODULES, Plan, parse
-from dcbrain.tfplan.provenance import TRACKING_MODES, Tracker, Tracking, tracking_namespace
 from dcbrain.tfplan.result import ConsoleResult
 from dcbrain.tfplan.rewrite import MAIN_FUNCTION, PLAN_FILENAME, compile_plan
 from dcbrain.tfplan.sandbox.relay import cancel_in_sandbox, run_in_sandbox
 from dcbrain.tfplan.state import CallObserver, ParallelHooks, RunState, Watchdog
 from dcbrain.tfplan.supervise import Supervision, abandon_calls, start_driver
 from dcbrain.tfplan.values import bounded_message, sized_plan_value
+from dcbrain.values.scalars import PLAN_DECIMAL_CONTEXT, decimal_error
 
 
 @lru_cache(maxsize=128)
@@ -124,8 +124,8 @@ class Interpreter:
     this process: faster to start, for trusted plans and benchmarks.
 
     ``tracking`` (``"off"``, ``"on"``, ``"strict"``) makes every plan value carry its
-    sources (see :mod:`dcbrain.tfplan.provenance`); each call then sees its arguments'
-    sources in :data:`~dcbrain.tfplan.provenance.call_sources`. ``sources`` names the
+    sources (see :mod:`dcbrain.tfplan.labels.provenance`); each call then sees its arguments'
+    sources in :data:`~dcbrain.tfplan.labels.provenance.call_sources`. ``sources`` names the
     source of each callable's results (default ``tool:<name>``); ``trusted_fields`` the
     fields of a callable's result records that are trusted data (source
     ``<source>.<field>``).

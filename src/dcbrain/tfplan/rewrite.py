@@ -35,11 +35,11 @@ from dcbrain.tfplan._inline import (
     located,
     target_shape,
 )
-from dcbrain.tfplan._label_hoist import hoist_label_updates
-from dcbrain.tfplan._label_rewrite import LabelRewriter
 from dcbrain.tfplan._operators import OperatorGuards, is_scalar_constant
+from dcbrain.tfplan.labels.hoist import hoist_label_updates
+from dcbrain.tfplan.labels.provenance import Tracking
+from dcbrain.tfplan.labels.rewrite import LabelRewriter
 from dcbrain.tfplan.parser import SYNTAX_TREE_LOCK, iter_child_nodes, syntax_tree, walk
-from dcbrain.tfplan.provenance import Tracking
 
 PLAN_FILENAME = "<tf_plan>"
 MAIN_FUNCTION = "__tf_main"

@@ -7,15 +7,15 @@ from decimal import Decimal
 from sys import getsizeof
 from typing import Any
 
-from dcbrain._scalars import (
+from dcbrain.tfplan.errors import NotPlainData as NotPlainData
+from dcbrain.tfplan.host_budget import HostBudget
+from dcbrain.values.scalars import (
     SCALAR_TYPES,
     ScalarError,
     decimal_digits,
     plan_scalar,
     rendered_scalar_size,
 )
-from dcbrain.tfplan.errors import NotPlainData as NotPlainData
-from dcbrain.tfplan.host_budget import HostBudget
 
 #: Nesting depth of data crossing the plan/host boundary.
 MAX_DATA_DEPTH = 200

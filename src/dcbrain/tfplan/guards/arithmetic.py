@@ -16,10 +16,10 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
-from dcbrain._scalars import MAX_INTEGER_DIGITS, decimal_digits, integer_digits
 from dcbrain.tfplan.errors import SizeLimitExceeded
 from dcbrain.tfplan.guards.budget import ALLOC_DIVISOR, Budget
 from dcbrain.tfplan.guards.strings import Strings
+from dcbrain.values.scalars import MAX_INTEGER_DIGITS, decimal_digits, integer_digits
 
 _INTS = (int, bool)
 _SEQUENCES = (str, list, tuple)
@@ -110,7 +110,7 @@ class Arithmetic:
     def charge_decimal(self, a: Any, b: Any, shape: str) -> None:
         """Pay for Decimal arithmetic as for ints of the operands' sizes: ``shape`` is
         ``"product"`` or ``"division"``. A plan's own Decimals have 28 digits and cost
-        the step; one of up to :data:`~dcbrain._scalars.MAX_DECIMAL_DIGITS` from a tool
+        the step; one of up to :data:`~dcbrain.values.scalars.MAX_DECIMAL_DIGITS` from a tool
         costs its size (``+`` and ``-`` are linear in those digits: the step pays)."""
         wa, wb = _decimal_words(a), _decimal_words(b)
         if not wa and not wb:

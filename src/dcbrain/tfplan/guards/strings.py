@@ -13,13 +13,6 @@ from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
-from dcbrain._scalars import (
-    MAX_INTEGER_DIGITS,
-    SCALAR_TYPES,
-    decimal_format_size,
-    integer_digits,
-    strftime_size,
-)
 from dcbrain.tfplan.errors import OutputLimitExceeded, SizeLimitExceeded
 from dcbrain.tfplan.formatting import (
     FormatLimitError,
@@ -31,6 +24,13 @@ from dcbrain.tfplan.formatting import (
 from dcbrain.tfplan.guards.budget import ALLOC_DIVISOR, Budget
 from dcbrain.tfplan.state import RunState
 from dcbrain.tfplan.values import nesting_depth, rendered_size, rendered_size_exceeds
+from dcbrain.values.scalars import (
+    MAX_INTEGER_DIGITS,
+    SCALAR_TYPES,
+    decimal_format_size,
+    integer_digits,
+    strftime_size,
+)
 
 _INTS = (int, bool)
 _NATIVE = frozenset({str, int, float, bool})

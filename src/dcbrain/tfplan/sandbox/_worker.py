@@ -24,9 +24,9 @@ from dcbrain.tfplan.errors import HostCallFailed, TFInterpreterError
 from dcbrain.tfplan.host import Dispatcher, background_loop
 from dcbrain.tfplan.host_budget import HostBudget
 from dcbrain.tfplan.interpreter import Interpreter
+from dcbrain.tfplan.labels.provenance import Tracking, call_sources
 from dcbrain.tfplan.limits import Limits
 from dcbrain.tfplan.parser import Plan
-from dcbrain.tfplan.provenance import Tracking, call_sources
 from dcbrain.tfplan.result import CallRecord, ConsoleResult
 from dcbrain.tfplan.sandbox._wire import WORKER_RECORD_FIELDS, Channel, ChannelClosed
 from dcbrain.tfplan.state import Cancelled, Expired, RunState

@@ -42,8 +42,8 @@ from dcbrain.tfplan.errors import (
     TimeLimitExceeded,
 )
 from dcbrain.tfplan.host import BRANCH_BYTES, Dispatcher
+from dcbrain.tfplan.labels.provenance import CallSources
 from dcbrain.tfplan.parser import Plan
-from dcbrain.tfplan.provenance import CallSources
 from dcbrain.tfplan.result import CallRecord, ConsoleResult
 from dcbrain.tfplan.rewrite import PLAN_FILENAME
 from dcbrain.tfplan.sandbox._wire import MAX_MESSAGE_BYTES, WORKER_RECORD_FIELDS, ChannelClosed

@@ -1,14 +1,14 @@
 """Labels of what is read out of containers: subscripts, comprehensions and the builtins
 that pick elements (``max(files, key=...)``), where records keep their fields (see
-``provenance.Fields``). A part of :class:`~dcbrain.tfplan._label_rewrite.LabelRewriter`.
+``provenance.Fields``). A part of :class:`~dcbrain.tfplan.labels.rewrite.LabelRewriter`.
 """
 
 from __future__ import annotations
 
 import ast
 
-from dcbrain.tfplan._label_analysis import _Analysis, _filters, _stored
-from dcbrain.tfplan._label_exprs import _call, _element, _Label, _name, _union
+from dcbrain.tfplan.labels.analysis import _Analysis, _filters, _stored
+from dcbrain.tfplan.labels.exprs import _call, _element, _Label, _name, _union
 
 #: ``name -> label`` of names whose label is known from where they are bound
 #: (comprehension targets, lambda parameters), for values and for host call arguments.

@@ -31,7 +31,7 @@ from typing import Any
 
 from pydantic_core import to_jsonable_python
 
-from dcbrain._text import encodable
+from dcbrain.values.text import encodable
 
 #: Nesting depth past which :func:`plain` writes ``"…"`` instead of the data.
 MAX_DEPTH = 100

@@ -7,7 +7,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from dcbrain._jsonsafe import plain
+from dcbrain.values.jsonsafe import plain
 
 #: Characters of JSON text a value may take in an event before it is clipped.
 DEFAULT_CLIP = 2000
@@ -18,7 +18,7 @@ def clip(value: Any, limit: int = DEFAULT_CLIP) -> Any:
 
     Tuples become lists, sets sorted lists, non-finite floats their ``repr``, ints too
     long for decimal their hex string, other objects their ``str()`` (see
-    :mod:`dcbrain._jsonsafe`);
+    :mod:`dcbrain.values.jsonsafe`);
     a value whose JSON text is longer than ``limit`` characters becomes
     ``{"truncated": True, "size": len(text), "preview": text[:limit]}`` (for a string,
     ``text`` is the string itself).
@@ -36,7 +36,7 @@ def clip(value: Any, limit: int = DEFAULT_CLIP) -> Any:
     return {"truncated": True, "size": len(text), "preview": text[:limit]}
 
 
-#: ``value`` as plain JSON data, never raising (see :mod:`dcbrain._jsonsafe`).
+#: ``value`` as plain JSON data, never raising (see :mod:`dcbrain.values.jsonsafe`).
 to_json_value = plain
 
 

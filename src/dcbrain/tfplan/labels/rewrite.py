@@ -17,6 +17,10 @@ by a builtin, a name bound by ``:=``. A container changed in place (``xs.append(
 ``d[k] = v``) adds the new labels to every variable it may be shared with (names linked
 by assignment, flow-insensitively). Loop-invariant updates then leave their loop
 (``_label_hoist.py``).
+
+Kept whole: one ``ast.NodeTransformer``, :class:`LabelRewriter`, whose visit methods share
+its current scope, the plan's analysis and its shadow names; split over files, each half
+would reach into the other's state.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import ast
 import copy
 import itertools
 
-from dcbrain.tfplan._label_analysis import (
+from dcbrain.tfplan.labels.analysis import (
     _TEMPORARY,
     HELPER,
     MUTATING_METHODS,
@@ -43,8 +47,8 @@ from dcbrain.tfplan._label_analysis import (
     _subscripts,
     changes_in_place,
 )
-from dcbrain.tfplan._label_containers import ContainerLabels, _Env
-from dcbrain.tfplan._label_exprs import (
+from dcbrain.tfplan.labels.containers import ContainerLabels, _Env
+from dcbrain.tfplan.labels.exprs import (
     TRACKER,
     _assign,
     _call,
@@ -56,8 +60,8 @@ from dcbrain.tfplan._label_exprs import (
     _special,
     _union,
 )
+from dcbrain.tfplan.labels.provenance import PLAN_BIT
 from dcbrain.tfplan.parser import iter_child_nodes, walk
-from dcbrain.tfplan.provenance import PLAN_BIT
 
 SHADOW = "__tfl_"
 LABEL_KEYWORD = "__tfh_l"

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import ast
 
-from dcbrain.tfplan._label_analysis import HELPER
+from dcbrain.tfplan.labels.analysis import HELPER
 from dcbrain.tfplan.parser import walk
 
 _SHADOW = "__tfl_"

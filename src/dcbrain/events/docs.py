@@ -3,7 +3,7 @@
 Rendered from :data:`dcbrain.events.EVENT_CLASSES`, so a field added to a class shows
 up in the docs at once (a test checks the file is current).
 
-    python -m dcbrain._events_doc docs/events.md   # rewrite the generated part
+    python -m dcbrain.events.docs docs/events.md   # rewrite the generated part
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from dcbrain.events import (
     event_classes,
 )
 
-_PART = GeneratedPart("dcbrain._events_doc")
+_PART = GeneratedPart("dcbrain.events.docs")
 
 
 def events_reference() -> str:

@@ -2,12 +2,12 @@
 
 ``load_config(path)`` reads and validates the file (every error names its key path,
 ``dcbrain.toml: llm.main.base_url: Input should be a valid URL``); building the objects it
-describes is :mod:`dcbrain.composition`'s (``build_brain(config)``, re-exported here).
+describes is :mod:`dcbrain.config.composition`'s (``build_brain(config)``, re-exported here).
 Relative paths in the file (tools, memory) are relative to the file. With no LLM declared,
 every role uses the embedded local model (:class:`~dcbrain.llm.local.LocalLLM`).
 
 Every key can also be set by a ``DCBRAIN_…`` environment variable (``DCBRAIN_BRAIN__
-MAX_ITERATIONS=5``: the key path's parts joined by ``__``, see :mod:`dcbrain._config_env`);
+MAX_ITERATIONS=5``: the key path's parts joined by ``__``, see :mod:`dcbrain.config.env`);
 the environment wins over the file. ``DCBRAIN_CONFIG`` names the file when no path is given.
 """
 
@@ -34,9 +34,8 @@ from pydantic import (
 )
 from pydantic import ValidationError as PydanticValidationError
 
-from dcbrain._config_env import environment_values, has_variables, merged
-from dcbrain._lazy import lazy_exports
 from dcbrain.approvals import DEFAULT_APPROVAL_TIMEOUT_S
+from dcbrain.config.env import environment_values, has_variables, merged
 from dcbrain.exceptions import ConfigError as ConfigError
 from dcbrain.exceptions import TFError
 from dcbrain.mcp.limits import (
@@ -476,8 +475,3 @@ def environment_problems(config: Config) -> list[str]:
         if spec.provider == "openai" and spec.api_key is None and spec.api_key_env
         and not os.environ.get(spec.api_key_env)
     ]
-
-
-_BUILDING = ("build_brain", "build_chains", "build_llms", "check_tool_names",
-             "connect_mcp_servers", "load_tool_file", "load_tools")
-__getattr__, __dir__ = lazy_exports(__name__, dict.fromkeys(_BUILDING, "dcbrain.composition"))

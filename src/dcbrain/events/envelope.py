@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
-from dcbrain._jsonsafe import plain
+from dcbrain.values.jsonsafe import plain
 
 logger = logging.getLogger("dcbrain.events")
 

@@ -107,7 +107,7 @@ def build_runtime(settings: AppSettings) -> Runtime:
     Raises :class:`~dcbrain.exceptions.ConfigError` for a bad config and ``ValueError``
     (or ``OSError``) for what cannot be opened (``--db`` without the durable extra).
     """
-    from dcbrain.composition import (
+    from dcbrain.config.composition import (
         FALLBACK_DB,
         build_brain,
         load_output_type,

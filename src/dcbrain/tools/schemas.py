@@ -26,8 +26,8 @@ from pydantic import ConfigDict, TypeAdapter, validate_call
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
-from dcbrain._docstrings import DocstringParts, docstring_parts
 from dcbrain.exceptions import TFToolError
+from dcbrain.tools.docstrings import DocstringParts, docstring_parts
 
 
 class PlanJsonSchema(GenerateJsonSchema):

@@ -20,20 +20,20 @@ from typing import Any, ClassVar, Literal, Self, Union
 
 from pydantic import Field, TypeAdapter, ValidationError
 
-from dcbrain._event_envelope import Event as Event
-from dcbrain._event_envelope import EventData as EventData
-from dcbrain._event_envelope import EventLog as EventLog
-from dcbrain._event_envelope import Subscriber as Subscriber
-from dcbrain._event_values import ARGUMENT_CLIP as ARGUMENT_CLIP
-from dcbrain._event_values import ARGUMENTS_CLIP as ARGUMENTS_CLIP
-from dcbrain._event_values import DEFAULT_CLIP as DEFAULT_CLIP
-from dcbrain._event_values import OMITTED_KEY as OMITTED_KEY
-from dcbrain._event_values import clip as clip
-from dcbrain._event_values import clip_arguments as clip_arguments
-from dcbrain._event_values import to_json_value as to_json_value
-from dcbrain._plan_diff_data import DiffItem as DiffItem
-from dcbrain._plan_diff_data import PlanDiffData as PlanDiffData
-from dcbrain._plan_diff_data import RevisedItem as RevisedItem
+from dcbrain.events.envelope import Event as Event
+from dcbrain.events.envelope import EventData as EventData
+from dcbrain.events.envelope import EventLog as EventLog
+from dcbrain.events.envelope import Subscriber as Subscriber
+from dcbrain.events.plan_diff import DiffItem as DiffItem
+from dcbrain.events.plan_diff import PlanDiffData as PlanDiffData
+from dcbrain.events.plan_diff import RevisedItem as RevisedItem
+from dcbrain.events.values import ARGUMENT_CLIP as ARGUMENT_CLIP
+from dcbrain.events.values import ARGUMENTS_CLIP as ARGUMENTS_CLIP
+from dcbrain.events.values import DEFAULT_CLIP as DEFAULT_CLIP
+from dcbrain.events.values import OMITTED_KEY as OMITTED_KEY
+from dcbrain.events.values import clip as clip
+from dcbrain.events.values import clip_arguments as clip_arguments
+from dcbrain.events.values import to_json_value as to_json_value
 
 
 class EventType(StrEnum):
