@@ -85,6 +85,7 @@ class Channel:
         self._poller: select.poll | None = None
         #: longest message :meth:`recv` accepts
         self.max_message = MAX_MESSAGE_BYTES
+        self._recent_wait = 0.0  # moving average of the waits for a message, in seconds
 
     def send(self, message: Any) -> None:
         data = pickle.dumps(message, protocol=5)
@@ -100,6 +101,9 @@ class Channel:
         ``spin_s``: how long to poll the socket without sleeping before waiting on it
         (an answer expected within microseconds then arrives without the cost of waking
         this process up; each poll yields the processor to any other runnable task).
+        It polls only while the recent waits of this channel were short (their moving
+        average below three times ``spin_s``, its own waking up included): where the peer
+        takes longer, polling only costs.
 
         The socket itself stays blocking (a timeout on the socket object would also cut
         short a ``send`` of another thread, losing part of a message); a wait is bounded
@@ -107,6 +111,7 @@ class Channel:
         waiting for the next message costs one system call, not a poll and a read.
         """
         buffer = self._buffer
+        waited_from = 0.0
         while True:
             if len(buffer) >= _HEADER.size:
                 (size,) = _HEADER.unpack_from(buffer)
@@ -120,7 +125,12 @@ class Channel:
                         return self._loads(data)
                     except Exception as exc:  # malformed message: the peer is not trusted
                         raise ChannelClosed(f"unreadable message: {exc}") from None
-            size = self._spin(spin_s) if spin_s > 0 else None
+            size = None
+            if spin_s > 0:
+                if waited_from == 0.0:
+                    waited_from = time.perf_counter()
+                if self._recent_wait < 3 * spin_s:
+                    size = self._spin(spin_s)
             if size is None:
                 if not self._wait_set(timeout):
                     raise TimeoutError
@@ -133,6 +143,10 @@ class Channel:
             if not size:
                 raise ChannelClosed("connection closed")
             buffer += self._chunk[:size]
+            if waited_from:
+                waited = time.perf_counter() - waited_from
+                self._recent_wait += (waited - self._recent_wait) / 4
+                waited_from = 0.0
 
     def _spin(self, spin_s: float) -> int | None:
         """Bytes read into the chunk by polling for up to ``spin_s`` seconds (0: the peer

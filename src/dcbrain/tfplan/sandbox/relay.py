@@ -87,7 +87,9 @@ def run_in_sandbox(interpreter: Interpreter, plan: Plan, code: CodeType,
                    state: RunState) -> ConsoleResult:
     """Run ``plan`` (compiled to ``code``) in a sandbox worker, serving its calls here."""
     pool = shared_pool()
-    worker = pool.acquire(interpreter.limits.memory_bytes)
+    # waiting for a busy worker to come free takes a small part of the plan's time at most
+    worker = pool.acquire(interpreter.limits.memory_bytes,
+                          patience=interpreter.limits.timeout_s / 10)
     relay = _Relay(interpreter, plan, code, state, pool, worker)
     with _running_lock:
         _running[id(state)] = relay
@@ -220,7 +222,12 @@ class _Relay:
         if isinstance(line, int) and isinstance(col, int):
             self.position = (line, col)
         if scope == 0:
-            self._reply(call_id, *self._invoke(call_id, target, wire, args, kwargs))
+            self.worker.in_host_since = time.monotonic()  # the pool sees it wait
+            try:
+                answer = self._invoke(call_id, target, wire, args, kwargs)
+            finally:
+                self.worker.in_host_since = None
+            self._reply(call_id, *answer)
             return
         context = self.scopes[scope][0]
         if context is None or type(call_id) is not int:
