@@ -266,9 +266,11 @@ class WorkerPool:
         return Worker(pid, host_sock, report_r, memory)
 
     def _computing(self, now: float) -> int:
-        """Busy workers not waiting on a long host call (the lock held)."""
+        """Workers that will come free soon (the lock held): busy ones not waiting on a
+        long host call, and those being forked (for the idle list or for a plan)."""
         return sum(1 for worker in self._busy.values()
-                   if (since := worker.in_host_since) is None or now - since < HOST_WAIT_S)
+                   if (since := worker.in_host_since) is None or now - since < HOST_WAIT_S
+                   ) + self._forking + sum(self._coming.values())
 
     def _size(self) -> int:
         """Workers busy, idle or being forked (the lock held)."""
