@@ -114,12 +114,12 @@ class WorkerPool:
         self._reader.start()
 
     # -- workers -----------------------------------------------------------------------
-    def acquire(self, memory: int, patience: float = FREE_WAIT_S) -> Worker:
+    def acquire(self, memory: int, patience: float | None = None) -> Worker:
         """An idle worker with address-space limit ``memory``, else a forked one.
 
         Once the pool holds :data:`POOL_TARGET` workers, a plan that finds none idle
         waits for one to come free instead (up to ``patience`` seconds, at most
-        :data:`FREE_WAIT_S`), unless every busy worker waits on a long host call
+        :data:`FREE_WAIT_S`, the default), unless every busy worker waits on a long host call
         (:data:`HOST_WAIT_S`): those compute nothing.
         """
         deadline: float | None = None
@@ -134,7 +134,8 @@ class WorkerPool:
                     break
                 now = time.monotonic()
                 if deadline is None:
-                    deadline = now + min(patience, FREE_WAIT_S)
+                    deadline = now + (FREE_WAIT_S if patience is None
+                                      else min(patience, FREE_WAIT_S))
                 if now >= deadline or not self._computing(now):
                     break
                 self._freed.wait(min(deadline - now, _RECHECK_S))
