@@ -16,19 +16,19 @@ import resource
 import signal
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import CodeType
 from typing import Any
 
 from dcbrain.tfplan.errors import HostCallFailed, TFInterpreterError
-from dcbrain.tfplan.host import Dispatcher, background_loop
+from dcbrain.tfplan.host import Dispatcher, background_loop, caller_position
 from dcbrain.tfplan.host_budget import HostBudget
 from dcbrain.tfplan.interpreter import Interpreter
-from dcbrain.tfplan.labels.provenance import Tracking, call_sources
+from dcbrain.tfplan.labels.provenance import CallSources, Tracking, call_sources, unknown_sources
 from dcbrain.tfplan.limits import Limits
 from dcbrain.tfplan.parser import Plan
-from dcbrain.tfplan.result import CallRecord, ConsoleResult
-from dcbrain.tfplan.sandbox._wire import WORKER_RECORD_FIELDS, Channel, ChannelClosed
+from dcbrain.tfplan.result import ConsoleResult
+from dcbrain.tfplan.sandbox._wire import Channel, ChannelClosed
 from dcbrain.tfplan.state import Cancelled, Expired, RunState
 
 #: Scope of the calling thread: 0 at top level, else the host's id of its ``parallel`` branch.
@@ -38,8 +38,9 @@ _scope: contextvars.ContextVar[int] = contextvars.ContextVar("tf_sandbox_scope",
 class _Requests:
     """Requests to the host; whichever waiting thread reads hands the others their answers."""
 
-    def __init__(self, channel: Channel) -> None:
+    def __init__(self, channel: Channel, spin_s: float) -> None:
         self.channel = channel
+        self.spin_s = spin_s  # how long to poll for an answer before sleeping on the socket
         self._ids = 0
         self._lock = threading.Lock()
         self._answered = threading.Condition(self._lock)
@@ -67,7 +68,7 @@ class _Requests:
                 self._reading = True
                 self._lock.release()
                 try:
-                    _, answer_id, status, value = self.channel.recv()
+                    _, answer_id, status, value = self.channel.recv(spin_s=self.spin_s)
                 finally:
                     self._lock.acquire()
                     self._reading = False
@@ -77,47 +78,30 @@ class _Requests:
             return self._answers.pop(request_id)
 
 
-class _Stash(threading.local):
-    record: CallRecord | None = None
-
-
-class _RecordStash:
-    """The worker's observer: hands each call's record to the stand-in making the call."""
-
-    def __init__(self) -> None:
-        self.local = _Stash()
-
-    def on_call_start(self, record: CallRecord) -> None:
-        self.local.record = record
-
-    def on_call_end(self, record: CallRecord) -> None:
-        self.local.record = None
-
-
 class _Remote:
     """Stand-in for a chain or tool of the host (``target``: its name or a handle)."""
 
-    __slots__ = ("requests", "stash", "target")
+    __slots__ = ("requests", "target")
 
-    def __init__(self, target: str | int, requests: _Requests, stash: _RecordStash) -> None:
+    def __init__(self, target: str | int, requests: _Requests) -> None:
         self.target = target
         self.requests = requests
-        self.stash = stash
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        record = self.stash.local.record
-        fields: dict[str, Any] = {} if record is None else {
-            key: getattr(record, key) for key in WORKER_RECORD_FIELDS
-        }
+        fields: dict[str, Any] = {}
         sources = call_sources.get()
         if sources is not None:
             fields["sources"] = sources.to_wire()
-        status, value = self.requests.ask("call", self.target, fields, list(args), kwargs,
+        return self.ask(fields, list(args), kwargs)
+
+    def ask(self, fields: dict[str, Any], args: list[Any], kwargs: dict[str, Any]) -> Any:
+        """The host's answer to a call with ``fields`` of its record (name, position …)."""
+        status, value = self.requests.ask("call", self.target, fields, args, kwargs,
                                           _scope.get())
         if status == "ok":
             return value
         if status == "handle":
-            return _Remote(value, self.requests, self.stash)
+            return _Remote(value, self.requests)
         if status == "failed":
             raise HostCallFailed(value)
         raise Cancelled if status == "cancelled" else Expired
@@ -146,18 +130,49 @@ class _RemoteHooks:
 
 
 class _WorkerDispatcher(Dispatcher):
-    """The worker's dispatch point: a stand-in's answer is not copied again.
+    """The worker's dispatch point: a call of a stand-in goes straight to the host.
 
-    The host made that answer from its own boundary copy of the call's result (checked,
-    sized against ``max_size`` and paid for from the run's host budget there), and this
-    process unpickled it into fresh values: a second copy here would check nothing new.
+    It is counted against ``max_calls``, its arguments are copied as plain data (paid for
+    from the run's host budget) and it is positioned, as in process; then the host runs it
+    through its own dispatcher, which keeps the trace, tells the observers, applies the
+    policies and copies the arguments and the result again at its boundary. No trace is
+    kept here (nothing reads it), and the answer is not copied again: the host made it
+    from its own checked copy of the result, and this process unpickled it into fresh
+    values.
     """
 
-    def invoke(self, record: CallRecord, func: Callable[..., Any], *,
-               plain_result: bool = True, sources: Any = None) -> Any:
-        if type(func) is _Remote:
-            plain_result = False
-        return super().invoke(record, func, plain_result=plain_result, sources=sources)
+    def call(
+        self,
+        name: str,
+        func: Callable[..., Any],
+        args: Sequence[Any],
+        kwargs: dict[str, Any],
+        *,
+        plain_result: bool = True,
+        sources: CallSources | None = None,
+    ) -> Any:
+        if type(func) is not _Remote:
+            return super().call(name, func, args, kwargs, plain_result=plain_result,
+                                sources=sources)
+        self.count_call()
+        args_copy, kwargs_copy = self.plain_arguments(name, args, kwargs)
+        line, col = caller_position(self.lines)
+        state = self.state
+        fields: dict[str, Any] = {"name": name, "line": line, "col": col,
+                                  "branch": getattr(state.branch, "index", None)}
+        tracker = self.tracker
+        if tracker is not None:
+            if sources is None:
+                sources = unknown_sources(tracker)
+            fields["sources"] = sources.to_wire()
+        state.enter_host()  # no stop signal lands while the host answers
+        try:
+            result = func.ask(fields, args_copy, kwargs_copy)
+        finally:
+            state.leave_host()
+        if tracker is not None and sources is not None:
+            tracker.record(name, sources)
+        return result
 
 
 class _WorkerInterpreter(Interpreter):
@@ -195,16 +210,14 @@ def serve(sock: socket.socket) -> None:
 
 def _run(channel: Channel, *, source: str, code: bytes, limits: Limits, names: list[str],
          construct: bool, tracking: Tracking, sources: dict[str, str],
-         trusted_fields: dict[str, list[str]], reads: dict[str, list[str]]) -> dict[str, Any]:
-    requests = _Requests(channel)
-    stash = _RecordStash()
-    callables: dict[str, Callable[..., Any]] = {
-        name: _Remote(name, requests, stash) for name in names
-    }
-    construct_chain = _Remote("__construct_chain", requests, stash) if construct else None
+         trusted_fields: dict[str, list[str]], reads: dict[str, list[str]],
+         spin_s: float = 0.0) -> dict[str, Any]:
+    requests = _Requests(channel, spin_s)
+    callables: dict[str, Callable[..., Any]] = {name: _Remote(name, requests) for name in names}
+    construct_chain = _Remote("__construct_chain", requests) if construct else None
     interpreter = _WorkerInterpreter(
         callables, limits=limits, isolation="inprocess", construct_chain=construct_chain,
-        observer=stash, parallel_hooks=_RemoteHooks(requests), passthrough=(HostCallFailed,),
+        parallel_hooks=_RemoteHooks(requests), passthrough=(HostCallFailed,),
         tracking=tracking, sources=sources, trusted_fields=trusted_fields, reads=reads,
     )
     _set_cpu_limit(limits.timeout_s)

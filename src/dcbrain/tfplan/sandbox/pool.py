@@ -24,8 +24,21 @@ from dcbrain.tfplan.sandbox._wire import Channel
 
 #: Plans one worker runs before it is replaced (bounds what a long-lived process keeps).
 PLANS_PER_WORKER = 500
-#: Idle workers kept after a burst of concurrent plans (per memory limit).
-MAX_IDLE = 8
+_PROCESSORS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+    else os.cpu_count() or 1
+#: Workers the pool holds before a plan that finds none idle waits (briefly) for one to
+#: come free rather than have another forked: plans are computed by the processors, so
+#: more processes than a few per processor only hold memory. Idle workers kept after a
+#: burst of concurrent plans (per memory limit): as many.
+POOL_TARGET = max(4, 2 * _PROCESSORS)
+MAX_IDLE = POOL_TARGET
+#: A worker whose plan has waited this long for one host call (a model's answer) is not
+#: counted as computing: when every busy worker waits so, another is forked at once.
+HOST_WAIT_S = 0.05
+#: Longest a plan waits for a worker to come free while others compute.
+FREE_WAIT_S = 1.0
+#: How often such a wait looks again whether the busy workers still compute.
+_RECHECK_S = 0.01
 #: Part of a worker's crash report the host keeps.
 MAX_REPORT_BYTES = 1 << 20
 
@@ -39,6 +52,8 @@ class Worker:
         self.report = report  # read end of the crash-report pipe (faulthandler output)
         self.memory = memory
         self.plans = 0
+        #: since when its plan waits for a host call of its top level (``None``: it does not)
+        self.in_host_since: float | None = None
 
     def read_report(self) -> str:
         """What the process wrote to its crash-report pipe since the last read (the first
@@ -73,11 +88,13 @@ class WorkerPool:
         self.idle_target = idle
         self._lock = threading.Lock()
         self._idle: dict[int, deque[Worker]] = {}
-        self._busy: set[int] = set()
+        self._busy: dict[int, Worker] = {}
         self._coming: dict[int, int] = {}  # workers being forked for the idle list
+        self._forking = 0  # workers being forked for a plan
         self._spawns: deque[Future[int]] = deque()
         self._exits: dict[int, int] = {}
         self._exited = threading.Condition(self._lock)
+        self._freed = threading.Condition(self._lock)  # a worker went back to the idle list
         self._closed = False
         self._pid = os.getpid()
         self._discarded = 0
@@ -85,7 +102,9 @@ class WorkerPool:
         self._control = control
         self._control_lock = threading.Lock()
         self._zygote = subprocess.Popen(
-            [sys.executable, "-c", _BOOTSTRAP, str(_PACKAGE_DIR), str(theirs.fileno())],
+            # -S: a worker needs the standard library and this package only, not the
+            # site-packages' startup hooks (less memory in every worker)
+            [sys.executable, "-S", "-c", _BOOTSTRAP, str(_PACKAGE_DIR), str(theirs.fileno())],
             pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             env=_zygote_environment(), close_fds=True,
         )
@@ -95,15 +114,43 @@ class WorkerPool:
         self._reader.start()
 
     # -- workers -----------------------------------------------------------------------
-    def acquire(self, memory: int) -> Worker:
-        """An idle worker with address-space limit ``memory`` (forked if none is idle)."""
+    def acquire(self, memory: int, patience: float | None = None) -> Worker:
+        """An idle worker with address-space limit ``memory``, else a forked one.
+
+        Once the pool holds :data:`POOL_TARGET` workers, a plan that finds none idle
+        waits for one to come free instead (up to ``patience`` seconds, at most
+        :data:`FREE_WAIT_S`, the default), unless every busy worker waits on a long host call
+        (:data:`HOST_WAIT_S`): those compute nothing.
+        """
+        deadline: float | None = None
         with self._lock:
-            idle = self._idle.get(memory)
-            worker = idle.popleft() if idle else None
+            while True:
+                idle = self._idle.get(memory)
+                if idle:
+                    worker: Worker | None = idle.popleft()
+                    break
+                worker = None
+                if self._closed or self._size() < POOL_TARGET:
+                    break
+                now = time.monotonic()
+                if deadline is None:
+                    deadline = now + (FREE_WAIT_S if patience is None
+                                      else min(patience, FREE_WAIT_S))
+                if now >= deadline or not self._computing(now):
+                    break
+                self._freed.wait(min(deadline - now, _RECHECK_S))
+            if worker is not None:
+                self._busy[worker.pid] = worker
+            else:
+                self._forking += 1
         if worker is None:
-            worker = self._spawn(memory)
-        with self._lock:
-            self._busy.add(worker.pid)
+            try:
+                worker = self._spawn(memory)
+            finally:
+                with self._lock:
+                    self._forking -= 1
+            with self._lock:
+                self._busy[worker.pid] = worker
         self._refill(memory)
         worker.read_report()  # drop what an earlier plan left there
         return worker
@@ -111,7 +158,7 @@ class WorkerPool:
     def release(self, worker: Worker) -> None:
         """Give back a worker that finished its plan cleanly."""
         with self._lock:
-            self._busy.discard(worker.pid)
+            self._busy.pop(worker.pid, None)
         worker.plans += 1
         if worker.plans >= PLANS_PER_WORKER:
             self.discard(worker)
@@ -120,6 +167,7 @@ class WorkerPool:
             idle = self._idle.setdefault(worker.memory, deque())
             if not self._closed and len(idle) < max(self.idle_target, MAX_IDLE):
                 idle.append(worker)
+                self._freed.notify()
                 return
         self.signal(worker, signal.SIGKILL)
         worker.close()
@@ -127,7 +175,7 @@ class WorkerPool:
     def discard(self, worker: Worker) -> None:
         """Kill a worker that must not run another plan; a new one takes its place."""
         with self._lock:
-            self._busy.discard(worker.pid)
+            self._busy.pop(worker.pid, None)
             self._discarded += 1
         self.signal(worker, signal.SIGKILL)
         worker.close()
@@ -158,6 +206,7 @@ class WorkerPool:
             workers = [w for idle in self._idle.values() for w in idle]
             self._idle.clear()
             self._exited.notify_all()
+            self._freed.notify_all()
         for worker in workers:
             worker.close()
         self._control.close()
@@ -174,7 +223,7 @@ class WorkerPool:
     def worker_pids(self) -> set[int]:
         """Process ids of every worker, idle or busy."""
         with self._lock:
-            return self._busy | {w.pid for idle in self._idle.values() for w in idle}
+            return set(self._busy) | {w.pid for idle in self._idle.values() for w in idle}
 
     def stats(self) -> dict[str, int]:
         """``size`` (workers, idle or busy), ``busy`` and ``restarts`` (workers killed
@@ -217,11 +266,25 @@ class WorkerPool:
         pid = future.result(timeout=30)
         return Worker(pid, host_sock, report_r, memory)
 
+    def _computing(self, now: float) -> int:
+        """Workers that will come free soon (the lock held): busy ones not waiting on a
+        long host call, and those being forked (for the idle list or for a plan)."""
+        return sum(1 for worker in self._busy.values()
+                   if (since := worker.in_host_since) is None or now - since < HOST_WAIT_S
+                   ) + self._forking + sum(self._coming.values())
+
+    def _size(self) -> int:
+        """Workers busy, idle or being forked (the lock held)."""
+        return (len(self._busy) + sum(len(idle) for idle in self._idle.values())
+                + sum(self._coming.values()) + self._forking)
+
     def _refill(self, memory: int) -> None:
-        """Fork workers in the background until ``idle_target`` are idle (or on their way)."""
+        """Fork workers in the background until ``idle_target`` are idle (or on their way),
+        as long as the pool holds fewer than :data:`POOL_TARGET`."""
         with self._lock:
             coming = self._coming.get(memory, 0)
-            missing = self.idle_target - len(self._idle.get(memory, ())) - coming
+            missing = min(self.idle_target - len(self._idle.get(memory, ())) - coming,
+                          POOL_TARGET - self._size())
             if missing <= 0 or self._closed:
                 return
             self._coming[memory] = coming + missing
@@ -238,6 +301,7 @@ class WorkerPool:
                 self._coming[memory] -= 1
                 if worker is not None and not self._closed:
                     self._idle.setdefault(memory, deque()).append(worker)
+                    self._freed.notify()
                     worker = None
             if worker is not None:  # the pool closed meanwhile
                 worker.close()
@@ -262,6 +326,7 @@ class WorkerPool:
                     pending = list(self._spawns)
                     self._spawns.clear()
                     self._exited.notify_all()
+                    self._freed.notify_all()
                 for future in pending:
                     future.set_exception(RuntimeError("the sandbox zygote stopped"))
                 return

@@ -1,0 +1,185 @@
+"""The pool of sandbox workers: a few workers serve many plans, a killed one fails only its
+own plan, and the worker's short way to the host keeps the in-process errors.
+
+Real worker processes throughout.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from dcbrain.tfplan import Interpreter, Limits, PlanProcessCrashed, TFInterpreterError
+from dcbrain.tfplan.sandbox import pool as pool_module
+from dcbrain.tfplan.sandbox import shared_pool
+from dcbrain.tfplan.sandbox.pool import POOL_TARGET, Worker, WorkerPool
+from support.sandbox import running_worker
+
+PATIENCE_S = 20.0
+MEMORY = Limits().memory_bytes
+
+
+@pytest.fixture
+def pool(monkeypatch: pytest.MonkeyPatch) -> Iterator[WorkerPool]:
+    # a plan waits for a worker for as long as it takes: only the pool's rule decides
+    monkeypatch.setattr(pool_module, "FREE_WAIT_S", 3600.0)
+    own = WorkerPool()
+    try:
+        yield own
+    finally:
+        own.close()
+
+
+def _fill(pool: WorkerPool) -> list[Worker]:
+    """Every worker the pool holds before plans wait, all busy."""
+    workers = [pool.acquire(MEMORY, patience=3600.0) for _ in range(POOL_TARGET)]
+    assert len(pool.busy_pids()) == POOL_TARGET
+    return workers
+
+
+def _acquire_in_thread(pool: WorkerPool) -> tuple[threading.Thread, list[Worker]]:
+    got: list[Worker] = []
+    thread = threading.Thread(target=lambda: got.append(pool.acquire(MEMORY, patience=3600.0)))
+    thread.start()
+    return thread, got
+
+
+def test_a_plan_waits_for_a_computing_worker_instead_of_forking_one(pool: WorkerPool) -> None:
+    workers = _fill(pool)
+    thread, got = _acquire_in_thread(pool)
+    pool.release(workers[1])  # that worker's plan finished
+    thread.join(PATIENCE_S)
+    assert not thread.is_alive()
+    assert got[0].pid == workers[1].pid  # the freed worker serves the next plan
+    assert pool.worker_pids() == {worker.pid for worker in workers}
+    for worker in [got[0], workers[0], *workers[2:]]:
+        pool.release(worker)
+
+
+def test_a_plan_gets_a_new_worker_when_every_busy_one_waits_on_the_host(
+        pool: WorkerPool) -> None:
+    workers = _fill(pool)
+    for worker in workers:  # each plan has waited long for a model's answer
+        worker.in_host_since = time.monotonic() - pool_module.HOST_WAIT_S - 1.0
+    thread, got = _acquire_in_thread(pool)
+    thread.join(PATIENCE_S)
+    assert not thread.is_alive()  # forked at once, not waiting for the others
+    assert got[0].pid not in {worker.pid for worker in workers}
+    assert len(pool.busy_pids()) == POOL_TARGET + 1
+    for worker in [*workers, got[0]]:
+        pool.release(worker)
+    assert len(pool.worker_pids()) <= POOL_TARGET  # the extra one is not kept idle
+
+
+def test_a_waiting_plan_is_released_when_the_pool_closes(pool: WorkerPool) -> None:
+    _fill(pool)
+    refused: list[BaseException] = []
+
+    def acquire() -> None:
+        try:
+            pool.acquire(MEMORY, patience=3600.0)
+        except RuntimeError as exc:
+            refused.append(exc)
+
+    thread = threading.Thread(target=acquire)
+    thread.start()
+    pool.close()
+    thread.join(PATIENCE_S)
+    assert not thread.is_alive()  # refused, not left waiting
+    assert [str(exc) for exc in refused] == ["the sandbox pool is closed"]
+
+
+def test_many_concurrent_plans_are_served_by_a_few_workers() -> None:
+    seen: set[int] = set()
+    lock = threading.Lock()
+
+    def where(i: int) -> int:
+        with lock:
+            seen.update(shared_pool().busy_pids())
+        return i
+
+    interpreter = Interpreter({"where": where})
+    interpreter.run("where(i=0)")
+    results: list[Any] = []
+
+    def runs(offset: int) -> None:
+        for i in range(offset, offset + 10):
+            results.append(interpreter.run(f"x = where(i={i})\ny = [x * k for k in range(50)]"
+                                           "\ny[1]").value)
+
+    threads = [threading.Thread(target=runs, args=(100 * t,)) for t in range(3 * POOL_TARGET)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(PATIENCE_S * 3)
+    assert sorted(results) == sorted(100 * t + i for t in range(3 * POOL_TARGET)
+                                     for i in range(10))
+    # 120 plans from 12 threads at once; their workers were reused plan after plan
+    assert len(seen) < len(results)
+
+
+def test_a_killed_worker_fails_only_its_own_plan_while_others_share_the_pool() -> None:
+    entered = threading.Event()
+    outcome: list[BaseException] = []
+
+    def ready() -> str:
+        entered.set()
+        return "go"
+
+    def doomed() -> None:
+        try:
+            Interpreter({"ready": ready}, limits=Limits(timeout_s=60, max_operations=10**18)
+                        ).run("ready()\nx = 0\nwhile True:\n    x += 1")
+        except BaseException as exc:
+            outcome.append(exc)
+
+    victim = threading.Thread(target=doomed)
+    victim.start()
+    assert entered.wait(PATIENCE_S)
+    pid = running_worker()
+    values: list[int] = []
+    interpreter = Interpreter({"double": lambda n: 2 * n})
+    others = [threading.Thread(target=lambda t=t: values.extend(
+        interpreter.run(f"double(n={10 * t + i})").value for i in range(5)))
+        for t in range(2 * POOL_TARGET)]
+    for thread in others:
+        thread.start()
+    os.kill(pid, signal.SIGKILL)
+    victim.join(PATIENCE_S)
+    for thread in others:
+        thread.join(PATIENCE_S * 3)
+    assert [type(error) for error in outcome] == [PlanProcessCrashed]
+    assert sorted(values) == sorted(2 * (10 * t + i) for t in range(2 * POOL_TARGET)
+                                    for i in range(5))
+    assert Interpreter().run("'after'").value == "after"
+
+
+NON_PLAIN_PLANS = [
+    "def f():\n    return 1\necho(x=f)",
+    "echo(x=echo)",
+    "echo(x=[1] * 200)",
+    "deep = []\nfor i in range(100):\n    deep = [deep]\necho(x=deep)",
+    "echo(x=1, **{'y': 2})",
+    "parallel(echo(x=1), echo(x=echo))",
+]
+
+
+@pytest.mark.parametrize("plan", NON_PLAIN_PLANS)
+def test_arguments_are_checked_in_a_worker_as_in_process(plan: str) -> None:
+    limits = Limits(max_size=100)
+    errors = []
+    for isolation in ("process", "inprocess"):
+        interpreter = Interpreter({"echo": lambda x: x}, limits=limits,
+                                  isolation=isolation)  # type: ignore[arg-type]
+        with pytest.raises(TFInterpreterError) as caught:
+            interpreter.run(plan)
+        error = caught.value
+        errors.append((type(error), str(error),
+                       [(r.name, r.line, r.col, r.error) for r in error.trace]))
+    assert errors[0] == errors[1]
