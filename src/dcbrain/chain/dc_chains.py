@@ -24,9 +24,9 @@ from dcbrain.chain.orchestrate import (
     default_orchestrate_chain,
 )
 from dcbrain.chain.plan_names import check_plan_names
-from dcbrain.chain.prompts import Knowledge, normalize_knowledge
+from dcbrain.chain.prompts import normalize_knowledge
 from dcbrain.chain.result import ChainResult
-from dcbrain.chain.runnable import MessageLike
+from dcbrain.chain.runnable import ChainRun
 from dcbrain.chain.tf_interpreter import TFChainInterpreter, partial_chain_result
 from dcbrain.exceptions import TFChainError, TFOrchestrationError
 from dcbrain.llm.base import ChatLLM
@@ -127,25 +127,18 @@ class DCChains(Chains):
         """Every sub-chain and tool as the planner sees it (name, kind, description, schemas)."""
         return self.interpreter().describe_callables()
 
-    async def _async_run(
-        self,
-        current_input: TextMessage,
-        conversation: Sequence[TextMessage | str] | None,
-        knowledge: Knowledge,
-        tools: Sequence[ToolLike] | None,
-        intermediate_msgs: Sequence[MessageLike] | None,
-    ) -> ChainResult:
+    async def _async_run(self, run: ChainRun) -> ChainResult:
         ctx = ChainContext(
-            current_input=current_input,
-            conversation=[as_message(item) for item in conversation or []],
-            knowledge=normalize_knowledge(knowledge),
-            tools=[as_tool(item) for item in tools or []],
+            current_input=run.current_input,
+            conversation=[as_message(item) for item in run.conversation or []],
+            knowledge=normalize_knowledge(run.knowledge),
+            tools=[as_tool(item) for item in run.tools or []],
             intermediate_msgs=[
                 item.to_openai() if isinstance(item, TextMessage) else dict(item)
-                for item in intermediate_msgs or []
+                for item in run.intermediate_msgs or []
             ],
         )
-        chain_res = ChainResult(origin=current_input)
+        chain_res = ChainResult(origin=run.current_input)
         failed_plans: list[str] = []
         failed_infos: list[str] = []
         for attempt in range(1, self.max_plan_times + 1):
