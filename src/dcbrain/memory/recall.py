@@ -171,11 +171,14 @@ def recall(
     )
     conversation_items.reverse()
 
+    sections: tuple[tuple[MemoryKind, int, Callable[[MemoryItem], str]], ...] = (
+        ("document", budget.documents, render_document),
+        ("knowledge", budget.knowledge, render_knowledge),
+    )
     documents, knowledge = (
         take_within(_ranked(memory, conversation_id, kind, current_input), kind_budget, length,
                     render, own_count)
-        for kind, kind_budget, render in (("document", budget.documents, render_document),
-                                          ("knowledge", budget.knowledge, render_knowledge))
+        for kind, kind_budget, render in sections
     )
     shown.update(item.id for item in (*conversation_items, *documents, *knowledge))
     hits = (
