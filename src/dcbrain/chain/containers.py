@@ -98,13 +98,8 @@ class ParallelChains(Chains):
     is raised, after the intermediate results written so far have been merged.
     """
 
-    def __init__(
-        self,
-        chains: Sequence[Chain | Chains],
-        *,
-        name: str | None = None,
-        description: str = "",
-    ) -> None:
+    def __init__(self, chains: Sequence[Chain | Chains], *, name: str | None = None,
+                 description: str = "") -> None:
         super().__init__(chains, name=name, description=description)
         names = [child.name for child in self.chains]
         duplicates = sorted({name for name in names if names.count(name) > 1})

@@ -104,15 +104,10 @@ class Runnable(ABC):
         tool.approval_timeout_s = self.approval_timeout_s
         return tool
 
-    def run(
-        self,
-        current_input: str | TextMessage | None = None,
-        conversation: Sequence[TextMessage | str] | None = None,
-        knowledge: Knowledge = None,
-        tools: Sequence[ToolLike] | None = None,
-        intermediate_msgs: Sequence[MessageLike] | None = None,
-        **inputs: Any,
-    ) -> ChainResult:
+    def run(self, current_input: str | TextMessage | None = None,
+            conversation: Sequence[TextMessage | str] | None = None, knowledge: Knowledge = None,
+            tools: Sequence[ToolLike] | None = None,
+            intermediate_msgs: Sequence[MessageLike] | None = None, **inputs: Any) -> ChainResult:
         """Blocking :meth:`async_run`: ``chain.run("text")`` or ``chain.run(topic="x")``."""
         return run_sync(
             lambda: self.async_run(current_input, conversation, knowledge, tools,

@@ -53,14 +53,9 @@ class _RecordingLLM(ChatLLM):
         self.calls: list[list[dict[str, Any]]] = []
         self.requests: list[LLMCallInfo] = []
 
-    def _record(
-        self,
-        messages: list[dict[str, Any]],
-        json_schema: dict[str, Any] | None,
-        tools: list[dict[str, Any]] | None,
-        max_tokens: int | None,
-        temperature: float | None,
-    ) -> LLMCallInfo:
+    def _record(self, messages: list[dict[str, Any]], json_schema: dict[str, Any] | None,
+                tools: list[dict[str, Any]] | None, max_tokens: int | None,
+                temperature: float | None) -> LLMCallInfo:
         snapshot = copy.deepcopy(messages)
         info = LLMCallInfo(
             snapshot,
