@@ -76,12 +76,12 @@ class DCChains(Chains):
         if not isinstance(max_plan_times, int) or max_plan_times < 1:
             raise TFChainError(f"{self.name!r}: max_plan_times must be a positive int, "
                                f"got {max_plan_times!r}")
+        self.max_plan_times = max_plan_times
         self.chains_map: dict[str, Chain | Chains] = dict(chains_map)
         self.orchestrate_chain: OrchestrateChain = orchestrate_chain or default_orchestrate_chain
         self.llm = llm
         self.tools: list[Tool] = [as_tool(item) for item in tools]
         check_plan_names(self.chains_map, self.tools)  # refused now, not at the first run
-        self.max_plan_times = max_plan_times
         self.abilities_purpose = abilities_purpose
         self.limits = limits
         self.observer = observer
