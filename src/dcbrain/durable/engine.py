@@ -139,8 +139,8 @@ class DurableEngine:
         if not dead_after_s > 0:
             raise ValueError("dead_after_s must be a positive number of seconds")
         self.concurrency = concurrency
-        #: Seconds without a heartbeat after which a worker counts as dead; it beats four
-        #: times as often (at most every HEARTBEAT_S).
+        #: Seconds without a heartbeat after which a worker counts as dead; a worker beats
+        #: every ``dead_after_s / 4`` seconds, or every ``HEARTBEAT_S`` if that is sooner.
         self.dead_after_s = dead_after_s
         self.heartbeat_s = min(HEARTBEAT_S, dead_after_s / 4)
         self.db_url = db_url
