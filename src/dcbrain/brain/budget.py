@@ -163,13 +163,8 @@ class TokenBudget:
         if self._parent is not None:
             self._parent.after_call(llm, messages, reply, duration_s)
 
-    def call_failed(
-        self,
-        llm: ChatLLM,
-        messages: list[dict[str, Any]],
-        error: BaseException,
-        duration_s: float,
-    ) -> None:
+    def call_failed(self, llm: ChatLLM, messages: list[dict[str, Any]], error: BaseException,
+                    duration_s: float) -> None:
         """Give back the reservation of a call that raised or was cancelled, and close it."""
         with self._lock:
             started = self._take(llm, messages)

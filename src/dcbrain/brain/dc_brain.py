@@ -320,16 +320,10 @@ class DCBrain(BaseBrain):
     # -- runs ----------------------------------------------------------------------------
 
     @contextlib.asynccontextmanager
-    async def start_run(
-        self,
-        question: str | TextMessage,
-        conversation_id: str = "default",
-        *,
-        run_id: str | None = None,
-        deps: RunDeps | None = None,
-        output_type: Any = None,
-        wait_for_approvals: bool = True,
-    ) -> AsyncIterator[BrainRun]:
+    async def start_run(self, question: str | TextMessage, conversation_id: str = "default", *,
+                        run_id: str | None = None, deps: RunDeps | None = None,
+                        output_type: Any = None,
+                        wait_for_approvals: bool = True) -> AsyncIterator[BrainRun]:
         """A new run of ``question``, registered with this brain while the block runs::
 
             async with brain.start_run("question", "c1") as run:

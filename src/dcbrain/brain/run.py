@@ -91,17 +91,10 @@ class BrainRun:
 
     state: str
 
-    def __init__(
-        self,
-        brain: DCBrain,
-        question: str | TextMessage,
-        conversation_id: str = "default",
-        *,
-        run_id: str | None = None,
-        deps: RunDeps | None = None,
-        output_type: Any = None,
-        wait_for_approvals: bool = True,
-    ) -> None:
+    def __init__(self, brain: DCBrain, question: str | TextMessage,
+                 conversation_id: str = "default", *, run_id: str | None = None,
+                 deps: RunDeps | None = None, output_type: Any = None,
+                 wait_for_approvals: bool = True) -> None:
         deps = deps if deps is not None else RunDeps()
         self.brain = brain
         self.deps = deps

@@ -147,19 +147,24 @@ class CallAnnouncer:
                 delay_s: float) -> None:
         """Tell the observer (``on_call_retry``) that try ``attempt`` of the call
         ``record`` failed with ``error`` and is retried after ``delay_s``."""
-        with self._lock:
-            call = self._announced.get(id(record))
+        call = self._call_of(record)
         if call is not None:
             self._observer.on_call_retry(call, attempt=attempt, attempts=attempts,
                      error=f"{type(error).__name__}: {error}", delay_s=delay_s)
+
+    def _call_of(self, record: CallRecord | None) -> PlanCall | None:
+        """The announced call of ``record`` (``None``: it was not announced)."""
+        if record is None:
+            return None
+        with self._lock:
+            return self._announced.get(id(record))
 
     @contextmanager
     def traced(self, record: CallRecord | None) -> Iterator[None]:
         """Run the body in the trace context of the announced call ``record``, when the
         observer has one (``trace_context``): spans started there are the call's children.
         Entered where the call runs — the plan's thread for a tool, a chain's task."""
-        with self._lock:
-            call = self._announced.get(id(record)) if record is not None else None
+        call = self._call_of(record)
         context = self._observer.trace_context(call) if call is not None else None
         if context is None:
             yield
@@ -175,8 +180,7 @@ class CallAnnouncer:
         """Give the text the LLMs of the announced call ``record`` write in the body to the
         observer as it is written, when it listens (``text_deltas``: an object with
         ``open_reply()`` and ``close()``, or ``None``); closed when the body ends."""
-        with self._lock:
-            call = self._announced.get(id(record)) if record is not None else None
+        call = self._call_of(record)
         deltas = self._observer.text_deltas(call) if call is not None else None
         if deltas is None:
             yield
@@ -188,8 +192,7 @@ class CallAnnouncer:
             deltas.close()
 
     def on_call_abandoned(self, record: CallRecord) -> None:
-        with self._lock:
-            call = self._announced.get(id(record))
+        call = self._call_of(record)
         if call is not None:
             self._observer.on_call_abandoned(call)
 

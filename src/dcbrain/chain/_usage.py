@@ -44,13 +44,8 @@ class UsageCollector:
         if self.parent is not None:
             self.parent.after_call(llm, messages, reply, duration_s)
 
-    def call_failed(
-        self,
-        llm: ChatLLM,
-        messages: list[dict[str, Any]],
-        error: BaseException,
-        duration_s: float,
-    ) -> None:
+    def call_failed(self, llm: ChatLLM, messages: list[dict[str, Any]], error: BaseException,
+                    duration_s: float) -> None:
         if self.parent is not None:  # the budget above released what it reserved
             notify_call_failed(self.parent, llm, messages, error, duration_s)
 

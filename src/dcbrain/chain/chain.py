@@ -24,13 +24,12 @@ from dcbrain.chain.intermediate import merge_intermediate_results
 from dcbrain.chain.prompts import (
     AdditionalInfoPrompt,
     BasePrompt,
-    Knowledge,
     PromptContext,
     as_prompts,
     normalize_knowledge,
 )
 from dcbrain.chain.result import ChainOutput, ChainResult
-from dcbrain.chain.runnable import MessageLike, Runnable
+from dcbrain.chain.runnable import ChainRun, MessageLike, Runnable
 from dcbrain.exceptions import TFChainError, TFError, TFSchemaError, TFToolError
 from dcbrain.llm.base import ChatLLM, LLMReply, ToolCall
 from dcbrain.messages import TextMessage, as_message
@@ -198,32 +197,21 @@ class Chain(Runnable):
 
     # running
 
-    async def _async_run(
-        self,
-        current_input: TextMessage,
-        conversation: Sequence[TextMessage | str] | None,
-        knowledge: Knowledge,
-        tools: Sequence[ToolLike] | None,
-        intermediate_msgs: Sequence[MessageLike] | None,
-    ) -> ChainResult:
-        """Run the chain on ``current_input``; the output is ``result.content`` (str or dict).
-
-        ``conversation`` is read by a :class:`MemoPrompt`, ``knowledge`` by a
-        :class:`KnowledgePrompt`; ``tools`` add to the chain's own tools;
-        ``intermediate_msgs`` are sent after the prompts.
-        """
-        message = current_input
+    async def _async_run(self, run: ChainRun) -> ChainResult:
+        """Run the chain on ``run.current_input``; the output is ``result.content`` (str or
+        dict)."""
+        message = run.current_input
         context = PromptContext(
             current_input=message,
-            conversation=[as_message(item) for item in conversation or []],
-            knowledge=normalize_knowledge(knowledge),
+            conversation=[as_message(item) for item in run.conversation or []],
+            knowledge=normalize_knowledge(run.knowledge),
         )
         messages = self._render(context)
-        messages.extend(_as_chat_message(item) for item in intermediate_msgs or [])
+        messages.extend(_as_chat_message(item) for item in run.intermediate_msgs or [])
         if not messages:
             raise TFChainError(f"chain {self.name!r}: its prompts rendered no message")
         available = {tool.name: tool for tool in self.tools}
-        for extra in self._checked_tools(tools or []):
+        for extra in self._checked_tools(run.tools or []):
             available.setdefault(extra.name, extra)
         result = ChainResult(origin=message)
         result.logs.extend(f"chain {self.name!r}: {note}" for note in context.notes)

@@ -17,12 +17,10 @@ from typing import Any
 
 from dcbrain.chain.chain import Chain
 from dcbrain.chain.intermediate import join_intermediate_results, read_intermediate_results
-from dcbrain.chain.prompts import Knowledge
 from dcbrain.chain.result import ChainResult
-from dcbrain.chain.runnable import MessageLike, Runnable
+from dcbrain.chain.runnable import ChainRun, Runnable
 from dcbrain.exceptions import TFChainError
 from dcbrain.messages import TextMessage
-from dcbrain.tools import ToolLike
 
 
 class Chains(Runnable):
@@ -82,19 +80,10 @@ class SeqChains(Chains):
     def output_schema(self) -> dict[str, Any]:
         return self.chains[-1].output_schema
 
-    async def _async_run(
-        self,
-        current_input: TextMessage,
-        conversation: Sequence[TextMessage | str] | None,
-        knowledge: Knowledge,
-        tools: Sequence[ToolLike] | None,
-        intermediate_msgs: Sequence[MessageLike] | None,
-    ) -> ChainResult:
-        result = ChainResult(origin=current_input)
+    async def _async_run(self, run: ChainRun) -> ChainResult:
+        result = ChainResult(origin=run.current_input)
         for child in self.chains:
-            child_result = await child.async_run(
-                current_input, conversation, knowledge, tools, intermediate_msgs
-            )
+            child_result = await run.on(child)
             result += child_result
             result.content = child_result.content
             result.output = child_result.output
@@ -109,13 +98,8 @@ class ParallelChains(Chains):
     is raised, after the intermediate results written so far have been merged.
     """
 
-    def __init__(
-        self,
-        chains: Sequence[Chain | Chains],
-        *,
-        name: str | None = None,
-        description: str = "",
-    ) -> None:
+    def __init__(self, chains: Sequence[Chain | Chains], *, name: str | None = None,
+                 description: str = "") -> None:
         super().__init__(chains, name=name, description=description)
         names = [child.name for child in self.chains]
         duplicates = sorted({name for name in names if names.count(name) > 1})
@@ -133,14 +117,8 @@ class ParallelChains(Chains):
             "required": [child.name for child in self.chains],
         }
 
-    async def _async_run(
-        self,
-        current_input: TextMessage,
-        conversation: Sequence[TextMessage | str] | None,
-        knowledge: Knowledge,
-        tools: Sequence[ToolLike] | None,
-        intermediate_msgs: Sequence[MessageLike] | None,
-    ) -> ChainResult:
+    async def _async_run(self, run: ChainRun) -> ChainResult:
+        current_input = run.current_input
         before = dict(current_input.additional_kwargs)
         inputs = [
             TextMessage(
@@ -152,9 +130,7 @@ class ParallelChains(Chains):
             for _ in self.chains
         ]
         tasks = [
-            asyncio.create_task(
-                child.async_run(child_input, conversation, knowledge, tools, intermediate_msgs)
-            )
+            asyncio.create_task(run.on(child, child_input))
             for child, child_input in zip(self.chains, inputs, strict=True)
         ]
         try:

@@ -24,9 +24,9 @@ from dcbrain.chain.orchestrate import (
     default_orchestrate_chain,
 )
 from dcbrain.chain.plan_names import check_plan_names
-from dcbrain.chain.prompts import Knowledge, normalize_knowledge
+from dcbrain.chain.prompts import normalize_knowledge
 from dcbrain.chain.result import ChainResult
-from dcbrain.chain.runnable import MessageLike
+from dcbrain.chain.runnable import ChainRun
 from dcbrain.chain.tf_interpreter import TFChainInterpreter, partial_chain_result
 from dcbrain.exceptions import TFChainError, TFOrchestrationError
 from dcbrain.llm.base import ChatLLM
@@ -76,12 +76,12 @@ class DCChains(Chains):
         if not isinstance(max_plan_times, int) or max_plan_times < 1:
             raise TFChainError(f"{self.name!r}: max_plan_times must be a positive int, "
                                f"got {max_plan_times!r}")
+        self.max_plan_times = max_plan_times
         self.chains_map: dict[str, Chain | Chains] = dict(chains_map)
         self.orchestrate_chain: OrchestrateChain = orchestrate_chain or default_orchestrate_chain
         self.llm = llm
         self.tools: list[Tool] = [as_tool(item) for item in tools]
         check_plan_names(self.chains_map, self.tools)  # refused now, not at the first run
-        self.max_plan_times = max_plan_times
         self.abilities_purpose = abilities_purpose
         self.limits = limits
         self.observer = observer
@@ -127,25 +127,18 @@ class DCChains(Chains):
         """Every sub-chain and tool as the planner sees it (name, kind, description, schemas)."""
         return self.interpreter().describe_callables()
 
-    async def _async_run(
-        self,
-        current_input: TextMessage,
-        conversation: Sequence[TextMessage | str] | None,
-        knowledge: Knowledge,
-        tools: Sequence[ToolLike] | None,
-        intermediate_msgs: Sequence[MessageLike] | None,
-    ) -> ChainResult:
+    async def _async_run(self, run: ChainRun) -> ChainResult:
         ctx = ChainContext(
-            current_input=current_input,
-            conversation=[as_message(item) for item in conversation or []],
-            knowledge=normalize_knowledge(knowledge),
-            tools=[as_tool(item) for item in tools or []],
+            current_input=run.current_input,
+            conversation=[as_message(item) for item in run.conversation or []],
+            knowledge=normalize_knowledge(run.knowledge),
+            tools=[as_tool(item) for item in run.tools or []],
             intermediate_msgs=[
                 item.to_openai() if isinstance(item, TextMessage) else dict(item)
-                for item in intermediate_msgs or []
+                for item in run.intermediate_msgs or []
             ],
         )
-        chain_res = ChainResult(origin=current_input)
+        chain_res = ChainResult(origin=run.current_input)
         failed_plans: list[str] = []
         failed_infos: list[str] = []
         for attempt in range(1, self.max_plan_times + 1):

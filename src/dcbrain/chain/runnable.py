@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from dcbrain._sync import run_sync
@@ -19,6 +20,28 @@ MessageLike = TextMessage | dict[str, Any]
 
 #: Keyword arguments whose value becomes the text of the input message.
 TEXT_KWARGS = ("input", "input_text", "text")
+
+
+@dataclass(frozen=True)
+class ChainRun:
+    """What one run of a chain works on: the input message and what came with it.
+
+    ``conversation`` is read by a :class:`MemoPrompt`, ``knowledge`` by a
+    :class:`KnowledgePrompt`; ``tools`` add to a chain's own tools; ``intermediate_msgs``
+    are sent after the prompts.
+    """
+
+    current_input: TextMessage
+    conversation: Sequence[TextMessage | str] | None = None
+    knowledge: Knowledge = None
+    tools: Sequence[ToolLike] | None = None
+    intermediate_msgs: Sequence[MessageLike] | None = None
+
+    async def on(self, child: Runnable, current_input: TextMessage | None = None) -> ChainResult:
+        """``child``'s run on the same inputs (on ``current_input`` instead, when given)."""
+        message = self.current_input if current_input is None else current_input
+        return await child.async_run(message, self.conversation, self.knowledge, self.tools,
+                                     self.intermediate_msgs)
 
 
 class Runnable(ABC):
@@ -81,15 +104,10 @@ class Runnable(ABC):
         tool.approval_timeout_s = self.approval_timeout_s
         return tool
 
-    def run(
-        self,
-        current_input: str | TextMessage | None = None,
-        conversation: Sequence[TextMessage | str] | None = None,
-        knowledge: Knowledge = None,
-        tools: Sequence[ToolLike] | None = None,
-        intermediate_msgs: Sequence[MessageLike] | None = None,
-        **inputs: Any,
-    ) -> ChainResult:
+    def run(self, current_input: str | TextMessage | None = None,
+            conversation: Sequence[TextMessage | str] | None = None, knowledge: Knowledge = None,
+            tools: Sequence[ToolLike] | None = None,
+            intermediate_msgs: Sequence[MessageLike] | None = None, **inputs: Any) -> ChainResult:
         """Blocking :meth:`async_run`: ``chain.run("text")`` or ``chain.run(topic="x")``."""
         return run_sync(
             lambda: self.async_run(current_input, conversation, knowledge, tools,
@@ -111,10 +129,8 @@ class Runnable(ABC):
         into the message's ``additional_kwargs``, and ``input``/``input_text``/``text``,
         else all of them as JSON, becomes its text when no ``current_input`` is given.
         """
-        work = self._async_run(
-            input_message(current_input, inputs), conversation, knowledge, tools,
-            intermediate_msgs,
-        )
+        work = self._async_run(ChainRun(input_message(current_input, inputs), conversation,
+                                        knowledge, tools, intermediate_msgs))
         if self.timeout_s is None:
             return await work
         return await within_timeout(work, self.timeout_s, self._timed_out)
@@ -123,28 +139,11 @@ class Runnable(ABC):
         return TFToolTimeout(f"chain {self.name!r} did not finish within its timeout_s of "
                              f"{self.timeout_s:g} s")
 
-    async def arun(
-        self,
-        current_input: str | TextMessage | None = None,
-        conversation: Sequence[TextMessage | str] | None = None,
-        knowledge: Knowledge = None,
-        tools: Sequence[ToolLike] | None = None,
-        intermediate_msgs: Sequence[MessageLike] | None = None,
-        **inputs: Any,
-    ) -> ChainResult:
-        """:meth:`async_run` under its short name: ``await chain.arun(topic="x")``."""
-        return await self.async_run(current_input, conversation, knowledge, tools,
-                                    intermediate_msgs, **inputs)
+    #: :meth:`async_run` under its short name: ``await chain.arun(topic="x")``.
+    arun = async_run
 
     @abstractmethod
-    async def _async_run(
-        self,
-        current_input: TextMessage,
-        conversation: Sequence[TextMessage | str] | None,
-        knowledge: Knowledge,
-        tools: Sequence[ToolLike] | None,
-        intermediate_msgs: Sequence[MessageLike] | None,
-    ) -> ChainResult: ...
+    async def _async_run(self, run: ChainRun) -> ChainResult: ...
 
 
 def input_message(

@@ -19,6 +19,7 @@ import hashlib
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass, field
 from typing import Any
 
 from dcbrain.chain._announce import CallAnnouncer, PlanCallObserver
@@ -221,37 +222,17 @@ class TFChainInterpreter:
         :func:`partial_chain_result` gives what it did until then.
         """
         self._prepare(plan, check)
-        scope = self._root_scope()
-        try:
-            with self._entered(scope):
-                try:
-                    console = self._interpreter.run(plan, host_budget=scope.budget)
-                except Exception as exc:
-                    _with_path(exc, plan)
-                    attach_partial(exc, self._chain_result(
-                        scope, getattr(exc, "trace", []), None, ""), scope.reused)
-                    raise
-            return self._finish(console, scope)
-        finally:
-            scope.budget.close()  # the run ended: its share of the process budget is free
+        with self._plan_run(plan) as run:
+            run.console = self._interpreter.run(plan, host_budget=run.scope.budget)
+        return run.result
 
     async def aevaluate(self, plan: str, *, check: bool = True) -> ChainConsoleResult:
         """:meth:`evaluate` for async code: async chains run on the current event loop, and
         a long plan is checked and compiled in a worker thread, so the loop keeps serving."""
         await off_the_loop(plan, self._prepare, plan, check)
-        scope = self._root_scope()
-        try:
-            with self._entered(scope):
-                try:
-                    console = await self._interpreter.arun(plan, host_budget=scope.budget)
-                except Exception as exc:
-                    _with_path(exc, plan)
-                    attach_partial(exc, self._chain_result(
-                        scope, getattr(exc, "trace", []), None, ""), scope.reused)
-                    raise
-            return self._finish(console, scope)
-        finally:
-            scope.budget.close()  # the run ended: its share of the process budget is free
+        with self._plan_run(plan) as run:
+            run.console = await self._interpreter.arun(plan, host_budget=run.scope.budget)
+        return run.result
 
     def construct_chain_run_input(
         self, kwargs: Mapping[str, Any], *, additional_info: Mapping[str, Any] | None = None
@@ -284,6 +265,26 @@ class TFChainInterpreter:
         budget = HostBudget(self.limits.host_bytes) if run \
             else HostBudget(self.limits.host_bytes, shared=None)
         return PlanScope(self.additional_info, UsageCollector.under_current(), budget)
+
+    @contextmanager
+    def _plan_run(self, plan: str) -> Iterator[_PlanRun]:
+        """One run of ``plan`` in a root scope: the ``console`` the caller sets becomes the
+        ``result``; a failure carries the plan's path and what the run did until then."""
+        scope = self._root_scope()
+        run = _PlanRun(scope)
+        try:
+            with self._entered(scope):
+                try:
+                    yield run
+                except Exception as exc:
+                    _with_path(exc, plan)
+                    attach_partial(exc, self._chain_result(
+                        scope, getattr(exc, "trace", []), None, ""), scope.reused)
+                    raise
+            assert run.console is not None
+            run.result = self._finish(run.console, scope)
+        finally:
+            scope.budget.close()  # the run ended: its share of the process budget is free
 
     @contextmanager
     def _entered(self, scope: PlanScope) -> Iterator[None]:
@@ -417,6 +418,15 @@ class TFChainInterpreter:
 
 
 __all__ = ["INPUT_KWARGS", "ChainConsoleResult", "TFChainInterpreter", "partial_chain_result"]
+
+
+@dataclass
+class _PlanRun:
+    """One plan run of :meth:`TFChainInterpreter._plan_run`: its scope, then its outcome."""
+
+    scope: PlanScope
+    console: ConsoleResult | None = None
+    result: ChainConsoleResult = field(init=False)
 
 
 def _renders_conversation(chain: Chain | Chains) -> bool:

@@ -142,13 +142,15 @@ class DurableEngine:
             raise ValueError("concurrency must be at least 1")
         if not dead_after_s > 0:
             raise ValueError("dead_after_s must be a positive number of seconds")
+        self.concurrency = concurrency
+        #: Seconds without a heartbeat after which a worker counts as dead; a worker beats
+        #: every ``dead_after_s / 4`` seconds, or every ``HEARTBEAT_S`` if that is sooner.
+        self.dead_after_s = dead_after_s
+        self.heartbeat_s = min(HEARTBEAT_S, dead_after_s / 4)
         self.db_url = db_url
         self.store = store
         self.app_version = app_version
         self.executor = executor
-        self.concurrency = concurrency
-        self.dead_after_s = dead_after_s
-        self.heartbeat_s = min(HEARTBEAT_S, dead_after_s / 4)
         postgres = is_postgres(db_url)
         self.executor_id = executor_id or (new_executor_id() if postgres else "local")
         if executor is not None:

@@ -167,14 +167,9 @@ class PostgresMemory(Memory):
         with self._use() as conn:
             return self._insert(conn, message_item(conversation_id, message, role))
 
-    def add_document(
-        self,
-        conversation_id: str,
-        text: str,
-        source: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        chunk_tokens: int = DEFAULT_CHUNK_TOKENS,
-    ) -> int:
+    def add_document(self, conversation_id: str, text: str, source: str | None = None,
+                     metadata: dict[str, Any] | None = None,
+                     chunk_tokens: int = DEFAULT_CHUNK_TOKENS) -> int:
         chunks = split_text(text, chunk_tokens, cl100k_base_length)
         now = time.time()
         with self._use() as conn, conn.transaction():
@@ -204,14 +199,8 @@ class PostgresMemory(Memory):
             ).fetchall()
         return [item_from_row(row).to_message() for row in reversed(rows)]
 
-    def recent(
-        self,
-        conversation_id: str,
-        kind: MemoryKind,
-        *,
-        limit: int = 100,
-        before_id: int | None = None,
-    ) -> list[MemoryItem]:
+    def recent(self, conversation_id: str, kind: MemoryKind, *, limit: int = 100,
+               before_id: int | None = None) -> list[MemoryItem]:
         with self._use() as conn:
             rows = conn.execute(
                 f"SELECT {_COLUMNS} FROM dcbrain_memory_items WHERE conversation_id = %s "
@@ -221,14 +210,9 @@ class PostgresMemory(Memory):
             ).fetchall()
         return [item_from_row(row) for row in rows]
 
-    def search(
-        self,
-        query: str,
-        conversation_id: str | None = None,
-        kinds: Sequence[MemoryKind] = ALL_KINDS,
-        limit: int = 10,
-        offset: int = 0,
-    ) -> list[MemoryItem]:
+    def search(self, query: str, conversation_id: str | None = None,
+               kinds: Sequence[MemoryKind] = ALL_KINDS, limit: int = 10,
+               offset: int = 0) -> list[MemoryItem]:
         terms, kinds = search_inputs(query, kinds, limit)
         if not terms:
             return []

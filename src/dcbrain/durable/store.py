@@ -252,12 +252,7 @@ class PostgresDurableStore(PostgresRunAdmin, DurableStore):
     def update_run(self, run_id: str, status: str, changes: dict[str, Any], *,
                    only_from: Collection[str]) -> StoredRun | None:
         with self._connection() as conn:
-            row = conn.execute(
-                f"UPDATE dcbrain_runs SET status = %s, data = data || %s::jsonb, "
-                f"updated_at = %s WHERE run_id = %s AND status = ANY(%s) "
-                f"RETURNING {_RUN_COLUMNS}",
-                (status, _dumps(changes), time.time(), run_id, list(only_from)),
-            ).fetchone()
+            row = _moved(conn, run_id, status, changes, only_from)
         return None if row is None else StoredRun(*row)
 
     def append_events(self, run_id: str, events: Sequence[dict[str, Any]]) -> int:
@@ -267,12 +262,7 @@ class PostgresDurableStore(PostgresRunAdmin, DurableStore):
                 events: Sequence[dict[str, Any]], *,
                 only_from: Collection[str]) -> StoredRun | None:
         with self._connection() as conn, conn.transaction():
-            row = conn.execute(
-                f"UPDATE dcbrain_runs SET status = %s, data = data || %s::jsonb, "
-                f"updated_at = %s WHERE run_id = %s AND status = ANY(%s) "
-                f"RETURNING {_RUN_COLUMNS}",
-                (status, _dumps(changes), time.time(), run_id, list(only_from)),
-            ).fetchone()
+            row = _moved(conn, run_id, status, changes, only_from)
             if row is None:
                 return None
             self._insert_events(conn, {run_id: list(events)})
@@ -534,3 +524,15 @@ class SQLiteDurableStore(DurableStore):
             cursor = conn.execute(_SQLITE_RECORD,
                                   (run_id, key, _dumps(entry)))
             return cursor.rowcount > 0
+
+
+def _moved(conn: psycopg.Connection[Any], run_id: str, status: str, changes: dict[str, Any],
+           only_from: Collection[str]) -> tuple[Any, ...] | None:
+    """The run's row after it moved to ``status`` with ``changes`` (``None``: it was not in
+    one of ``only_from``)."""
+    return conn.execute(
+        f"UPDATE dcbrain_runs SET status = %s, data = data || %s::jsonb, "
+        f"updated_at = %s WHERE run_id = %s AND status = ANY(%s) "
+        f"RETURNING {_RUN_COLUMNS}",
+        (status, _dumps(changes), time.time(), run_id, list(only_from)),
+    ).fetchone()

@@ -7,6 +7,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 from dcbrain._sync import run_sync
@@ -109,23 +110,10 @@ class ChatLLM(ABC):
             on_delta = open_reply() if open_reply is not None else None
         started = time.perf_counter()
         try:
-            if on_delta is not None and self.stream:
-                reply = await self._astream(
-                    messages,
-                    json_schema=json_schema,
-                    tools=tools,
-                    max_tokens=max_tokens,
-                    temperature=temperature,
-                    on_delta=on_delta,
-                )
-            else:
-                reply = await self._achat(
-                    messages,
-                    json_schema=json_schema,
-                    tools=tools,
-                    max_tokens=max_tokens,
-                    temperature=temperature,
-                )
+            provider_call = (partial(self._astream, on_delta=on_delta)
+                             if on_delta is not None and self.stream else self._achat)
+            reply = await provider_call(messages, json_schema=json_schema, tools=tools,
+                                        max_tokens=max_tokens, temperature=temperature)
         except BaseException as exc:  # cancellation too: the reservation must be released
             if observer is not None:
                 notify_call_failed(observer, self, messages, exc, time.perf_counter() - started)
@@ -147,27 +135,14 @@ class ChatLLM(ABC):
         return run_sync(lambda: self.achat(messages, **kwargs))
 
     @abstractmethod
-    async def _achat(
-        self,
-        messages: list[dict[str, Any]],
-        *,
-        json_schema: dict[str, Any] | None,
-        tools: list[dict[str, Any]] | None,
-        max_tokens: int | None,
-        temperature: float | None,
-    ) -> LLMReply:
+    async def _achat(self, messages: list[dict[str, Any]], *, json_schema: dict[str, Any] | None,
+                     tools: list[dict[str, Any]] | None, max_tokens: int | None,
+                     temperature: float | None) -> LLMReply:
         """Make the provider call. Raise :class:`TFLLMError` on provider failure."""
 
-    async def _astream(
-        self,
-        messages: list[dict[str, Any]],
-        *,
-        json_schema: dict[str, Any] | None,
-        tools: list[dict[str, Any]] | None,
-        max_tokens: int | None,
-        temperature: float | None,
-        on_delta: Callable[[str], None],
-    ) -> LLMReply:
+    async def _astream(self, messages: list[dict[str, Any]], *, json_schema: dict[str, Any] | None,
+                       tools: list[dict[str, Any]] | None, max_tokens: int | None,
+                       temperature: float | None, on_delta: Callable[[str], None]) -> LLMReply:
         """Make the provider call streaming: ``on_delta`` with each chunk of the reply's
         text as it arrives, then the whole reply. A provider that sets ``stream``
         overrides it; this one sends the whole text as one chunk."""

@@ -157,29 +157,16 @@ class LocalLLM(ChatLLM):
     def _server(self) -> Any:
         return _load_server(self.model_path or find_model_path(), self.threads, self.context_size)
 
-    async def _achat(
-        self,
-        messages: list[dict[str, Any]],
-        *,
-        json_schema: dict[str, Any] | None,
-        tools: list[dict[str, Any]] | None,
-        max_tokens: int | None,
-        temperature: float | None,
-    ) -> LLMReply:
+    async def _achat(self, messages: list[dict[str, Any]], *, json_schema: dict[str, Any] | None,
+                     tools: list[dict[str, Any]] | None, max_tokens: int | None,
+                     temperature: float | None) -> LLMReply:
         request = self._request(messages, json_schema, max_tokens, temperature)
         response = await asyncio.to_thread(self._complete, request)
         return self._reply(response)
 
-    async def _astream(
-        self,
-        messages: list[dict[str, Any]],
-        *,
-        json_schema: dict[str, Any] | None,
-        tools: list[dict[str, Any]] | None,
-        max_tokens: int | None,
-        temperature: float | None,
-        on_delta: Callable[[str], None],
-    ) -> LLMReply:
+    async def _astream(self, messages: list[dict[str, Any]], *, json_schema: dict[str, Any] | None,
+                       tools: list[dict[str, Any]] | None, max_tokens: int | None,
+                       temperature: float | None, on_delta: Callable[[str], None]) -> LLMReply:
         """Decoded in a thread; each chunk's text goes to ``on_delta`` on the caller's loop.
         A cancelled call stops the decoding at its next token."""
         request = self._request(messages, json_schema, max_tokens, temperature)

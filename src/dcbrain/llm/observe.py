@@ -41,23 +41,13 @@ class LLMObserver(Protocol):
 class LLMFailureObserver(Protocol):
     """The optional hook of an :class:`LLMObserver` for calls that did not return a reply."""
 
-    def call_failed(
-        self,
-        llm: ChatLLM,
-        messages: list[dict[str, Any]],
-        error: BaseException,
-        duration_s: float,
-    ) -> None:
+    def call_failed(self, llm: ChatLLM, messages: list[dict[str, Any]], error: BaseException,
+                    duration_s: float) -> None:
         """Called when the provider call raised ``error`` (or was cancelled); no usage."""
 
 
-def notify_call_failed(
-    observer: LLMObserver,
-    llm: ChatLLM,
-    messages: list[dict[str, Any]],
-    error: BaseException,
-    duration_s: float,
-) -> None:
+def notify_call_failed(observer: LLMObserver, llm: ChatLLM, messages: list[dict[str, Any]],
+                       error: BaseException, duration_s: float) -> None:
     """Tell ``observer`` that a call it let through failed, if it wants to know."""
     if isinstance(observer, LLMFailureObserver):
         observer.call_failed(llm, messages, error, duration_s)

@@ -132,29 +132,16 @@ class OpenAILLM(ChatLLM):
         if client is not None:
             await client.close()
 
-    async def _achat(
-        self,
-        messages: list[dict[str, Any]],
-        *,
-        json_schema: dict[str, Any] | None,
-        tools: list[dict[str, Any]] | None,
-        max_tokens: int | None,
-        temperature: float | None,
-    ) -> LLMReply:
+    async def _achat(self, messages: list[dict[str, Any]], *, json_schema: dict[str, Any] | None,
+                     tools: list[dict[str, Any]] | None, max_tokens: int | None,
+                     temperature: float | None) -> LLMReply:
         params = self._params(messages, json_schema, tools, max_tokens, temperature)
         response = await self._create(params)
         return self._reply(response, messages)
 
-    async def _astream(
-        self,
-        messages: list[dict[str, Any]],
-        *,
-        json_schema: dict[str, Any] | None,
-        tools: list[dict[str, Any]] | None,
-        max_tokens: int | None,
-        temperature: float | None,
-        on_delta: Callable[[str], None],
-    ) -> LLMReply:
+    async def _astream(self, messages: list[dict[str, Any]], *, json_schema: dict[str, Any] | None,
+                       tools: list[dict[str, Any]] | None, max_tokens: int | None,
+                       temperature: float | None, on_delta: Callable[[str], None]) -> LLMReply:
         """The reply as server-sent chunks, with the usage in the last (``include_usage``).
 
         The SDK's retries cover the request until the stream begins; a stream that breaks

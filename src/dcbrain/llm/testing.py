@@ -15,6 +15,7 @@ import asyncio
 import copy
 import inspect
 import json
+from abc import abstractmethod
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any, TypeAlias
@@ -23,8 +24,8 @@ from dcbrain.exceptions import TFScriptExhaustedError
 from dcbrain.llm._test_planners import FunctionPlanner as FunctionPlanner
 from dcbrain.llm._test_planners import ScriptedPlanner as ScriptedPlanner
 from dcbrain.llm._test_planners import tf_plan as tf_plan
-from dcbrain.llm.base import ChatLLM, LLMReply, ToolCall
-from dcbrain.llm.tokens import cl100k_base, cl100k_base_length, count_message_tokens
+from dcbrain.llm.base import ChatLLM, LLMReply, ToolCall, reply_tokens
+from dcbrain.llm.tokens import cl100k_base, count_message_tokens
 from dcbrain.usage import Usage
 
 ScriptEntry: TypeAlias = str | dict[str, Any] | LLMReply | ToolCall | list[ToolCall] | BaseException
@@ -52,14 +53,9 @@ class _RecordingLLM(ChatLLM):
         self.calls: list[list[dict[str, Any]]] = []
         self.requests: list[LLMCallInfo] = []
 
-    def _record(
-        self,
-        messages: list[dict[str, Any]],
-        json_schema: dict[str, Any] | None,
-        tools: list[dict[str, Any]] | None,
-        max_tokens: int | None,
-        temperature: float | None,
-    ) -> LLMCallInfo:
+    def _record(self, messages: list[dict[str, Any]], json_schema: dict[str, Any] | None,
+                tools: list[dict[str, Any]] | None, max_tokens: int | None,
+                temperature: float | None) -> LLMCallInfo:
         snapshot = copy.deepcopy(messages)
         info = LLMCallInfo(
             snapshot,
@@ -73,16 +69,20 @@ class _RecordingLLM(ChatLLM):
         self.requests.append(info)
         return info
 
-    def _reply(self, value: FunctionResult, messages: list[dict[str, Any]]) -> LLMReply:
-        reply = _as_reply(value, self.model)
+    async def _achat(self, messages: list[dict[str, Any]], *, json_schema: dict[str, Any] | None,
+                     tools: list[dict[str, Any]] | None, max_tokens: int | None,
+                     temperature: float | None) -> LLMReply:
+        info = self._record(messages, json_schema, tools, max_tokens, temperature)
+        reply = _as_reply(await self._answer(messages, info), self.model)
         if reply.usage.requests == 0:
-            completion = cl100k_base_length(reply.content) + sum(
-                cl100k_base_length(call.name + json.dumps(call.arguments))
-                for call in reply.tool_calls
-            )
-            usage = Usage.of_call(reply.model, count_message_tokens(messages), completion)
+            usage = Usage.of_call(reply.model, count_message_tokens(messages),
+                                  reply_tokens(reply))
             reply = replace(reply, usage=usage)
         return reply
+
+    @abstractmethod
+    async def _answer(self, messages: list[dict[str, Any]], info: LLMCallInfo) -> FunctionResult:
+        """What the call replies (a reply or what stands for one), or raises."""
 
 
 class ScriptedLLM(_RecordingLLM):
@@ -108,17 +108,8 @@ class ScriptedLLM(_RecordingLLM):
         """Replies not used yet."""
         return len(self.replies) - len(self.calls)
 
-    async def _achat(
-        self,
-        messages: list[dict[str, Any]],
-        *,
-        json_schema: dict[str, Any] | None,
-        tools: list[dict[str, Any]] | None,
-        max_tokens: int | None,
-        temperature: float | None,
-    ) -> LLMReply:
-        index = len(self.calls)
-        self._record(messages, json_schema, tools, max_tokens, temperature)
+    async def _answer(self, messages: list[dict[str, Any]], info: LLMCallInfo) -> FunctionResult:
+        index = info.index
         if index >= len(self.replies):
             last = _last_text(messages)
             raise TFScriptExhaustedError(
@@ -128,7 +119,7 @@ class ScriptedLLM(_RecordingLLM):
         entry = self.replies[index]
         if isinstance(entry, BaseException):
             raise entry
-        return self._reply(entry, messages)
+        return entry
 
 
 class FunctionLLM(_RecordingLLM):
@@ -150,16 +141,7 @@ class FunctionLLM(_RecordingLLM):
         self.function = function
         self._wants_info = _accepts_info(function)
 
-    async def _achat(
-        self,
-        messages: list[dict[str, Any]],
-        *,
-        json_schema: dict[str, Any] | None,
-        tools: list[dict[str, Any]] | None,
-        max_tokens: int | None,
-        temperature: float | None,
-    ) -> LLMReply:
-        info = self._record(messages, json_schema, tools, max_tokens, temperature)
+    async def _answer(self, messages: list[dict[str, Any]], info: LLMCallInfo) -> FunctionResult:
         arguments = copy.deepcopy(messages)
         if self._wants_info:
             value = self.function(arguments, info=info)
@@ -167,7 +149,7 @@ class FunctionLLM(_RecordingLLM):
             value = self.function(arguments)
         if inspect.isawaitable(value):
             value = await value
-        return self._reply(value, messages)
+        return value
 
 
 def _as_reply(value: Any, model: str) -> LLMReply:
@@ -231,16 +213,9 @@ class StreamingScriptedLLM(ScriptedLLM):
             raise ValueError(f"tokens_per_second must be positive, got {tokens_per_second}")
         self.tokens_per_second = tokens_per_second
 
-    async def _astream(
-        self,
-        messages: list[dict[str, Any]],
-        *,
-        json_schema: dict[str, Any] | None,
-        tools: list[dict[str, Any]] | None,
-        max_tokens: int | None,
-        temperature: float | None,
-        on_delta: Callable[[str], None],
-    ) -> LLMReply:
+    async def _astream(self, messages: list[dict[str, Any]], *, json_schema: dict[str, Any] | None,
+                       tools: list[dict[str, Any]] | None, max_tokens: int | None,
+                       temperature: float | None, on_delta: Callable[[str], None]) -> LLMReply:
         reply = await self._achat(messages, json_schema=json_schema, tools=tools,
                                   max_tokens=max_tokens, temperature=temperature)
         pause = 0.0 if self.tokens_per_second is None else 1.0 / self.tokens_per_second

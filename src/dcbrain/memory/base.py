@@ -158,14 +158,9 @@ class Memory(ClosableStore, ABC):
     ) -> int:
         return await asyncio.to_thread(self.commit_message, conversation_id, message, role)
 
-    async def aadd_document(
-        self,
-        conversation_id: str,
-        text: str,
-        source: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        chunk_tokens: int = DEFAULT_CHUNK_TOKENS,
-    ) -> int:
+    async def aadd_document(self, conversation_id: str, text: str, source: str | None = None,
+                            metadata: dict[str, Any] | None = None,
+                            chunk_tokens: int = DEFAULT_CHUNK_TOKENS) -> int:
         return await asyncio.to_thread(
             self.add_document, conversation_id, text, source, metadata, chunk_tokens
         )
@@ -178,14 +173,9 @@ class Memory(ClosableStore, ABC):
     async def amessages(self, conversation_id: str, limit: int | None = None) -> list[TextMessage]:
         return await asyncio.to_thread(self.messages, conversation_id, limit)
 
-    async def asearch(
-        self,
-        query: str,
-        conversation_id: str | None = None,
-        kinds: Sequence[MemoryKind] = ALL_KINDS,
-        limit: int = 10,
-        offset: int = 0,
-    ) -> list[MemoryItem]:
+    async def asearch(self, query: str, conversation_id: str | None = None,
+                      kinds: Sequence[MemoryKind] = ALL_KINDS, limit: int = 10,
+                      offset: int = 0) -> list[MemoryItem]:
         return await asyncio.to_thread(self.search, query, conversation_id, kinds, limit, offset)
 
     async def arecall(

@@ -171,19 +171,14 @@ def recall(
     )
     conversation_items.reverse()
 
-    documents = take_within(
-        _ranked(memory, conversation_id, "document", current_input),
-        budget.documents,
-        length,
-        render_document,
-        own_count,
+    sections: tuple[tuple[MemoryKind, int, Callable[[MemoryItem], str]], ...] = (
+        ("document", budget.documents, render_document),
+        ("knowledge", budget.knowledge, render_knowledge),
     )
-    knowledge = take_within(
-        _ranked(memory, conversation_id, "knowledge", current_input),
-        budget.knowledge,
-        length,
-        render_knowledge,
-        own_count,
+    documents, knowledge = (
+        take_within(_ranked(memory, conversation_id, kind, current_input), kind_budget, length,
+                    render, own_count)
+        for kind, kind_budget, render in sections
     )
     shown.update(item.id for item in (*conversation_items, *documents, *knowledge))
     hits = (

@@ -99,14 +99,9 @@ class SQLiteMemory(SQLiteRunStore, Memory):
         with self._db.write() as conn:
             return self._insert_item(conn, message_item(conversation_id, message, role))
 
-    def add_document(
-        self,
-        conversation_id: str,
-        text: str,
-        source: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        chunk_tokens: int = DEFAULT_CHUNK_TOKENS,
-    ) -> int:
+    def add_document(self, conversation_id: str, text: str, source: str | None = None,
+                     metadata: dict[str, Any] | None = None,
+                     chunk_tokens: int = DEFAULT_CHUNK_TOKENS) -> int:
         chunks = split_text(text, chunk_tokens, cl100k_base_length)  # outside the write lock
         now = time.time()
         with self._db.write() as conn:
@@ -137,14 +132,8 @@ class SQLiteMemory(SQLiteRunStore, Memory):
             ).fetchall()
         return [item_from_row(row).to_message() for row in reversed(rows)]
 
-    def recent(
-        self,
-        conversation_id: str,
-        kind: MemoryKind,
-        *,
-        limit: int = 100,
-        before_id: int | None = None,
-    ) -> list[MemoryItem]:
+    def recent(self, conversation_id: str, kind: MemoryKind, *, limit: int = 100,
+               before_id: int | None = None) -> list[MemoryItem]:
         with self._db.use() as conn:
             rows = conn.execute(
                 f"SELECT {_ITEM_COLUMNS} FROM items WHERE conversation_id = ? AND kind = ? "
@@ -153,14 +142,9 @@ class SQLiteMemory(SQLiteRunStore, Memory):
             ).fetchall()
         return [item_from_row(row) for row in rows]
 
-    def search(
-        self,
-        query: str,
-        conversation_id: str | None = None,
-        kinds: Sequence[MemoryKind] = ALL_KINDS,
-        limit: int = 10,
-        offset: int = 0,
-    ) -> list[MemoryItem]:
+    def search(self, query: str, conversation_id: str | None = None,
+               kinds: Sequence[MemoryKind] = ALL_KINDS, limit: int = 10,
+               offset: int = 0) -> list[MemoryItem]:
         terms, kinds = search_inputs(query, kinds, limit)
         if not terms:
             return []

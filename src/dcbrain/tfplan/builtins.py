@@ -141,14 +141,17 @@ def build_builtins(guards: Guards) -> dict[str, Any]:
         start.__name__ = start.__qualname__ = func.__name__
         return start
 
+    def folded(combine: Callable[[Any, Any], Any], iterable: Any, start: Any) -> Any:
+        """``start`` combined with each item in turn, as ``sum`` and ``math.prod`` do."""
+        total = start
+        for item in iterate(iterable):
+            total = combine(total, item)
+        return total
+
     def plan_sum(iterable: Any, /, start: Any = 0) -> Any:
         if type(start) is str:
             raise TypeError("sum() can't sum strings [use ''.join(seq) instead]")
-        total = start
-        add = arithmetic.add
-        for item in iterate(iterable):
-            total = add(total, item)
-        return total
+        return folded(arithmetic.add, iterable, start)
 
     def real_types(classinfo: Any) -> Any:
         if isinstance(classinfo, tuple):
@@ -206,11 +209,7 @@ def build_builtins(guards: Guards) -> dict[str, Any]:
         return render
 
     def math_prod(iterable: Any, /, *, start: Any = 1) -> Any:
-        total = start
-        mul = arithmetic.mul
-        for item in iterate(iterable):
-            total = mul(total, item)
-        return total
+        return folded(arithmetic.mul, iterable, start)
 
     def math_fsum(iterable: Any) -> float:
         return math.fsum(materialize(iterable, allocates=False))

@@ -208,29 +208,35 @@ class FlowCheckOutOfSteps(Exception):
 
 
 class TFLimitError(TFInterpreterError):
-    """A sandbox limit was hit. ``limit`` names it as in :class:`Limits`."""
+    """A sandbox limit was hit. ``limit`` names it as in :class:`Limits`.
+
+    A subclass names its limit as a class keyword (``limit="max_calls"``); its
+    ``default_kind`` is then its own name.
+    """
 
     limit = ""
 
-
-class OperationLimitExceeded(TFLimitError):
-    default_kind = "OperationLimitExceeded"
-    limit = "max_operations"
-
-
-class CallDepthLimitExceeded(TFLimitError):
-    default_kind = "CallDepthLimitExceeded"
-    limit = "max_call_depth"
+    def __init_subclass__(cls, *, limit: str | None = None, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if limit is not None:
+            cls.limit = limit
+            cls.default_kind = cls.__name__
 
 
-class TimeLimitExceeded(TFLimitError):
-    default_kind = "TimeLimitExceeded"
-    limit = "timeout_s"
+class OperationLimitExceeded(TFLimitError, limit="max_operations"):
+    """More operations than ``max_operations``."""
 
 
-class SizeLimitExceeded(TFLimitError):
-    default_kind = "SizeLimitExceeded"
-    limit = "max_size"
+class CallDepthLimitExceeded(TFLimitError, limit="max_call_depth"):
+    """Calls nested deeper than ``max_call_depth``."""
+
+
+class TimeLimitExceeded(TFLimitError, limit="timeout_s"):
+    """The plan ran longer than ``timeout_s``."""
+
+
+class SizeLimitExceeded(TFLimitError, limit="max_size"):
+    """A value larger than ``max_size``."""
 
 
 class HostMemoryExceeded(SizeLimitExceeded):
@@ -245,22 +251,17 @@ class HostMemoryExceeded(SizeLimitExceeded):
         self.budget = budget
 
 
-class BranchLimitExceeded(TFLimitError):
+class BranchLimitExceeded(TFLimitError, limit="max_branches"):
     """A ``parallel(...)`` with more branches than ``max_branches``: refused before any
     branch was built."""
 
-    default_kind = "BranchLimitExceeded"
-    limit = "max_branches"
+
+class OutputLimitExceeded(TFLimitError, limit="max_output_chars"):
+    """More printed output than ``max_output_chars``."""
 
 
-class OutputLimitExceeded(TFLimitError):
-    default_kind = "OutputLimitExceeded"
-    limit = "max_output_chars"
-
-
-class CallLimitExceeded(TFLimitError):
-    default_kind = "CallLimitExceeded"
-    limit = "max_calls"
+class CallLimitExceeded(TFLimitError, limit="max_calls"):
+    """More chain and tool calls than ``max_calls``."""
 
 
 class PlanCancelled(TFInterpreterError):
