@@ -276,6 +276,7 @@ def test_a_chain_call_starts_before_the_last_token_and_runs_once() -> None:
     assert eager.final_result == plain.final_result == "sent shortY"
     assert model.asked == [False]  # once, while the plan was still being written
     assert plain_model.asked == [True]
+    assert model.calls == plain_model.calls  # asked the same, with the same context
     assert calls.log[-1] == ("send", "shortY", True)
     assert call_events(eager.events) == call_events(plain.events)
     # the chain's LLM call is announced when it is made (while the plan is written),

@@ -96,10 +96,11 @@ class EagerCalls:
             return await self._await(future, copier)
         try:
             result = await work()
+            held = copier(result)
         except BaseException:
             self._fail(key, future)
             raise
-        future.set_result(copier(result))
+        future.set_result(held)
         return result
 
     def held(self, key: JournalKey) -> concurrent.futures.Future[Any] | None:
@@ -220,14 +221,17 @@ def _served_chain(chain: Chain | Chains) -> Chain | Chains:
         future = _held_for_current_call()
         if future is not None:
             await asyncio.wrap_future(future)
-            held = _served(future, _chain_copy)
+            try:
+                held = _served(future, _chain_copy)
+            except Exception:  # its result cannot be copied: the chain runs again
+                held = _FAILED
             if held is not _FAILED:
                 result, written = held
                 message.additional_kwargs.update(written)
                 return result
         return await async_run(message, *args, **kwargs)
 
-    served.async_run = async_run_served  # type: ignore[method-assign]
+    served.async_run = async_run_served  # type: ignore[method-assign,assignment]
     return served
 
 
@@ -249,7 +253,7 @@ def _early_chain(chain: Chain | Chains, calls: EagerCalls) -> Chain | Chains:
         message.additional_kwargs.update(written)
         return result
 
-    early.async_run = async_run_early  # type: ignore[method-assign]
+    early.async_run = async_run_early  # type: ignore[method-assign,assignment]
     return early
 
 
@@ -413,7 +417,7 @@ class EagerPlanning:
 def early_interpreter(run: BrainRun, tools: Sequence[Tool],
                       chains: Mapping[str, Chain | Chains] | None = None) -> TFChainInterpreter:
     """The interpreter of a run's early statements: its read-only tools and the chains
-    that may run early only, no observer,
+    that may run early only (with the run's conversation and knowledge), no observer,
     no approvals, its own journal under the run's id and attempt (so its calls have the
     keys of the whole plan's), the run's limits, policies and checks."""
     from dcbrain.chain import TFChainInterpreter
@@ -426,6 +430,9 @@ def early_interpreter(run: BrainRun, tools: Sequence[Tool],
         tools=tools,
         additional_info=dict(context.chain_info),
         limits=brain.limits,
+        default_llm=brain.default_llm,
+        conversation=context.conversation,
+        knowledge=context.knowledge,
         journal=CallJournal(),
         attempt=run.ir.iterations,
         run_id=run.run_id,
