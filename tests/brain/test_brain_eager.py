@@ -233,22 +233,26 @@ class NotingLLM(ScriptedLLM):
 def run_with_chain(replies: list[Any], *, eager: bool, hold_after: str | None = None,
                    chain_replies: list[str] | None = None
                    ) -> tuple[Any, Calls, NotingLLM, CallJournal]:
-    from dcbrain import Chain
+    from dcbrain import Chain, SQLiteMemory
+    from dcbrain.chain.prompts import AdditionalInfoPrompt, MemoPrompt
 
-    with HeldServer(replies, hold_after, tokens_per_second=400) as server:
+    with HeldServer(replies, hold_after, tokens_per_second=400) as server, \
+            SQLiteMemory(":memory:") as memory:
+        memory.commit_message("c1", "my name is Ada")  # the chain reads the conversation
         calls = Calls(server)
         model = NotingLLM(chain_replies or ["short"], server)
-        summarize = Chain(name="summarize", llm=model, prompt="Summarize {{ text }}",
+        summarize = Chain(name="summarize", llm=model,
+                          prompt=[MemoPrompt(), AdditionalInfoPrompt("Summarize {{ text }}")],
                           description="Summarize a text.")
         llm = OpenAILLM("scripted-model", base_url=server.base_url, api_key="none",
                         max_retries=0)
         brain = DCBrain(default_plan_llm=llm, default_llm=ScriptedLLM([verdict(True)] * 2),
                         spec_chains={"summarize": summarize}, tools=calls.tools(),
-                        eager=eager)
+                        eager=eager, memory=memory)
         journal = CallJournal()
 
         async def go() -> Any:
-            async with brain.start_run("q", deps=RunDeps(journal=journal)) as brain_run:
+            async with brain.start_run("q", "c1", deps=RunDeps(journal=journal)) as brain_run:
                 return await brain_run.execute()
 
         result = asyncio.run(go())
@@ -277,6 +281,7 @@ def test_a_chain_call_starts_before_the_last_token_and_runs_once() -> None:
     assert model.asked == [False]  # once, while the plan was still being written
     assert plain_model.asked == [True]
     assert model.calls == plain_model.calls  # asked the same, with the same context
+    assert "my name is Ada" in str(model.calls)
     assert calls.log[-1] == ("send", "shortY", True)
     assert call_events(eager.events) == call_events(plain.events)
     # the chain's LLM call is announced when it is made (while the plan is written),
