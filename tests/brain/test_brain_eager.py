@@ -212,3 +212,122 @@ def test_statements_count_once_complete(text: str, complete: int) -> None:
     for piece in text:
         feed.add(piece)
     assert len(feed.statements) == complete
+
+
+# -- chains run early too -------------------------------------------------------------------
+
+class NotingLLM(ScriptedLLM):
+    """A chain's model that notes when it was asked, and whether the plan was written."""
+
+    def __init__(self, replies: list[Any], server: HeldServer) -> None:
+        super().__init__(replies)
+        self.server = server
+        self.asked: list[bool] = []
+
+    async def _achat(self, *args: Any, **kwargs: Any) -> Any:
+        self.asked.append(self.server.finished.is_set())
+        self.server.go.set()
+        return await super()._achat(*args, **kwargs)
+
+
+def run_with_chain(replies: list[Any], *, eager: bool, hold_after: str | None = None,
+                   chain_replies: list[str] | None = None
+                   ) -> tuple[Any, Calls, NotingLLM, CallJournal]:
+    from dcbrain import Chain, SQLiteMemory
+    from dcbrain.chain.prompts import AdditionalInfoPrompt, MemoPrompt
+
+    with HeldServer(replies, hold_after, tokens_per_second=400) as server, \
+            SQLiteMemory(":memory:") as memory:
+        memory.commit_message("c1", "my name is Ada")  # the chain reads the conversation
+        calls = Calls(server)
+        model = NotingLLM(chain_replies or ["short"], server)
+        summarize = Chain(name="summarize", llm=model,
+                          prompt=[MemoPrompt(), AdditionalInfoPrompt("Summarize {{ text }}")],
+                          description="Summarize a text.")
+        llm = OpenAILLM("scripted-model", base_url=server.base_url, api_key="none",
+                        max_retries=0)
+        brain = DCBrain(default_plan_llm=llm, default_llm=ScriptedLLM([verdict(True)] * 2),
+                        spec_chains={"summarize": summarize}, tools=calls.tools(),
+                        eager=eager, memory=memory)
+        journal = CallJournal()
+
+        async def go() -> Any:
+            async with brain.start_run("q", "c1", deps=RunDeps(journal=journal)) as brain_run:
+                return await brain_run.execute()
+
+        result = asyncio.run(go())
+    return result, calls, model, journal
+
+
+def llm_calls(events: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    return sorted((e["type"], e.get("name")) for e in events if e.get("kind") == "llm")
+
+
+def without_llm(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [e for e in events if e.get("kind") != "llm"]
+
+
+CHAIN_PLAN = ('s = summarize(text="a long text")\nb = lookup(key="y")\n'
+              'return send(text=s + b)')
+
+
+def test_a_chain_call_starts_before_the_last_token_and_runs_once() -> None:
+    eager, calls, model, eager_journal = run_with_chain(
+        [plan(CHAIN_PLAN)], eager=True, hold_after='s = summarize(text="a long text")')
+    plain, _, plain_model, plain_journal = run_with_chain(
+        [plan(CHAIN_PLAN)], eager=False)
+    assert eager.status == "succeeded", eager.error
+    assert eager.final_result == plain.final_result == "sent shortY"
+    assert model.asked == [False]  # once, while the plan was still being written
+    assert plain_model.asked == [True]
+    assert model.calls == plain_model.calls  # asked the same, with the same context
+    assert "my name is Ada" in str(model.calls)
+    assert calls.log[-1] == ("send", "shortY", True)
+    assert call_events(eager.events) == call_events(plain.events)
+    # the chain's LLM call is announced when it is made (while the plan is written),
+    # the chain's call when the whole plan takes its result
+    assert llm_calls(eager.events) == llm_calls(plain.events)
+    assert story(without_llm(eager.events)) == story(without_llm(plain.events))
+    assert keys(eager_journal) == keys(plain_journal)
+    # the chain's tokens count once in the run's budget, as without eager execution
+    assert eager.usage == plain.usage
+    assert eager.usage.per_model["scripted"].requests == 2  # the chain's and the check's
+
+
+def test_a_plan_whose_end_breaks_the_check_drops_an_early_chain_result_and_replans() -> None:
+    broken = 's = summarize(text="a long text")\nreturn no_such_tool(s)'
+    fixed = 's = summarize(text="a long text")\nreturn send(text=s)'
+    eager, _, model, eager_journal = run_with_chain(
+        [plan(broken), plan(fixed)], eager=True,
+        hold_after='s = summarize(text="a long text")', chain_replies=["early", "late"])
+    plain, _, plain_model, plain_journal = run_with_chain(
+        [plan(broken), plan(fixed)], eager=False, chain_replies=["late"])
+    assert eager.status == plain.status == "succeeded", eager.error
+    # the first plan's early summary was dropped: the second plan asked the chain again
+    # (early too: the second plan streams as well)
+    assert model.asked == [False, False]
+    assert eager.final_result == plain.final_result == "sent late"
+    assert plain_model.asked == [True]
+    assert call_events(eager.events) == call_events(plain.events)
+    assert keys(eager_journal) == keys(plain_journal)
+    # the dropped early call's tokens were spent: the run's budget counts them (once)
+    chain_requests = eager.usage.per_model["scripted"].requests
+    assert chain_requests == plain.usage.per_model["scripted"].requests + 1
+
+
+def test_a_chain_that_may_call_a_consequential_tool_waits_for_the_whole_plan() -> None:
+    from dcbrain import Chain
+    from dcbrain.brain.eager import early_chain
+
+    def lookup(key: str) -> str:
+        """Look a key up."""
+        return key
+
+    def send(text: str) -> str:
+        """Send a text."""
+        return text
+
+    llm = ScriptedLLM(["x"])
+    assert early_chain(Chain(name="reader", llm=llm, tools=[Tool(lookup, side_effects=False)]))
+    assert not early_chain(Chain(name="sender", llm=llm, tools=[Tool(send)]))
+    assert not early_chain(Chain(name="asked", llm=llm, requires_approval=True))

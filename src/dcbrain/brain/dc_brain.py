@@ -27,7 +27,7 @@ from dcbrain.approvals import (
 from dcbrain.brain.base import BaseBrain, EventCallback
 from dcbrain.brain.context import BrainResult, ContextualPlanInfo
 from dcbrain.brain.deps import AttemptStore, Resumption, RunDeps
-from dcbrain.brain.eager import served_tools
+from dcbrain.brain.eager import served_chains, served_tools
 from dcbrain.brain.output import OutputType
 from dcbrain.brain.planner import Planner, TemplatePlanner
 from dcbrain.brain.planning import as_prompt
@@ -276,7 +276,7 @@ class DCBrain(BaseBrain):
                 and all(a is b for a, b in zip(made[0], basis, strict=True)):
             return made[1]  # type: ignore[no-any-return]
         callables = PlanCallables(
-            self.spec_chains, tools=served_tools(self), limits=self.limits,
+            served_chains(self), tools=served_tools(self), limits=self.limits,
             default_llm=self.default_llm, isolation=self.isolation, policies=self.policies,
             policy_mode=self.policy_mode, flow_check=self.policy_mode != "off",
             on_violation=self.on_violation)

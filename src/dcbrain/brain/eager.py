@@ -4,10 +4,11 @@ While the planner's reply streams in, :class:`EagerPlanning` follows it with a
 :class:`~dcbrain.tfplan.feed.PlanFeed`. Once a top-level statement is complete, the plan's
 statements so far are checked statically (the run's own check, against everything seen so
 far) and, as long as every one of them refers to no callable but tools marked
-``side_effects=False`` (without ``requires_approval``), they run: in a plan run of their
-own, which makes no call but to those tools, announces nothing and journals into a
-journal of its own. A statement that refers to anything else ends this: it and what
-follows wait for the whole plan.
+``side_effects=False`` (without ``requires_approval``) and chains that need no approval
+and may call no other tool (:func:`early_chain`), they run: in a plan run of their own,
+which makes no call but to those, announces no call and journals into a journal of its
+own. A statement that refers to anything else ends this: it and what follows wait for
+the whole plan.
 
 Each call that run makes is held under its journal key (:class:`EagerCalls`). The whole
 plan then runs as it always does, after its complete static check, with the run's
@@ -17,7 +18,15 @@ calling the tool again. So the run's events, its journal and its keys are those 
 run without eager execution: only sooner. A plan that fails its check, or a reply
 without a plan, never uses the early results: they were read-only, and are dropped.
 Statements that are pure computation run again in the whole plan (they are cheap);
-the tools are not called twice.
+the tools and chains are not called twice. A chain's LLM calls go to the run's
+observer when they are made, as the planner's do: the run's budget counts their tokens
+once (those of a dropped early call too: they were spent), and their events come while
+the plan is written rather than inside the chain's call events.
+
+Only the whole plan's calls are journaled under the run's journal. A durable run killed
+during eager execution resumes as a run without it would: a planner reply cut off is
+asked again, a finished one is replayed from the journal (not streamed, so nothing runs
+early), and the early calls the whole plan had not taken yet run again.
 """
 
 from __future__ import annotations
@@ -28,7 +37,7 @@ import contextlib
 import copy
 import threading
 import weakref
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from dcbrain.chain._journaling import plain_copy
@@ -41,7 +50,7 @@ from dcbrain.tools import Tool
 if TYPE_CHECKING:
     from dcbrain.brain.dc_brain import DCBrain
     from dcbrain.brain.run import BrainRun
-    from dcbrain.chain import TFChainInterpreter
+    from dcbrain.chain import Chain, Chains, TFChainInterpreter
 
 #: Names a statement may not refer to and still run early (whatever the brain's tools).
 _NEVER_EARLY = frozenset({"__construct_chain"})
@@ -79,17 +88,19 @@ class EagerCalls:
         future.set_result(plain_copy(result))
         return result
 
-    async def aearly(self, key: JournalKey, work: Callable[[], Any]) -> Any:
-        """:meth:`early` for an async tool."""
+    async def aearly(self, key: JournalKey, work: Callable[[], Any],
+                     copier: Callable[[Any], Any] = plain_copy) -> Any:
+        """:meth:`early` for an async tool (or a chain: its result copied by ``copier``)."""
         future, mine = self._claim(key)
         if not mine:
-            return await self._await(future)
+            return await self._await(future, copier)
         try:
             result = await work()
+            held = copier(result)
         except BaseException:
             self._fail(key, future)
             raise
-        future.set_result(plain_copy(result))
+        future.set_result(held)
         return result
 
     def held(self, key: JournalKey) -> concurrent.futures.Future[Any] | None:
@@ -120,11 +131,12 @@ class EagerCalls:
             raise EagerStopped("an early call failed")
         return plain_copy(result)
 
-    async def _await(self, future: concurrent.futures.Future[Any]) -> Any:
+    async def _await(self, future: concurrent.futures.Future[Any],
+                     copier: Callable[[Any], Any] = plain_copy) -> Any:
         result = await asyncio.wrap_future(future)
         if result is _FAILED:
             raise EagerStopped("an early call failed")
-        return plain_copy(result)
+        return copier(result)
 
 
 def _base(key: JournalKey) -> JournalKey:
@@ -148,7 +160,8 @@ def _held_for_current_call() -> concurrent.futures.Future[Any] | None:
     return calls.held(context.key) if calls is not None else None
 
 
-def _served(future: concurrent.futures.Future[Any]) -> Any:
+def _served(future: concurrent.futures.Future[Any],
+            copier: Callable[[Any], Any] = plain_copy) -> Any:
     result = future.result()
     if result is _FAILED:
         return _FAILED
@@ -157,7 +170,7 @@ def _served(future: concurrent.futures.Future[Any]) -> Any:
         calls = _attempts.get((context.run_id, context.key.attempt))
         if calls is not None:
             calls.served += 1
-    return plain_copy(result)
+    return copier(result)
 
 
 def served_tools(brain: DCBrain) -> list[Tool]:
@@ -172,6 +185,76 @@ def served_tools(brain: DCBrain) -> list[Tool]:
 def early_tool(tool: Tool) -> bool:
     """Whether calls of ``tool`` may start before the whole plan passed its check."""
     return not tool.side_effects and tool.requires_approval is False
+
+
+def served_chains(brain: DCBrain) -> dict[str, Chain | Chains]:
+    """The chains of ``brain`` as its runs' whole plans call them: with eager execution,
+    a chain that may run early first looks for the early call of the same journal key."""
+    if not brain.eager:
+        return brain.spec_chains
+    return {name: _served_chain(chain) if early_chain(chain) else chain
+            for name, chain in brain.spec_chains.items()}
+
+
+def early_chain(chain: Chain | Chains) -> bool:
+    """Whether calls of ``chain`` may start before the whole plan passed its check: it
+    needs no approval, and every tool it may call (its sub-chains' too) is read-only."""
+    from dcbrain.chain import Chains
+
+    if chain.requires_approval is not False \
+            or not all(map(early_tool, getattr(chain, "tools", ()))):
+        return False
+    return not isinstance(chain, Chains) or all(map(early_chain, chain.chains))
+
+
+#: What an early chain call holds: its result and the message's keyword arguments after
+#: it (the intermediate results it wrote), both copied for each taker.
+_chain_copy = copy.deepcopy
+
+
+def _served_chain(chain: Chain | Chains) -> Chain | Chains:
+    """``chain``, answering a call the early run made from its result."""
+    served = copy.copy(chain)
+    async_run = chain.async_run
+
+    async def async_run_served(message: Any, *args: Any, **kwargs: Any) -> Any:
+        future = _held_for_current_call()
+        if future is not None:
+            await asyncio.wrap_future(future)
+            try:
+                held = _served(future, _chain_copy)
+            except Exception:  # its result cannot be copied: the chain runs again
+                held = _FAILED
+            if held is not _FAILED:
+                result, written = held
+                message.additional_kwargs.update(written)
+                return result
+        return await async_run(message, *args, **kwargs)
+
+    served.async_run = async_run_served  # type: ignore[method-assign,assignment]
+    return served
+
+
+def _early_chain(chain: Chain | Chains, calls: EagerCalls) -> Chain | Chains:
+    """``chain`` as the early run calls it: each call held under its journal key."""
+    early = copy.copy(chain)
+    async_run = chain.async_run
+
+    async def async_run_early(message: Any, *args: Any, **kwargs: Any) -> Any:
+        context = current_call()
+        if context is None:
+            raise EagerStopped("an early call outside the journal")
+
+        async def work() -> tuple[Any, dict[str, Any]]:
+            result = await async_run(message, *args, **kwargs)
+            return result, dict(message.additional_kwargs)
+
+        result, written = await calls.aearly(context.key, work, _chain_copy)
+        message.additional_kwargs.update(written)
+        return result
+
+    early.async_run = async_run_early  # type: ignore[method-assign,assignment]
+    return early
 
 
 def _served_tool(tool: Tool) -> Tool:
@@ -232,6 +315,8 @@ class EagerPlanning:
         self.attempt = run.ir.iterations
         self.calls = EagerCalls()
         self._early = {tool.name: tool for tool in brain.tools if early_tool(tool)}
+        self._early_chains = {name: chain for name, chain in brain.spec_chains.items()
+                              if early_chain(chain)}
         self._all = frozenset({*brain.spec_chains, *(tool.name for tool in brain.tools)}) \
             | _NEVER_EARLY
         self._feed = PlanFeed()
@@ -287,7 +372,7 @@ class EagerPlanning:
 
     def _may_run_early(self, statement: Statement) -> bool:
         called = statement.names & self._all
-        return all(name in self._early for name in called)
+        return all(name in self._early or name in self._early_chains for name in called)
 
     # -- the early runs ----------------------------------------------------------------
 
@@ -310,7 +395,9 @@ class EagerPlanning:
     def _interpreter_for(self) -> TFChainInterpreter:
         if self._interpreter is None:
             self._interpreter = early_interpreter(self.run, [
-                _early_tool(tool, self.calls) for tool in self._early.values()])
+                _early_tool(tool, self.calls) for tool in self._early.values()], {
+                name: _early_chain(chain, self.calls)
+                for name, chain in self._early_chains.items()})
         return self._interpreter
 
     # -- the planning's lifetime ---------------------------------------------------------
@@ -327,8 +414,10 @@ class EagerPlanning:
             self._task.cancel()
 
 
-def early_interpreter(run: BrainRun, tools: Sequence[Tool]) -> TFChainInterpreter:
-    """The interpreter of a run's early statements: its read-only tools only, no observer,
+def early_interpreter(run: BrainRun, tools: Sequence[Tool],
+                      chains: Mapping[str, Chain | Chains] | None = None) -> TFChainInterpreter:
+    """The interpreter of a run's early statements: its read-only tools and the chains
+    that may run early only (with the run's conversation and knowledge), no observer,
     no approvals, its own journal under the run's id and attempt (so its calls have the
     keys of the whole plan's), the run's limits, policies and checks."""
     from dcbrain.chain import TFChainInterpreter
@@ -337,10 +426,13 @@ def early_interpreter(run: BrainRun, tools: Sequence[Tool]) -> TFChainInterprete
     mode = effective_mode(brain.policy_mode, [*brain.spec_chains.values(), *brain.tools],
                           brain.policies)
     return TFChainInterpreter(
-        {},
+        dict(chains or {}),
         tools=tools,
         additional_info=dict(context.chain_info),
         limits=brain.limits,
+        default_llm=brain.default_llm,
+        conversation=context.conversation,
+        knowledge=context.knowledge,
         journal=CallJournal(),
         attempt=run.ir.iterations,
         run_id=run.run_id,
@@ -383,8 +475,10 @@ __all__ = [
     "EagerPlanning",
     "EagerStopped",
     "eager_planning",
+    "early_chain",
     "early_interpreter",
     "early_tool",
     "latest_planning",
+    "served_chains",
     "served_tools",
 ]
