@@ -171,8 +171,7 @@ def parse(source: str) -> Plan:
         if not validator.too_large:  # well-formed Python: the checker can report the rest
             error.tree = tree
         raise error
-    defined = {n.name for n in walk(tree) if isinstance(n, ast.FunctionDef)}
-    return Plan(source=source, tree=tree, defined_functions=defined)
+    return Plan(source=source, tree=tree, defined_functions=validator.defined)
 
 
 def syntax_tree(source: str) -> ast.Module:
@@ -211,6 +210,10 @@ class _Validator:
 
     too_large = False
 
+    def __init__(self) -> None:
+        #: names of the functions the plan defines (every node is visited when it is valid)
+        self.defined: set[str] = set()
+
     def validate(self, tree: ast.Module) -> list[Problem]:
         problems: list[Problem] = []
         stack: list[tuple[ast.AST, int, bool]] = [(tree, 0, False)]
@@ -233,6 +236,8 @@ class _Validator:
                 problems.append(_problem(node, message))
                 if type(node) not in ALLOWED_NODES:
                     continue
+            if type(node) is ast.FunctionDef:
+                self.defined.add(node.name)
             inner = in_function or isinstance(node, ast.FunctionDef | ast.Lambda)
             stack.extend((child, depth + 1, inner) for child in iter_child_nodes(node))
         problems.sort(key=lambda p: (p.line, p.col))
