@@ -229,7 +229,7 @@ class _Checker:
             elif isinstance(node, ast.Attribute) and node.attr not in ALL_METHOD_NAMES \
                     and not _is_namespace_access(node):
                 self._add(node, f"no value in tf_plan has a method {node.attr!r}")
-        for node, message in field_problems(self.plan.tree, self.specs):
+        for node, message in field_problems(self.plan.tree, self.specs, self._nodes):
             self._add(node, message)
         if builds_chains:
             for node, message in prompt_argument_problems(self.plan.tree, self.chain_inputs):
