@@ -17,7 +17,7 @@ from functools import lru_cache
 from typing import Any
 
 from dcbrain.events import DiffItem, PlanDiffData, RevisedItem
-from dcbrain.tfplan.parser import MAX_SOURCE_CHARS, syntax_tree, walk
+from dcbrain.tfplan.parser import MAX_SOURCE_CHARS, shared_tree, walk
 
 #: Calls of a plan that are listed and compared; a plan seldom makes more, and comparing
 #: two sequences of calls takes time that grows faster than their length.
@@ -145,7 +145,7 @@ def plan_calls(source: str, callables: Collection[str] | None = None) -> list[Pl
 @lru_cache(maxsize=64)
 def _plan_calls(source: str, callables: frozenset[str] | None) -> tuple[PlanCall, ...]:
     try:
-        tree = syntax_tree(source)
+        tree = shared_tree(source)  # only read
     except (SyntaxError, ValueError, RecursionError):
         return ()
     found: list[tuple[int, int, ast.Call]] = []

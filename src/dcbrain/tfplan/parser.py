@@ -14,7 +14,7 @@ import warnings
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any
 
 from dcbrain.tfplan.errors import Problem, TFSyntaxError, first_problems, source_lines
@@ -149,14 +149,17 @@ def extract_plan(reply: str) -> str | None:
     return None
 
 
-def parse(source: str) -> Plan:
-    """Parse and validate ``source``; raise :class:`TFSyntaxError` listing every problem."""
+def parse(source: str, *, shared: bool = False) -> Plan:
+    """Parse and validate ``source``; raise :class:`TFSyntaxError` listing every problem.
+
+    ``shared``: the plan's tree is :func:`shared_tree`'s, which other readers of the same
+    source read too (for a plan that is only read, as the interpreter's compiled plans)."""
     if len(source) > MAX_SOURCE_CHARS:
         problem = Problem(1, 1, f"plan is {len(source)} characters; the limit is "
                                 f"{MAX_SOURCE_CHARS}", kind="SyntaxError")
         raise TFSyntaxError([problem], source)
     try:
-        tree = syntax_tree(source)
+        tree = shared_tree(source) if shared else syntax_tree(source)
     except SyntaxError as exc:
         line, col = exc.lineno or 1, exc.offset or 1
         problem = Problem(line, col, exc.msg, kind="SyntaxError")
@@ -190,6 +193,14 @@ def syntax_tree(source: str) -> ast.Module:
                 if not str(exc).startswith(_DEPTH_MISMATCH) or attempt == _PARSE_TRIES - 1:
                     raise
     raise AssertionError("the last try returns or raises")
+
+
+@lru_cache(maxsize=32)
+def shared_tree(source: str) -> ast.Module:
+    """:func:`syntax_tree` of ``source``, parsed once for every reader that only reads it
+    (a run lists a plan's calls before it parses it to run it). Never change this tree:
+    a rewrite parses its own copy."""
+    return syntax_tree(source)
 
 
 #: CPython's words for the race above, and how many parses it may spoil in a row.
