@@ -8,7 +8,9 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -213,6 +215,43 @@ def _attempts(stored: Any) -> list[dict[str, str]]:
             for attempt in stored if isinstance(attempt, dict)]
 
 
+class DeferredEvents:
+    """A run's events as dicts, made on first read: most callers never read them.
+
+    ``make`` turns the run's recorded events into dicts; it runs once (the run is over
+    when this is built: its event log is sealed, so the dicts are the same whenever they
+    are made)."""
+
+    def __init__(self, make: Callable[[], list[dict[str, Any]]]) -> None:
+        self._make: Callable[[], list[dict[str, Any]]] | None = make
+        self._events: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+
+    def resolve(self) -> list[dict[str, Any]]:
+        with self._lock:
+            if self._make is not None:
+                self._events, self._make = self._make(), None
+            return self._events
+
+
+class _EventsField:
+    """:attr:`BrainResult.events`: a list, or :class:`DeferredEvents` made a list when read."""
+
+    _slot = "_events"
+
+    def __get__(self, result: Any, owner: type | None = None) -> list[dict[str, Any]]:
+        if result is None:
+            raise AttributeError("events")
+        value = result.__dict__[self._slot]
+        if type(value) is DeferredEvents:
+            value = value.resolve()
+            result.__dict__[self._slot] = value
+        return value  # type: ignore[no-any-return]
+
+    def __set__(self, result: Any, value: list[dict[str, Any]] | DeferredEvents) -> None:
+        result.__dict__[self._slot] = value
+
+
 @dataclass
 class BrainResult:
     """How a run ended and everything that happened on the way.
@@ -238,7 +277,7 @@ class BrainResult:
     last_result: Any
     suggestions: list[str]
     usage: Usage
-    events: list[dict[str, Any]]
+    events: list[dict[str, Any]]  # read through _EventsField (set below the class)
     conversation_id: str
     run_id: str
     iterations: int = 0
@@ -310,6 +349,10 @@ class BrainResult:
         if include_events:
             record["events"] = list(self.events)
         return record
+
+
+#: Set after the dataclass is made: the field stays a required one without a default.
+setattr(BrainResult, "events", _EventsField())  # noqa: B010
 
 
 def describe_value(value: Any, limit: int = 4000) -> str:

@@ -13,10 +13,11 @@ import ast
 import difflib
 from collections.abc import Collection
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from dcbrain.events import DiffItem, PlanDiffData, RevisedItem
-from dcbrain.tfplan.parser import MAX_SOURCE_CHARS, syntax_tree
+from dcbrain.tfplan.parser import MAX_SOURCE_CHARS, shared_tree, walk
 
 #: Calls of a plan that are listed and compared; a plan seldom makes more, and comparing
 #: two sequences of calls takes time that grows faster than their length.
@@ -133,16 +134,22 @@ def plan_calls(source: str, callables: Collection[str] | None = None) -> list[Pl
     ``[]`` if it does not parse or is longer than a plan may be.
 
     With ``callables`` only calls to those names count; without it, every call to a name
-    (builtins included).
+    (builtins included). A run lists each plan's calls when it is created and again when
+    the next plan is compared with it: the calls of recent plans are kept.
     """
     if len(source) > MAX_SOURCE_CHARS:
         return []
+    return list(_plan_calls(source, None if callables is None else frozenset(callables)))
+
+
+@lru_cache(maxsize=64)
+def _plan_calls(source: str, callables: frozenset[str] | None) -> tuple[PlanCall, ...]:
     try:
-        tree = syntax_tree(source)
+        tree = shared_tree(source)  # only read
     except (SyntaxError, ValueError, RecursionError):
-        return []
+        return ()
     found: list[tuple[int, int, ast.Call]] = []
-    for node in ast.walk(tree):
+    for node in walk(tree):  # the nodes of ast.walk, in its order
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
             continue
         if callables is not None and node.func.id not in callables:
@@ -155,7 +162,7 @@ def plan_calls(source: str, callables: Collection[str] | None = None) -> list[Pl
         call = _plan_call(node)
         seen[call.name] = seen.get(call.name, 0) + 1
         numbered.append(PlanCall(call.name, call.kwargs, call.line, seen[call.name]))
-    return numbered
+    return tuple(numbered)
 
 
 def _plan_call(node: ast.Call) -> PlanCall:

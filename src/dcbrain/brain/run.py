@@ -43,7 +43,12 @@ from dcbrain.approvals import (
 )
 from dcbrain.brain.base import storable
 from dcbrain.brain.budget import TokenBudget
-from dcbrain.brain.context import BrainContext, BrainIntermediateResult, BrainResult
+from dcbrain.brain.context import (
+    BrainContext,
+    BrainIntermediateResult,
+    BrainResult,
+    DeferredEvents,
+)
 from dcbrain.brain.control import AbortRequested, RunControl
 from dcbrain.brain.deps import Clock, RunDeps
 from dcbrain.brain.output import OutputType
@@ -212,7 +217,7 @@ class BrainRun:
         final = result.to_dict(include_events=False)
         final["last_result"] = clip(final["last_result"])  # in full on the result
         await recorder.finish(Final(**final))
-        result.events = recorder.as_dicts()
+        result.events = DeferredEvents(recorder.as_dicts)  # type: ignore[assignment]
         return result
 
     async def _drive(self) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 import difflib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 from dcbrain.tfplan.parser import iter_child_nodes, walk
@@ -35,15 +35,18 @@ class _Spec(Protocol):
     def returns(self) -> dict[str, Any] | None: ...
 
 
-def field_problems(tree: ast.Module, specs: Mapping[str, _Spec]) -> list[tuple[ast.AST, str]]:
-    """``(node, message)`` for every field read that no value of its shape has."""
+def field_problems(tree: ast.Module, specs: Mapping[str, _Spec],
+                   nodes: Sequence[ast.AST] | None = None) -> list[tuple[ast.AST, str]]:
+    """``(node, message)`` for every field read that no value of its shape has; ``nodes``
+    are those of ``walk(tree)`` when the caller has them already."""
     if all(Shape.of(spec.returns) is None for spec in specs.values()):
         return []  # every shape starts at a call's declared result: none here
-    return _FieldCheck(tree, specs).run()
+    return _FieldCheck(tree, specs, nodes).run()
 
 
 class _FieldCheck:
-    def __init__(self, tree: ast.Module, specs: Mapping[str, _Spec]) -> None:
+    def __init__(self, tree: ast.Module, specs: Mapping[str, _Spec],
+                 nodes: Sequence[ast.AST] | None = None) -> None:
         self.tree = tree
         self.specs = specs
         self.problems: list[tuple[ast.AST, str]] = []
@@ -53,11 +56,11 @@ class _FieldCheck:
         self._mutated: list[ast.AST] = []
         self._memo: dict[str, tuple[Shape, str] | None] = {}
         self._busy: set[str] = set()
-        self._collect(tree)
+        self._collect(list(walk(tree)) if nodes is None else nodes)
 
     # -- what each name is bound to ----------------------------------------------------
-    def _collect(self, tree: ast.Module) -> None:
-        for node in walk(tree):
+    def _collect(self, nodes: Sequence[ast.AST]) -> None:
+        for node in nodes:
             if isinstance(node, ast.Assign):
                 for target in node.targets:
                     self._bind_target(target, node)
@@ -85,7 +88,7 @@ class _FieldCheck:
                 if isinstance(func, ast.Attribute) and func.attr in _MUTATING:
                     self._mutated.append(func.value)
         # a value handed to a plan function may be changed there
-        for node in walk(tree):
+        for node in nodes:
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
                     and node.func.id in self.plan_functions:
                 self._mutated.extend([*node.args, *(keyword.value for keyword in node.keywords)])

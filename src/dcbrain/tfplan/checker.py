@@ -219,16 +219,21 @@ class _Checker:
         unknown.sort(key=lambda name: (name.lineno, name.col_offset))  # hints for the first
         for name in unknown:
             self._unknown_name(name, available)
+        builds_chains = False  # a plan without __construct_chain(...) has no prompt to check
         for node in self._nodes:
             if isinstance(node, ast.Call):
                 self._check_call(node)
+                func = node.func
+                builds_chains = builds_chains or (
+                    isinstance(func, ast.Name) and func.id == "__construct_chain")
             elif isinstance(node, ast.Attribute) and node.attr not in ALL_METHOD_NAMES \
                     and not _is_namespace_access(node):
                 self._add(node, f"no value in tf_plan has a method {node.attr!r}")
-        for node, message in field_problems(self.plan.tree, self.specs):
+        for node, message in field_problems(self.plan.tree, self.specs, self._nodes):
             self._add(node, message)
-        for node, message in prompt_argument_problems(self.plan.tree, self.chain_inputs):
-            self._add(node, message)
+        if builds_chains:
+            for node, message in prompt_argument_problems(self.plan.tree, self.chain_inputs):
+                self._add(node, message)
         self._check_replan_with()
         if self.flow:
             self.problems += flow_problems(self.plan, self.specs, self.literals,

@@ -20,6 +20,7 @@ import ast
 import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from dcbrain.tfplan._flow_values import (
@@ -106,22 +107,27 @@ class _FlowAnalysis:
         self.steps = 0
         self.active: list[ast.FunctionDef] = []
         # a name rebound through global/nonlocal changes where the check cannot follow
-        self.opaque = {name for node in walk(plan.tree)
-                       if isinstance(node, ast.Global | ast.Nonlocal) for name in node.names}
-        self.plan_names = {node.id for node in walk(plan.tree)
-                           if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load)}
-        self.plan_names |= {node.name for node in walk(plan.tree)
-                            if isinstance(node, ast.FunctionDef)}
+        self.opaque: set[str] = set()
+        self.plan_names: set[str] = set()
+        in_place = False  # whether the plan may change a container in place
+        for node in walk(plan.tree):  # one walk for all three
+            if isinstance(node, ast.Global | ast.Nonlocal):
+                self.opaque.update(node.names)
+            elif isinstance(node, ast.Name):
+                if not isinstance(node.ctx, ast.Load):
+                    self.plan_names.add(node.id)
+            elif isinstance(node, ast.FunctionDef):
+                self.plan_names.add(node.name)
+            elif isinstance(node, ast.Subscript):
+                in_place = in_place or isinstance(node.ctx, ast.Store | ast.Del)
+            elif isinstance(node, ast.Attribute):
+                in_place = in_place or node.attr in IN_PLACE_METHODS
         self.module: Environment = {}
         # the variables the run links as sharing a container (the label rewrite's own
         # analysis): a change in place through one of them reaches them all, and the run
         # reads each of them as the union of its elements
-        from dcbrain.tfplan.rewrite import plan_tree  # the rewrite imports the checker
-
-        source = plan.source if strict or _changes_in_place(plan.tree) else ""
-        main = plan_tree(source, frozenset(specs)).body[0]
-        assert isinstance(main, ast.FunctionDef)
-        self.sharing = _Analysis(main, frozenset())
+        self.sharing = _sharing(plan.source, frozenset(specs)) if strict or in_place \
+            else _no_sharing()
         self.shared: dict[str, set[str]] = {}
         for name, group in self.sharing.group_of.items():
             self.shared.setdefault(group, set()).add(name)
@@ -617,11 +623,20 @@ class _FlowAnalysis:
         return env
 
 
-def _changes_in_place(tree: ast.Module) -> bool:
-    """Whether ``tree`` may change a container in place (else no variables share one)."""
-    return any((isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store | ast.Del))
-               or (isinstance(node, ast.Attribute) and node.attr in IN_PLACE_METHODS)
-               for node in walk(tree))
+def _sharing(source: str, provided: frozenset[str]) -> _Analysis:
+    """The label rewrite's analysis of ``source``: which variables share a container."""
+    from dcbrain.tfplan.rewrite import plan_tree  # the rewrite imports the checker
+
+    main = plan_tree(source, provided).body[0]
+    assert isinstance(main, ast.FunctionDef)
+    return _Analysis(main, frozenset())
+
+
+@lru_cache(maxsize=1)
+def _no_sharing() -> _Analysis:
+    """The analysis of a plan that changes no container in place (that of an empty one:
+    no variables share one); made once, only read."""
+    return _sharing("", frozenset())
 
 
 def _joined(ends: list[Environment | None]) -> Environment | None:

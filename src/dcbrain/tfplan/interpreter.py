@@ -68,7 +68,7 @@ from dcbrain.values.scalars import PLAN_DECIMAL_CONTEXT, decimal_error
 @lru_cache(maxsize=128)
 def _compiled(source: str, host_names: frozenset[str],
               tracking: Tracking = "off") -> tuple[Plan, CodeType]:
-    plan = parse(source)
+    plan = parse(source, shared=True)  # only read: it is kept for every run of the source
     try:
         code = compile_plan(source, BUILTIN_NAMES | host_names, tracking=tracking,
                             builtins=BUILTIN_NAMES)

@@ -14,7 +14,7 @@ import warnings
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any
 
 from dcbrain.tfplan.errors import Problem, TFSyntaxError, first_problems, source_lines
@@ -149,14 +149,17 @@ def extract_plan(reply: str) -> str | None:
     return None
 
 
-def parse(source: str) -> Plan:
-    """Parse and validate ``source``; raise :class:`TFSyntaxError` listing every problem."""
+def parse(source: str, *, shared: bool = False) -> Plan:
+    """Parse and validate ``source``; raise :class:`TFSyntaxError` listing every problem.
+
+    ``shared``: the plan's tree is :func:`shared_tree`'s, which other readers of the same
+    source read too (for a plan that is only read, as the interpreter's compiled plans)."""
     if len(source) > MAX_SOURCE_CHARS:
         problem = Problem(1, 1, f"plan is {len(source)} characters; the limit is "
                                 f"{MAX_SOURCE_CHARS}", kind="SyntaxError")
         raise TFSyntaxError([problem], source)
     try:
-        tree = syntax_tree(source)
+        tree = shared_tree(source) if shared else syntax_tree(source)
     except SyntaxError as exc:
         line, col = exc.lineno or 1, exc.offset or 1
         problem = Problem(line, col, exc.msg, kind="SyntaxError")
@@ -171,8 +174,7 @@ def parse(source: str) -> Plan:
         if not validator.too_large:  # well-formed Python: the checker can report the rest
             error.tree = tree
         raise error
-    defined = {n.name for n in walk(tree) if isinstance(n, ast.FunctionDef)}
-    return Plan(source=source, tree=tree, defined_functions=defined)
+    return Plan(source=source, tree=tree, defined_functions=validator.defined)
 
 
 def syntax_tree(source: str) -> ast.Module:
@@ -193,6 +195,14 @@ def syntax_tree(source: str) -> ast.Module:
     raise AssertionError("the last try returns or raises")
 
 
+@lru_cache(maxsize=32)
+def shared_tree(source: str) -> ast.Module:
+    """:func:`syntax_tree` of ``source``, parsed once for every reader that only reads it
+    (a run lists a plan's calls before it parses it to run it). Never change this tree:
+    a rewrite parses its own copy."""
+    return syntax_tree(source)
+
+
 #: CPython's words for the race above, and how many parses it may spoil in a row.
 _DEPTH_MISMATCH = "AST constructor recursion depth mismatch"
 _PARSE_TRIES = 3
@@ -210,6 +220,10 @@ class _Validator:
     """Walks the tree iteratively (no recursion limit) and collects the first problems."""
 
     too_large = False
+
+    def __init__(self) -> None:
+        #: names of the functions the plan defines (every node is visited when it is valid)
+        self.defined: set[str] = set()
 
     def validate(self, tree: ast.Module) -> list[Problem]:
         problems: list[Problem] = []
@@ -233,6 +247,8 @@ class _Validator:
                 problems.append(_problem(node, message))
                 if type(node) not in ALLOWED_NODES:
                     continue
+            if type(node) is ast.FunctionDef:
+                self.defined.add(node.name)
             inner = in_function or isinstance(node, ast.FunctionDef | ast.Lambda)
             stack.extend((child, depth + 1, inner) for child in iter_child_nodes(node))
         problems.sort(key=lambda p: (p.line, p.col))
