@@ -29,6 +29,7 @@ from support.server_app import (
     holding_brain,
     stuck_brain,
 )
+from support.waiting import wait_until
 
 
 def surrogate_brain(memory: Memory | None) -> DCBrain:
@@ -205,11 +206,11 @@ def test_an_abort_leaves_no_unretrieved_plan_error_in_the_log(
         api.http.post(f"/v1/runs/{run_id}/abort", json={})
         run = api.wait_for(run_id)
         gate.opened.set()  # the plan's thread ends now, with PlanCancelled
-        deadline = time.monotonic() + PATIENCE_S
-        while any(t.name == "tf_plan" for t in threading.enumerate()):
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
-        time.sleep(0.2)  # the loop settles the plan's future
+        wait_until(lambda: all(t.name != "tf_plan" for t in threading.enumerate()),
+                   PATIENCE_S, "the plan's thread ending")
+        # a round trip through the server's loop: it has run the callback that settles
+        # the plan's future, queued before the thread ended
+        assert api.http.get(f"/v1/runs/{run_id}").status_code == 200
         gc.collect()
     assert run["status"] == "aborted"
     assert "never retrieved" not in server_log.text()

@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 
 from support.fake_openai import FakeOpenAIServer, FakeResponse, RecordedRequest
+from support.waiting import wait_until
 
 PLAN = "a = step_one(x=1)\nb = step_two(x=a)\nc = step_three(x=b)\nreturn c"
 
@@ -157,13 +158,6 @@ def wait_for_line(log: Path, text: str, process: subprocess.Popen[bytes],
         assert process.poll() is None, log.read_text()
         assert time.monotonic() < deadline, f"{text!r} not in time:\n{log.read_text()}"
         time.sleep(0.05)
-
-
-def wait_until(predicate: Any, timeout_s: float = 60, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, f"{what} not reached in {timeout_s} s"
-        time.sleep(0.02)
 
 
 def stop(process: subprocess.Popen[bytes]) -> None:
