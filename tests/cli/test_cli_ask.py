@@ -9,6 +9,7 @@ import pytest
 
 from dcbrain.llm.local import local_model_available
 from support.cli_runner import RunCLI
+from support.configs import fake_llm_toml
 from support.fake_openai import FakeOpenAIServer
 from support.otlp_receiver import OTLPReceiver
 
@@ -24,17 +25,7 @@ PLAN_REPLY = "```tf_plan\nproduct = multiply(a=6, b=7)\nprint(product)\nreturn p
 def write_config(tmp_path: Path, server: FakeOpenAIServer, brain: str = "") -> Path:
     (tmp_path / "tools.py").write_text(TOOLS)
     path = tmp_path / "dcbrain.toml"
-    path.write_text(
-        'tools = ["tools.py"]\n'
-        "[llm.main]\n"
-        f'base_url = "{server.base_url}"\n'
-        'model = "fake-model"\n'
-        'api_key_env = "FAKE_API_KEY"\n'
-        "max_retries = 0\n"
-        "[memory]\n"
-        'path = ""\n'
-        f"[brain]\n{brain}"
-    )
+    path.write_text('tools = ["tools.py"]\n' + fake_llm_toml(server, extra=f"[brain]\n{brain}"))
     return path
 
 
