@@ -4,8 +4,15 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-from support.server_app import PATIENCE_S, BrainScripts, Gate, ServeFn, direct_brain
-from support.server_app import holding_brain, stuck_brain
+from support.server_app import (
+    PATIENCE_S,
+    BrainScripts,
+    Gate,
+    ServeFn,
+    direct_brain,
+    holding_brain,
+    stuck_brain,
+)
 
 
 def test_new_input_stops_the_run_at_its_next_safe_point_and_starts_a_new_one(
