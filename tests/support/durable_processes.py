@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 
+from support.configs import fake_llm_toml
 from support.fake_openai import FakeOpenAIServer, FakeResponse, RecordedRequest
 from support.waiting import wait_until
 
@@ -94,12 +95,9 @@ def write_config(directory: Path, llm: FakeOpenAIServer, *, delay_s: float,
     counters.mkdir(parents=True, exist_ok=True)
     (directory / "tools.py").write_text(TOOLS.format(counters=str(counters), delay_s=delay_s))
     config = directory / "dcbrain.toml"
-    config.write_text(
-        'tools = ["tools.py"]\n[llm.main]\n'
-        f'base_url = "{llm.base_url}"\nmodel = "fake-model"\n'
-        'api_key_env = "FAKE_API_KEY"\nmax_retries = 0\n[memory]\npath = "brain.db"\n'
-        + "".join(f"[tool.{name}]\nrequires_approval = true\n" for name in approval)
-    )
+    approvals = "".join(f"[tool.{name}]\nrequires_approval = true\n" for name in approval)
+    config.write_text('tools = ["tools.py"]\n' + fake_llm_toml(llm, memory="brain.db",
+                                                               extra=approvals))
     return config
 
 

@@ -92,6 +92,12 @@ class BrainScripts:
         self._queue.append(build)
         return self
 
+    def hold(self) -> Gate:
+        """The next run's brain is a :func:`holding_brain`: its gate."""
+        gate = Gate()
+        self.then(lambda memory: holding_brain(memory, gate))
+        return gate
+
     def always(self, build: Callable[[Memory], DCBrain]) -> BrainScripts:
         self._default = build
         return self
@@ -155,6 +161,12 @@ class Api:
         response = self.http.post(f"/v1/conversations/{cid}/messages", json={"content": content})
         assert response.status_code == 202, response.text
         run_id: str = response.json()["run_id"]
+        return run_id
+
+    def send_held(self, cid: str, content: str, gate: Gate) -> str:
+        """Send ``content`` and return its run id once the run is held at ``gate``."""
+        run_id = self.send(cid, content)
+        assert gate.entered.wait(PATIENCE_S)
         return run_id
 
     def stream(self, run_id: str, *, last_event_id: int | None = None,
