@@ -307,3 +307,13 @@ class Cluster:
     def started(self, *names: str) -> list[int]:
         """How many calls of each tool of ``names`` started."""
         return [count(self.directory, name, "started") for name in names]
+
+
+def assert_approved_once(nodes: Cluster, run: dict[str, Any], stream: str) -> None:
+    """The run of :data:`PLAN` that waited for ``step_two``'s approval finished with every
+    step run once, one plan, one request and one decision."""
+    assert run["result"]["final_result"] == 4
+    assert nodes.started("step_one", "step_two", "step_three") == [1, 1, 1]
+    assert planner_requests(nodes.llm) == 1
+    assert stream.count('"type":"approval_requested"') == 1
+    assert stream.count('"type":"approval_decided"') == 1 and stream.count("event: end") == 1
