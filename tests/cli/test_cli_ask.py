@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from dcbrain.llm.local import local_model_available
-from support.cli_runner import RunCLI
+from support.cli_runner import RunCLI, ask_solved
 from support.configs import fake_llm_toml
 from support.fake_openai import FakeOpenAIServer
 from support.otlp_receiver import OTLPReceiver
@@ -57,10 +57,7 @@ def test_ask_json_returns_the_answer(tmp_path: Path, run_cli: RunCLI,
 def test_ask_text_shows_progress_and_the_answer(tmp_path: Path, run_cli: RunCLI,
                                                 fake_openai: FakeOpenAIServer) -> None:
     write_config(tmp_path, fake_openai)
-    fake_openai.reply(PLAN_REPLY)
-    fake_openai.reply_json({"is_solved": True, "suggestion": ""})
-    done = run_cli("ask", "What is 6 times 7?", "--text", env=KEY)
-    assert done.returncode == 0, done.stderr
+    done = ask_solved(run_cli, fake_openai, PLAN_REPLY, "What is 6 times 7?", "--text")
     out = done.stdout
     assert "product = multiply(a=6, b=7)" in out
     assert "→ tool multiply(a=6, b=7)" in out
@@ -124,10 +121,7 @@ def test_ask_timeout_exits_3_with_the_partial_result(tmp_path: Path, run_cli: Ru
 def test_ask_writes_a_jsonl_trace(tmp_path: Path, run_cli: RunCLI,
                                   fake_openai: FakeOpenAIServer) -> None:
     write_config(tmp_path, fake_openai)
-    fake_openai.reply(PLAN_REPLY)
-    fake_openai.reply_json({"is_solved": True, "suggestion": ""})
-    done = run_cli("ask", "What is 6 times 7?", "--trace", "run.jsonl", env=KEY)
-    assert done.returncode == 0, done.stderr
+    ask_solved(run_cli, fake_openai, PLAN_REPLY, "What is 6 times 7?", "--trace", "run.jsonl")
     events = [json.loads(line) for line in (tmp_path / "run.jsonl").read_text().splitlines()]
     types = [event["type"] for event in events]
     assert types[0] == "run_started" and types[-1] == "final"
