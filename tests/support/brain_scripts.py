@@ -54,3 +54,17 @@ def brain_with_input_during_its_plan() -> DCBrain:
     planner = ScriptedLLM([plan("user_writes(text='stop')\nreturn summarize(text='a')")])
     return DCBrain(spec_chains={"summarize": summarize}, default_llm=planner,
                    tools=[user_writes], neural=neural)
+
+
+def brain_reusing_its_chain(chain_llm: ScriptedLLM) -> DCBrain:
+    """Plan 1 calls ``summarize`` (an object chain on ``chain_llm``) and fails after it;
+    plan 2 calls it again with the same text (reused) and succeeds with its summary."""
+    summarize = Chain(name="summarize", llm=chain_llm, prompt="Summarize: {{ text }}",
+                      output_json_schema={"type": "object",
+                                          "properties": {"summary": {"type": "string"}},
+                                          "required": ["summary"]})
+    return DCBrain(
+        spec_chains={"summarize": summarize},
+        default_llm=ScriptedLLM([plan('s = summarize(text="long")\nk = "nope"\nreturn s[k]'),
+                                 plan('s = summarize(text="long")\nreturn s["summary"]')]),
+        default_validate_llm=ScriptedLLM([verdict(True)]))
