@@ -59,11 +59,9 @@ def test_ask_text_shows_progress_and_the_answer(tmp_path: Path, run_cli: RunCLI,
     write_config(tmp_path, fake_openai)
     done = ask_solved(run_cli, fake_openai, PLAN_REPLY, "What is 6 times 7?", "--text")
     out = done.stdout
-    assert "product = multiply(a=6, b=7)" in out
-    assert "→ tool multiply(a=6, b=7)" in out
-    assert "✓ tool multiply" in out
-    assert "validator: solved" in out
-    assert "succeeded (validated by fake-model) — 1 plan," in out
+    for shown in ("product = multiply(a=6, b=7)", "→ tool multiply(a=6, b=7)", "✓ tool multiply",
+                  "validator: solved", "succeeded (validated by fake-model) — 1 plan,"):
+        assert shown in out
     answer = out.split("answer:\n", 1)[1].splitlines()
     assert answer[0] == "42"
     assert "answered by: fake-model" in out
@@ -149,12 +147,11 @@ def test_demo_revises_its_plan_and_shows_the_diff(run_cli: RunCLI) -> None:
     done = run_cli("demo")
     assert done.returncode == 0, done.stderr
     out = done.stdout
-    assert "validator: not solved" in out
-    assert "plan revised (revision 1)" in out
-    assert "-total = nightly * 3" in out
-    assert '+total_usd = convert_currency(amount=total_eur, source="EUR", target="USD")' in out
-    assert "succeeded (validated by scripted-validator) — 2 plans" in out
-    assert '"total_usd": 382.32' in out
+    for shown in ("validator: not solved", "plan revised (revision 1)", "-total = nightly * 3",
+                  '+total_usd = convert_currency(amount=total_eur, source="EUR", target="USD")',
+                  "succeeded (validated by scripted-validator) — 2 plans",
+                  '"total_usd": 382.32'):
+        assert shown in out
 
 
 def test_demo_json_has_the_whole_trajectory(run_cli: RunCLI) -> None:

@@ -13,7 +13,7 @@ import httpx
 
 from dcbrain.cli.serve import is_loopback
 from dcbrain.llm.local import local_model_available
-from support.configs import fake_llm_toml
+from support.configs import write_tools_config
 from support.durable_processes import free_port
 from support.fake_openai import FakeOpenAIServer
 from support.server_app import PATIENCE_S, Api, wait_until_listening
@@ -28,11 +28,7 @@ def multiply(a: int, b: int) -> int:
 def test_serve_answers_over_http_with_the_configured_brain(
     tmp_path: Path, fake_openai: FakeOpenAIServer
 ) -> None:
-    (tmp_path / "tools.py").write_text(TOOLS)
-    config = tmp_path / "dcbrain.toml"
-    config.write_text(
-        'tools = ["tools.py"]\n' + fake_llm_toml(fake_openai, memory="brain.db")
-    )
+    config = write_tools_config(tmp_path, fake_openai, TOOLS, memory="brain.db")
     fake_openai.reply("```tf_plan\nreturn multiply(a=6, b=7)\n```", usage=(120, 20))
     fake_openai.reply_json({"is_solved": True, "suggestion": ""}, usage=(80, 10))
     port = free_port()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from support.fake_openai import FakeOpenAIServer
 
 
@@ -18,3 +20,13 @@ def fake_llm_toml(server: FakeOpenAIServer, *, memory: str = "", extra: str = ""
         f'path = "{memory}"\n'
         f"{extra}"
     )
+
+
+def write_tools_config(directory: Path, server: FakeOpenAIServer, tools: str, *,
+                       memory: str = "", extra: str = "") -> Path:
+    """``tools.py`` of this text and a ``dcbrain.toml`` that loads it (see
+    :func:`fake_llm_toml`) in ``directory``; the config's path."""
+    (directory / "tools.py").write_text(tools)
+    config = directory / "dcbrain.toml"
+    config.write_text('tools = ["tools.py"]\n' + fake_llm_toml(server, memory=memory, extra=extra))
+    return config
