@@ -169,6 +169,24 @@ class Api:
         assert gate.entered.wait(PATIENCE_S)
         return run_id
 
+    def race_decisions(self, run_id: str, call_id: str, count: int) -> list[httpx.Response]:
+        """``count`` clients decide the approval at once, approving and denying in turn."""
+        start = threading.Barrier(count)
+        answers: list[httpx.Response] = []
+
+        def post(approved: bool) -> None:
+            with httpx.Client(base_url=self.base_url, timeout=20) as client:
+                start.wait()
+                answers.append(client.post(f"/v1/runs/{run_id}/approvals/{call_id}",
+                                           json={"approved": approved}))
+
+        threads = [threading.Thread(target=post, args=(i % 2 == 0,)) for i in range(count)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return answers
+
     def stream(self, run_id: str, *, last_event_id: int | None = None,
                until: Callable[[dict[str, Any]], bool] | None = None) -> Stream:
         """Read the run's SSE stream to its ``end`` (or to the first event ``until`` accepts)."""
