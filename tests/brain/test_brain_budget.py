@@ -2,37 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+import support.llms as support_llms
 from dcbrain import Chain, LLMReply, ScriptedLLM
 from dcbrain.brain import DCBrain, TokenBudget
 from dcbrain.exceptions import TFLLMError
-from dcbrain.llm import ChatLLM, cl100k_base_length, count_message_tokens
+from dcbrain.llm import cl100k_base_length, count_message_tokens
 from dcbrain.usage import Usage
 from support.brain_scripts import plan, verdict
 
 MESSAGES = [{"role": "user", "content": "q"}]
 
 
-class NoUsageLLM(ChatLLM):
+class NoUsageLLM(support_llms.NoUsageLLM):
     """A provider that reports no token usage."""
 
-    model = "no-usage"
     max_output_tokens = 4096
-
-    def __init__(self, content: str) -> None:
-        self.content = content
-
-    async def _achat(
-        self,
-        messages: list[dict[str, Any]],
-        *,
-        json_schema: dict[str, Any] | None,
-        tools: list[dict[str, Any]] | None,
-        max_tokens: int | None,
-        temperature: float | None,
-    ) -> LLMReply:
-        return LLMReply(content=self.content)
 
 
 def test_output_tokens_a_provider_did_not_report_are_counted() -> None:

@@ -11,9 +11,8 @@ from dcbrain import Chain, ScriptedLLM
 from dcbrain.brain import DCBrain
 from dcbrain.events import Event
 from dcbrain.exceptions import TFUserNewInputError
-from dcbrain.neural import Neural
 from dcbrain.tfplan import Limits
-from support.brain_scripts import add, plan, verdict
+from support.brain_scripts import add, brain_with_input_during_its_plan, plan, verdict
 
 
 def plan_calls(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -21,17 +20,7 @@ def plan_calls(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def test_a_chain_call_superseded_by_new_input_is_never_announced() -> None:
-    neural = Neural()
-
-    def user_writes(text: str) -> str:
-        """Simulates the user typing while the plan runs."""
-        neural.post_user_input("c1", text)
-        return "posted"
-
-    summarize = Chain(name="summarize", llm=ScriptedLLM(["never"]), prompt="{{ text }}")
-    planner = ScriptedLLM([plan("user_writes(text='stop')\nreturn summarize(text='a')")])
-    brain = DCBrain(spec_chains={"summarize": summarize}, default_llm=planner,
-                    tools=[user_writes], neural=neural)
+    brain = brain_with_input_during_its_plan()
     seen: list[Event] = []
     brain.subscribe(seen.append)
     with pytest.raises(TFUserNewInputError):

@@ -14,7 +14,7 @@ from dcbrain import Chain, DCBrain, FunctionLLM, ScriptedLLM
 from dcbrain.brain import RunDeps
 from dcbrain.journal import CallJournal, JournalEntry, current_call
 from dcbrain.tools import Tool
-from support.brain_scripts import plan, verdict
+from support.brain_scripts import brain_reusing_its_chain, plan, verdict
 
 
 class Shop:
@@ -190,15 +190,7 @@ def test_parallel_branches_match_their_own_entries_whatever_the_timing(round_: i
 
 def test_a_chain_is_reused_with_its_intermediate_results() -> None:
     chain_llm = ScriptedLLM([{"summary": "short"}])
-    summarize = Chain(name="summarize", llm=chain_llm, prompt="Summarize: {{ text }}",
-                      output_json_schema={"type": "object",
-                                          "properties": {"summary": {"type": "string"}},
-                                          "required": ["summary"]})
-    brain = DCBrain(
-        spec_chains={"summarize": summarize},
-        default_llm=ScriptedLLM([plan('s = summarize(text="long")\nk = "nope"\nreturn s[k]'),
-                                 plan('s = summarize(text="long")\nreturn s["summary"]')]),
-        default_validate_llm=ScriptedLLM([verdict(True)]))
+    brain = brain_reusing_its_chain(chain_llm)
     result = brain.run("q", conversation_id="c1")
     assert result.final_result == "short" and len(chain_llm.calls) == 1
     assert [e["reused"] for e in calls(result, "summarize")] == [False, True]

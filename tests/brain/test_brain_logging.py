@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from dcbrain import Chain, FunctionLLM, ScriptedLLM
+from dcbrain import ScriptedLLM
 from dcbrain.brain import DCBrain
 from dcbrain.exceptions import TFUserNewInputError
 from dcbrain.neural import Neural
-from support.brain_scripts import plan
+from support.brain_scripts import brain_with_input_during_its_plan, hanging_planner, plan
 
 
 def errors(caplog: pytest.LogCaptureFixture) -> list[str]:
@@ -20,14 +20,8 @@ def errors(caplog: pytest.LogCaptureFixture) -> list[str]:
 
 
 async def test_an_abort_logs_no_error(caplog: pytest.LogCaptureFixture) -> None:
-    started = asyncio.Event()
-
-    async def slow_planner(messages: list[dict[str, Any]]) -> str:
-        started.set()
-        await asyncio.Event().wait()
-        return "never"
-
-    brain = DCBrain(default_llm=FunctionLLM(slow_planner))
+    started, planner = hanging_planner()
+    brain = DCBrain(default_llm=planner)
     run = asyncio.create_task(brain.async_run("q", conversation_id="c1"))
     await started.wait()
     brain.abort()
@@ -45,17 +39,7 @@ async def test_new_input_before_planning_logs_no_error(caplog: pytest.LogCapture
 
 
 def test_new_input_during_a_plan_logs_no_error(caplog: pytest.LogCaptureFixture) -> None:
-    neural = Neural()
-
-    def user_writes(text: str) -> str:
-        """Simulates the user typing while the plan runs."""
-        neural.post_user_input("c1", text)
-        return "posted"
-
-    summarize = Chain(name="summarize", llm=ScriptedLLM(["never"]), prompt="{{ text }}")
-    planner = ScriptedLLM([plan("user_writes(text='stop')\nreturn summarize(text='a')")])
-    brain = DCBrain(spec_chains={"summarize": summarize}, default_llm=planner,
-                    tools=[user_writes], neural=neural)
+    brain = brain_with_input_during_its_plan()
     with pytest.raises(TFUserNewInputError):
         brain.run("q", conversation_id="c1")
     assert errors(caplog) == []

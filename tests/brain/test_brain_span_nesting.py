@@ -7,8 +7,8 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from dcbrain import Chain, DCBrain, ScriptedLLM
-from support.brain_scripts import plan, verdict
+from dcbrain import DCBrain, ScriptedLLM
+from support.brain_scripts import brain_reusing_its_chain, plan, verdict
 
 _tracer = trace.get_tracer("tests.tools")
 
@@ -52,16 +52,7 @@ def test_a_tools_own_span_nests_under_its_call_also_in_a_parallel_branch(
 
 def test_a_chains_llm_call_nests_under_the_chain_and_a_reused_call_is_marked(
         spans: InMemorySpanExporter) -> None:
-    summarize = Chain(name="summarize", llm=ScriptedLLM([{"summary": "short"}], model="chainer"),
-                      prompt="Summarize: {{ text }}",
-                      output_json_schema={"type": "object",
-                                          "properties": {"summary": {"type": "string"}},
-                                          "required": ["summary"]})
-    brain = DCBrain(
-        spec_chains={"summarize": summarize},
-        default_llm=ScriptedLLM([plan('s = summarize(text="long")\nk = "nope"\nreturn s[k]'),
-                                 plan('s = summarize(text="long")\nreturn s["summary"]')]),
-        default_validate_llm=ScriptedLLM([verdict(True)]))
+    brain = brain_reusing_its_chain(ScriptedLLM([{"summary": "short"}], model="chainer"))
     result = brain.run("q", conversation_id="c1")
     assert result.final_result == "short"
     finished = list(spans.get_finished_spans())

@@ -15,7 +15,7 @@ from dcbrain.brain import DCBrain
 from dcbrain.exceptions import TFBrainBusyError, TFBrainError
 from dcbrain.llm import LLMCallInfo, count_message_tokens
 from dcbrain.usage import Usage
-from support.brain_scripts import add, event_types, plan, verdict
+from support.brain_scripts import add, event_types, hanging_planner, plan, verdict
 
 
 def test_max_iterations_fails_after_that_many_plannings() -> None:
@@ -124,14 +124,8 @@ def test_timeout_zero_still_accepts_a_first_good_plan() -> None:
 
 
 async def test_abort_during_the_planning_call() -> None:
-    started = asyncio.Event()
-
-    async def slow_planner(messages: list[dict[str, Any]]) -> str:
-        started.set()
-        await asyncio.Event().wait()
-        return "never"
-
-    brain = DCBrain(default_llm=FunctionLLM(slow_planner))
+    started, planner = hanging_planner()
+    brain = DCBrain(default_llm=planner)
     run = asyncio.create_task(brain.async_run("q", conversation_id="c1"))
     await started.wait()
     assert brain.abort() is True

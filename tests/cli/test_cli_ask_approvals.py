@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from support.cli_runner import RunCLI
+from support.cli_runner import RunCLI, ask_solved
 from support.fake_openai import FakeOpenAIServer
 
 TOOLS = '''\
@@ -81,10 +81,7 @@ def test_a_terminal_answers_n_with_a_reason_then_y(tmp_path: Path,
 def test_scripts_approve_or_deny_every_call(tmp_path: Path, run_cli: RunCLI,
                                             fake_openai: FakeOpenAIServer) -> None:
     write_config(tmp_path, fake_openai)
-    fake_openai.reply(FIRST)
-    fake_openai.reply_json({"is_solved": True, "suggestion": ""})
-    done = run_cli("ask", "mail everyone", "--json", "--approve-all", env=KEY)
-    assert done.returncode == 0, done.stderr
+    done = ask_solved(run_cli, fake_openai, FIRST, "mail everyone", "--json", "--approve-all")
     assert json.loads(done.stdout)["final_result"] == "sent to all@example.org"
     assert "approved by --approve-all" in done.stderr
     fake_openai.reply(FIRST)

@@ -8,6 +8,7 @@ from pathlib import Path
 from dcbrain.brain.context import contextual_plan_info_key
 from dcbrain.memory import SQLiteMemory
 from support.cli_runner import RunCLI
+from support.configs import fake_llm_toml
 from support.fake_openai import FakeOpenAIServer
 
 KEY = {"FAKE_API_KEY": "sk-test"}
@@ -15,16 +16,7 @@ KEY = {"FAKE_API_KEY": "sk-test"}
 
 def write_config(tmp_path: Path, server: FakeOpenAIServer) -> None:
     (tmp_path / "dcbrain.toml").write_text(
-        "[llm.main]\n"
-        f'base_url = "{server.base_url}"\n'
-        'model = "fake-model"\n'
-        'api_key_env = "FAKE_API_KEY"\n'
-        "max_retries = 0\n"
-        "[memory]\n"
-        'path = "brain.db"\n'
-        "[brain]\n"
-        "max_iterations = 1\n"
-    )
+        fake_llm_toml(server, memory="brain.db", extra="[brain]\nmax_iterations = 1\n"))
 
 
 def test_the_next_process_sees_the_failed_attempt_and_success_clears_it(

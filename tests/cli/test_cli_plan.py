@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from support.cli_runner import RunCLI
 
 TOOLS = '''\
@@ -160,12 +162,21 @@ def test_missing_files_are_usage_errors(tmp_path: Path, run_cli: RunCLI) -> None
     assert "nope.py" in done.stderr
 
 
-def test_tools_file_that_fails_to_import_is_a_usage_error(tmp_path: Path, run_cli: RunCLI) -> None:
-    write(tmp_path, "broken.py", "raise RuntimeError('boom')\n")
-    write(tmp_path, "p.tf", "print(1)\n")
-    done = run_cli("plan", "check", "p.tf", "--tools", "broken.py")
+@pytest.mark.parametrize(("command", "tools", "source", "message"), [
+    # a tools file that fails to import
+    ("check", "raise RuntimeError('boom')\n", "print(1)\n", "RuntimeError: boom"),
+    # a tool named like a builtin
+    ("run", "def max(values: list[int]) -> int:\n    return 0\n", "print(max([1, 2]))\n",
+     "tools.py: function 'max' clashes with the tf_plan builtin max"),
+], ids=["fails-to-import", "named-like-a-builtin"])
+def test_a_tools_file_that_cannot_be_used_is_a_usage_error(
+    tmp_path: Path, run_cli: RunCLI, command: str, tools: str, source: str, message: str
+) -> None:
+    write(tmp_path, "tools.py", tools)
+    write(tmp_path, "p.tf", source)
+    done = run_cli("plan", command, "p.tf", "--tools", "tools.py")
     assert done.returncode == 2
-    assert "RuntimeError: boom" in done.stderr
+    assert message in done.stderr
 
 
 def test_a_plan_printing_a_lone_surrogate_is_written_with_a_replacement_character(
@@ -177,11 +188,3 @@ def test_a_plan_printing_a_lone_surrogate_is_written_with_a_replacement_characte
     assert (plain.returncode, plain.stdout, plain.stderr) == (0, "a\ufffdb\n", "")
     assert as_json.returncode == 0, as_json.stderr
     assert json.loads(as_json.stdout)["value"] == "a\ufffdb"
-
-
-def test_a_tool_named_like_a_builtin_is_a_usage_error(tmp_path: Path, run_cli: RunCLI) -> None:
-    write(tmp_path, "tools.py", "def max(values: list[int]) -> int:\n    return 0\n")
-    write(tmp_path, "p.tf", "print(max([1, 2]))\n")
-    done = run_cli("plan", "run", "p.tf", "--tools", "tools.py")
-    assert done.returncode == 2
-    assert "tools.py: function 'max' clashes with the tf_plan builtin max" in done.stderr

@@ -14,7 +14,7 @@ import pytest
 from dcbrain import SQLiteMemory
 from dcbrain.server import create_app
 from support.cli_runner import RunCLI
-from support.server_app import PATIENCE_S, Api, BrainScripts, Gate, holding_brain, served_api
+from support.server_app import Api, BrainScripts, Gate, holding_brain, served_api
 
 OLD, NEW, LIVE = "1" * 32, "2" * 32, "3" * 32
 
@@ -84,8 +84,7 @@ def test_cancel_resume_and_prune_through_the_server(
     brains = BrainScripts(memory).then(lambda m: holding_brain(m, gate))
     with _server(memory, brains, token="secret") as api:
         url = ["--url", api.base_url, "--token", "secret"]
-        run_id = api.send("c9", "hold")
-        assert gate.entered.wait(PATIENCE_S)
+        run_id = api.send_held("c9", "hold", gate)
         cancelled = run_cli("runs", "cancel", run_id, *url)
         run = api.wait_for(run_id)
         gate.opened.set()

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from support.fake_openai import FakeOpenAIServer
-from support.server_app import PATIENCE_S
+from support.server_app import PATIENCE_S, wait_until_listening
 
 INTERRUPTED = 130
 
@@ -131,7 +131,8 @@ def test_ctrl_c_stops_serve_gracefully_with_130(tmp_path: Path) -> None:
     while "dcbrain serving on" not in line:
         line = process.stderr.readline()
         assert line or process.poll() is None, "serve ended before listening"
-    time.sleep(0.3)  # uvicorn is up and listening
+    url = line.split("dcbrain serving on ", 1)[1].split()[0].rstrip("/")
+    wait_until_listening(process, url)  # uvicorn is up and listening
     code, _, stderr = interrupt(process)
     assert code == INTERRUPTED, stderr
     assert "Traceback" not in stderr

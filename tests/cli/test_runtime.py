@@ -14,6 +14,7 @@ from dcbrain.memory import SQLiteMemory
 from dcbrain.server import create_app
 from dcbrain.server.settings import ServerSettings
 from dcbrain.server.testing import serve_in_thread
+from support.configs import fake_llm_toml
 from support.fake_openai import FakeOpenAIServer
 
 PLAN_REPLY = "```tf_plan\nreturn 6 * 7\n```"
@@ -26,17 +27,7 @@ def _api_key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _config(tmp_path: Path, server: FakeOpenAIServer, memory: str) -> Path:
     path = tmp_path / "dcbrain.toml"
-    path.write_text(
-        "[llm.main]\n"
-        f'base_url = "{server.base_url}"\n'
-        'model = "fake-model"\n'
-        'api_key_env = "FAKE_API_KEY"\n'
-        "max_retries = 0\n"
-        "[memory]\n"
-        f'path = "{memory}"\n'
-        "[retention]\n"
-        "hours = 2\n"
-    )
+    path.write_text(fake_llm_toml(server, memory=memory, extra="[retention]\nhours = 2\n"))
     return path
 
 

@@ -48,8 +48,7 @@ def test_cancel_resume_ls_and_prune_on_the_database_of_a_live_server(
     counting.hold_s = 600  # every command below is a process of its own, slow on a busy machine
     conversations = SQLiteMemory(tmp_path / "conversations.db")
     with durable_server(backend, counting.brain, conversations, concurrency=1) as api:
-        running = api.send("c1", "count")
-        assert counting.entered.wait(20)
+        running = counting.send_held(api, "c1", "count")
         queued = api.send("c2", "count")
         doomed = api.send("c3", "count")
         listed = run_cli("runs", "ls", "--status", "queued", "--json", *db)

@@ -27,8 +27,7 @@ def test_runs_are_listed_cancelled_and_a_cancelled_workflow_resumed(
     memory = SQLiteMemory(tmp_path / "conversations.db")
     # One run at a time: the second and third message wait in the queue.
     with durable_server(backend, counting.brain, memory, concurrency=1) as api:
-        running = api.send("c1", "count")
-        assert counting.entered.wait(20)
+        running = counting.send_held(api, "c1", "count")
         queued = api.send("c2", "count")
         doomed = api.send("c3", "count")
         assert _ids(api, status="running") == [running]
@@ -109,8 +108,7 @@ def test_pruning_deletes_old_finished_runs_with_their_events_journal_and_dbos_ro
         api.wait_for(new)
         counting.hold.clear()
         counting.entered.clear()
-        live = api.send("live", "count")
-        assert counting.entered.wait(20)
+        live = counting.send_held(api, "live", "count")
         age_runs(backend, [*old, live], 40 * 86400)
         assert sum(_dbos_rows(backend, old).values()) > 0
         assert backend.store.journal(old[0])  # each call of the run is journaled
@@ -140,8 +138,7 @@ def test_a_run_whose_workflow_has_not_ended_is_left_for_a_later_prune(
         finished = api.send("c1", "count")
         api.wait_for(finished)
         counting.hold = threading.Event()
-        holder = api.send("c2", "count")
-        assert counting.entered.wait(20)
+        holder = counting.send_held(api, "c2", "count")
         # Recorded as ended, but its workflow still waits in the queue behind the holder.
         backend.store.save_run("e" * 32, "c3", "succeeded", {"question": "q"})
         api.engine.enqueue("e" * 32, "c3", "q")

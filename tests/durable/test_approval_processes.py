@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from support.durable_processes import Cluster, planner_requests
+from support.durable_processes import Cluster, assert_approved_once, planner_requests
 
 TOOLS = ("step_one", "step_two", "step_three")
 
@@ -24,11 +24,7 @@ def test_a_waiting_run_survives_a_killed_server_and_finishes_once_approved(
     assert nodes.status(run_id) == "waiting"  # not interrupted, not lost
     run, stream = nodes.approve_and_finish(run_id, "step_two")
     nodes.close()
-    assert run["result"]["final_result"] == 4
-    assert nodes.started(*TOOLS) == [1, 1, 1]
-    assert planner_requests(nodes.llm) == 1
-    assert stream.count('"type":"approval_requested"') == 1
-    assert stream.count('"type":"approval_decided"') == 1 and stream.count("event: end") == 1
+    assert_approved_once(nodes, run, stream)
 
 
 def test_an_approval_posted_to_the_api_node_resumes_on_a_worker_and_dead_workers_change_nothing(

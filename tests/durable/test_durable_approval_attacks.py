@@ -4,11 +4,8 @@ decisions with a 4xx, and prune leaves a waiting run alone."""
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 from typing import Any
-
-import httpx
 
 from support.durable_brains import CountingTools
 from support.durable_harness import Backend, age_runs, waiting_run
@@ -26,19 +23,7 @@ def test_racing_decisions_on_a_durable_run_have_exactly_one_winner(
         cross = api.http.post(url(run_id, request), json={"approved": True},
                               headers={"Origin": "http://evil.example"})
         assert cross.status_code == 403 and cross.json()["error"] == "cross_origin"
-        start = threading.Barrier(10)
-        answers: list[httpx.Response] = []
-
-        def post(approved: bool) -> None:
-            with httpx.Client(base_url=api.base_url, timeout=20) as client:
-                start.wait()
-                answers.append(client.post(url(run_id, request), json={"approved": approved}))
-
-        threads = [threading.Thread(target=post, args=(i % 2 == 0,)) for i in range(10)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        answers = api.race_decisions(run_id, request["call_id"], 10)
         stream = api.stream(run_id)
         assert stream.end is not None
         types = [event["type"] for event in stream.events]

@@ -33,7 +33,9 @@ def read_bill() -> str:
 def slow(x: int) -> int:
     """Think for a while."""
     _mark("slow.started")
-    time.sleep(3)
+    deadline = time.monotonic() + 60
+    while not (MARKS / "release").exists() and time.monotonic() < deadline:
+        time.sleep(0.01)  # held until the test lets it go (after the crash)
     _mark("slow.finished")
     return x + 1
 
@@ -91,6 +93,7 @@ def test_a_resumed_run_still_refuses_the_untrusted_value_it_read_before_the_cras
     finally:
         stop(first)
     assert marks(tmp_path, "read_bill") == 1 and marks(tmp_path, "slow.finished") == 0
+    (tmp_path / "marks" / "release").write_text("")
     second = start(args, log)
     try:
         wait_healthy(second, base_url, log)

@@ -40,8 +40,7 @@ def test_abort_reaches_the_worker_running_the_run(
     counting.hold = threading.Event()  # step_two never returns by itself
     memory = SQLiteMemory(tmp_path / "conversations.db")
     with durable_server(backend, counting.brain, memory) as api:
-        run_id = api.send("c1", "count")
-        assert counting.entered.wait(20)
+        run_id = counting.send_held(api, "c1", "count")
         response = api.http.post(f"/v1/runs/{run_id}/abort", json={})
         assert response.status_code == 202
         stream = api.stream(run_id)
@@ -59,8 +58,7 @@ def test_a_new_message_supersedes_the_running_one_and_runs_after_it(
     counting.hold = threading.Event()
     memory = SQLiteMemory(tmp_path / "conversations.db")
     with durable_server(backend, counting.brain, memory, supersede_grace_s=0.2) as api:
-        first = api.send("c1", "count")
-        assert counting.entered.wait(20)
+        first = counting.send_held(api, "c1", "count")
         second = api.http.post("/v1/conversations/c1/messages", json={"content": "again"}).json()
         assert second["supersedes"] == first
         old = api.stream(first)  # a tool is no safe point: the grace ends it
@@ -80,8 +78,7 @@ def test_a_queued_message_superseded_by_another_never_runs(
     counting.hold = threading.Event()
     memory = SQLiteMemory(tmp_path / "conversations.db")
     with durable_server(backend, counting.brain, memory, supersede_grace_s=0.2) as api:
-        first = api.send("c1", "one")
-        assert counting.entered.wait(20)
+        first = counting.send_held(api, "c1", "one")
         second = api.send("c1", "two")  # waits for the first
         third = api.send("c1", "three")  # supersedes the second while it waits
         counting.hold.set()

@@ -16,13 +16,11 @@ import httpx
 from support.drain_processes import (
     StreamReader,
     exits_within,
+    nap_server,
     naps,
-    plan_naps,
     post,
-    write_nap_config,
 )
 from support.durable_processes import (
-    free_port,
     start,
     stop,
     wait_for_line,
@@ -45,10 +43,7 @@ def _status(base_url: str, run_id: str) -> str:
 def test_a_draining_worker_finishes_short_runs_takes_no_new_ones_and_resumes_the_rest(
     tmp_path: Path, fake_openai: FakeOpenAIServer, postgres_url: str
 ) -> None:
-    plan_naps(fake_openai)
-    config = write_nap_config(tmp_path, fake_openai)
-    port = free_port()
-    base_url = f"http://127.0.0.1:{port}"
+    config, port, base_url = nap_server(tmp_path, fake_openai)
     logs = {name: tmp_path / f"{name}.log" for name in ("worker", "api")}
     worker_args = ["worker", "--config", str(config), "--db", postgres_url,
                    "--executor-id", "w1", "--drain-timeout", str(DRAIN_S)]

@@ -36,6 +36,18 @@ class _Gate:
         self._original(events, journal)
 
 
+class _WatchedEvent(threading.Event):
+    """An event that tells when someone starts waiting for it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waited = threading.Event()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.waited.set()
+        return super().wait(timeout)
+
+
 @pytest.fixture
 def gate(backend: Backend) -> _Gate:
     gate = _Gate(backend.store)
@@ -110,10 +122,13 @@ def test_flush_waits_for_the_batch_being_written(backend: Backend, gate: _Gate) 
     writer = StoreWriter(backend.store)
     writer.add_events("r1", [{"type": "a", "seq": 0}])
     assert gate.entered.wait(5)  # batch 1 is being written; nothing else is queued
+    waiting = _WatchedEvent()
+    writer._writing.done = waiting  # type: ignore[union-attr]  # batch 1, being written
     flushed = threading.Event()
     flusher = threading.Thread(target=lambda: (writer.flush(), flushed.set()))
     flusher.start()
-    assert not flushed.wait(0.3)  # still in the store's hands: the store may not close yet
+    assert waiting.waited.wait(5)  # flush waits for batch 1 ...
+    assert not flushed.is_set()  # ... still in the store's hands: the store may not close yet
     gate.release.set()
     flusher.join(5)
     assert flushed.is_set()

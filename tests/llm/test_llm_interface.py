@@ -22,6 +22,7 @@ from dcbrain.llm import (
     observe_llm_calls,
 )
 from dcbrain.usage import Usage
+from support.llms import NoUsageLLM
 
 MESSAGES = [{"role": "user", "content": "What is two plus two?"}]
 
@@ -137,27 +138,6 @@ async def test_a_usage_collector_passes_a_failed_call_on_to_its_parent() -> None
     with observe_llm_calls(UsageCollector(inner)), pytest.raises(TFLLMError):
         await ScriptedLLM([TFLLMError("down")]).achat(MESSAGES)
     assert len(inner.before) == 1 and len(inner.failed) == 1
-
-
-class NoUsageLLM(ChatLLM):
-    """A provider that reports no token usage."""
-
-    model = "no-usage"
-
-    def __init__(self, content: str, tool_calls: list[ToolCall] | None = None) -> None:
-        self.content = content
-        self.tool_calls = tool_calls or []
-
-    async def _achat(
-        self,
-        messages: list[dict[str, Any]],
-        *,
-        json_schema: dict[str, Any] | None,
-        tools: list[dict[str, Any]] | None,
-        max_tokens: int | None,
-        temperature: float | None,
-    ) -> LLMReply:
-        return LLMReply(content=self.content, tool_calls=self.tool_calls)
 
 
 async def test_usage_a_provider_did_not_report_is_counted_with_cl100k() -> None:

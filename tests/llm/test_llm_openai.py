@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -122,10 +123,16 @@ async def test_tool_calls_are_decoded(fake_openai: FakeOpenAIServer) -> None:
     assert fake_openai.requests[0].tools == tools
 
 
-async def test_rate_limit_is_retried_by_the_sdk(fake_openai: FakeOpenAIServer) -> None:
-    fake_openai.fail(429, "slow down", retry_after=0.01)
+@pytest.mark.parametrize(("fault", "max_retries"), [
+    (lambda llm: llm.fail(429, "slow down", retry_after=0.01), 2),  # a rate limit
+    (lambda llm: llm.drop_connection(), 1),  # a dropped connection
+], ids=["rate-limit", "dropped-connection"])
+async def test_a_rate_limit_or_a_dropped_connection_is_retried_by_the_sdk(
+    fake_openai: FakeOpenAIServer, fault: Callable[[FakeOpenAIServer], None], max_retries: int
+) -> None:
+    fault(fake_openai)
     fake_openai.reply("finally")
-    reply = await make_llm(fake_openai, max_retries=2).achat(MESSAGES)
+    reply = await make_llm(fake_openai, max_retries=max_retries).achat(MESSAGES)
     assert reply.content == "finally"
     assert len(fake_openai.requests) == 2
 
@@ -177,14 +184,6 @@ async def test_a_slow_server_times_out(fake_openai: FakeOpenAIServer) -> None:
     fake_openai.slow(30.0)
     with pytest.raises(TFLLMError, match=r"no response within 0.2s \(tried 1 times\)"):
         await make_llm(fake_openai, timeout=0.2).achat(MESSAGES)
-
-
-async def test_dropped_connections_are_retried(fake_openai: FakeOpenAIServer) -> None:
-    fake_openai.drop_connection()
-    fake_openai.reply("after reconnect")
-    reply = await make_llm(fake_openai, max_retries=1).achat(MESSAGES)
-    assert reply.content == "after reconnect"
-    assert len(fake_openai.requests) == 2
 
 
 async def test_a_dropped_connection_without_retries_is_a_connection_error(

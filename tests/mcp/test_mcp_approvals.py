@@ -47,6 +47,15 @@ async def test_the_client_user_approves_through_elicitation() -> None:
     assert "delete_file" in message and "notes/old.txt" in message and "line 1" in message
 
 
+async def _answer_to_delete(brain: DCBrain, elicit: Any) -> Any:
+    """The brain's answer over MCP to "delete the old notes", ``elicit`` asked to approve."""
+    async with Client(create_server(brain), elicitation_callback=elicit,
+                      mode="legacy") as client:
+        result = await client.call_tool("ask", {"question": "delete the old notes"})
+    assert result.structured_content is not None
+    return result.structured_content["answer"]
+
+
 async def test_a_decline_denies_the_call_and_the_brain_plans_again() -> None:
     deleted: list[str] = []
 
@@ -54,11 +63,7 @@ async def test_a_decline_denies_the_call_and_the_brain_plans_again() -> None:
         return types.ElicitResult(action="decline")
 
     brain = brain_with(deleted, [DELETE, 'return "kept the file"'])
-    async with Client(create_server(brain), elicitation_callback=elicit,
-                      mode="legacy") as client:
-        result = await client.call_tool("ask", {"question": "delete the old notes"})
-    assert result.structured_content is not None
-    assert result.structured_content["answer"] == "kept the file"
+    assert await _answer_to_delete(brain, elicit) == "kept the file"
     assert deleted == []
 
 
@@ -160,11 +165,7 @@ async def test_a_hostile_clients_endless_reason_is_clipped_before_the_planner_re
     brain = DCBrain(default_llm=FunctionLLM(planner),
                     default_validate_llm=ScriptedLLM([verdict(True)]),
                     tools=[Tool(delete_file, requires_approval=True)], isolation="inprocess")
-    async with Client(create_server(brain), elicitation_callback=elicit,
-                      mode="legacy") as client:
-        result = await client.call_tool("ask", {"question": "delete the old notes"})
-    assert result.structured_content is not None
-    assert result.structured_content["answer"] == "kept the file"
+    assert await _answer_to_delete(brain, elicit) == "kept the file"
     assert deleted == []
     assert len(seen) == 2
     assert "x" * MAX_REASON_CHARS in seen[1] and "x" * (MAX_REASON_CHARS + 1) not in seen[1]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from support.server_app import PATIENCE_S, BrainScripts, Gate, ServeFn, holding_brain, stuck_brain
+from support.server_app import BrainScripts, ServeFn, stuck_brain
 
 
 def test_abort_stops_a_run_in_the_middle_of_an_llm_call(
@@ -28,11 +28,9 @@ def test_abort_stops_a_run_in_the_middle_of_an_llm_call(
 def test_abort_of_a_run_waiting_for_its_turn_ends_it_before_it_starts(
     serve: ServeFn, brains: BrainScripts
 ) -> None:
-    gate = Gate()
-    brains.then(lambda memory: holding_brain(memory, gate))
+    gate = brains.hold()
     with serve(supersede_grace_s=60) as api:
-        first = api.send("c1", "first")
-        assert gate.entered.wait(PATIENCE_S)
+        first = api.send_held("c1", "first", gate)
         second = api.send("c1", "second")
         aborted = api.http.post(f"/v1/runs/{second}/abort", json={})
         waiting = api.wait_for(second)

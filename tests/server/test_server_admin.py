@@ -9,7 +9,6 @@ import pytest
 
 from dcbrain import SQLiteMemory
 from support.server_app import (
-    PATIENCE_S,
     BrainScripts,
     Gate,
     ServeFn,
@@ -106,8 +105,7 @@ def test_cancel_stops_a_running_run_and_a_queued_one(
         api.stream(running, until=lambda e: e["type"] == "call_started")
         cancelled = api.http.post(f"/v1/runs/{running}/cancel", json={})
         assert api.wait_for(running)["status"] == "aborted"
-        holder = api.send("c2", "hold")
-        assert gate.entered.wait(PATIENCE_S)
+        holder = api.send_held("c2", "hold", gate)
         queued = api.send("c2", "waits for its turn")
         queued_cancel = api.http.post(f"/v1/runs/{queued}/cancel", json={})
         waiting = api.wait_for(queued)

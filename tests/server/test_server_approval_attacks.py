@@ -169,20 +169,7 @@ def test_racing_decisions_have_exactly_one_winner(serve: ServeFn, brains: BrainS
     with serve() as api:
         run_id = api.send("c1", "pay")
         [request] = api.wait_for_status(run_id, "waiting")["approvals"]
-        start = threading.Barrier(12)
-        answers: list[httpx.Response] = []
-
-        def post(approved: bool) -> None:
-            with httpx.Client(base_url=api.base_url, timeout=20) as client:
-                start.wait()
-                answers.append(client.post(approval_url(run_id, request),
-                                           json={"approved": approved}))
-
-        threads = [threading.Thread(target=post, args=(i % 2 == 0,)) for i in range(12)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        answers = api.race_decisions(run_id, request["call_id"], 12)
         done = api.wait_for(run_id)
     codes = sorted(r.status_code for r in answers)
     assert codes == [200] + [409] * 11

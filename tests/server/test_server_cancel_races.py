@@ -9,17 +9,15 @@ import time
 from typing import Any
 
 from dcbrain import SQLiteMemory
-from support.server_app import PATIENCE_S, BrainScripts, Gate, ServeFn, holding_brain
+from support.server_app import BrainScripts, ServeFn
 
 
 def test_a_cancel_during_a_call_ends_the_run_at_the_next_safe_point(
     serve: ServeFn, brains: BrainScripts
 ) -> None:
-    gate = Gate()
-    brains.then(lambda memory: holding_brain(memory, gate))
+    gate = brains.hold()
     with serve() as api:
-        run_id = api.send("c1", "hold")
-        assert gate.entered.wait(PATIENCE_S)
+        run_id = api.send_held("c1", "hold", gate)
         cancelled = api.http.post(f"/v1/runs/{run_id}/cancel", json={})
         assert cancelled.status_code == 202
         gate.opened.set()
@@ -39,11 +37,9 @@ def test_a_cancel_during_a_call_ends_the_run_at_the_next_safe_point(
 def test_prune_never_deletes_a_running_run_however_old_its_record(
     serve: ServeFn, brains: BrainScripts, memory: SQLiteMemory
 ) -> None:
-    gate = Gate()
-    brains.then(lambda m: holding_brain(m, gate))
+    gate = brains.hold()
     with serve() as api:
-        run_id = api.send("c1", "hold")
-        assert gate.entered.wait(PATIENCE_S)
+        run_id = api.send_held("c1", "hold", gate)
         with sqlite3.connect(memory.path) as conn:  # as if it had started a year ago
             conn.execute("UPDATE runs SET created_at = ?, updated_at = ? WHERE run_id = ?",
                          (time.time() - 365 * 86400, time.time() - 365 * 86400, run_id))

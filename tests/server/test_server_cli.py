@@ -13,6 +13,7 @@ import httpx
 
 from dcbrain.cli.serve import is_loopback
 from dcbrain.llm.local import local_model_available
+from support.configs import write_tools_config
 from support.durable_processes import free_port
 from support.fake_openai import FakeOpenAIServer
 from support.server_app import PATIENCE_S, Api, wait_until_listening
@@ -27,13 +28,7 @@ def multiply(a: int, b: int) -> int:
 def test_serve_answers_over_http_with_the_configured_brain(
     tmp_path: Path, fake_openai: FakeOpenAIServer
 ) -> None:
-    (tmp_path / "tools.py").write_text(TOOLS)
-    config = tmp_path / "dcbrain.toml"
-    config.write_text(
-        'tools = ["tools.py"]\n[llm.main]\n'
-        f'base_url = "{fake_openai.base_url}"\nmodel = "fake-model"\n'
-        'api_key_env = "FAKE_API_KEY"\nmax_retries = 0\n[memory]\npath = "brain.db"\n'
-    )
+    config = write_tools_config(tmp_path, fake_openai, TOOLS, memory="brain.db")
     fake_openai.reply("```tf_plan\nreturn multiply(a=6, b=7)\n```", usage=(120, 20))
     fake_openai.reply_json({"is_solved": True, "suggestion": ""}, usage=(80, 10))
     port = free_port()
@@ -71,14 +66,19 @@ def test_serve_answers_over_http_with_the_configured_brain(
     assert (tmp_path / "brain.db").exists()
 
 
-def test_serve_with_a_broken_config_exits_2(tmp_path: Path) -> None:
+def _serve_with(tmp_path: Path, config: str) -> subprocess.CompletedProcess[str]:
+    """``dcbrain serve`` on a config of this text, run until it exits."""
     bad = tmp_path / "bad.toml"
-    bad.write_text("[brain]\nmax_tokens = -5\n")
-    done = subprocess.run(
+    bad.write_text(config)
+    return subprocess.run(
         [sys.executable, "-m", "dcbrain.cli", "serve", "--config", str(bad)],
         capture_output=True, text=True, timeout=PATIENCE_S,
         env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)),
     )
+
+
+def test_serve_with_a_broken_config_exits_2(tmp_path: Path) -> None:
+    done = _serve_with(tmp_path, "[brain]\nmax_tokens = -5\n")
     assert done.returncode == 2
     assert "brain.max_tokens" in done.stderr
 
@@ -116,14 +116,8 @@ def test_serve_without_a_config_file_falls_back_to_the_embedded_model_like_ask(
 
 
 def test_serve_with_a_chain_that_cannot_be_built_exits_2_naming_its_key(tmp_path: Path) -> None:
-    bad = tmp_path / "bad.toml"
-    bad.write_text('[llm.main]\nmodel = "m"\napi_key = "none"\n[chains.summarize]\n'
-                   'prompt = "Summarize: {{ text "\n')
-    done = subprocess.run(
-        [sys.executable, "-m", "dcbrain.cli", "serve", "--config", str(bad)],
-        capture_output=True, text=True, timeout=PATIENCE_S,
-        env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)),
-    )
+    done = _serve_with(tmp_path, '[llm.main]\nmodel = "m"\napi_key = "none"\n'
+                       '[chains.summarize]\nprompt = "Summarize: {{ text "\n')
     assert done.returncode == 2
     assert "chains.summarize.prompt: prompt template has a Jinja2 syntax error" in done.stderr
     assert "Traceback" not in done.stderr

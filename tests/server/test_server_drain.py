@@ -19,12 +19,11 @@ from dcbrain import SQLiteMemory
 from support.drain_processes import (
     StreamReader,
     exits_within,
+    nap_server,
     naps,
-    plan_naps,
     post,
-    write_nap_config,
 )
-from support.durable_processes import free_port, start, stop, wait_healthy, wait_until
+from support.durable_processes import start, stop, wait_healthy, wait_until
 from support.fake_openai import FakeOpenAIServer
 
 DRAIN_S = 4.0
@@ -60,10 +59,7 @@ def _two_runs_in_flight(tmp_path: Path, base_url: str) -> tuple[str, str]:
 def test_sigterm_lets_short_runs_finish_refuses_new_ones_and_tells_every_reader(
     tmp_path: Path, fake_openai: FakeOpenAIServer, durable: bool
 ) -> None:
-    plan_naps(fake_openai)
-    config = write_nap_config(tmp_path, fake_openai)
-    port = free_port()
-    base_url = f"http://127.0.0.1:{port}"
+    config, port, base_url = nap_server(tmp_path, fake_openai)
     log = tmp_path / "serve.log"
     process = _serve(tmp_path, config, port, log, durable)
     try:
@@ -109,10 +105,7 @@ def test_sigterm_lets_short_runs_finish_refuses_new_ones_and_tells_every_reader(
 def test_a_durable_run_given_up_at_the_drain_timeout_resumes_and_finishes_after_a_restart(
     tmp_path: Path, fake_openai: FakeOpenAIServer
 ) -> None:
-    plan_naps(fake_openai)
-    config = write_nap_config(tmp_path, fake_openai)
-    port = free_port()
-    base_url = f"http://127.0.0.1:{port}"
+    config, port, base_url = nap_server(tmp_path, fake_openai)
     log = tmp_path / "serve.log"
     first = _serve(tmp_path, config, port, log, durable=True)
     try:

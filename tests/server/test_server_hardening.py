@@ -24,11 +24,10 @@ from support.brain_scripts import plan, verdict
 from support.server_app import (
     PATIENCE_S,
     BrainScripts,
-    Gate,
     ServeFn,
-    holding_brain,
     stuck_brain,
 )
+from support.waiting import wait_until
 
 
 def surrogate_brain(memory: Memory | None) -> DCBrain:
@@ -163,11 +162,9 @@ def test_the_access_token_in_the_url_opens_only_the_event_stream(
 def test_open_event_streams_are_capped_per_client_and_in_total(
     serve: ServeFn, brains: BrainScripts, per_client: int, total: int, detail: str
 ) -> None:
-    gate = Gate()
-    brains.then(lambda memory: holding_brain(memory, gate))
+    gate = brains.hold()
     with serve(max_streams_per_client=per_client, max_streams=total) as api:
-        run_id = api.send("c1", "hold on")
-        assert gate.entered.wait(PATIENCE_S)
+        run_id = api.send_held("c1", "hold on", gate)
         url = f"{api.base_url}/v1/runs/{run_id}/events"
         clients = [httpx.Client(timeout=PATIENCE_S) for _ in range(3)]
         with contextlib.ExitStack() as stack:
@@ -197,19 +194,17 @@ def test_open_event_streams_are_capped_per_client_and_in_total(
 def test_an_abort_leaves_no_unretrieved_plan_error_in_the_log(
     serve: ServeFn, brains: BrainScripts, server_log: LogRecords
 ) -> None:
-    gate = Gate()
-    brains.then(lambda memory: holding_brain(memory, gate))
+    gate = brains.hold()
     with serve() as api:
-        run_id = api.send("c1", "hold on")
-        assert gate.entered.wait(PATIENCE_S)
+        run_id = api.send_held("c1", "hold on", gate)
         api.http.post(f"/v1/runs/{run_id}/abort", json={})
         run = api.wait_for(run_id)
         gate.opened.set()  # the plan's thread ends now, with PlanCancelled
-        deadline = time.monotonic() + PATIENCE_S
-        while any(t.name == "tf_plan" for t in threading.enumerate()):
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
-        time.sleep(0.2)  # the loop settles the plan's future
+        wait_until(lambda: all(t.name != "tf_plan" for t in threading.enumerate()),
+                   PATIENCE_S, "the plan's thread ending")
+        # a round trip through the server's loop: it has run the callback that settles
+        # the plan's future, queued before the thread ended
+        assert api.http.get(f"/v1/runs/{run_id}").status_code == 200
         gc.collect()
     assert run["status"] == "aborted"
     assert "never retrieved" not in server_log.text()

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from support.configs import write_tools_config
 from support.durable_processes import free_port
 from support.fake_openai import FakeOpenAIServer
 from support.server_app import PATIENCE_S, Api, wait_until_listening
@@ -33,14 +34,8 @@ def look_up(product: str) -> dict:
 def test_serve_validates_answers_into_the_configured_type_and_shows_its_schema(
     tmp_path: Path, fake_openai: FakeOpenAIServer
 ) -> None:
-    (tmp_path / "tools.py").write_text(TOOLS)
-    config = tmp_path / "dcbrain.toml"
-    config.write_text(
-        'tools = ["tools.py"]\n[llm.main]\n'
-        f'base_url = "{fake_openai.base_url}"\nmodel = "fake-model"\n'
-        'api_key_env = "FAKE_API_KEY"\nmax_retries = 0\n[memory]\npath = "brain.db"\n'
-        '[brain]\noutput_type = "tools.py:Quote"\n'
-    )
+    config = write_tools_config(tmp_path, fake_openai, TOOLS, memory="brain.db",
+                                extra='[brain]\noutput_type = "tools.py:Quote"\n')
     # the first answer lacks the price: not a Quote, so planned again
     fake_openai.reply('```tf_plan\nreturn {"product": "tea"}\n```')
     fake_openai.reply_json({"is_solved": True, "suggestion": ""})

@@ -20,7 +20,7 @@ from dcbrain import SQLiteMemory
 from dcbrain.server import create_app
 from dcbrain.server.protocol import trusted_proxies
 from dcbrain.server.testing import serve_in_thread
-from support.server_app import PATIENCE_S, Api, BrainScripts, Gate, holding_brain
+from support.server_app import PATIENCE_S, Api, BrainScripts
 
 PER_CLIENT = 2
 
@@ -29,14 +29,12 @@ PER_CLIENT = 2
 def _held_run(brains: BrainScripts, memory: SQLiteMemory,
               forwarded_allow_ips: str | None) -> Iterator[str]:
     """The events URL of a run that stays live, on a server capping streams per client."""
-    gate = Gate()
-    brains.then(lambda m: holding_brain(m, gate))
+    gate = brains.hold()
     app = create_app(brains, memory, max_streams_per_client=PER_CLIENT)
     with serve_in_thread(app, forwarded_allow_ips=forwarded_allow_ips) as base_url:
         api = Api(base_url)
         try:
-            run_id = api.send("c1", "hold on")
-            assert gate.entered.wait(PATIENCE_S)
+            run_id = api.send_held("c1", "hold on", gate)
             yield f"{base_url}/v1/runs/{run_id}/events"
         finally:
             gate.opened.set()

@@ -94,8 +94,7 @@ def test_health_answers_while_a_plan_crashes_its_worker(brains: BrainScripts,
         warm_up(api, brains)
         brains.then(lambda memory: crashing_brain(memory, gate))
         with HealthProbe(api.base_url) as probe:
-            run_id = api.send("c1", "loop")
-            assert gate.entered.wait(PATIENCE_S)
+            run_id = api.send_held("c1", "loop", gate)
             gate.opened.set()
             os.kill(running_worker(), signal.SIGSEGV)  # in its loop, past the call
             run = api.wait_for(run_id)

@@ -198,11 +198,9 @@ def test_runs_beyond_the_cap_get_a_clear_429(serve: ServeFn, brains: BrainScript
 def test_the_429_message_counts_one_run_in_the_singular(
     serve: ServeFn, brains: BrainScripts
 ) -> None:
-    gate = Gate()
-    brains.then(lambda memory: holding_brain(memory, gate))
+    gate = brains.hold()
     with serve(max_concurrent_runs=1) as api:
-        first = api.send("c1", "one")
-        assert gate.entered.wait(PATIENCE_S)
+        first = api.send_held("c1", "one", gate)
         refused = api.http.post("/v1/conversations/c2/messages", json={"content": "two"})
         gate.opened.set()
         api.wait_for(first)

@@ -7,10 +7,8 @@ from concurrent.futures import ThreadPoolExecutor
 from support.server_app import (
     PATIENCE_S,
     BrainScripts,
-    Gate,
     ServeFn,
     direct_brain,
-    holding_brain,
     stuck_brain,
 )
 
@@ -18,8 +16,7 @@ from support.server_app import (
 def test_new_input_stops_the_run_at_its_next_safe_point_and_starts_a_new_one(
     serve: ServeFn, brains: BrainScripts
 ) -> None:
-    gate = Gate()
-    brains.then(lambda memory: holding_brain(memory, gate))
+    gate = brains.hold()
     brains.then(lambda memory: direct_brain(memory, "Lisbon, then."))
     with serve() as api:
         first = api.send("trip", "Plan a trip to Porto")
@@ -72,12 +69,10 @@ def test_a_run_that_does_not_reach_a_safe_point_in_time_is_aborted(
 def test_a_message_waiting_for_its_turn_is_superseded_without_running(
     serve: ServeFn, brains: BrainScripts
 ) -> None:
-    gate = Gate()
-    brains.then(lambda memory: holding_brain(memory, gate))
+    gate = brains.hold()
     brains.then(lambda memory: direct_brain(memory, "third answer"))
     with serve() as api:
-        first = api.send("c1", "first")
-        assert gate.entered.wait(PATIENCE_S)
+        first = api.send_held("c1", "first", gate)
         second = api.send("c1", "second")
         third = api.send("c1", "third")
         gate.opened.set()
@@ -96,12 +91,10 @@ def test_a_message_waiting_for_its_turn_is_superseded_without_running(
 def test_messages_of_other_conversations_do_not_supersede(
     serve: ServeFn, brains: BrainScripts
 ) -> None:
-    gate = Gate()
-    brains.then(lambda memory: holding_brain(memory, gate))
+    gate = brains.hold()
     brains.then(lambda memory: direct_brain(memory, "independent"))
     with serve() as api:
-        first = api.send("c1", "slow one")
-        assert gate.entered.wait(PATIENCE_S)
+        first = api.send_held("c1", "slow one", gate)
         other = api.wait_for(api.send("c2", "quick one"))
         gate.opened.set()
         held = api.wait_for(first)

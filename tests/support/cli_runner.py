@@ -8,6 +8,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from support.fake_openai import FakeOpenAIServer
+
 RunCLI = Callable[..., subprocess.CompletedProcess[str]]
 """``run_cli("plan", "run", "x.tf", env={...}, cwd=...)``: exit code, stdout and stderr."""
 
@@ -34,3 +36,14 @@ def cli_runner(default_cwd: Path) -> RunCLI:
         )
 
     return run
+
+
+def ask_solved(run_cli: RunCLI, llm: FakeOpenAIServer, reply: str,
+               *args: str) -> subprocess.CompletedProcess[str]:
+    """``dcbrain ask ARGS`` (key in ``FAKE_API_KEY``) where the planner answers ``reply``
+    and the validator calls it solved; the run must exit 0."""
+    llm.reply(reply)
+    llm.reply_json({"is_solved": True, "suggestion": ""})
+    done = run_cli("ask", *args, env={"FAKE_API_KEY": "sk-test"})
+    assert done.returncode == 0, done.stderr
+    return done

@@ -18,6 +18,8 @@ from typing import Any
 
 import httpx
 
+from support.configs import fake_llm_toml
+from support.durable_processes import free_port
 from support.fake_openai import FakeOpenAIServer, FakeResponse, RecordedRequest
 from support.server_app import sse_messages
 
@@ -65,12 +67,15 @@ def write_nap_config(directory: Path, llm: FakeOpenAIServer) -> Path:
     counters.mkdir(parents=True, exist_ok=True)
     (directory / "tools.py").write_text(TOOLS.format(counters=str(counters)))
     config = directory / "dcbrain.toml"
-    config.write_text(
-        'tools = ["tools.py"]\n[llm.main]\n'
-        f'base_url = "{llm.base_url}"\nmodel = "fake-model"\n'
-        'api_key_env = "FAKE_API_KEY"\nmax_retries = 0\n[memory]\npath = "brain.db"\n'
-    )
+    config.write_text('tools = ["tools.py"]\n' + fake_llm_toml(llm, memory="brain.db"))
     return config
+
+
+def nap_server(directory: Path, llm: FakeOpenAIServer) -> tuple[Path, int, str]:
+    """Plan naps, write their config: the config, a free port and its base URL."""
+    plan_naps(llm)
+    port = free_port()
+    return write_nap_config(directory, llm), port, f"http://127.0.0.1:{port}"
 
 
 def naps(directory: Path, phase: str, seconds: float | None = None) -> int:

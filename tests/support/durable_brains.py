@@ -18,6 +18,7 @@ from dcbrain import ScriptedLLM
 from dcbrain.brain import DCBrain
 from dcbrain.tools import Tool
 from support.brain_scripts import plan, verdict
+from support.server_app import Api
 
 THREE_STEPS = "a = step_one(x=1)\nb = step_two(x=a)\nc = step_three(x=b)\nreturn c"
 
@@ -37,6 +38,12 @@ class CountingTools:
         self.approval: set[str] = set()
         self.approval_timeout_s: float | None = None
         counters.mkdir(parents=True, exist_ok=True)
+
+    def send_held(self, api: Api, cid: str, content: str) -> str:
+        """Send ``content`` through ``api``; its run id once its ``step_two`` has started."""
+        run_id = api.send(cid, content)
+        assert self.entered.wait(20)
+        return run_id
 
     def count(self, name: str, phase: str) -> int:
         path = self.counters / f"{name}.{phase}"

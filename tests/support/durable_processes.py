@@ -19,7 +19,9 @@ from typing import Any
 
 import httpx
 
+from support.configs import fake_llm_toml
 from support.fake_openai import FakeOpenAIServer, FakeResponse, RecordedRequest
+from support.waiting import wait_until
 
 PLAN = "a = step_one(x=1)\nb = step_two(x=a)\nc = step_three(x=b)\nreturn c"
 
@@ -93,12 +95,9 @@ def write_config(directory: Path, llm: FakeOpenAIServer, *, delay_s: float,
     counters.mkdir(parents=True, exist_ok=True)
     (directory / "tools.py").write_text(TOOLS.format(counters=str(counters), delay_s=delay_s))
     config = directory / "dcbrain.toml"
-    config.write_text(
-        'tools = ["tools.py"]\n[llm.main]\n'
-        f'base_url = "{llm.base_url}"\nmodel = "fake-model"\n'
-        'api_key_env = "FAKE_API_KEY"\nmax_retries = 0\n[memory]\npath = "brain.db"\n'
-        + "".join(f"[tool.{name}]\nrequires_approval = true\n" for name in approval)
-    )
+    approvals = "".join(f"[tool.{name}]\nrequires_approval = true\n" for name in approval)
+    config.write_text('tools = ["tools.py"]\n' + fake_llm_toml(llm, memory="brain.db",
+                                                               extra=approvals))
     return config
 
 
@@ -157,13 +156,6 @@ def wait_for_line(log: Path, text: str, process: subprocess.Popen[bytes],
         assert process.poll() is None, log.read_text()
         assert time.monotonic() < deadline, f"{text!r} not in time:\n{log.read_text()}"
         time.sleep(0.05)
-
-
-def wait_until(predicate: Any, timeout_s: float = 60, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, f"{what} not reached in {timeout_s} s"
-        time.sleep(0.02)
 
 
 def stop(process: subprocess.Popen[bytes]) -> None:
@@ -315,3 +307,13 @@ class Cluster:
     def started(self, *names: str) -> list[int]:
         """How many calls of each tool of ``names`` started."""
         return [count(self.directory, name, "started") for name in names]
+
+
+def assert_approved_once(nodes: Cluster, run: dict[str, Any], stream: str) -> None:
+    """The run of :data:`PLAN` that waited for ``step_two``'s approval finished with every
+    step run once, one plan, one request and one decision."""
+    assert run["result"]["final_result"] == 4
+    assert nodes.started("step_one", "step_two", "step_three") == [1, 1, 1]
+    assert planner_requests(nodes.llm) == 1
+    assert stream.count('"type":"approval_requested"') == 1
+    assert stream.count('"type":"approval_decided"') == 1 and stream.count("event: end") == 1

@@ -95,71 +95,66 @@ def plans_in(relative: str, guarded: frozenset[str]) -> list[str]:
     return list(found)
 
 
-def _office(module: ModuleType, with_values: bool) -> Callable[[str], Callable[[bool, str], str]]:
+PlanRunner = Callable[[str], Callable[[bool, str], str]]
+
+
+def _interpreting(setup: Callable[[], dict[str, Any]]) -> PlanRunner:
+    """How a plan runs: in a new interpreter per run (its arguments from ``setup()``: the
+    tools, ``chains_map``, ``default_llm``), under the given flow check and policy mode;
+    its outcome."""
     def for_plan(plan: str) -> Callable[[bool, str], str]:
         def run(flow_check: bool, mode: str) -> str:
-            office = module.Office()
-            policies = [module.TrustedValues("recipient", module.vendor_ibans)] \
-                if with_values else []
-            interpreter = TFChainInterpreter(
-                {}, tools=office.tools(*policies), flow_check=flow_check,
-                policy_mode=mode,  # type: ignore[arg-type]
-                default_llm=ScriptedLLM(["IBAN-KNOWN"] * 4), isolation="inprocess")
+            options = {"chains_map": {}, **setup()}
+            interpreter = TFChainInterpreter(**options, flow_check=flow_check,
+                                             policy_mode=mode,  # type: ignore[arg-type]
+                                             isolation="inprocess")
             return outcome(lambda: interpreter.evaluate(plan))
         return run
     return for_plan
 
 
-def _bank_moves(module: ModuleType) -> Callable[[str], Callable[[bool, str], str]]:
-    def for_plan(plan: str) -> Callable[[bool, str], str]:
-        def run(flow_check: bool, mode: str) -> str:
-            bank = module.Bank()
-            tools = [module.Tool(bank.read, side_effects=False),
-                     module.Tool(bank.trusted, side_effects=False, trusted_output=True),
-                     module.Tool(bank.files, side_effects=False, trusted_fields=["id_"]),
-                     module.Tool(bank.pay, trusted_args=["recipient"]),
-                     module.Tool(bank.delete, trusted_args=["file_id"])]
-            interpreter = TFChainInterpreter(
-                {}, tools=tools, flow_check=flow_check, isolation="inprocess",
-                policy_mode=mode)  # type: ignore[arg-type]
-            return outcome(lambda: interpreter.evaluate(plan))
-        return run
-    return for_plan
+def _office(module: ModuleType, with_values: bool) -> PlanRunner:
+    def setup() -> dict[str, Any]:
+        policies = [module.TrustedValues("recipient", module.vendor_ibans)] \
+            if with_values else []
+        return {"tools": module.Office().tools(*policies),
+                "default_llm": ScriptedLLM(["IBAN-KNOWN"] * 4)}
+    return _interpreting(setup)
 
 
-def _flow(module: ModuleType) -> Callable[[str], Callable[[bool, str], str]]:
-    def for_plan(plan: str) -> Callable[[bool, str], str]:
-        def run(flow_check: bool, mode: str) -> str:
-            extract = Chain(name="extract", llm=ScriptedLLM([FACTS] * 4),
-                            prompt="Extract the IBAN from: {{ text }}",
-                            output_json_schema={"type": "object"})
-            interpreter = TFChainInterpreter(
-                {"extract": extract}, tools=module.TOOLS, flow_check=flow_check,
-                isolation="inprocess", default_llm=ScriptedLLM(["DE1"] * 4),
-                policy_mode=mode)  # type: ignore[arg-type]
-            return outcome(lambda: interpreter.evaluate(plan))
-        return run
-    return for_plan
+def _bank_moves(module: ModuleType) -> PlanRunner:
+    def setup() -> dict[str, Any]:
+        bank = module.Bank()
+        return {"tools": [module.Tool(bank.read, side_effects=False),
+                          module.Tool(bank.trusted, side_effects=False, trusted_output=True),
+                          module.Tool(bank.files, side_effects=False, trusted_fields=["id_"]),
+                          module.Tool(bank.pay, trusted_args=["recipient"]),
+                          module.Tool(bank.delete, trusted_args=["file_id"])]}
+    return _interpreting(setup)
+
+
+def _flow(module: ModuleType) -> PlanRunner:
+    def setup() -> dict[str, Any]:
+        extract = Chain(name="extract", llm=ScriptedLLM([FACTS] * 4),
+                        prompt="Extract the IBAN from: {{ text }}",
+                        output_json_schema={"type": "object"})
+        return {"chains_map": {"extract": extract}, "tools": module.TOOLS,
+                "default_llm": ScriptedLLM(["DE1"] * 4)}
+    return _interpreting(setup)
 
 
 #: What the flow check's ``extract`` chain finds in what it reads.
 FACTS = {"iban": "DE1", "amount": 1, "sender": "DE1"}
 
 
-def _bills(module: ModuleType, asking: bool) -> Callable[[str], Callable[[bool, str], str]]:
-    def for_plan(plan: str) -> Callable[[bool, str], str]:
-        def run(flow_check: bool, mode: str) -> str:
-            bank = module.Bank()
-            policies = [module.over_fifty] if asking else []
-            tools = [module.Tool(bank.read_bill, side_effects=False),
-                     module.Tool(bank.send_money, trusted_args=["recipient"],
-                                 policies=policies)]
-            interpreter = TFChainInterpreter(
-                {}, tools=tools, flow_check=flow_check, isolation="inprocess",
-                policy_mode=mode)  # type: ignore[arg-type]
-            return outcome(lambda: interpreter.evaluate(plan))
-        return run
-    return for_plan
+def _bills(module: ModuleType, asking: bool) -> PlanRunner:
+    def setup() -> dict[str, Any]:
+        bank = module.Bank()
+        policies = [module.over_fifty] if asking else []
+        return {"tools": [module.Tool(bank.read_bill, side_effects=False),
+                          module.Tool(bank.send_money, trusted_args=["recipient"],
+                                      policies=policies)]}
+    return _interpreting(setup)
 
 
 #: (corpus, test module, its guarded tools, how a plan of it runs).

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -44,16 +45,23 @@ def require_durable_extra() -> None:
             'the durable extra is not installed: pip install -e ".[durable]"')
 
 
-@pytest.fixture(scope="session")
-def postgres_server() -> Iterator[str]:
-    """The URL of a private PostgreSQL cluster's ``postgres`` database."""
+def _postgres_bindir() -> Path:
+    """PostgreSQL's programs (the test is skipped without them or the durable extra)."""
     require_durable_extra()
-    from dcbrain.durable.testing import postgres_bindir, private_postgres
+    from dcbrain.durable.testing import postgres_bindir
 
     bindir = postgres_bindir()
     require(bindir is not None, "PostgreSQL is not installed (apt-get install postgresql)")
     assert bindir is not None
-    with private_postgres(bindir) as url:
+    return bindir
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    """The URL of a private PostgreSQL cluster's ``postgres`` database."""
+    from dcbrain.durable.testing import private_postgres
+
+    with private_postgres(_postgres_bindir()) as url:
         yield url
 
 
@@ -68,11 +76,7 @@ def postgres_url(postgres_server: str) -> str:
 @pytest.fixture
 def postgres_cluster() -> Iterator[PostgresCluster]:
     """A private cluster of this test's own, which the test may stop and start again."""
-    require_durable_extra()
-    from dcbrain.durable.testing import postgres_bindir, postgres_cluster
+    from dcbrain.durable.testing import postgres_cluster
 
-    bindir = postgres_bindir()
-    require(bindir is not None, "PostgreSQL is not installed (apt-get install postgresql)")
-    assert bindir is not None
-    with postgres_cluster(bindir) as cluster:
+    with postgres_cluster(_postgres_bindir()) as cluster:
         yield cluster

@@ -92,6 +92,12 @@ class BrainScripts:
         self._queue.append(build)
         return self
 
+    def hold(self) -> Gate:
+        """The next run's brain is a :func:`holding_brain`: its gate."""
+        gate = Gate()
+        self.then(lambda memory: holding_brain(memory, gate))
+        return gate
+
     def always(self, build: Callable[[Memory], DCBrain]) -> BrainScripts:
         self._default = build
         return self
@@ -156,6 +162,30 @@ class Api:
         assert response.status_code == 202, response.text
         run_id: str = response.json()["run_id"]
         return run_id
+
+    def send_held(self, cid: str, content: str, gate: Gate) -> str:
+        """Send ``content`` and return its run id once the run is held at ``gate``."""
+        run_id = self.send(cid, content)
+        assert gate.entered.wait(PATIENCE_S)
+        return run_id
+
+    def race_decisions(self, run_id: str, call_id: str, count: int) -> list[httpx.Response]:
+        """``count`` clients decide the approval at once, approving and denying in turn."""
+        start = threading.Barrier(count)
+        answers: list[httpx.Response] = []
+
+        def post(approved: bool) -> None:
+            with httpx.Client(base_url=self.base_url, timeout=20) as client:
+                start.wait()
+                answers.append(client.post(f"/v1/runs/{run_id}/approvals/{call_id}",
+                                           json={"approved": approved}))
+
+        threads = [threading.Thread(target=post, args=(i % 2 == 0,)) for i in range(count)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return answers
 
     def stream(self, run_id: str, *, last_event_id: int | None = None,
                until: Callable[[dict[str, Any]], bool] | None = None) -> Stream:

@@ -13,7 +13,7 @@ import faulthandler
 import os
 import resource
 import sys
-import time
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,10 +52,18 @@ def lookup(key: str) -> str:
     return key.upper()
 
 
+#: Set by ``echo(x=2)`` as it returns: ``echo(x=1)`` waits for it, so the first call ends last.
+_SECOND_RETURNED = threading.Event()
+
+
 def echo(x: int) -> dict[str, int]:
     """Host callable for ``parallel``: the first call finishes last."""
     HOST_CALLS.append(("f", {"x": x}))
-    time.sleep(0.2 if x == 1 else 0.01)
+    if x == 1:
+        assert _SECOND_RETURNED.wait(30), "echo(x=2) never ran beside echo(x=1)"
+        _SECOND_RETURNED.clear()
+    else:
+        _SECOND_RETURNED.set()
     return {"x": x}
 
 

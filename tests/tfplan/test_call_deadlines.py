@@ -9,6 +9,8 @@ return is ignored. ``Tool(timeout_s=...)`` ends one call at its own limit instea
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -29,6 +31,7 @@ from dcbrain.tfplan import (
 from dcbrain.tfplan.interpreter import Isolation
 from dcbrain.tools import Tool
 from support.deadline import outcome_within
+from support.waiting import wait_until
 
 LIMIT_S = 2.0
 #: "Does not hang" bound: the run must end well within this (it aims at the limit + 1 s).
@@ -45,8 +48,20 @@ class Hang:
         self.entered = threading.Event()
         self.returned = threading.Event()
         self.cancelled = False
+        self.thread_id = 0
+
+    def back_from_the_host_call(self) -> bool:
+        """Whether the thread that ran :meth:`sync` has left the interpreter's host call
+        (where a late return is handled), or ended."""
+        frame = sys._current_frames().get(self.thread_id)
+        while frame is not None:
+            if frame.f_code.co_filename.endswith(os.path.join("tfplan", "host.py")):
+                return False
+            frame = frame.f_back
+        return True
 
     def sync(self, query: str) -> str:
+        self.thread_id = threading.get_ident()
         self.entered.set()
         self.released.wait(60)
         self.returned.set()
@@ -137,7 +152,8 @@ def test_an_abandoned_call_is_reported_once_and_its_late_return_is_ignored(
     record = error.trace[1]
     hang.released.set()
     assert hang.returned.wait(10)
-    time.sleep(0.5)  # time for the late return to reach the dispatcher (it must not count)
+    # the late return reaches the dispatcher (it must not count)
+    wait_until(hang.back_from_the_host_call, what="the late return handled")
     assert calls.reports == expected
     assert (record.result, record.error) == (None, abandoned)
 

@@ -157,6 +157,15 @@ def _compound(children: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
 expressions = st.recursive(literals, _compound, max_leaves=10)
 
 
+#: One-line statements by kind, as format strings.
+SIMPLE_STATEMENTS = {
+    "assign": "{name} = {expr}", "augassign": "{name} {op} {expr}",
+    "setitem": "{name}[{key}] = {expr}", "expr": "{expr}", "print": "print({expr})",
+    "del": "del {name}", "assert": "assert {expr}, 'failed'",
+    "break": "{kind}", "continue": "{kind}",
+}
+
+
 @st.composite
 def blocks(draw: st.DrawFn, depth: int = 0, in_loop: bool = False) -> list[str]:
     """A list of source lines (already indented relative to the block)."""
@@ -170,22 +179,11 @@ def blocks(draw: st.DrawFn, depth: int = 0, in_loop: bool = False) -> list[str]:
         kind = draw(st.sampled_from(kinds))
         name = draw(st.sampled_from(VARIABLES))
         expr = draw(expressions)
-        if kind == "assign":
-            lines.append(f"{name} = {expr}")
-        elif kind == "augassign":
-            lines.append(f"{name} {draw(st.sampled_from(['+=', '*=', '-=', '|=']))} {expr}")
-        elif kind == "setitem":
-            lines.append(f"{name}[{draw(expressions)}] = {expr}")
-        elif kind == "expr":
-            lines.append(expr)
-        elif kind == "print":
-            lines.append(f"print({expr})")
-        elif kind == "del":
-            lines.append(f"del {name}")
-        elif kind == "assert":
-            lines.append(f"assert {expr}, 'failed'")
-        elif kind in ("break", "continue"):
-            lines.append(kind)
+        if kind in SIMPLE_STATEMENTS:
+            lines.append(SIMPLE_STATEMENTS[kind].format(
+                name=name, expr=expr, kind=kind,
+                op=draw(st.sampled_from(["+=", "*=", "-=", "|="])) if kind == "augassign" else "",
+                key=draw(expressions) if kind == "setitem" else ""))
         elif kind == "if":
             lines.append(f"if {expr}:")
             lines += _indent(draw(blocks(depth + 1, in_loop)))

@@ -18,6 +18,7 @@ from hostile_cases import HOSTILE_CASES, LIMITS, MAX_WALL_S, HostileCase
 from dcbrain.tfplan import Interpreter, Limits, TFInterpreterError, check
 from dcbrain.tfplan.errors import TimeLimitExceeded
 from dcbrain.tfplan.values import MAX_MESSAGE_CHARS
+from support.waiting import wait_until
 
 
 def interpreter(host: Any, callables: dict[str, Any] | None = None,
@@ -63,7 +64,7 @@ def test_queued_parallel_branches_never_start_after_the_run_ended(host_guard: An
         interpreter(host_guard, {"mark": mark}, max_parallel=2, timeout_s=0.5,
                     max_operations=10**12).run(plan)
     at_end = len(started)
-    time.sleep(0.5)
+    wait_until(lambda: live_branch_threads() == [], what="the branch threads ending")
     assert len(started) == at_end == 2  # the two running branches; none of the 18 queued
     assert live_branch_threads() == []
     host_guard.assert_host_untouched()
