@@ -20,6 +20,7 @@ from dcbrain.tfplan.sandbox import pool as pool_module
 from dcbrain.tfplan.sandbox import shared_pool
 from dcbrain.tfplan.sandbox.pool import POOL_TARGET, Worker, WorkerPool
 from support.sandbox import running_worker
+from support.waiting import wait_until
 
 PATIENCE_S = 20.0
 MEMORY = Limits().memory_bytes
@@ -183,3 +184,17 @@ def test_arguments_are_checked_in_a_worker_as_in_process(plan: str) -> None:
         errors.append((type(error), str(error),
                        [(r.name, r.line, r.col, r.error) for r in error.trace]))
     assert errors[0] == errors[1]
+
+
+def test_idle_workers_of_other_memory_limits_make_room_for_the_one_in_use() -> None:
+    pool = WorkerPool(idle=2)
+    try:
+        limits = [Limits(max_memory_mb=mb).memory_bytes for mb in (300, 310, 320, 330, 340)]
+        for memory in limits:  # one idle worker of each of five limits: the pool is full
+            pool.release(pool.acquire(memory))
+        in_use = Limits().memory_bytes
+        pool.release(pool.acquire(in_use))
+        wait_until(lambda: pool.idle_count(in_use) >= pool.idle_target, what="a refill")
+        assert pool.stats()["size"] <= POOL_TARGET + 1
+    finally:
+        pool.close()

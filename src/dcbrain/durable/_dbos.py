@@ -28,6 +28,8 @@ The dependency is pinned to the minor version this module was checked against.
 
 from __future__ import annotations
 
+import heapq
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -152,20 +154,82 @@ def _queue_stop_event(queue_name: str) -> threading.Event | None:
 
 
 class WakeableEvent(threading.Event):
-    """An event whose :meth:`wait` returns whether it is set, even when its condition was
-    notified without setting it: :func:`wake_dequeuing` ends a wait early that way.
+    """An event whose :meth:`wait` returns whether it is set, and ends early, unset, when
+    :meth:`wake` was called: during the wait, or since the last wait ended. A wake that
+    comes while the queue thread is busy dequeuing is kept for its next wait, so a run
+    queued or ended at that moment is looked at at once rather than at the next poll.
     (``threading.Event.wait`` returns ``True`` for any notification.)"""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._woken = False
 
     def wait(self, timeout: float | None = None) -> bool:
         with self._cond:  # type: ignore[attr-defined]
-            if not self._flag:  # type: ignore[attr-defined]
+            if not self._flag and not self._woken:  # type: ignore[attr-defined]
                 self._cond.wait(timeout)  # type: ignore[attr-defined]
+            self._woken = False
             return bool(self._flag)  # type: ignore[attr-defined]
 
     def wake(self) -> None:
-        """End the current waits early, leaving the event unset."""
+        """End the current wait early, or the next one at once, leaving the event unset."""
         with self._cond:  # type: ignore[attr-defined]
+            self._woken = True
             self._cond.notify_all()  # type: ignore[attr-defined]
+
+
+class FollowUps:
+    """Calls of ``call`` a little after each :meth:`after_end`, coalesced, on one thread.
+
+    A run's end is told from inside its workflow, before DBOS marks the workflow done; a
+    look at the queue at that moment still counts the run against the worker's
+    concurrency and may take nothing. The looks these calls cause come once DBOS has
+    (almost always) recorded the end, so a queued run waits for no poll.
+    """
+
+    def __init__(self, call: Callable[[], None], delays_s: tuple[float, ...]) -> None:
+        self._call = call
+        self._delays_s = delays_s
+        self._due: list[float] = []
+        self._cond = threading.Condition()
+        self._closed = False
+        self._thread: threading.Thread | None = None
+
+    def after_end(self) -> None:
+        now = time.monotonic()
+        with self._cond:
+            if self._closed:
+                return
+            for delay in self._delays_s:
+                due = now + delay
+                # a call due within half this delay of this one serves both
+                if not any(abs(other - due) < delay / 2 for other in self._due):
+                    heapq.heappush(self._due, due)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="dcbrain-queue-wakes",
+                                                daemon=True)
+                self._thread.start()
+            self._cond.notify()
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._closed and (not self._due or self._due[0] > time.monotonic()):
+                    self._cond.wait(None if not self._due else self._due[0] - time.monotonic())
+                if self._closed:
+                    return
+                now = time.monotonic()
+                while self._due and self._due[0] <= now:
+                    heapq.heappop(self._due)
+            try:
+                self._call()
+            except Exception:  # best effort: the queue is polled anyway
+                logging.getLogger(__name__).debug("waking the queue failed", exc_info=True)
 
 
 def launch() -> None:

@@ -43,6 +43,7 @@ from dcbrain.durable._dbos import (
     DBOSClient,
     DBOSConfig,
     EnqueueOptions,
+    FollowUps,
     WorkflowSerializationFormat,
     cap_dequeuing,
     database_errors,
@@ -85,6 +86,9 @@ MIGRATE_RETRY_S: Final = 1.0
 #: How often a worker looks at the queue when nothing woke it (seconds): a safety net
 #: for a lost ``NOTIFY``; queued runs and ended ones wake the workers at once.
 QUEUE_POLL_S: Final = 5.0
+#: After a run ends, the queue is looked at again this long after (seconds): the end is
+#: told from inside the run's workflow, before DBOS records it (see ``FollowUps``).
+END_WAKES_S: Final = (0.1, 0.5, 1.5)
 #: The same for one process on SQLite (woken by its own enqueues only).
 LOCAL_QUEUE_POLL_S: Final = 0.5
 #: How often DBOS's own queues (unused by dcbrain) are polled (seconds).
@@ -174,6 +178,7 @@ class DurableEngine:
         self._stranded_at = float("-inf")
         self._stop = threading.Event()
         self._heartbeat: threading.Thread | None = None
+        self._end_wakes: FollowUps | None = None
         self._warming: threading.Thread | None = None
         self._switch_interval: float | None = None
 
@@ -247,7 +252,8 @@ class DurableEngine:
                            QUEUE_NAME)
         self.control.start()
         if self.executor is not None:
-            self.executor.on_end = self.notify_queue
+            self._end_wakes = FollowUps(self.notify_queue, END_WAKES_S)
+            self.executor.on_end = self._run_ended
         if self.workers is not None:
             self._heartbeat = threading.Thread(target=self._beat, args=(self.workers,),
                                                name="dcbrain-heartbeat", daemon=True)
@@ -361,6 +367,8 @@ class DurableEngine:
         self._stop.set()
         if self.executor is not None:
             self.executor.stopping = True
+        if self._end_wakes is not None:
+            self._end_wakes.close()
         self.control.close()
         if self._heartbeat is not None:
             self._heartbeat.join(timeout=5)
@@ -653,6 +661,13 @@ class DurableEngine:
                 conn.execute("SELECT pg_notify(%s, '')", (QUEUE_CHANNEL,))
         except Exception as exc:
             logger.debug("could not notify %s: %s", QUEUE_CHANNEL, exc)
+
+    def _run_ended(self) -> None:
+        """A run this worker executed ended: look at the queue now and again shortly after,
+        once DBOS has recorded the end (its workflow no longer takes a slot)."""
+        self.notify_queue()
+        if self._end_wakes is not None:
+            self._end_wakes.after_end()
 
     def _wake_queue(self) -> None:
         if self._launched:

@@ -123,6 +123,7 @@ class WorkerPool:
         (:data:`HOST_WAIT_S`): those compute nothing.
         """
         deadline: float | None = None
+        evicted: list[Worker] = []
         with self._lock:
             while True:
                 idle = self._idle.get(memory)
@@ -131,6 +132,9 @@ class WorkerPool:
                     break
                 worker = None
                 if self._closed or self._size() < POOL_TARGET:
+                    break
+                evicted += self._evicted(memory, 1)
+                if evicted:  # an idle worker of another memory limit made room
                     break
                 now = time.monotonic()
                 if deadline is None:
@@ -143,6 +147,7 @@ class WorkerPool:
                 self._busy[worker.pid] = worker
             else:
                 self._forking += 1
+        self._kill_all(evicted)
         if worker is None:
             try:
                 worker = self._spawn(memory)
@@ -273,6 +278,21 @@ class WorkerPool:
                    if (since := worker.in_host_since) is None or now - since < HOST_WAIT_S
                    ) + self._forking + sum(self._coming.values())
 
+    def _evicted(self, memory: int, count: int) -> list[Worker]:
+        """Up to ``count`` idle workers of memory limits other than ``memory``, taken out of
+        the pool to make room (the lock held): idle workers of a limit no plan uses now
+        must not keep the pool from workers of the limit plans do use."""
+        taken: list[Worker] = []
+        for limit, idle in self._idle.items():
+            while idle and limit != memory and len(taken) < count:
+                taken.append(idle.popleft())
+        return taken
+
+    def _kill_all(self, workers: list[Worker]) -> None:
+        for worker in workers:
+            self.signal(worker, signal.SIGKILL)
+            worker.close()
+
     def _size(self) -> int:
         """Workers busy, idle or being forked (the lock held)."""
         return (len(self._busy) + sum(len(idle) for idle in self._idle.values())
@@ -280,14 +300,20 @@ class WorkerPool:
 
     def _refill(self, memory: int) -> None:
         """Fork workers in the background until ``idle_target`` are idle (or on their way),
-        as long as the pool holds fewer than :data:`POOL_TARGET`."""
+        as long as the pool holds fewer than :data:`POOL_TARGET` (idle workers of other
+        memory limits make room)."""
         with self._lock:
             coming = self._coming.get(memory, 0)
-            missing = min(self.idle_target - len(self._idle.get(memory, ())) - coming,
-                          POOL_TARGET - self._size())
+            wanted = self.idle_target - len(self._idle.get(memory, ())) - coming
+            evicted = self._evicted(memory, wanted - (POOL_TARGET - self._size()))
+            missing = min(wanted, POOL_TARGET - self._size())
             if missing <= 0 or self._closed:
-                return
-            self._coming[memory] = coming + missing
+                missing = 0
+            else:
+                self._coming[memory] = coming + missing
+        self._kill_all(evicted)
+        if missing == 0:
+            return
         threading.Thread(target=self._add_idle, args=(memory, missing), daemon=True,
                          name="tf_plan-sandbox-refill").start()
 
