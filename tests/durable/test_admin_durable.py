@@ -9,7 +9,7 @@ from typing import Any
 
 from dcbrain import SQLiteMemory
 from support.durable_brains import CountingTools
-from support.durable_harness import Backend, age_runs, durable_server, waiting_run
+from support.durable_harness import Backend, age_runs, durable_server, held_server, waiting_run
 from support.durable_processes import wait_until
 from support.server_app import Api
 
@@ -23,10 +23,8 @@ def _ids(api: Api, **params: str) -> list[str]:
 def test_runs_are_listed_cancelled_and_a_cancelled_workflow_resumed(
     backend: Backend, counting: CountingTools, tmp_path: Path
 ) -> None:
-    counting.hold = threading.Event()
-    memory = SQLiteMemory(tmp_path / "conversations.db")
     # One run at a time: the second and third message wait in the queue.
-    with durable_server(backend, counting.brain, memory, concurrency=1) as api:
+    with held_server(backend, counting, tmp_path, concurrency=1) as api:
         running = counting.send_held(api, "c1", "count")
         queued = api.send("c2", "count")
         doomed = api.send("c3", "count")
@@ -51,7 +49,6 @@ def test_runs_are_listed_cancelled_and_a_cancelled_workflow_resumed(
         counting.hold.set()
         finished = api.wait_for(queued)
         assert _ids(api, status="succeeded") == [queued]
-    memory.close()
     assert refused.status_code == 409 and "aborted" in refused.json()["detail"]
     assert resumed.status_code == 202
     assert (resumed.json()["run_id"], resumed.json()["resuming"]) == (queued, True)
@@ -97,9 +94,7 @@ def _dbos_rows(backend: Backend, run_ids: list[str]) -> dict[str, int]:
 def test_pruning_deletes_old_finished_runs_with_their_events_journal_and_dbos_rows(
     backend: Backend, counting: CountingTools, tmp_path: Path
 ) -> None:
-    counting.hold = threading.Event()
-    memory = SQLiteMemory(tmp_path / "conversations.db")
-    with durable_server(backend, counting.brain, memory) as api:
+    with held_server(backend, counting, tmp_path) as api:
         old = [api.send(f"old{n}", "count") for n in range(2)]
         counting.hold.set()
         for run_id in old:
@@ -117,7 +112,6 @@ def test_pruning_deletes_old_finished_runs_with_their_events_journal_and_dbos_ro
         live_rows = _dbos_rows(backend, [live])
         counting.hold.set()
         assert api.wait_for(live)["status"] == "succeeded"
-    memory.close()
     assert pruned["pruned"] == 2
     assert sorted(listed) == sorted([new, live])
     for run_id in old:

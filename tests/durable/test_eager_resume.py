@@ -22,7 +22,16 @@ import httpx
 import pytest
 
 from dcbrain.llm.fake_server import ScriptedOpenAIServer, ScriptedReply
-from support.durable_processes import free_port, start, stop, wait_healthy, wait_until
+from support.configs import write_tools_config
+from support.durable_processes import (
+    free_port,
+    read_run,
+    send_message,
+    start,
+    stop,
+    wait_healthy,
+    wait_until,
+)
 
 TOOLS = '''\
 import os
@@ -132,13 +141,9 @@ class Node:
                  eager: bool) -> None:
         directory.mkdir()
         (directory / "marks").mkdir()
-        (directory / "tools.py").write_text(TOOLS.format(marks=str(directory / "marks")))
-        (directory / "dcbrain.toml").write_text(
-            'tools = ["tools.py"]\n[llm.main]\n'
-            f'base_url = "{planner.base_url}"\nmodel = "fake-model"\n'
-            'api_key_env = "FAKE_API_KEY"\nmax_retries = 0\n[memory]\npath = "brain.db"\n'
-            f"[brain]\neager = {str(eager).lower()}\n"
-            "[tool.lookup]\nside_effects = false\n")
+        write_tools_config(directory, planner, TOOLS.format(marks=str(directory / "marks")),
+                           memory="brain.db", extra=f"[brain]\neager = {str(eager).lower()}\n"
+                           "[tool.lookup]\nside_effects = false\n")
         self.directory, self.db = directory, db
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
@@ -160,15 +165,10 @@ class Node:
             stop(self.process)
 
     def send(self) -> str:
-        response = httpx.post(f"{self.base_url}/v1/conversations/c1/messages",
-                              json={"content": "look x and y up and send them"})
-        assert response.status_code == 202, response.text
-        run_id: str = response.json()["run_id"]
-        return run_id
+        return send_message(self.base_url, "c1", "look x and y up and send them")
 
     def run(self, run_id: str) -> dict[str, Any]:
-        run: dict[str, Any] = httpx.get(f"{self.base_url}/v1/runs/{run_id}").json()
-        return run
+        return read_run(self.base_url, run_id)
 
     def wait_ended(self, run_id: str) -> dict[str, Any]:
         wait_until(lambda: self.run(run_id)["status"] not in ("queued", "running"),

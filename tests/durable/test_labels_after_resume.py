@@ -9,6 +9,7 @@ from pathlib import Path
 
 import httpx
 
+from support.configs import write_tools_config
 from support.durable_processes import free_port, start, stop, wait_healthy, wait_until
 from support.fake_openai import FakeOpenAIServer, FakeResponse, RecordedRequest
 
@@ -60,13 +61,9 @@ def test_a_resumed_run_still_refuses_the_untrusted_value_it_read_before_the_cras
     tmp_path: Path, fake_openai: FakeOpenAIServer
 ) -> None:
     (tmp_path / "marks").mkdir()
-    (tmp_path / "tools.py").write_text(TOOLS.format(marks=str(tmp_path / "marks")))
-    (tmp_path / "dcbrain.toml").write_text(
-        'tools = ["tools.py"]\n[llm.main]\n'
-        f'base_url = "{fake_openai.base_url}"\nmodel = "fake-model"\n'
-        'api_key_env = "FAKE_API_KEY"\nmax_retries = 0\n[memory]\npath = "brain.db"\n'
-        "[tool.read_bill]\nside_effects = false\n"
-        '[tool.send_money]\ntrusted_args = ["recipient"]\n')
+    write_tools_config(tmp_path, fake_openai, TOOLS.format(marks=str(tmp_path / "marks")),
+                       memory="brain.db", extra="[tool.read_bill]\nside_effects = false\n"
+                       '[tool.send_money]\ntrusted_args = ["recipient"]\n')
     plans = iter([ATTACK, 'return "refused to pay"'])
 
     def handle(request: RecordedRequest) -> FakeResponse:

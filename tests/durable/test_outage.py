@@ -17,7 +17,7 @@ import pytest
 from dcbrain.durable import PostgresDurableStore, StoreWriter
 from dcbrain.durable.testing import PostgresCluster, fresh_database
 from dcbrain.exceptions import DatabaseUnavailable
-from support.durable_processes import Cluster, count, wait_ready, wait_until
+from support.durable_processes import Cluster, count, wait_until
 
 RUNS = 4
 TOOLS = ("step_one", "step_two", "step_three")
@@ -107,33 +107,47 @@ class _Poller(threading.Thread):
         return [answer[1] for answer in self.answers if answer[0] == path]
 
 
+@pytest.fixture
+def outage_nodes(cluster: Callable[..., Cluster],
+                 postgres_cluster: PostgresCluster) -> tuple[Cluster, str]:
+    """The test's nodes (each call of a tool takes 1 s) and a database on the cluster."""
+    return cluster(delay_s=1.0), fresh_database(postgres_cluster.url)
+
+
+def _polled_runs(nodes: Cluster, runs: int) -> tuple[list[str], _Poller]:
+    """``runs`` runs sent, one of their calls finished, and a poller asking about them."""
+    run_ids = [nodes.send(f"c{i}") for i in range(runs)]
+    wait_until(lambda: count(nodes.directory, "step_one", "finished") > 0,
+               what="a finished call")
+    poller = _Poller(nodes.base_url, run_ids)
+    poller.start()
+    return run_ids, poller
+
+
+def _accepted_once_ready(poller: _Poller) -> list[str]:
+    """Once ``/v1/ready`` answers 200 again: the poller stopped, the runs it sent."""
+    wait_until(lambda: poller.statuses("/v1/ready")[-1:] == [200], timeout_s=180,
+               what="ready again")
+    poller.stopping.set()
+    poller.join()
+    return poller.accepted
+
+
 def test_a_postgres_restart_mid_run_answers_503_then_every_run_finishes(
-    cluster: Callable[..., Cluster], postgres_cluster: PostgresCluster
+    outage_nodes: tuple[Cluster, str], postgres_cluster: PostgresCluster
 ) -> None:
-    postgres_url = fresh_database(postgres_cluster.url)
-    nodes = cluster(delay_s=1.0)
-    tmp_path, base_url = nodes.directory, nodes.base_url
-    poller: _Poller | None = None
+    nodes, postgres_url = outage_nodes
+    tmp_path, poller = nodes.directory, None
     try:
-        nodes.start("worker", ["worker", "--config", str(nodes.config), "--db", postgres_url,
-                               "--concurrency", "8"])
-        api = nodes.start("api", ["serve", "--config", str(nodes.config), "--db", postgres_url,
-                                  "--role", "api", "--port", str(nodes.port)])
-        wait_ready(api, base_url, nodes.log("api"))
-        run_ids = [nodes.send(f"c{i}") for i in range(RUNS)]
-        wait_until(lambda: count(tmp_path, "step_one", "finished") > 0, what="a finished call")
-        poller = _Poller(base_url, run_ids)
-        poller.start()
+        nodes.worker("worker", postgres_url, "--concurrency", "8")
+        nodes.api(postgres_url, ready=True)
+        run_ids, poller = _polled_runs(nodes, RUNS)
         postgres_cluster.stop()
         wait_until(lambda: 503 in poller.statuses("/v1/ready")  # type: ignore[union-attr]
                    and 503 in [a[1] for a in poller.answers if a[0].endswith("/messages")],
                    what="503s while PostgreSQL is down")
         postgres_cluster.start()
-        wait_until(lambda: poller.statuses("/v1/ready")[-1:] == [200],  # type: ignore[union-attr]
-                   timeout_s=180, what="ready again")
-        poller.stopping.set()
-        poller.join()
-        everything = run_ids + poller.accepted
+        everything = run_ids + _accepted_once_ready(poller)
         runs = nodes.wait_ended(everything)
     finally:
         if poller is not None:
@@ -166,33 +180,19 @@ def _json_lines(log: Path) -> list[dict[str, object]]:
 
 @pytest.mark.slow  # about 90 s on a loaded two-core machine: 20 s of it the outage
 def test_postgres_down_20_s_under_load_changes_nothing_for_two_workers_and_an_api_node(
-    cluster: Callable[..., Cluster], postgres_cluster: PostgresCluster
+    outage_nodes: tuple[Cluster, str], postgres_cluster: PostgresCluster
 ) -> None:
-    postgres_url = fresh_database(postgres_cluster.url)
-    nodes = cluster(delay_s=1.0)
-    tmp_path, base_url = nodes.directory, nodes.base_url
-    poller: _Poller | None = None
+    nodes, postgres_url = outage_nodes
+    tmp_path, poller = nodes.directory, None
     try:
         for name in ("w1", "w2"):
-            nodes.start(name, ["worker", "--config", str(nodes.config), "--db", postgres_url,
-                               "--concurrency", "4", "--executor-id", name,
-                               "--log-format", "json"])
-        api = nodes.start("api", ["serve", "--config", str(nodes.config), "--db", postgres_url,
-                                  "--role", "api", "--port", str(nodes.port), "--log-format",
-                                  "json"])
-        wait_ready(api, base_url, nodes.log("api"))
-        run_ids = [nodes.send(f"c{i}") for i in range(CLUSTER_RUNS)]
-        wait_until(lambda: count(tmp_path, "step_one", "finished") > 0, what="a finished call")
-        poller = _Poller(base_url, run_ids)
-        poller.start()
+            nodes.worker(name, postgres_url, "--concurrency", "4", "--log-format", "json")
+        nodes.api(postgres_url, "--log-format", "json", ready=True)
+        run_ids, poller = _polled_runs(nodes, CLUSTER_RUNS)
         postgres_cluster.stop()
         time.sleep(OUTAGE_S)  # the outage itself: every heartbeat fails meanwhile
         postgres_cluster.start()
-        wait_until(lambda: poller.statuses("/v1/ready")[-1:] == [200],  # type: ignore[union-attr]
-                   timeout_s=180, what="ready again")
-        poller.stopping.set()
-        poller.join()
-        everything = run_ids + poller.accepted
+        everything = run_ids + _accepted_once_ready(poller)
         runs = nodes.wait_ended(everything, timeout_s=180)
         with psycopg.connect(postgres_url) as conn:
             executions = dict(conn.execute(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from dcbrain import SQLiteMemory
 from support.durable_brains import CountingTools
-from support.durable_harness import Backend, durable_server
+from support.durable_harness import Backend, durable_server, held_server
 
 
 def test_a_message_runs_durably_and_streams_every_event_once(
@@ -55,9 +55,7 @@ def test_abort_reaches_the_worker_running_the_run(
 def test_a_new_message_supersedes_the_running_one_and_runs_after_it(
     backend: Backend, counting: CountingTools, tmp_path: Path
 ) -> None:
-    counting.hold = threading.Event()
-    memory = SQLiteMemory(tmp_path / "conversations.db")
-    with durable_server(backend, counting.brain, memory, supersede_grace_s=0.2) as api:
+    with held_server(backend, counting, tmp_path, supersede_grace_s=0.2) as api:
         first = counting.send_held(api, "c1", "count")
         second = api.http.post("/v1/conversations/c1/messages", json={"content": "again"}).json()
         assert second["supersedes"] == first
@@ -69,15 +67,12 @@ def test_a_new_message_supersedes_the_running_one_and_runs_after_it(
         assert old.events[-1]["superseded_by"] == second["run_id"]
         assert new.end is not None and new.end["status"] == "succeeded"
         assert new.events[0]["ts"] >= old.events[-1]["ts"]
-    memory.close()
 
 
 def test_a_queued_message_superseded_by_another_never_runs(
     backend: Backend, counting: CountingTools, tmp_path: Path
 ) -> None:
-    counting.hold = threading.Event()
-    memory = SQLiteMemory(tmp_path / "conversations.db")
-    with durable_server(backend, counting.brain, memory, supersede_grace_s=0.2) as api:
+    with held_server(backend, counting, tmp_path, supersede_grace_s=0.2) as api:
         first = counting.send_held(api, "c1", "one")
         second = api.send("c1", "two")  # waits for the first
         third = api.send("c1", "three")  # supersedes the second while it waits
@@ -88,7 +83,6 @@ def test_a_queued_message_superseded_by_another_never_runs(
         assert waited.events[0]["reason"] == "superseded"
         assert api.wait_for(third)["status"] == "succeeded"
         assert api.wait_for(first)["status"] == "aborted"
-    memory.close()
 
 
 def test_messages_posted_at_once_are_all_kept_in_the_conversation_in_order(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -88,6 +89,22 @@ def durable_server(backend: Backend, factory: Callable[[], Any] | None, memory: 
             yield api
         finally:
             api.http.close()
+
+
+@contextmanager
+def held_server(backend: Backend, counting: Any, directory: Path,
+                **options: Any) -> Iterator[Any]:
+    """The durable server on ``counting``'s brain (conversations in ``directory``), its held
+    tools waiting until the test sets ``counting.hold``."""
+    from dcbrain import SQLiteMemory
+
+    counting.hold = threading.Event()
+    memory = SQLiteMemory(directory / "conversations.db")
+    try:
+        with durable_server(backend, counting.brain, memory, **options) as api:
+            yield api
+    finally:
+        memory.close()
 
 
 @contextmanager

@@ -174,6 +174,21 @@ def wait_ready(process: subprocess.Popen[bytes], base_url: str, log: Path,
     wait_healthy(process, base_url, log, timeout_s, path="/v1/ready")
 
 
+def send_message(base_url: str, conversation_id: str, content: str) -> str:
+    """Post a message to the server at ``base_url``; the run's id."""
+    response = httpx.post(f"{base_url}/v1/conversations/{conversation_id}/messages",
+                          json={"content": content})
+    assert response.status_code == 202, response.text
+    run_id: str = response.json()["run_id"]
+    return run_id
+
+
+def read_run(base_url: str, run_id: str) -> dict[str, Any]:
+    """The run as the server at ``base_url`` shows it."""
+    run: dict[str, Any] = httpx.get(f"{base_url}/v1/runs/{run_id}").json()
+    return run
+
+
 class Cluster:
     """The ``dcbrain serve`` / ``worker`` processes of one test, on one config of the
     counting tools in ``directory``: started by name (one log each), talked to over HTTP,
@@ -208,10 +223,14 @@ class Cluster:
         wait_healthy(process, self.base_url, self.log(name))
         return process
 
-    def api(self, db: str, *, name: str = "api",
+    def api(self, db: str, *extra: str, name: str = "api", ready: bool = False,
             env_vars: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-        """An API node (``--role api``) on ``db``, once healthy."""
-        return self.serve("--role", "api", name=name, db=db, env_vars=env_vars)
+        """An API node (``--role api``) on ``db``, once healthy (``ready``: once
+        ``/v1/ready`` says a worker is there too)."""
+        process = self.serve("--role", "api", *extra, name=name, db=db, env_vars=env_vars)
+        if ready:
+            wait_ready(process, self.base_url, self.log(name))
+        return process
 
     def worker(self, name: str, db: str, *extra: str,
                env_vars: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
@@ -243,15 +262,10 @@ class Cluster:
 
     def send(self, conversation_id: str = "c1", content: str = "go") -> str:
         """Post a message; the run's id."""
-        response = httpx.post(f"{self.base_url}/v1/conversations/{conversation_id}/messages",
-                              json={"content": content})
-        assert response.status_code == 202, response.text
-        run_id: str = response.json()["run_id"]
-        return run_id
+        return send_message(self.base_url, conversation_id, content)
 
     def run(self, run_id: str) -> dict[str, Any]:
-        run: dict[str, Any] = httpx.get(f"{self.base_url}/v1/runs/{run_id}").json()
-        return run
+        return read_run(self.base_url, run_id)
 
     def status(self, run_id: str) -> str:
         return str(self.run(run_id)["status"])

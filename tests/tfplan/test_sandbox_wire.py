@@ -82,18 +82,13 @@ def test_two_messages_in_one_read_come_out_in_order() -> None:
     theirs.close()
 
 
-def test_a_peer_that_closes_while_polled_is_a_closed_channel() -> None:
-    host, worker, _ = _pair()
-    worker.close()
-    with pytest.raises(ChannelClosed):
-        host.recv(PATIENCE_S, spin_s=SPIN_S)
-    host.close()
-
-
-def test_a_peer_that_closes_mid_message_is_a_closed_channel() -> None:
-    host, _, theirs = _pair()
-    theirs.sendall(_frame(("reply", 1, "ok", "x" * 1000))[:100])
+@pytest.mark.parametrize("sent", [b"", _frame(("reply", 1, "ok", "x" * 1000))[:100]],
+                         ids=["while-polled", "mid-message"])
+def test_a_peer_that_closes_is_a_closed_channel(sent: bytes) -> None:
+    host, worker, theirs = _pair()
+    theirs.sendall(sent)
     theirs.close()
+    worker.close()
     with pytest.raises(ChannelClosed):
         host.recv(PATIENCE_S, spin_s=SPIN_S)
     host.close()
