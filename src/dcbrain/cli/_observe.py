@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import atexit
 import logging
 import sys
 from typing import TYPE_CHECKING, Annotated
@@ -68,19 +67,18 @@ def say(message: str, *, level: int = logging.INFO) -> None:
 
 
 def observe_process(config: Config, role: str, log_format: str | None, *,
-                    default_format: LogFormat | None = "text", worker: str | None = None) -> None:
+                    default_format: LogFormat | None = "text", worker: str | None = None,
+                    tracing: bool = True) -> None:
     """Install the log format (``default_format`` when none is given; ``None``: leave
-    logging as it is) and the OTLP span exporter of ``config``'s ``[telemetry]``."""
+    logging as it is) and, with ``tracing``, the OTLP span exporter of ``config``'s
+    ``[telemetry]`` (without: :func:`dcbrain.runtime.build_runtime` installs it)."""
     chosen = log_format or default_format
     if chosen is not None:
         if chosen not in LOG_FORMATS:
             fail_usage(f"--log-format must be one of {', '.join(LOG_FORMATS)}, not {chosen!r}")
         configure_logging(chosen, worker=worker)
         _chosen["format"] = chosen
-    from dcbrain.telemetry import configure_tracing
+    if tracing:
+        from dcbrain.runtime import start_telemetry
 
-    endpoint = config.telemetry.otlp_endpoint
-    shutdown = configure_tracing(None if endpoint is None else str(endpoint), role=role,
-                                 arguments=config.telemetry.span_arguments)
-    if shutdown is not None:
-        atexit.register(shutdown)  # the last spans are sent before the process exits
+        start_telemetry(config, role)
