@@ -1,4 +1,4 @@
-"""What ``serve``, ``worker`` and ``ask`` share to be observed: log format and traces."""
+"""What ``serve``, ``worker`` and ``ask`` share to be observed: the log format."""
 
 from __future__ import annotations
 
@@ -67,18 +67,13 @@ def say(message: str, *, level: int = logging.INFO) -> None:
 
 
 def observe_process(config: Config, role: str, log_format: str | None, *,
-                    default_format: LogFormat | None = "text", worker: str | None = None,
-                    tracing: bool = True) -> None:
+                    default_format: LogFormat | None = "text", worker: str | None = None) -> None:
     """Install the log format (``default_format`` when none is given; ``None``: leave
-    logging as it is) and, with ``tracing``, the OTLP span exporter of ``config``'s
-    ``[telemetry]`` (without: :func:`dcbrain.runtime.build_runtime` installs it)."""
+    logging as it is). The span exporter of ``[telemetry]`` is the runtime's
+    (:func:`dcbrain.runtime.build_runtime` with the process's ``role``)."""
     chosen = log_format or default_format
     if chosen is not None:
         if chosen not in LOG_FORMATS:
             fail_usage(f"--log-format must be one of {', '.join(LOG_FORMATS)}, not {chosen!r}")
         configure_logging(chosen, worker=worker)
         _chosen["format"] = chosen
-    if tracing:
-        from dcbrain.runtime import start_telemetry
-
-        start_telemetry(config, role)

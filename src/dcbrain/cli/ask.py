@@ -76,7 +76,7 @@ def ask(
     as_json = json_output or (not text_output and not sys.stdout.isatty())
     loaded = load_config_or_exit(config)
     # progress is ask's own output: log lines only when asked for
-    observe_process(loaded, "ask", log_format, default_format=None, tracing=False)
+    observe_process(loaded, "ask", log_format, default_format=None)
     with config_errors_exit():
         runtime = build_runtime(AppSettings(loaded, trace_path=trace, keep_runs=False,
                                             role="ask"))
