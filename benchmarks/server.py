@@ -25,7 +25,8 @@ import httpx
 
 from dcbrain import Chain, DCBrain, ScriptedLLM, SQLiteMemory
 from dcbrain.memory import Memory
-from dcbrain.server import create_app
+from dcbrain.config.runtime import Runtime
+from dcbrain.server import ServerSettings, create_app
 from dcbrain.server.testing import serve_in_thread
 
 FIRST = "total = add(a=2, b=2)\nnote = summarize(text='draft')\nreturn total"
@@ -84,9 +85,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         db = args.db or Path(scratch) / "server.db"
         memory = SQLiteMemory(db)
-        app = create_app(lambda: brain(memory), memory, max_concurrent_runs=args.runs,
-                         max_streams_per_client=max(args.runs, 100),
-                         max_streams=max(args.runs, 1000))
+        app = create_app(Runtime(store=memory, brains=lambda: brain(memory)),
+                         ServerSettings(max_concurrent_runs=args.runs,
+                                        max_streams_per_client=max(args.runs, 100),
+                                        max_streams=max(args.runs, 1000)))
         with serve_in_thread(app) as base_url, ThreadPoolExecutor(args.runs) as pool:
             started = time.perf_counter()
             outcomes = list(pool.map(lambda i: follow(base_url, i), range(args.runs)))

@@ -125,6 +125,6 @@ print(memory.recall("demo", "flight time").knowledge_text(), end="")
 
 with tempfile.TemporaryDirectory() as directory, \
         SQLiteRunStore(Path(directory) / "runs.db") as runs:
-    # create_app(factory, runs, memory=memory) would serve this pair over HTTP.
+    # create_app(Runtime(brain, runs, memory=memory)) would serve this pair over HTTP.
     runs.save_run("r1", "demo", result.status, {"question": "When does my flight leave?"})
     print([(run.run_id, run.status) for run in runs.list_runs("demo")])

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from dcbrain import SQLiteMemory
-from dcbrain.server import create_app
+from dcbrain.config.runtime import Runtime
+from dcbrain.server import ServerSettings, create_app
 from support.cli_runner import RunCLI
 from support.server_app import Api, BrainScripts, Gate, holding_brain, served_api
 
@@ -45,7 +46,8 @@ def config(tmp_path: Path) -> Path:
 @contextmanager
 def _server(memory: SQLiteMemory, brains: BrainScripts | None = None,
             token: str | None = None) -> Iterator[Api]:
-    app = create_app(brains or BrainScripts(memory), memory, api_token=token)
+    app = create_app(Runtime(store=memory, brains=brains or BrainScripts(memory)),
+                     ServerSettings(api_token=token))
     with served_api(app, token) as api:
         yield api
 

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from dcbrain.config import load_config
-from dcbrain.config.runtime import AppSettings, build_runtime
+from dcbrain.config.runtime import AppSettings, Runtime, build_runtime
 from dcbrain.memory import SQLiteMemory
 from dcbrain.server import create_app
 from dcbrain.server.settings import ServerSettings
@@ -93,3 +93,38 @@ def test_create_app_takes_the_runtime_and_its_settings_as_data(
 def test_create_app_refuses_settings_without_a_runtime() -> None:
     with pytest.raises(TypeError, match="needs a Runtime"):
         create_app(lambda: None, ServerSettings())  # type: ignore[arg-type,return-value]
+
+
+def test_durable_runs_are_built_once_on_the_store_and_execute_only_when_asked(
+        tmp_path: Path, fake_openai: FakeOpenAIServer) -> None:
+    config = load_config(_config(tmp_path, fake_openai, "runs.db"))
+    with build_runtime(AppSettings(config, durable="auto", concurrency=3)) as executing:
+        assert executing.durable is not None and executing.engine is executing.durable.engine
+        assert executing.durable.capacity == 3
+        assert (tmp_path / "runs.db-journal.sqlite").exists()
+    with build_runtime(AppSettings(config, durable="on", executes=False)) as queuing:
+        assert queuing.durable is not None and queuing.durable.capacity is None
+    off = build_runtime(AppSettings(config))
+    assert off.durable is None and off.engine is None
+    off.close()
+
+
+def test_durable_runs_without_a_database_need_the_memory_file(
+        tmp_path: Path, fake_openai: FakeOpenAIServer) -> None:
+    config = load_config(_config(tmp_path, fake_openai, ""))
+    with pytest.raises(ValueError, match=r"\[memory\] path must name the SQLite file"):
+        build_runtime(AppSettings(config, keep_runs=False, durable="on"))
+
+
+def test_a_hand_made_runtime_runs_a_factory_per_run() -> None:
+    built: list[object] = []
+
+    def brains() -> object:
+        built.append(object())
+        return built[-1]
+
+    runtime = Runtime(brains=brains)  # type: ignore[arg-type]
+    factory = runtime.brain_factory()
+    assert factory is brains and factory() is not factory()
+    with pytest.raises(ValueError, match="needs a runtime with a brain and a store"):
+        create_app(runtime)

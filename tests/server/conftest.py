@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from dcbrain import SQLiteMemory
-from dcbrain.memory import RunStore
-from dcbrain.server import create_app
+from dcbrain.config.runtime import Runtime
+from dcbrain.memory import Memory, RunStore
+from dcbrain.server import ServerSettings, create_app
 from support.server_app import Api, BrainScripts, ServeFn, served_api
 
 
@@ -29,12 +30,14 @@ def brains(memory: SQLiteMemory) -> BrainScripts:
 
 @pytest.fixture
 def serve(brains: BrainScripts, memory: SQLiteMemory) -> ServeFn:
+    default_memory = memory
     """``with serve(**create_app_options) as api:`` a live server on loopback."""
 
     @contextmanager
     def start(*, token: str | None = None, store: RunStore | None = None,
-              **options: Any) -> Iterator[Api]:
-        app = create_app(brains, store or memory, api_token=token, **options)
+              memory: Memory | None = None, **options: Any) -> Iterator[Api]:
+        runtime = Runtime(store=store or default_memory, memory=memory, brains=brains)
+        app = create_app(runtime, ServerSettings(api_token=token, **options))
         with served_api(app, token) as api:
             yield api
 

@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from dcbrain import SQLiteMemory
+from dcbrain.config.runtime import Runtime
 from dcbrain.server import create_app
 from dcbrain.server.connections import ConnectionLimits
 from dcbrain.server.testing import serve_in_thread
@@ -98,7 +99,7 @@ def test_half_open_connections_past_the_file_limit_leave_health_answering(
 def limited(tmp_path: Path) -> Iterator[tuple[int, str]]:
     """A server of at most 40 connections and half-second deadlines; (port, base URL)."""
     memory = SQLiteMemory(tmp_path / "server.db")
-    app = create_app(BrainScripts(memory), memory)
+    app = create_app(Runtime(store=memory, brains=BrainScripts(memory)))
     limits = ConnectionLimits(max_connections=40, head_timeout_s=0.5, body_timeout_s=0.5)
     with serve_in_thread(app, limits=limits) as base_url:
         yield int(base_url.rsplit(":", 1)[1]), base_url
@@ -120,7 +121,7 @@ def test_a_connection_beyond_the_cap_is_refused_when_every_one_is_busy(
     tmp_path: Path
 ) -> None:
     memory = SQLiteMemory(tmp_path / "server.db")
-    app = create_app(BrainScripts(memory), memory)
+    app = create_app(Runtime(store=memory, brains=BrainScripts(memory)))
     limits = ConnectionLimits(max_connections=3, body_timeout_s=PATIENCE_S)
     with serve_in_thread(app, limits=limits) as base_url:
         port = int(base_url.rsplit(":", 1)[1])

@@ -9,8 +9,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from dcbrain import SQLiteMemory
+from dcbrain.config.runtime import Runtime
 from dcbrain.events import Event, LLMCallFinished, PlanCallFinished
-from dcbrain.server import create_app
+from dcbrain.server import ServerSettings, create_app
 from dcbrain.server.metrics import MAX_SERIES_PER_METRIC, OTHER, Metrics, serve_metrics
 from dcbrain.server.testing import serve_in_thread
 from support.server_app import Api, BrainScripts, replanning_brain
@@ -49,7 +50,7 @@ def test_metrics_and_admin_routes_need_the_token_and_show_no_run_id(
     brains: BrainScripts, memory: SQLiteMemory
 ) -> None:
     brains.then(replanning_brain)
-    app = create_app(brains, memory, api_token=TOKEN)
+    app = create_app(Runtime(store=memory, brains=brains), ServerSettings(api_token=TOKEN))
     stop = serve_metrics(app, Metrics(), token=TOKEN, open_metrics=False)
     try:
         with serve_in_thread(app) as base_url:
@@ -76,7 +77,7 @@ def test_metrics_and_admin_routes_need_the_token_and_show_no_run_id(
 def test_error_bodies_carry_no_traceback_or_local_path(
     brains: BrainScripts, memory: SQLiteMemory, body: bytes
 ) -> None:
-    app = create_app(brains, memory)
+    app = create_app(Runtime(store=memory, brains=brains))
     with serve_in_thread(app) as base_url, httpx.Client(base_url=base_url) as client:
         answers = [
             client.post("/v1/conversations/c1/messages", content=body,

@@ -9,7 +9,8 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from dcbrain import SQLiteMemory
-from dcbrain.server import create_app
+from dcbrain.config.runtime import Runtime
+from dcbrain.server import ServerSettings, create_app
 from dcbrain.server.metrics import Metrics, serve_metrics
 from support.server_app import Api, BrainScripts, replanning_brain, served_api
 
@@ -17,7 +18,7 @@ from support.server_app import Api, BrainScripts, replanning_brain, served_api
 @contextmanager
 def metered(brains: BrainScripts, memory: SQLiteMemory, *, token: str | None,
             open_metrics: bool = False) -> Iterator[Api]:
-    app = create_app(brains, memory, api_token=token)
+    app = create_app(Runtime(store=memory, brains=brains), ServerSettings(api_token=token))
     stop_counting = serve_metrics(app, Metrics(), token=token, open_metrics=open_metrics)
     try:
         with served_api(app, token) as api:

@@ -17,7 +17,8 @@ import httpx
 import pytest
 
 from dcbrain import SQLiteMemory
-from dcbrain.server import create_app
+from dcbrain.config.runtime import Runtime
+from dcbrain.server import ServerSettings, create_app
 from dcbrain.server.protocol import trusted_proxies
 from dcbrain.server.testing import serve_in_thread
 from support.server_app import PATIENCE_S, Api, BrainScripts
@@ -30,7 +31,8 @@ def _held_run(brains: BrainScripts, memory: SQLiteMemory,
               forwarded_allow_ips: str | None) -> Iterator[str]:
     """The events URL of a run that stays live, on a server capping streams per client."""
     gate = brains.hold()
-    app = create_app(brains, memory, max_streams_per_client=PER_CLIENT)
+    app = create_app(Runtime(store=memory, brains=brains),
+                     ServerSettings(max_streams_per_client=PER_CLIENT))
     with serve_in_thread(app, forwarded_allow_ips=forwarded_allow_ips) as base_url:
         api = Api(base_url)
         try:

@@ -8,6 +8,7 @@ import pytest
 
 from dcbrain.config import find_config
 from dcbrain.config.composition import FALLBACK_DB, brain_factory_from_config
+from dcbrain.config.runtime import Runtime
 from dcbrain.memory import Memory, SQLiteMemory, SQLiteRunStore
 from dcbrain.server import create_app
 from dcbrain.server.testing import serve_in_thread
@@ -66,7 +67,7 @@ def test_every_run_executes_on_the_one_configured_brain(
     seen: list[str] = []
     brain.subscribe(lambda event: seen.append(str(event.type)))
     try:
-        with serve_in_thread(create_app(factory, store)) as base_url:
+        with serve_in_thread(create_app(Runtime(store=store, brains=factory))) as base_url:
             api = Api(base_url)
             run = api.wait_for(api.send("c1", "six times seven?"))
             api.http.close()

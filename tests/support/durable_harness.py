@@ -66,10 +66,10 @@ def durable_server(backend: Backend, factory: Callable[[], Any] | None, memory: 
                    supersede_grace_s: float = 5.0, list_conversations: bool = False,
                    concurrency: int = 16, approval_sweep_s: float = 5.0) -> Iterator[Any]:
     """The HTTP server on durable runs (a worker too when ``factory`` is given)."""
+    from dcbrain.config.runtime import Durable, Runtime
     from dcbrain.durable import DurableEngine, EventHub, RunExecutor, application_version
     from dcbrain.durable._urls import is_postgres
-    from dcbrain.server import create_app
-    from dcbrain.server.durable_runs import DurableRuns
+    from dcbrain.server import ServerSettings, create_app
     from dcbrain.server.testing import serve_in_thread
     from support.server_app import Api
 
@@ -78,10 +78,9 @@ def durable_server(backend: Backend, factory: Callable[[], Any] | None, memory: 
     engine = DurableEngine(backend.url, backend.store, app_version=application_version("t"),
                            executor=executor, concurrency=concurrency)
     hub = EventHub(backend.store, listen_url=backend.url if is_postgres(backend.url) else None)
-    runs = DurableRuns(engine, backend.store, hub, memory=memory,
-                       approval_sweep_s=approval_sweep_s)
-    app = create_app(None, memory, runs=runs,
-                     list_conversations=list_conversations)
+    app = create_app(Runtime(memory=memory, durable=Durable(engine, backend.store, hub)),
+                     ServerSettings(list_conversations=list_conversations,
+                                    approval_sweep_s=approval_sweep_s))
     with serve_in_thread(app) as base_url:
         api = Api(base_url)
         api.engine = engine

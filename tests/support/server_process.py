@@ -14,6 +14,7 @@ import uvicorn
 
 from dcbrain import FunctionLLM, SQLiteMemory
 from dcbrain.brain import DCBrain
+from dcbrain.config.runtime import Runtime
 from dcbrain.server import create_app
 
 
@@ -24,7 +25,7 @@ async def never(messages: list[dict[str, Any]]) -> str:
 
 def main(db: str, port_file: str) -> None:
     memory = SQLiteMemory(db)
-    app = create_app(lambda: DCBrain(default_llm=FunctionLLM(never), memory=memory), memory)
+    app = create_app(Runtime(DCBrain(default_llm=FunctionLLM(never), memory=memory), memory))
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
 
     async def serve() -> None:

@@ -1,8 +1,7 @@
-"""What ``serve``, ``worker`` and ``ask`` share to be observed: log format and traces."""
+"""What ``serve``, ``worker`` and ``ask`` share to be observed: the log format."""
 
 from __future__ import annotations
 
-import atexit
 import logging
 import sys
 from typing import TYPE_CHECKING, Annotated
@@ -70,17 +69,11 @@ def say(message: str, *, level: int = logging.INFO) -> None:
 def observe_process(config: Config, role: str, log_format: str | None, *,
                     default_format: LogFormat | None = "text", worker: str | None = None) -> None:
     """Install the log format (``default_format`` when none is given; ``None``: leave
-    logging as it is) and the OTLP span exporter of ``config``'s ``[telemetry]``."""
+    logging as it is). The span exporter of ``[telemetry]`` is the runtime's
+    (:func:`dcbrain.config.runtime.build_runtime` with the process's ``role``)."""
     chosen = log_format or default_format
     if chosen is not None:
         if chosen not in LOG_FORMATS:
             fail_usage(f"--log-format must be one of {', '.join(LOG_FORMATS)}, not {chosen!r}")
         configure_logging(chosen, worker=worker)
         _chosen["format"] = chosen
-    from dcbrain.telemetry import configure_tracing
-
-    endpoint = config.telemetry.otlp_endpoint
-    shutdown = configure_tracing(None if endpoint is None else str(endpoint), role=role,
-                                 arguments=config.telemetry.span_arguments)
-    if shutdown is not None:
-        atexit.register(shutdown)  # the last spans are sent before the process exits

@@ -24,6 +24,9 @@ from dcbrain.values.text import terminal_text
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from dcbrain.config.runtime import Runtime
+    from dcbrain.runs import RunRequest
+
 
 def ask(
     question: Annotated[str, typer.Argument(help="The question to answer.", show_default=False)],
@@ -61,15 +64,8 @@ def ask(
     Exit codes: 0 succeeded, 1 failed, 2 usage or config error, 3 aborted or timed out,
     130 interrupted.
     """
-    import asyncio
-
-    from rich.console import Console
-
-    from dcbrain.brain.deps import RunDeps
-    from dcbrain.cli._approvals import terminal_desk
-    from dcbrain.cli.progress import ProgressView
     from dcbrain.config.runtime import AppSettings, build_runtime
-    from dcbrain.runs import RunRequest, execute_run
+    from dcbrain.runs import RunRequest
 
     if not question.strip():
         fail_usage("the question is empty: dcbrain ask \"your question\"")
@@ -82,14 +78,34 @@ def ask(
     # progress is ask's own output: log lines only when asked for
     observe_process(loaded, "ask", log_format, default_format=None)
     with config_errors_exit():
-        brain = build_runtime(AppSettings(loaded, trace_path=trace, keep_runs=False)).brain
+        runtime = build_runtime(AppSettings(loaded, trace_path=trace, keep_runs=False,
+                                            role="ask"))
+    mode: Literal["ask", "approve", "deny"] = "approve" if approve_all \
+        else "deny" if deny_all else "ask"
+    with runtime:
+        code = _answer(runtime, RunRequest(uuid.uuid4().hex, conversation, question),
+                       mode, as_json)
+    raise typer.Exit(code)
+
+
+def _answer(runtime: Runtime, request: RunRequest, mode: Literal["ask", "approve", "deny"],
+            as_json: bool) -> int:
+    """Run ``request`` on the runtime's brain, show it (live, or as one JSON object) and
+    return the exit code."""
+    import asyncio
+
+    from rich.console import Console
+
+    from dcbrain.brain.deps import RunDeps
+    from dcbrain.cli._approvals import terminal_desk
+    from dcbrain.cli.progress import ProgressView
+    from dcbrain.runs import execute_run
+
+    brain = runtime.brain
     assert brain is not None
     console = Console(highlight=False, soft_wrap=False)
     view = ProgressView(console)
     descriptions = _model_descriptions(brain)
-    request = RunRequest(uuid.uuid4().hex, conversation, question)
-    mode: Literal["ask", "approve", "deny"] = "approve" if approve_all \
-        else "deny" if deny_all else "ask"
     if as_json:  # prompts go to stderr: stdout is the JSON object
         desk = terminal_desk(mode, Console(stderr=True, highlight=False))
         outcome = asyncio.run(execute_run(brain, request, RunDeps(approvals=desk),
@@ -101,7 +117,7 @@ def ask(
     result = outcome.result
     if result is None:  # the run ended without a result of the brain's (it failed around it)
         write_text(f"error: {outcome.error or outcome.reason}\n", sys.stderr)
-        raise typer.Exit(ExitCode.FAILED)
+        return ExitCode.FAILED
     models = [descriptions.get(name, name) for name in result.usage.per_model]
     judge = result.validated_by
     if as_json:
@@ -111,7 +127,7 @@ def ask(
         print_json(record)
     else:
         show_result(console, result, models, judge)
-    raise typer.Exit(exit_code(result.status, result.reason))
+    return exit_code(result.status, result.reason)
 
 
 def exit_code(status: str, reason: str | None) -> int:

@@ -18,14 +18,14 @@ import socket
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, cast
+from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 
 from dcbrain.cli._config import ConfigOption, config_errors_exit, load_config_or_exit
 
 if TYPE_CHECKING:
-    from dcbrain.config import Config
+    from dcbrain.config.runtime import Runtime
     from dcbrain.mcp.server import LogLevel as ServerLogLevel
     from dcbrain.server.durable_runs import DurableRuns
 
@@ -81,16 +81,14 @@ def mcp(
     if db is not None and not shared:
         sys.stderr.write("error: --db is for --shared\n")
         raise typer.Exit(2)
-    runs: DurableRuns | None = None
     with config_errors_exit():
-        # with --shared --db the workers run: no brain here
-        brain = build_runtime(AppSettings(loaded, trace_path=trace, brain=not shared or db is None,
-                                          keep_runs=False)).brain
-    if shared:
-        try:
-            runs = shared_runs(loaded, brain.memory if brain is not None else None, db)
+        try:  # with --shared the store's other processes run (with --db: no brain here)
+            runtime = build_runtime(AppSettings(
+                loaded, db=db, trace_path=trace, brain=not shared or db is None,
+                keep_runs=False, durable="on" if shared else "off", durable_for="it",
+                executes=False))
         except (ValueError, OSError) as exc:
-            sys.stderr.write(f"error: --shared: {exc}\n")
+            sys.stderr.write(f"error: --shared: {exc}\n" if shared else f"error: {exc}\n")
             raise typer.Exit(2) from None
     if http:
         problem = _port_problem(port)
@@ -100,39 +98,28 @@ def mcp(
     from dcbrain.mcp.server import create_server
 
     chosen = log_level.value if log_level is not None else "INFO" if verbose else "WARNING"
-    server = create_server(None if runs is not None else brain,
+    runs = shared_runs(runtime) if shared else None
+    server = create_server(None if runs is not None else runtime.brain,
                            log_level=cast("ServerLogLevel", chosen), runs=runs)
     try:
-        if http:
-            sys.stderr.write(f"dcbrain MCP server on http://{HTTP_HOST}:{port}/mcp\n")
-            server.run("streamable-http", host=HTTP_HOST, port=port)
-        else:
-            server.run("stdio")
+        with runtime:
+            if http:
+                sys.stderr.write(f"dcbrain MCP server on http://{HTTP_HOST}:{port}/mcp\n")
+                server.run("streamable-http", host=HTTP_HOST, port=port)
+            else:
+                server.run("stdio")
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
 
 
-def shared_runs(config: Config, memory: Any, db: str | None) -> DurableRuns:
+def shared_runs(runtime: Runtime) -> DurableRuns:
     """The durable runs of the store other processes execute: this process only queues,
     follows and decides them (as ``dcbrain serve --role api`` does)."""
-    from dcbrain.cli.serve import durable_runs_missing
-    from dcbrain.config.composition import shared_memory
-    from dcbrain.memory import Memory, RunStore
-
-    missing = durable_runs_missing()
-    if missing is not None:
-        raise ValueError(f"it needs durable runs, but {missing}")
-    from dcbrain.durable.setup import build_engine, open_store
     from dcbrain.server.durable_runs import DurableRuns
 
-    if db is None and not isinstance(memory, RunStore):
-        raise ValueError("the config's [memory] path must name the SQLite file `dcbrain "
-                         "serve` uses (or give --db)")
-    conversations = shared_memory(config, db) if db is not None else memory
-    db_url, store = open_store(db, memory if db is None else None)
-    engine, hub = build_engine(db_url, store, config, None)
-    return DurableRuns(engine, store, hub,
-                       memory=conversations if isinstance(conversations, Memory) else None)
+    durable = runtime.durable
+    assert durable is not None
+    return DurableRuns(durable.engine, durable.store, durable.hub, memory=runtime.conversations)
 
 
 def _port_problem(port: int) -> str | None:

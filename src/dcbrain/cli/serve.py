@@ -18,8 +18,7 @@ import os
 import socket
 import sys
 import threading
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
@@ -37,8 +36,8 @@ from dcbrain.server.connections import DEFAULT_DRAIN_TIMEOUT_S, ConnectionLimits
 if TYPE_CHECKING:
     from dcbrain.brain import DCBrain
     from dcbrain.config import Config
-    from dcbrain.memory import Memory, RunStore
-    from dcbrain.server.service import RunService
+    from dcbrain.config.runtime import Runtime
+    from dcbrain.server.settings import ServerSettings
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -141,20 +140,49 @@ def serve(
     Exit codes: 2 bad config, port in use, or a non-loopback address without a token;
     130 stopped with Ctrl-C.
     """
-    from dcbrain.config import ConfigError
-    from dcbrain.config.runtime import AppSettings, build_runtime
-    from dcbrain.exceptions import DatabaseUnavailable
-    from dcbrain.runs.retention import DEFAULT_CHECK_EVERY_S
-    from dcbrain.server.app import API_TOKEN_ENV, LOOPBACK_HOSTS, create_app
-    from dcbrain.server.connections import fit_open_file_limit
+    from dcbrain.server.app import create_app
     from dcbrain.server.drain import SHUTDOWN_GRACE_S, DrainingServer
     from dcbrain.server.metrics import Metrics, serve_metrics
-    from dcbrain.server.protocol import trusted_proxies, uvicorn_config
-    from dcbrain.server.runs import DEFAULT_MAX_CONCURRENT_RUNS
-    from dcbrain.server.settings import ServerSettings
+    from dcbrain.server.protocol import uvicorn_config
 
     loaded = load_config_or_exit(config)
     observe_process(loaded, "serve", log_format)
+    limits, proxies = _connection_limits(max_connections, head_timeout, body_timeout,
+                                         forwarded_allow_ips, drain_timeout)
+    settings = _server_settings(host, insecure_no_token, list_conversations,
+                                max_concurrent_runs, role)
+    try:  # before the (slow) brain is built, and before any URL is announced
+        sock = bind(host, port)
+    except OSError as exc:
+        _fail(_bind_problem(host, port, exc))
+    wait_for_database_or_exit(db, db_wait, "API node" if role == "api" else "server")
+    runtime = _runtime(loaded, db, role, settings.max_concurrent_runs, sock)
+    app = create_app(runtime, settings)
+    serve_metrics(app, Metrics(), token=settings.api_token,
+                  open_metrics=loaded.telemetry.metrics_open)
+    shown = f"[{host}]" if ":" in host else host
+    stored = runtime.store if runtime.store is not None or runtime.durable is None \
+        else runtime.durable.store  # an API node's: the workers' database
+    say(f"dcbrain serving on http://{shown}:{sock.getsockname()[1]}/ (store: {stored!r})")
+    say(durability_notice(runtime.durable is not None, db, role))
+    # No access log: the event stream may carry ?access_token= in its URL.
+    # uvicorn's lines go through the process's log format (log_config=None)
+    server = DrainingServer(
+        uvicorn_config(app, limits, forwarded_allow_ips=proxies, access_log=False,
+                       log_level="info", log_config=None,
+                       timeout_graceful_shutdown=SHUTDOWN_GRACE_S),
+        app.state.drain, drain_timeout)
+    with runtime:
+        server.run(sockets=[sock])
+
+
+def _connection_limits(max_connections: int, head_timeout: float, body_timeout: float,
+                       forwarded_allow_ips: str | None,
+                       drain_timeout: float) -> tuple[ConnectionLimits, Any]:
+    """The connection limits (fitted to the open-file limit) and the trusted proxies."""
+    from dcbrain.server.connections import fit_open_file_limit
+    from dcbrain.server.protocol import trusted_proxies
+
     try:
         limits = ConnectionLimits(max_connections=max_connections,
                                   head_timeout_s=head_timeout, body_timeout_s=body_timeout)
@@ -163,7 +191,16 @@ def serve(
         _fail(str(exc))
     if not (math.isfinite(drain_timeout) and drain_timeout >= 0):
         _fail(f"--drain-timeout must be a number of seconds >= 0, not {drain_timeout}")
-    limits = fit_open_file_limit(limits)
+    return fit_open_file_limit(limits), proxies
+
+
+def _server_settings(host: str, insecure_no_token: bool, list_conversations: bool,
+                     max_concurrent_runs: int | None, role: str) -> ServerSettings:
+    """The server's settings from the flags; a non-loopback address needs a token."""
+    from dcbrain.server.app import API_TOKEN_ENV, LOOPBACK_HOSTS
+    from dcbrain.server.runs import DEFAULT_MAX_CONCURRENT_RUNS
+    from dcbrain.server.settings import ServerSettings
+
     token = os.environ.get(API_TOKEN_ENV) or None
     loopback = is_loopback(host)
     if not loopback and token is None:
@@ -175,55 +212,41 @@ def serve(
         say(f"warning: serving on {host} without {API_TOKEN_ENV} (--insecure-no-token): "
             "anyone who can reach this address can run the brain and read conversations",
             level=logging.WARNING)
-    try:  # before the (slow) brain is built, and before any URL is announced
-        sock = bind(host, port)
-    except OSError as exc:
-        _fail(_bind_problem(host, port, exc))
-    wait_for_database_or_exit(db, db_wait, "API node" if role == "api" else "server")
-    runs: RunService | None
-    cap = max_concurrent_runs or DEFAULT_MAX_CONCURRENT_RUNS
+    if role not in ("all", "api"):
+        _fail(f"--role must be 'all' or 'api', not {role!r}")
+    if role == "api" and max_concurrent_runs is not None:
+        _fail("--max-concurrent-runs is not for --role api: each worker's "
+              "--concurrency sets how many runs it executes at once")
+    return ServerSettings(api_token=token,
+                          max_concurrent_runs=max_concurrent_runs or DEFAULT_MAX_CONCURRENT_RUNS,
+                          allowed_hosts=LOOPBACK_HOSTS if loopback else ("*",),
+                          list_conversations=list_conversations)
+
+
+def _runtime(config: Config, db: str | None, role: str, cap: int,
+             sock: socket.socket) -> Runtime:
+    """What ``serve`` runs on: durable runs when they can be had (required with ``--db``
+    and for ``--role api``, whose workers run: no brain, no local file, no outage wait)."""
+    from dcbrain.config import ConfigError
+    from dcbrain.config.runtime import AppSettings, build_runtime, outage_wait
+    from dcbrain.exceptions import DatabaseUnavailable
+
+    api = role == "api"
     try:
-        if role not in ("all", "api"):
-            raise ValueError(f"--role must be 'all' or 'api', not {role!r}")
-        if role == "api" and max_concurrent_runs is not None:
-            raise ValueError("--max-concurrent-runs is not for --role api: each worker's "
-                             "--concurrency sets how many runs it executes at once")
-        # an API node has no brain and no local file: the workers run, the database keeps
+        if api and db is None:
+            raise ValueError("--role api needs --db postgresql://... (the workers' database)")
         runtime = build_runtime(AppSettings(
-            loaded, db=db, brain=role == "all",
-            outage_wait_s=_outage_wait(db) if role == "all" else 0.0))
-        factory = runtime.brain_factory()
-        if factory is None or runtime.store is None:
-            runs, shown_store = api_node_runs(loaded, db, runtime.memory)
-        else:
-            runs = durable_runs(loaded, runtime.store, factory, db, cap, runtime.conversations)
-            shown_store = repr(runtime.store)
-            if runs is None:  # runs execute in this process: their first one is no slower
-                threading.Thread(target=_warm_up, args=(factory(),), name="dcbrain-warm-up",
-                                 daemon=True).start()
+            config, db=db, brain=not api, outage_wait_s=0.0 if api else outage_wait(db),
+            role="serve", durable="on" if api else "auto",
+            durable_for="--role api" if api else "--db", concurrency=cap))
     except (ConfigError, ValueError, OSError, DatabaseUnavailable) as exc:
         sock.close()
         _fail(str(exc))
-    keep_s, check_s = runtime.retention or (None, DEFAULT_CHECK_EVERY_S)
-    settings = ServerSettings(
-        api_token=token, max_concurrent_runs=cap,
-        allowed_hosts=LOOPBACK_HOSTS if loopback else ("*",),
-        list_conversations=list_conversations, output_type=runtime.output_type,
-        retention_s=keep_s, retention_check_s=check_s)
-    app = create_app(runtime, settings, runs=runs)
-    serve_metrics(app, Metrics(), token=token, open_metrics=loaded.telemetry.metrics_open)
-    shown = f"[{host}]" if ":" in host else host
-    bound_port = sock.getsockname()[1]
-    say(f"dcbrain serving on http://{shown}:{bound_port}/ (store: {shown_store})")
-    say(durability_notice(runs, db, role))
-    # No access log: the event stream may carry ?access_token= in its URL.
-    # uvicorn's lines go through the process's log format (log_config=None)
-    server = DrainingServer(
-        uvicorn_config(app, limits, forwarded_allow_ips=proxies, access_log=False,
-                       log_level="info", log_config=None,
-                       timeout_graceful_shutdown=SHUTDOWN_GRACE_S),
-        app.state.drain, drain_timeout)
-    server.run(sockets=[sock])
+    if runtime.durable is None and runtime.brain is not None:
+        # runs execute in this process: their first one is no slower
+        threading.Thread(target=_warm_up, args=(runtime.brain,), name="dcbrain-warm-up",
+                         daemon=True).start()
+    return runtime
 
 
 def _warm_up(brain: DCBrain) -> None:
@@ -239,79 +262,11 @@ def _fail(message: str) -> NoReturn:
     raise typer.Exit(2)
 
 
-def durable_runs(
-    config: Config,
-    store: RunStore,
-    factory: Callable[[], DCBrain],
-    db: str | None,
-    max_concurrent_runs: int,
-    memory: Memory | None = None,
-) -> RunService | None:
-    """Durable runs executed by ``serve`` itself (``--role all``); ``None`` (runs in this
-    process) without the durable extra.
-
-    ``memory`` keeps the conversations (the brains' memory).
-
-    With ``--db`` the extra is required; without it, it is used when installed, on the
-    store's SQLite file.
-    """
-    missing = durable_runs_missing()
-    if missing is not None:
-        if db is not None:
-            raise ValueError(f"--db needs durable runs, but {missing}")
-        return None
-    from dcbrain.durable.setup import build_engine, open_store
-    from dcbrain.server.durable_runs import DurableRuns
-
-    db_url, durable = open_store(db, store, outage_wait_s=_outage_wait(db))
-    engine, hub = build_engine(db_url, durable, config, factory,
-                               concurrency=max_concurrent_runs)
-    return DurableRuns(engine, durable, hub, memory=memory,
-                       max_concurrent_runs=max_concurrent_runs)
-
-
-def api_node_runs(config: Config, db: str | None,
-                  memory: Memory | None) -> tuple[RunService, str]:
-    """Durable runs for ``--role api`` and the store they name: the workers' database only.
-
-    Nothing waits out a database outage here: a request meets it at once, as a 503.
-    """
-    if db is None:
-        raise ValueError("--role api needs --db postgresql://... (the workers' database)")
-    missing = durable_runs_missing()
-    if missing is not None:
-        raise ValueError(f"--role api needs durable runs, but {missing}")
-    from dcbrain.durable.setup import build_engine, open_store
-    from dcbrain.server.durable_runs import DurableRuns
-
-    db_url, durable = open_store(db, None)
-    engine, hub = build_engine(db_url, durable, config, None)
-    return DurableRuns(engine, durable, hub, memory=memory), repr(durable)
-
-
-def _outage_wait(db: str | None) -> float:
-    """How long a process that executes runs on ``db`` waits out a database outage."""
-    if db is None or durable_runs_missing() is not None:
-        return 0.0
-    from dcbrain.durable.setup import OUTAGE_WAIT_S
-
-    return OUTAGE_WAIT_S
-
-
-def durable_runs_missing() -> str | None:
-    """Why durable runs cannot be had in this Python (``None``: they can)."""
-    try:
-        import dcbrain.durable.setup
-        import dcbrain.server.durable_runs  # noqa: F401
-    except ImportError as exc:
-        return (f"DBOS cannot be imported ({exc}); reinstall dcbrain with its dependencies "
-                '(pip install -e ".[local]")')
-    return None
-
-
-def durability_notice(runs: RunService | None, db: str | None, role: str) -> str:
+def durability_notice(durable: bool, db: str | None, role: str) -> str:
     """What ``serve`` says at start about a crash of this process mid-run."""
-    if runs is None:
+    from dcbrain.config.runtime import durable_runs_missing
+
+    if not durable:
         return ("runs do not survive a crash: a run in flight is marked interrupted at the "
                 f"next start, because {durable_runs_missing() or 'durable runs are off'}")
     if role == "api":

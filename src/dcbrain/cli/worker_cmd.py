@@ -15,7 +15,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -35,6 +35,9 @@ from dcbrain.cli._observe import (
 )
 from dcbrain.cli._output import fail_usage
 from dcbrain.server.connections import DEFAULT_DRAIN_TIMEOUT_S
+
+if TYPE_CHECKING:
+    from dcbrain.config.runtime import Runtime
 
 #: ``--takeover-after`` (the engine's ``DEAD_AFTER_S``, not imported: DBOS may be missing).
 DEFAULT_TAKEOVER_AFTER_S = 6.0
@@ -83,15 +86,13 @@ def worker(
         fail_usage(f"--takeover-after must be a number of seconds >= 1, not {takeover_after}")
     try:
         from dcbrain.durable.engine import new_executor_id
-        from dcbrain.durable.setup import OUTAGE_WAIT_S, build_engine, open_store
+        from dcbrain.durable.setup import OUTAGE_WAIT_S
     except ImportError:
         sys.stderr.write("error: dcbrain worker needs DBOS, which cannot be imported here; "
                          'reinstall dcbrain with its dependencies (pip install -e ".[local]")\n')
         raise typer.Exit(2) from None
     from dcbrain.config.runtime import AppSettings, build_runtime
     from dcbrain.exceptions import DatabaseUnavailable
-    from dcbrain.runs.retention import RetentionSchedule, prune_runs
-    from dcbrain.server.app import API_TOKEN_ENV
 
     loaded = load_config_or_exit(config)
     if concurrency < 1:
@@ -100,16 +101,26 @@ def worker(
     observe_process(loaded, "worker", log_format, worker=executor_id)
     wait_for_database_or_exit(db, db_wait, "worker")
     with config_errors_exit():
-        try:
-            # every worker reads and writes the same; its runs wait out a database outage
-            runtime = build_runtime(AppSettings(loaded, db=db, outage_wait_s=OUTAGE_WAIT_S))
-            db_url, store = open_store(db, runtime.store, outage_wait_s=OUTAGE_WAIT_S)
+        try:  # every worker reads and writes the same; its runs wait out a database outage
+            runtime = build_runtime(AppSettings(
+                loaded, db=db, outage_wait_s=OUTAGE_WAIT_S, role="worker", durable="on",
+                durable_for="dcbrain worker", concurrency=concurrency,
+                executor_id=executor_id, app_version=app_version,
+                dead_after_s=takeover_after))
         except (OSError, ValueError, DatabaseUnavailable) as exc:
             fail_usage(str(exc))
-    engine, _ = build_engine(db_url, store, loaded, runtime.brain_factory(),
-                             concurrency=concurrency,
-                             executor_id=executor_id, app_version=app_version,
-                             dead_after_s=takeover_after)
+    with runtime:
+        _work(runtime, concurrency, drain_timeout, metrics_port, metrics_host)
+
+
+def _work(runtime: Runtime, concurrency: int, drain_timeout: float,
+          metrics_port: int | None, metrics_host: str) -> None:
+    """Execute runs on ``runtime``'s engine until a signal, then drain and stop."""
+    from dcbrain.runs.retention import RetentionSchedule, prune_runs
+    from dcbrain.server.app import API_TOKEN_ENV
+
+    assert runtime.durable is not None and runtime.settings is not None
+    engine, store = runtime.durable.engine, runtime.durable.store
     stop, hurry = threading.Event(), threading.Event()
 
     def on_signal(*_: object) -> None:
@@ -117,7 +128,8 @@ def worker(
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    token = None if loaded.telemetry.metrics_open else os.environ.get(API_TOKEN_ENV) or None
+    metrics_open = runtime.settings.config.telemetry.metrics_open
+    token = None if metrics_open else os.environ.get(API_TOKEN_ENV) or None
     stop_metrics = _serve_metrics(store, metrics_port, metrics_host, token)
     engine.start()
     periods = runtime.retention
@@ -140,9 +152,6 @@ def worker(
         retention.stop()
     engine.stop()
     stop_metrics()
-    store.close()
-    if runtime.memory is not None:
-        runtime.memory.close()
 
 
 def _serve_metrics(store: object, port: int | None, host: str,

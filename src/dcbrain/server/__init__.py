@@ -1,6 +1,6 @@
 """The HTTP server: runs over a JSON API, their events as Server-Sent Events, a live web page.
 
-``create_app(runtime, ServerSettings(...))`` (or ``create_app(brain_factory, store)``)
+``create_app(runtime, ServerSettings(...))``
 builds the ASGI app; ``dcbrain serve --config F``
 runs it with uvicorn. See ``docs/server.md``.
 

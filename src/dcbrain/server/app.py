@@ -1,9 +1,11 @@
 """The HTTP API and the web page, as one Starlette (ASGI) application.
 
-``create_app(brain_factory, store)`` is all a deployment or a test needs: the factory
-builds a fresh brain per run, ``store`` (a :class:`~dcbrain.memory.RunStore`) keeps runs
-and their events, and the conversations come from ``memory`` (by default the store itself
-when it is also a :class:`~dcbrain.memory.Memory`, as ``SQLiteMemory`` is).
+``create_app(runtime, ServerSettings(...))`` is all a deployment or a test needs: the
+:class:`~dcbrain.config.runtime.Runtime` holds the brain (one, shared by every run), the store
+that keeps runs and their events (a :class:`~dcbrain.memory.RunStore`), the
+conversations (by default the store itself when it is also a
+:class:`~dcbrain.memory.Memory`, as ``SQLiteMemory`` is) and, for durable runs, the
+engine; :class:`ServerSettings` holds the server's knobs.
 Every error is a JSON body ``{"error": code, "detail": message}`` with a 4xx status (or
 ``503`` while the server drains before it stops, see :mod:`dcbrain.server.drain`).
 """
@@ -15,7 +17,7 @@ import json
 import logging
 import os
 import re
-from collections.abc import AsyncIterator, Collection, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Mapping
 from contextlib import asynccontextmanager
 from importlib import resources
 from typing import Any, Final
@@ -33,22 +35,19 @@ from dcbrain.approvals import MAX_REASON_CHARS
 from dcbrain.config.runtime import Runtime
 from dcbrain.exceptions import ApiError as ApiError
 from dcbrain.exceptions import DatabaseUnavailable, TFApprovalError, TooManyRuns
-from dcbrain.memory import Memory, RunStore
+from dcbrain.memory import Memory
 from dcbrain.messages import TextMessage
-from dcbrain.neural import Neural
-from dcbrain.runs import DEFAULT_SUPERSEDE_GRACE_S, RunRecord
-from dcbrain.runs.retention import DEFAULT_CHECK_EVERY_S, RetentionSchedule
+from dcbrain.runs import RunRecord
+from dcbrain.runs.retention import RetentionSchedule
 from dcbrain.server._responses import JSONResponse
 from dcbrain.server.admin import AdminEndpoints
 from dcbrain.server.drain import Drain
-from dcbrain.server.runs import DEFAULT_MAX_CONCURRENT_RUNS, BrainFactory, RunManager
+from dcbrain.server.runs import RunManager
 from dcbrain.server.service import RunService
 from dcbrain.server.settings import DEFAULT_MAX_BODY_BYTES as DEFAULT_MAX_BODY_BYTES
 from dcbrain.server.settings import LOOPBACK_HOSTS as LOOPBACK_HOSTS
 from dcbrain.server.settings import ServerSettings
 from dcbrain.server.sse import (
-    DEFAULT_MAX_STREAMS,
-    DEFAULT_MAX_STREAMS_PER_CLIENT,
     StreamSlots,
     event_stream_response,
     parse_last_event_id,
@@ -87,32 +86,15 @@ def error_response(
     return JSONResponse({"error": code, "detail": detail}, status_code=status, headers=headers)
 
 
-def create_app(
-    brain_factory: BrainFactory | Runtime | None,
-    store: RunStore | ServerSettings | None = None,
-    *,
-    memory: Memory | None = None,
-    runs: RunService | None = None,
-    api_token: str | None = None,
-    max_concurrent_runs: int = DEFAULT_MAX_CONCURRENT_RUNS,
-    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-    supersede_grace_s: float = DEFAULT_SUPERSEDE_GRACE_S,
-    allowed_hosts: Sequence[str] = LOOPBACK_HOSTS,
-    list_conversations: bool = False,
-    neural: Neural | None = None,
-    max_streams_per_client: int = DEFAULT_MAX_STREAMS_PER_CLIENT,
-    max_streams: int = DEFAULT_MAX_STREAMS,
-    retention_s: float | None = None,
-    retention_check_s: float = DEFAULT_CHECK_EVERY_S,
-    output_type: Any = None,
-) -> Starlette:
-    """The server as an ASGI app: ``create_app(runtime, ServerSettings(...))`` (what
-    :func:`dcbrain.config.runtime.build_runtime` built, and the server's settings as one value),
-    or ``create_app(brain_factory, store, **settings)``.
+def create_app(runtime: Runtime, settings: ServerSettings | None = None) -> Starlette:
+    """The server as an ASGI app, from data: the :class:`~dcbrain.config.runtime.Runtime`
+    :func:`~dcbrain.config.runtime.build_runtime` built (or one made by hand) and the server's
+    :class:`ServerSettings`.
 
-    ``store`` keeps runs and their events; ``memory`` is where conversations are read
-    (default: ``store`` when it is a :class:`Memory`, else none: conversations then show
-    their runs only).
+    Runs execute on the runtime's durable engine when it has one (``runtime.durable``,
+    e.g. workers executing from a PostgreSQL queue), else in this process on its brain
+    (or its ``brains`` factory), kept in ``runtime.store``. Conversations are read from
+    ``runtime.conversations`` (without one, a conversation shows its runs only).
 
     ``api_token`` (default: the ``DCBRAIN_API_TOKEN`` environment variable) makes every
     ``/v1`` request need ``Authorization: Bearer <token>``. ``max_concurrent_runs`` caps
@@ -123,76 +105,33 @@ def create_app(
     conversation is reachable only by whoever knows its id. ``supersede_grace_s`` is how long a
     superseded run may take to reach its next safe point before it is aborted.
     ``max_streams_per_client`` and ``max_streams`` cap open event streams per client
-    address and in total (429 beyond). ``runs`` replaces the in-process
-    :class:`RunManager` (e.g. durable runs executed by workers); the run options above
-    then belong to it. ``retention_s`` prunes runs that ended longer ago than that, at
-    start and every ``retention_check_s`` (``None``: runs are kept). ``output_type`` is
-    the type the brain's answers are validated into (``[brain] output_type``):
-    ``GET /v1/schema`` shows its JSON Schema.
+    address and in total (429 beyond). ``retention_s`` prunes runs that ended longer ago
+    than that, at start and every ``retention_check_s`` (``None``: the runtime's
+    ``[retention]``). ``output_type`` is the type answers are validated into (``None``:
+    the runtime's, ``[brain] output_type``): ``GET /v1/schema`` shows its JSON Schema.
     """
-    if isinstance(store, ServerSettings):
-        if not isinstance(brain_factory, Runtime):
-            raise TypeError("create_app(runtime, ServerSettings(...)) needs a Runtime")
-        return app_from(brain_factory.brain_factory(), brain_factory.store, store,
-                        memory=memory if memory is not None else brain_factory.conversations,
-                        runs=runs, neural=neural)
-    if isinstance(brain_factory, Runtime):
+    if not isinstance(runtime, Runtime):
+        raise TypeError("create_app(runtime, ServerSettings(...)) needs a Runtime")
+    if settings is None:
+        settings = ServerSettings()
+    elif not isinstance(settings, ServerSettings):
         raise TypeError("create_app(runtime, settings): settings must be a ServerSettings")
-    settings = ServerSettings(
-        api_token=api_token, max_concurrent_runs=max_concurrent_runs,
-        max_body_bytes=max_body_bytes, supersede_grace_s=supersede_grace_s,
-        allowed_hosts=allowed_hosts, list_conversations=list_conversations,
-        max_streams_per_client=max_streams_per_client, max_streams=max_streams,
-        retention_s=retention_s, retention_check_s=retention_check_s, output_type=output_type)
-    return app_from(brain_factory, store, settings, memory=memory, runs=runs, neural=neural)
-
-
-def app_from(
-    brain_factory: BrainFactory | None,
-    store: RunStore | None,
-    settings: ServerSettings,
-    *,
-    memory: Memory | None = None,
-    runs: RunService | None = None,
-    neural: Neural | None = None,
-) -> Starlette:
-    """The app of :func:`create_app`, from its parts and its settings as one value."""
-    api_token = settings.api_token
-    max_concurrent_runs = settings.max_concurrent_runs
-    max_body_bytes = settings.max_body_bytes
-    supersede_grace_s = settings.supersede_grace_s
-    allowed_hosts = settings.allowed_hosts
-    list_conversations = settings.list_conversations
-    max_streams_per_client = settings.max_streams_per_client
-    max_streams = settings.max_streams
-    retention_s = settings.retention_s
-    retention_check_s = settings.retention_check_s
-    output_type = settings.output_type
-    if max_body_bytes < 1:
+    if settings.max_body_bytes < 1:
         raise ValueError("max_body_bytes must be at least 1")
-    token = api_token if api_token is not None else os.environ.get(API_TOKEN_ENV) or None
-    if memory is None and isinstance(store, Memory):
-        memory = store
-    if runs is None:
-        if brain_factory is None or store is None:
-            raise ValueError("create_app needs a brain_factory and a store, or runs that "
-                             "execute elsewhere")
-        runs = RunManager(
-            brain_factory,
-            store,
-            memory=memory,
-            neural=neural,
-            max_concurrent_runs=max_concurrent_runs,
-            supersede_grace_s=supersede_grace_s,
-        )
-    streams = StreamSlots(max_streams_per_client, max_streams)
+    token = settings.api_token if settings.api_token is not None \
+        else os.environ.get(API_TOKEN_ENV) or None
+    output_type = settings.output_type if settings.output_type is not None \
+        else runtime.output_type
+    periods = runtime.retention if settings.retention_s is None \
+        else (settings.retention_s, settings.retention_check_s)
+    runs = run_service(runtime, settings)
+    streams = StreamSlots(settings.max_streams_per_client, settings.max_streams)
     drain = Drain(runs, streams)
-    api = _Api(runs, memory, max_body_bytes=max_body_bytes,
-               list_conversations=list_conversations, streams=streams, drain=drain)
+    api = _Api(runs, runtime.conversations, max_body_bytes=settings.max_body_bytes,
+               list_conversations=settings.list_conversations, streams=streams, drain=drain)
 
     admin = AdminEndpoints(runs, api.optional_json_object, _run_id, CONVERSATION_ID)
-    retention = None if retention_s is None else RetentionSchedule(
-        runs.prune, retention_s, retention_check_s)
+    retention = None if periods is None else RetentionSchedule(runs.prune, *periods)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -242,8 +181,28 @@ def app_from(
     app.state.runs = runs
     app.state.streams = api.streams
     app.state.drain = drain  # what a DrainingServer drains on SIGTERM
-    app.add_middleware(_Guard, token=token, allowed_hosts=tuple(allowed_hosts))
+    app.add_middleware(_Guard, token=token, allowed_hosts=tuple(settings.allowed_hosts))
     return app
+
+
+def run_service(runtime: Runtime, settings: ServerSettings) -> RunService:
+    """Where the app's runs execute: the runtime's durable engine, else this process."""
+    durable = runtime.durable
+    if durable is not None:
+        from dcbrain.server.durable_runs import DurableRuns
+
+        sweep = {} if settings.approval_sweep_s is None \
+            else {"approval_sweep_s": settings.approval_sweep_s}
+        return DurableRuns(durable.engine, durable.store, durable.hub,
+                           memory=runtime.conversations,
+                           max_concurrent_runs=durable.capacity, **sweep)
+    factory = runtime.brain_factory()
+    if factory is None or runtime.store is None:
+        raise ValueError("create_app needs a runtime with a brain and a store, or durable "
+                         "runs that execute elsewhere")
+    return RunManager(factory, runtime.store, memory=runtime.conversations,
+                      max_concurrent_runs=settings.max_concurrent_runs,
+                      supersede_grace_s=settings.supersede_grace_s)
 
 
 def output_schema(output_type: Any) -> dict[str, Any]:

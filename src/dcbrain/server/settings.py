@@ -20,8 +20,10 @@ LOOPBACK_HOSTS: Final = ("127.0.0.1", "localhost", "::1")
 class ServerSettings:
     """The server's knobs (see :func:`dcbrain.server.create_app` for what each does).
 
-    ``api_token`` ``None`` reads ``DCBRAIN_API_TOKEN``; ``retention_s`` ``None`` keeps runs;
-    ``output_type`` is the type answers are validated into (``GET /v1/schema``).
+    ``api_token`` ``None`` reads ``DCBRAIN_API_TOKEN``; ``retention_s`` ``None``: the
+    runtime's ``[retention]``; ``output_type`` is the type answers are validated into
+    (``GET /v1/schema``; ``None``: the runtime's); ``approval_sweep_s`` how often durable
+    runs deny approvals nobody decided in time (``None``: every 5 s).
     """
 
     api_token: str | None = None
@@ -35,3 +37,4 @@ class ServerSettings:
     retention_s: float | None = None
     retention_check_s: float = DEFAULT_CHECK_EVERY_S
     output_type: Any = None
+    approval_sweep_s: float | None = None
