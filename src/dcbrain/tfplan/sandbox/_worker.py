@@ -141,16 +141,9 @@ class _WorkerDispatcher(Dispatcher):
     values.
     """
 
-    def call(
-        self,
-        name: str,
-        func: Callable[..., Any],
-        args: Sequence[Any],
-        kwargs: dict[str, Any],
-        *,
-        plain_result: bool = True,
-        sources: CallSources | None = None,
-    ) -> Any:
+    def call(self, name: str, func: Callable[..., Any], args: Sequence[Any],
+             kwargs: dict[str, Any], *, plain_result: bool = True,
+             sources: CallSources | None = None) -> Any:
         if type(func) is not _Remote:
             return super().call(name, func, args, kwargs, plain_result=plain_result,
                                 sources=sources)
