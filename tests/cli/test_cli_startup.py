@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -96,15 +97,50 @@ def test_ctrl_c_while_loading_a_tool_file_exits_130_quietly(tmp_path: Path) -> N
     assert (code, stdout, stderr) == (INTERRUPTED, "", "")
 
 
-@pytest.mark.parametrize("delay_s", [0.3, 0.6, 1.0])
+class _ImportWatch:
+    """A ``dcbrain`` process started with ``PYTHONPROFILEIMPORTTIME``: its stderr says each
+    module it has imported, so a test can act at a moment of start-up the process reports
+    (its own words, not a guessed delay)."""
+
+    def __init__(self, args: list[str], cwd: Path) -> None:
+        self.process = subprocess.Popen([sys.executable, "-m", "dcbrain.cli", *args], cwd=cwd,
+                                        env=dict(environment(), PYTHONPROFILEIMPORTTIME="1"),
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                        text=True)
+        self.imported: set[str] = set()
+        self.other: list[str] = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            if line.startswith("import time:"):
+                self.imported.add(line.rsplit("|", 1)[-1].strip())
+            else:
+                self.other.append(line)
+
+    def interrupt_once(self, module: str) -> tuple[int, str]:
+        wait_until(lambda: module in self.imported, self.process)
+        self.process.send_signal(signal.SIGINT)
+        self.process.communicate(timeout=PATIENCE_S)
+        self.reader.join(PATIENCE_S)
+        return self.process.returncode, "".join(self.other)
+
+
+#: Moments of ``ask``'s start-up: loading the command line, reading the settings, building
+#: the LLM clients, building the brain.
+START_UP = ["dcbrain.cli", "dcbrain.config", "dcbrain.llm", "dcbrain.brain.planner"]
+
+
+@pytest.mark.parametrize("moment", START_UP)
 def test_ctrl_c_at_any_moment_of_ask_exits_130_without_a_traceback(
-    tmp_path: Path, fake_openai: FakeOpenAIServer, delay_s: float
+    tmp_path: Path, fake_openai: FakeOpenAIServer, moment: str
 ) -> None:
     write_config(tmp_path, fake_openai)
     fake_openai.slow(60, "never seen")
-    process = start(["ask", "What is 6 times 7?", "--text"], tmp_path)
-    time.sleep(delay_s)  # somewhere in start-up, building the brain or planning
-    code, _, stderr = interrupt(process)
+    code, stderr = _ImportWatch(["ask", "What is 6 times 7?", "--text"],
+                                tmp_path).interrupt_once(moment)
     assert code == INTERRUPTED, stderr
     assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr
 

@@ -10,6 +10,7 @@ import asyncio
 import json
 import os
 import pickle
+import select
 import signal
 import socket
 import subprocess
@@ -37,6 +38,7 @@ from dcbrain.tfplan.sandbox._wire import Channel, plain_loads
 from dcbrain.tfplan.sandbox.relay import GRACE_S, REPORT_WAIT_S
 from dcbrain.tfplan.state import Cancelled, Expired, RunState
 from support.sandbox import busy_worker, running_worker, wait_gone
+from support.waiting import wait_until
 
 PATIENCE_S = 20.0
 
@@ -350,16 +352,25 @@ def test_a_deadline_with_branch_calls_still_running_is_always_a_time_limit() -> 
 
 
 class _SlowForkHooks(_Hooks):
+    """A fork hook that returns only once the plan's deadline is behind it: the deadline
+    was set before the hook was entered, so ``timeout_s`` from entry is past it."""
+
+    def __init__(self, timeout_s: float) -> None:
+        super().__init__()
+        self.timeout_s = timeout_s
+
     def fork(self, count: int) -> list[Any]:
-        time.sleep(0.3)  # past the plan's deadline
+        past_the_deadline = time.monotonic() + self.timeout_s
+        while time.monotonic() <= past_the_deadline:
+            threading.Event().wait(past_the_deadline - time.monotonic())
         return super().fork(count)
 
 
 @pytest.mark.parametrize("isolation", ["process", "inprocess"])
 def test_a_deadline_never_interrupts_a_parallel_hook(isolation: str) -> None:
-    hooks = _SlowForkHooks()
+    hooks = _SlowForkHooks(timeout_s=0.1)
     interpreter = Interpreter({"echo": lambda x: x}, parallel_hooks=hooks,
-                              limits=Limits(timeout_s=0.1),
+                              limits=Limits(timeout_s=hooks.timeout_s),
                               isolation=isolation)  # type: ignore[arg-type]
     with pytest.raises(TimeLimitExceeded):
         interpreter.run("x = 1\nparallel(echo(x=1), echo(x=2))")
@@ -408,7 +419,8 @@ def test_a_big_answer_waits_for_a_busy_worker_while_the_relay_polls() -> None:
 
     sender = threading.Thread(target=send)
     sender.start()
-    time.sleep(0.3)  # the worker is busy: the answer fills the socket's buffers meanwhile
+    # the worker is busy: the answer fills the socket's buffers meanwhile
+    wait_until(lambda: not select.select([], [host_end], [], 0)[1], what="full buffers")
     try:
         assert worker.recv(PATIENCE_S) == answer
     finally:
