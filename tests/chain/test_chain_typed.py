@@ -110,7 +110,7 @@ async def test_keyword_runs_fill_the_templates() -> None:
     llm = ScriptedLLM(["one", "two", "three"])
     chain = Chain(name="t", llm=llm, prompt="Translate {{ text }} into {{ lang }}")
     assert chain.run(text="hello", lang="French").content == "one"
-    assert (await chain.arun(text="hi", lang="German")).content == "two"
+    assert (await chain.async_run(text="hi", lang="German")).content == "two"
     assert [call[-1]["content"] for call in llm.calls] == [
         "Translate hello into French", "Translate hi into German"]
     result = chain.run("ignored text", text="bye", lang="Dutch")
@@ -180,7 +180,7 @@ async def test_a_chain_calls_a_tool_that_returns_a_model() -> None:
                        colour=Colour.RED, at=Point(0, 0))
 
     llm = ScriptedLLM([ToolCall("c1", "invoice", {}), "done"])
-    result = await Chain(name="c", llm=llm, tools=[invoice]).arun("go")
+    result = await Chain(name="c", llm=llm, tools=[invoice]).async_run("go")
     assert result.tool_returns[0]["result"]["total"] == decimal.Decimal("1.5")
     assert json.loads(llm.calls[1][-1]["content"])["due"] == "2026-01-01"
 
@@ -205,7 +205,7 @@ async def test_a_chain_is_a_tool_of_another_chain() -> None:
     inner_llm = ScriptedLLM([{"author": "Ada", "text": "t", "year": 1}])
     inner = quote_chain(inner_llm, description="Find a quote")
     outer_llm = ScriptedLLM([ToolCall("c1", "quote", {"topic": "math"}), "Ada said t"])
-    result = await Chain(name="writer", llm=outer_llm, tools=[inner]).arun("write")
+    result = await Chain(name="writer", llm=outer_llm, tools=[inner]).async_run("write")
     assert result.tool_returns[0]["result"] == {"author": "Ada", "text": "t", "year": 1}
     offered = outer_llm.requests[0].tools
     assert offered is not None and offered[0]["function"]["name"] == "quote"

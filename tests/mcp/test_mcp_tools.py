@@ -104,7 +104,7 @@ async def test_async_plans_and_agents_reach_the_sessions_loop(calc: MCPTools) ->
 
 async def test_a_chains_model_calls_an_mcp_tool(calc: MCPTools) -> None:
     llm = ScriptedLLM([ToolCall("c1", "add", {"a": 1, "b": 2}), "three"])
-    result = await Chain(name="c", llm=llm, tools=list(calc)).arun("1+2")
+    result = await Chain(name="c", llm=llm, tools=list(calc)).async_run("1+2")
     assert result.tool_returns[0]["result"] == {"total": 3, "parts": [1, 2]}
     offered = {spec["function"]["name"] for spec in llm.requests[0].tools or []}
     assert "shout_text" in offered

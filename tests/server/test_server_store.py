@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from dcbrain.config import find_config
-from dcbrain.config.composition import FALLBACK_DB, brain_factory_from_config
-from dcbrain.config.runtime import Runtime
+from dcbrain.config.composition import FALLBACK_DB
+from dcbrain.config.runtime import AppSettings, build_runtime
 from dcbrain.memory import Memory, SQLiteMemory, SQLiteRunStore
 from dcbrain.server import create_app
 from dcbrain.server.testing import serve_in_thread
@@ -29,25 +29,22 @@ def api_key(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_with_memory_runs_and_conversations_share_the_memory_file(tmp_path: Path) -> None:
     config = tmp_path / "dcbrain.toml"
     config.write_text(LLM + '[memory]\npath = "brain.db"\n')
-    store, factory = brain_factory_from_config(find_config(config))
-    try:
+    with build_runtime(AppSettings(find_config(config))) as runtime:
+        store = runtime.store
         assert isinstance(store, SQLiteMemory)
         assert Path(store.path) == tmp_path / "brain.db"
-        assert factory().memory is store  # failed attempts and conversations: same file
-    finally:
-        store.close()
+        assert runtime.brain is not None
+        assert runtime.brain.memory is store  # failed attempts and conversations: same file
 
 
 def test_with_memory_off_runs_go_to_a_run_store_of_their_own(tmp_path: Path) -> None:
     config = tmp_path / "dcbrain.toml"
     config.write_text(LLM + '[memory]\npath = ""\n')
-    store, factory = brain_factory_from_config(find_config(config))
-    try:
+    with build_runtime(AppSettings(find_config(config))) as runtime:
+        store = runtime.store
         assert isinstance(store, SQLiteRunStore) and not isinstance(store, Memory)
         assert Path(store.path) == tmp_path / FALLBACK_DB
-        assert factory().memory is None
-    finally:
-        store.close()
+        assert runtime.brain is not None and runtime.brain.memory is None
 
 
 def test_every_run_executes_on_the_one_configured_brain(
@@ -61,17 +58,15 @@ def test_every_run_executes_on_the_one_configured_brain(
                       '[memory]\npath = "brain.db"\n')
     fake_openai.reply("```tf_plan\nreturn 6 * 7\n```")
     fake_openai.reply_json({"is_solved": True, "suggestion": ""})
-    store, factory = brain_factory_from_config(find_config(config))
-    brain = factory()
-    assert factory() is brain
+    runtime = build_runtime(AppSettings(find_config(config)))
+    brain, factory = runtime.brain, runtime.brain_factory()
+    assert brain is not None and factory is not None
+    assert factory() is brain and factory() is brain
     seen: list[str] = []
     brain.subscribe(lambda event: seen.append(str(event.type)))
-    try:
-        with serve_in_thread(create_app(Runtime(store=store, brains=factory))) as base_url:
-            api = Api(base_url)
-            run = api.wait_for(api.send("c1", "six times seven?"))
-            api.http.close()
-        assert (run["status"], run["result"]["final_result"]) == ("succeeded", 42)
-        assert seen[0] == "run_started" and seen[-1] == "final"
-    finally:
-        store.close()
+    with runtime, serve_in_thread(create_app(runtime)) as base_url:
+        api = Api(base_url)
+        run = api.wait_for(api.send("c1", "six times seven?"))
+        api.http.close()
+    assert (run["status"], run["result"]["final_result"]) == ("succeeded", 42)
+    assert seen[0] == "run_started" and seen[-1] == "final"

@@ -89,7 +89,7 @@ class Runnable(ABC):
         names are checked.
         """
         async def call(**kwargs: Any) -> Any:
-            return (await self.arun(**kwargs)).content
+            return (await self.async_run(**kwargs)).content
 
         tool = SchemaTool(
             call,
@@ -139,8 +139,6 @@ class Runnable(ABC):
         return TFToolTimeout(f"chain {self.name!r} did not finish within its timeout_s of "
                              f"{self.timeout_s:g} s")
 
-    #: :meth:`async_run` under its short name: ``await chain.arun(topic="x")``.
-    arun = async_run
 
     @abstractmethod
     async def _async_run(self, run: ChainRun) -> ChainResult: ...

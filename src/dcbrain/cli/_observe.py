@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from dcbrain.cli._output import fail_usage
 from dcbrain.logs import LOG_FORMATS, LogFormat, configure_logging
-
-if TYPE_CHECKING:
-    from dcbrain.config import Config
 
 LogFormatOption = Annotated[
     str | None,
@@ -66,11 +63,11 @@ def say(message: str, *, level: int = logging.INFO) -> None:
         sys.stderr.write(message + "\n")
 
 
-def observe_process(config: Config, role: str, log_format: str | None, *,
-                    default_format: LogFormat | None = "text", worker: str | None = None) -> None:
+def install_log_format(log_format: str | None, *, default_format: LogFormat | None = "text",
+                       worker: str | None = None) -> None:
     """Install the log format (``default_format`` when none is given; ``None``: leave
     logging as it is). The span exporter of ``[telemetry]`` is the runtime's
-    (:func:`dcbrain.config.runtime.build_runtime` with the process's ``role``)."""
+    (:func:`dcbrain.config.runtime.build_runtime` with the process's role)."""
     chosen = log_format or default_format
     if chosen is not None:
         if chosen not in LOG_FORMATS:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import typer
 
 from dcbrain.cli._config import ConfigOption, config_errors_exit, load_config_or_exit
-from dcbrain.cli._observe import LogFormatOption, observe_process
+from dcbrain.cli._observe import LogFormatOption, install_log_format
 from dcbrain.cli._output import ExitCode, fail_usage, print_json, write_text
 from dcbrain.values.jsonsafe import dumps
 from dcbrain.values.text import terminal_text
@@ -76,7 +76,7 @@ def ask(
     as_json = json_output or (not text_output and not sys.stdout.isatty())
     loaded = load_config_or_exit(config)
     # progress is ask's own output: log lines only when asked for
-    observe_process(loaded, "ask", log_format, default_format=None)
+    install_log_format(log_format, default_format=None)
     with config_errors_exit():
         runtime = build_runtime(AppSettings(loaded, trace_path=trace, keep_runs=False,
                                             role="ask"))

@@ -27,7 +27,7 @@ from dcbrain.cli._observe import (
     DEFAULT_DB_WAIT_S,
     DbWaitOption,
     LogFormatOption,
-    observe_process,
+    install_log_format,
     say,
     wait_for_database_or_exit,
 )
@@ -146,7 +146,7 @@ def serve(
     from dcbrain.server.protocol import uvicorn_config
 
     loaded = load_config_or_exit(config)
-    observe_process(loaded, "serve", log_format)
+    install_log_format(log_format)
     limits, proxies = _connection_limits(max_connections, head_timeout, body_timeout,
                                          forwarded_allow_ips, drain_timeout)
     settings = _server_settings(host, insecure_no_token, list_conversations,

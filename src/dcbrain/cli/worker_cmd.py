@@ -29,7 +29,7 @@ from dcbrain.cli._observe import (
     DEFAULT_DB_WAIT_S,
     DbWaitOption,
     LogFormatOption,
-    observe_process,
+    install_log_format,
     say,
     wait_for_database_or_exit,
 )
@@ -98,7 +98,7 @@ def worker(
     if concurrency < 1:
         fail_usage(f"--concurrency must be at least 1, not {concurrency}")
     executor_id = executor_id or new_executor_id()
-    observe_process(loaded, "worker", log_format, worker=executor_id)
+    install_log_format(log_format, worker=executor_id)
     wait_for_database_or_exit(db, db_wait, "worker")
     with config_errors_exit():
         try:  # every worker reads and writes the same; its runs wait out a database outage

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from dcbrain.chain import Chain
     from dcbrain.llm import ChatLLM
     from dcbrain.mcp import MCPTools
-    from dcbrain.memory import Memory, RunStore
+    from dcbrain.memory import Memory
     from dcbrain.tools import Tool
 
 #: Where a server's or worker's runs are stored when the config turns memory off.
@@ -532,25 +532,3 @@ def retention_periods(config: Config) -> tuple[float, float] | None:
     if spec.keep_s is None:
         return None
     return spec.keep_s, spec.check_every_minutes * 60.0
-
-
-def brain_factory_from_config(
-    config: Config, memory: Memory | None = None
-) -> tuple[RunStore, Callable[[], DCBrain]]:
-    """The store the server uses and the one brain every run executes on (as a factory).
-
-    The brain is configuration shared by all runs: built once, never copied or changed;
-    what differs per run travels in its :class:`~dcbrain.brain.RunDeps`. With the
-    config's memory off, runs go to a run store of their own and no conversation is
-    kept. ``memory`` replaces the config's memory file.
-    """
-    from dcbrain.memory import RunStore, SQLiteRunStore
-
-    brain = build_brain(config, memory=memory)
-    store = brain.memory if isinstance(brain.memory, RunStore) else SQLiteRunStore(
-        config.resolve(FALLBACK_DB))
-
-    def factory() -> DCBrain:
-        return brain
-
-    return store, factory
