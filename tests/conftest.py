@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -15,6 +16,14 @@ pytest_plugins = ["support.postgres_fixtures"]
 # `pytest --hypothesis-profile=long`: property tests (tests/security/test_noninterference.py)
 # try many more examples than the normal run's
 settings.register_profile("long", max_examples=3000, deadline=None)
+
+#: The suite runs on one process per core (``-n auto`` in pyproject.toml), at most this
+#: many: each process may start its own PostgreSQL cluster and sandbox workers.
+MAX_TEST_PROCESSES = 4
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    return max(1, min(len(os.sched_getaffinity(0)), MAX_TEST_PROCESSES))
 
 
 @pytest.fixture
