@@ -168,6 +168,83 @@ def module_globals(tree: ast.Module, provided: frozenset[str] = frozenset()) -> 
     return list(chosen)
 
 
+def call_counters() -> list[ast.stmt]:
+    """The statements ``__tf_main`` starts with, as parsed from the lines
+    ``__tf_depth = __tf_calls = 0`` and ``__tf_count_calls(lambda: __tf_calls)`` (built, not
+    parsed: a parse per plan costs more than the nodes)."""
+    store, load = ast.Store(), ast.Load()
+    depth_end = len(_DEPTH)
+    calls_at = depth_end + 3
+    zero_at = calls_at + len(_CALLS) + 3
+    counted = ast.Assign(
+        targets=[ast.Name(id=_DEPTH, ctx=store, **_span(1, 0, depth_end)),
+                 ast.Name(id=_CALLS, ctx=store, **_span(1, calls_at, calls_at + len(_CALLS)))],
+        value=ast.Constant(value=0, **_span(1, zero_at, zero_at + 1)),
+        **_span(1, 0, zero_at + 1))
+    counter = "__tf_count_calls"
+    lambda_at = len(counter) + 1
+    body_at = lambda_at + len("lambda: ")
+    end = body_at + len(_CALLS)
+    call = ast.Call(
+        func=ast.Name(id=counter, ctx=load, **_span(2, 0, len(counter))),
+        args=[ast.Lambda(args=_no_arguments(),
+                         body=ast.Name(id=_CALLS, ctx=load, **_span(2, body_at, end)),
+                         **_span(2, lambda_at, end))],
+        keywords=[], **_span(2, 0, end + 1))
+    return [counted, ast.Expr(value=call, **_span(2, 0, end + 1))]
+
+
+def function_counters(node: ast.AST) -> tuple[list[ast.stmt], list[ast.stmt]]:
+    """What a plan function's body starts and ends with, every node positioned at ``node``:
+    ``nonlocal __tf_depth, __tf_calls``, ``__tf_depth += 1``, ``__tf_calls += 1``,
+    ``if __tf_depth > __tf_max_depth or __tf_calls > __tf_max_calls: __tf_too_deep(__tf_depth)``,
+    and ``__tf_depth -= 1``."""
+    at = positions(node)
+    store, load = ast.Store(), ast.Load()
+
+    def name(identifier: str, ctx: ast.expr_context) -> ast.Name:
+        return ast.Name(id=identifier, ctx=ctx, **at)
+
+    def counted(identifier: str, op: ast.operator) -> ast.AugAssign:
+        return ast.AugAssign(target=name(identifier, store), op=op,
+                             value=ast.Constant(value=1, **at), **at)
+
+    def over(identifier: str, limit: str) -> ast.Compare:
+        return ast.Compare(left=name(identifier, load), ops=[ast.Gt()],
+                           comparators=[name(limit, load)], **at)
+
+    too_deep = ast.Call(func=name("__tf_too_deep", load), args=[name(_DEPTH, load)],
+                        keywords=[], **at)
+    check = ast.If(
+        test=ast.BoolOp(op=ast.Or(), values=[over(_DEPTH, "__tf_max_depth"),
+                                             over(_CALLS, "__tf_max_calls")], **at),
+        body=[ast.Expr(value=too_deep, **at)], orelse=[], **at)
+    prologue: list[ast.stmt] = [ast.Nonlocal(names=[_DEPTH, _CALLS], **at),
+                                counted(_DEPTH, ast.Add()), counted(_CALLS, ast.Add()), check]
+    return prologue, [counted(_DEPTH, ast.Sub())]
+
+
+_POSITIONS = ("lineno", "col_offset", "end_lineno", "end_col_offset")
+
+
+def positions(node: ast.AST) -> dict[str, Any]:
+    """The positions ``ast.copy_location`` copies from ``node``, as keyword arguments."""
+    found: dict[str, Any] = {}
+    for name in _POSITIONS:
+        value = getattr(node, name, None)
+        if value is not None or (name.startswith("end_") and hasattr(node, name)):
+            found[name] = value
+    return found
+
+
+def _span(line: int, start: int, end: int) -> dict[str, int]:
+    return {"lineno": line, "col_offset": start, "end_lineno": line, "end_col_offset": end}
+
+
+def _no_arguments() -> ast.arguments:
+    return ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[])
+
+
 def _module(name: str, node: ast.AST) -> ast.expr:
     """The helper module ``name`` as bound for every run, whatever the plan rebinds."""
     return ast.copy_location(
@@ -202,19 +279,15 @@ class _Rewriter(OperatorGuards, DisplayCharges):
             else:
                 visited = self.visit(statement)
                 body.extend(visited if isinstance(visited, list) else [visited])
-        start = ast.Assign(targets=[ast.Name(id=_RESULT, ctx=ast.Store())],
-                           value=ast.Constant(value=None))
-        counters = syntax_tree(f"{_DEPTH} = {_CALLS} = 0\n__tf_count_calls(lambda: {_CALLS})").body
+        at = positions(first)  # of the statements made for the plan as a whole
+        start = ast.Assign(targets=[ast.Name(id=_RESULT, ctx=ast.Store(), **at)],
+                           value=ast.Constant(value=None, **at), **at)
         finish = ast.Return(value=ast.Tuple(
-            elts=[ast.Constant(value=False), ast.Name(id=_RESULT, ctx=ast.Load())],
-            ctx=ast.Load()))
+            elts=[ast.Constant(value=False, **at), ast.Name(id=_RESULT, ctx=ast.Load(), **at)],
+            ctx=ast.Load(), **at), **at)
         main = ast.FunctionDef(
-            name=MAIN_FUNCTION,
-            args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[],
-                               defaults=[]),
-            body=[*(located(part, first) for part in (start, *counters)), *body,
-                  located(finish, first)],
-            decorator_list=[],
+            name=MAIN_FUNCTION, args=_no_arguments(),
+            body=[start, *call_counters(), *body, finish], decorator_list=[],
         )
         main.lineno, main.col_offset = 1, 0
         return ast.Module(body=[main], type_ignores=[])
@@ -232,15 +305,7 @@ class _Rewriter(OperatorGuards, DisplayCharges):
                 special.annotation = None
         # depth and calls counted in cells of __tf_main (no call, no global store):
         # calls stay cheap; one guard call only when a limit is crossed
-        prologue = syntax_tree(
-            f"nonlocal {_DEPTH}, {_CALLS}\n{_DEPTH} += 1\n{_CALLS} += 1\n"
-            f"if {_DEPTH} > __tf_max_depth or {_CALLS} > __tf_max_calls:\n"
-            f"    __tf_too_deep({_DEPTH})"
-        ).body
-        epilogue = syntax_tree(f"{_DEPTH} -= 1").body
-        for statement in (*prologue, *epilogue):
-            for child in walk(statement):
-                ast.copy_location(child, node)
+        prologue, epilogue = function_counters(node)
         guarded = ast.Try(body=node.body, handlers=[], orelse=[], finalbody=epilogue)
         node.body = [*prologue, ast.copy_location(guarded, node)]
         return node
