@@ -1,5 +1,6 @@
-"""The rewriter's own parts: its node transformer and the statements it builds without
-parsing them, each the same as what the standard library's way makes."""
+"""The rewriter's own parts and the parser's listing of child nodes: its node
+transformer, the statements it builds without parsing them, and the passes that read the
+listed tree, each the same as what the standard library's way makes."""
 
 from __future__ import annotations
 
@@ -10,8 +11,15 @@ import pytest
 
 from dcbrain.tfplan._transform import Transformer
 from dcbrain.tfplan.checker import BUILTIN_NAMES
-from dcbrain.tfplan.parser import syntax_tree, walk
-from dcbrain.tfplan.rewrite import call_counters, function_counters, plan_tree
+from dcbrain.tfplan.parser import (
+    child_lister,
+    iter_child_nodes,
+    parse,
+    syntax_tree,
+    walk,
+    walk_listed,
+)
+from dcbrain.tfplan.rewrite import call_counters, function_counters, module_globals, plan_tree
 
 PLANS = [
     "x = 1\n",
@@ -102,3 +110,30 @@ def test_every_node_of_a_rewritten_plan_has_a_position(source: str) -> None:
                if "lineno" in node._attributes and getattr(node, "lineno", None) is None]
     assert missing == []
     compile(tree, "<tf_plan>", "exec")  # no position to fill in first
+
+
+@pytest.mark.parametrize("source", PLANS)
+def test_the_parser_lists_every_nodes_children_as_iter_child_nodes(source: str) -> None:
+    plan = parse(source)
+    assert plan.children is not None
+    assert [id(node) for node in plan.nodes()] == [id(node) for node in walk(plan.tree)]
+    child_nodes = plan.child_nodes()
+    for node in walk(plan.tree):
+        assert child_nodes(node) == iter_child_nodes(node)
+    assert set(plan.children) == {id(node) for node in plan.nodes()}  # contexts are shared
+
+
+def test_a_tree_the_parser_did_not_list_is_walked_as_it_is() -> None:
+    tree = syntax_tree(PLANS[1])
+    assert child_lister(None) is iter_child_nodes
+    assert walk_listed(tree, None) == list(walk(tree))
+    partial = {id(tree): iter_child_nodes(tree)}  # only the root listed
+    assert walk_listed(tree, partial) == list(walk(tree))
+
+
+@pytest.mark.parametrize("source", PLANS)
+def test_module_globals_read_from_the_listed_tree_are_those_of_a_fresh_one(source: str) -> None:
+    plan = parse(source)
+    for provided in (frozenset(), BUILTIN_NAMES):
+        assert module_globals(plan.tree, provided, plan.child_nodes()) == \
+            module_globals(syntax_tree(source), provided)

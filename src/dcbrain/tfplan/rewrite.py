@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import warnings
+from collections.abc import Callable, Sequence
 from types import CodeType
 from typing import Any
 
@@ -55,8 +56,8 @@ FSTRING_NATIVE_FIELDS = 8
 
 
 def compile_plan(source: str, provided: frozenset[str] = frozenset(), *,
-                 tracking: Tracking = "off", builtins: frozenset[str] = frozenset()
-                 ) -> CodeType:
+                 tracking: Tracking = "off", builtins: frozenset[str] = frozenset(),
+                 bound: list[str] | None = None) -> CodeType:
     """Compile the source of a validated plan whose run provides the names ``provided``
     (builtins, registered callables); raises ``SyntaxError`` for compiler-level errors.
 
@@ -64,9 +65,10 @@ def compile_plan(source: str, provided: frozenset[str] = frozenset(), *,
     plan's tree, which stays as it was parsed. With ``tracking`` other than ``"off"``
     the guarded plan also keeps the labels of its values (see ``_label_rewrite.py``, and
     ``_label_hoist.py`` for the label updates moved out of loops; ``builtins`` are the
-    names among ``provided`` that are not chains or tools).
+    names among ``provided`` that are not chains or tools). ``bound``: the plan's
+    :func:`module_globals`, when the caller has them from its own tree of ``source``.
     """
-    tree = plan_tree(source, provided, tracking=tracking, builtins=builtins)
+    tree = plan_tree(source, provided, tracking=tracking, builtins=builtins, bound=bound)
     if tracking == "off":
         return _compiled_module(tree)
     try:
@@ -78,10 +80,10 @@ def compile_plan(source: str, provided: frozenset[str] = frozenset(), *,
 
 
 def plan_tree(source: str, provided: frozenset[str] = frozenset(), *,
-              tracking: Tracking = "off", builtins: frozenset[str] = frozenset()
-              ) -> ast.Module:
+              tracking: Tracking = "off", builtins: frozenset[str] = frozenset(),
+              bound: list[str] | None = None) -> ast.Module:
     """The guarded tree :func:`compile_plan` compiles for ``source`` (arguments as there)."""
-    rewritten = _Rewriter(provided).rewrite(syntax_tree(source))
+    rewritten = _Rewriter(provided, bound).rewrite(syntax_tree(source))
     if tracking == "off":
         return rewritten
     labelled = LabelRewriter(provided, builtins, tracking == "strict").rewrite(rewritten)
@@ -122,14 +124,17 @@ _NESTED_KINDS = frozenset(_NESTED_SCOPES)
 _NOWHERE = 1 << 62
 
 
-def module_globals(tree: ast.Module, provided: frozenset[str] = frozenset()) -> list[str]:
+def module_globals(tree: ast.Module, provided: frozenset[str] = frozenset(),
+                   child_nodes: Callable[[ast.AST], Sequence[ast.AST]] = iter_child_nodes
+                   ) -> list[str]:
     """Top-level names of a plan that must live in the run's globals, not in fast locals.
 
     Python can tell the difference only for a name that shadows a builtin or registered
     callable (``provided``: an earlier use must still reach it, ``del`` uncovers it), a
     name a nested scope (function, lambda, comprehension) mentions, and a name a function
     declares ``global``. Every other top-level name stays a fast local of ``__tf_main``,
-    which keeps top-level loops fast.
+    which keeps top-level loops fast. ``child_nodes`` lists a node's child nodes (e.g.
+    :meth:`~dcbrain.tfplan.parser.Plan.child_nodes`).
     """
     top: dict[str, None] = {}
     nested: set[str] = set()
@@ -155,14 +160,13 @@ def module_globals(tree: ast.Module, provided: frozenset[str] = frozenset()) -> 
             declared.update(dict.fromkeys(node.names))
         elif kind is ast.Nonlocal:
             nested.update(node.names)
-        children = iter_child_nodes(node)
+        children = child_nodes(node)
         if not children:
             continue
         if not inner and kind in _NESTED_KINDS:
             marks.append(inner_from)
             inner_from = len(stack)
-        children.reverse()
-        stack.extend(children)
+        stack.extend(reversed(children))
     chosen = {name: None for name in top if name in nested or name in provided}
     chosen.update(declared)
     return list(chosen)
@@ -258,16 +262,17 @@ def _key(node: ast.expr) -> ast.expr:
 
 
 class _Rewriter(OperatorGuards, DisplayCharges):
-    def __init__(self, provided: frozenset[str]) -> None:
+    def __init__(self, provided: frozenset[str], bound: list[str] | None = None) -> None:
         super().__init__()
         self._provided = provided
+        self._bound = bound
         self._function_depth = 0
 
     def rewrite(self, tree: ast.Module) -> ast.Module:
         """``tree`` as the guarded module; every node made for it is positioned."""
         body: list[ast.stmt] = []
         first = tree.body[0] if tree.body else _ORIGIN
-        bound = module_globals(tree, self._provided)
+        bound = module_globals(tree, self._provided) if self._bound is None else self._bound
         if bound:
             body.append(ast.copy_location(ast.Global(names=bound), first))
         for statement in tree.body:
