@@ -5,12 +5,15 @@ listed tree, each the same as what the standard library's way makes."""
 from __future__ import annotations
 
 import ast
+import copy
 from typing import Any
 
 import pytest
 
 from dcbrain.tfplan._transform import Transformer
 from dcbrain.tfplan.checker import BUILTIN_NAMES
+from dcbrain.tfplan.labels.exprs import copied
+from dcbrain.tfplan.labels.hoist import _statements
 from dcbrain.tfplan.parser import (
     child_lister,
     iter_child_nodes,
@@ -137,3 +140,24 @@ def test_module_globals_read_from_the_listed_tree_are_those_of_a_fresh_one(sourc
     for provided in (frozenset(), BUILTIN_NAMES):
         assert module_globals(plan.tree, provided, plan.child_nodes()) == \
             module_globals(syntax_tree(source), provided)
+
+
+@pytest.mark.parametrize("source", PLANS)
+def test_a_copied_tree_is_what_deepcopy_makes(source: str) -> None:
+    tree = syntax_tree(source)
+    shared = ast.Name(id="twice", ctx=ast.Load())
+    tree.body.append(ast.Expr(value=ast.Tuple(elts=[shared, shared], ctx=ast.Load())))
+    copy_ = copied(tree)
+    assert ast.dump(copy_, include_attributes=True) == \
+        ast.dump(copy.deepcopy(tree), include_attributes=True)
+    originals = {id(node) for node in walk(tree)}
+    assert not originals & {id(node) for node in walk(copy_)}  # nothing shared with it
+    pair = copy_.body[-1].value.elts  # type: ignore[attr-defined]
+    assert pair[0] is pair[1]  # found twice, copied once (as deepcopy)
+
+
+@pytest.mark.parametrize("source", PLANS)
+def test_labelled_statements_are_found_at_any_depth(source: str) -> None:
+    tree = plan_tree(source, BUILTIN_NAMES, tracking="strict", builtins=BUILTIN_NAMES)
+    statements = [node for node in walk(tree) if isinstance(node, ast.stmt)]
+    assert sorted(map(id, _statements(tree.body))) == sorted(map(id, statements))
