@@ -234,7 +234,8 @@ class _Checker:
                                             self._child_nodes):
             self._add(node, message)
         if builds_chains:
-            for node, message in prompt_argument_problems(self.plan.tree, self.chain_inputs):
+            for node, message in prompt_argument_problems(self.plan.tree, self.chain_inputs,
+                                                          self._nodes):
                 self._add(node, message)
         self._check_replan_with()
         if self.flow:
