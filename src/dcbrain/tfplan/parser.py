@@ -128,10 +128,10 @@ class Plan:
     source: str
     tree: ast.Module
     defined_functions: set[str] = field(default_factory=set)
-    #: The child nodes of every node of ``tree``, by the node's ``id``, as the parser
+    #: The child nodes of every node of ``tree`` (nodes hash by identity), as the parser
     #: listed them (see :func:`child_lister`); ``None`` for a tree it did not validate.
-    children: dict[int, list[ast.AST]] | None = field(default=None, repr=False,
-                                                       compare=False)
+    children: dict[ast.AST, list[ast.AST]] | None = field(default=None, repr=False,
+                                                           compare=False)
 
     @cached_property
     def lines(self) -> list[str]:
@@ -237,8 +237,8 @@ class _Validator:
     def __init__(self) -> None:
         #: names of the functions the plan defines (every node is visited when it is valid)
         self.defined: set[str] = set()
-        #: the child nodes of every node visited, by its ``id`` (see :attr:`Plan.children`)
-        self.children: dict[int, list[ast.AST]] = {}
+        #: the child nodes of every node visited (see :attr:`Plan.children`)
+        self.children: dict[ast.AST, list[ast.AST]] = {}
 
     def validate(self, tree: ast.Module) -> list[Problem]:
         problems: list[Problem] = []
@@ -273,7 +273,7 @@ class _Validator:
                 in_function = True
             elif kind is ast.Lambda:
                 in_function = True
-            found = children[id(node)] = iter_child_nodes(node)
+            found = children[node] = iter_child_nodes(node)
             depth += 1
             for child in found:
                 push((child, depth, in_function))
@@ -436,30 +436,23 @@ def walk(node: ast.AST) -> Iterator[ast.AST]:
         yield node
 
 
-def child_lister(children: Mapping[int, Sequence[ast.AST]] | None
+def child_lister(children: Mapping[ast.AST, Sequence[ast.AST]] | None
                  ) -> Callable[[ast.AST], Sequence[ast.AST]]:
-    """A function giving a node's child nodes as :func:`iter_child_nodes` does, read from
-    ``children`` (:attr:`Plan.children`) where it lists them. What it gives may be shared:
-    never change it."""
-    if children is None:
-        return iter_child_nodes
-    listed = children.get
-
-    def child_nodes(node: ast.AST) -> Sequence[ast.AST]:
-        found = listed(id(node))
-        return iter_child_nodes(node) if found is None else found
-
-    return child_nodes
+    """A function giving a node's child nodes as :func:`iter_child_nodes` does: read from
+    ``children`` (:attr:`Plan.children`, which lists every node of its tree), else found.
+    What it gives may be shared: never change it."""
+    return iter_child_nodes if children is None else children.__getitem__
 
 
-def walk_listed(node: ast.AST, children: Mapping[int, Sequence[ast.AST]] | None
+def walk_listed(node: ast.AST, children: Mapping[ast.AST, Sequence[ast.AST]] | None
                 ) -> list[ast.AST]:
-    """``list(walk(node))``, the child nodes read from ``children`` where it lists them."""
+    """``list(walk(node))``, the child nodes read from ``children`` (which lists every
+    node under ``node``) when given."""
     if children is None:
         return list(walk(node))
-    child_nodes = child_lister(children)
+    listed = children.__getitem__
     nodes = [node]
     extend = nodes.extend
     for item in nodes:  # grows as it goes: breadth first
-        extend(child_nodes(item))
+        extend(listed(item))
     return nodes
