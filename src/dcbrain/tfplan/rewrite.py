@@ -20,7 +20,7 @@ import ast
 import warnings
 from collections.abc import Callable, Sequence
 from types import CodeType
-from typing import Any
+from typing import Any, TypedDict
 
 from dcbrain.tfplan._displays import HASHED_WEIGHT, DisplayCharges
 from dcbrain.tfplan._inline import (
@@ -241,7 +241,14 @@ def positions(node: ast.AST) -> dict[str, Any]:
     return found
 
 
-def _span(line: int, start: int, end: int) -> dict[str, int]:
+class _Span(TypedDict):
+    lineno: int
+    col_offset: int
+    end_lineno: int
+    end_col_offset: int
+
+
+def _span(line: int, start: int, end: int) -> _Span:
     return {"lineno": line, "col_offset": start, "end_lineno": line, "end_col_offset": end}
 
 
