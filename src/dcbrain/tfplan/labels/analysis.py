@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from dcbrain.tfplan.methods import IN_PLACE_METHODS
 from dcbrain.tfplan.parser import iter_child_nodes, walk
@@ -360,22 +361,28 @@ def _declared_in(body: list[ast.stmt]) -> tuple[set[str], set[str]]:
 def _locals_of(body: list[ast.stmt]) -> set[str]:
     """Plan names a function body binds in its own scope (not in nested scopes)."""
     found: set[str] = set()
-    stack: list[ast.AST] = list(body)
+    stack: list[Any] = list(body)
     while stack:
         node = stack.pop()
-        if isinstance(node, ast.FunctionDef):
+        kind = type(node)
+        if kind is ast.FunctionDef:
             if _plan_name(node.name):
                 found.add(node.name)
             stack.extend(node.args.defaults)
             continue
-        if isinstance(node, ast.Lambda | ast.ListComp | ast.SetComp | ast.DictComp |
-                      ast.GeneratorExp):
+        if kind in _OWN_SCOPES:
             continue
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del) \
-                and _plan_name(node.id):
-            found.add(node.id)
+        if kind is ast.Name:
+            if type(node.ctx) is not ast.Load and _plan_name(node.id):
+                found.add(node.id)  # stored or deleted
+            continue
         stack.extend(iter_child_nodes(node))
     return found
+
+
+#: Nodes with a scope of their own (besides functions, whose defaults are not in theirs).
+_OWN_SCOPES = frozenset({ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp,
+                         ast.GeneratorExp})
 
 
 def _positioned(statements: list[ast.stmt], origin: ast.AST) -> list[ast.stmt]:
