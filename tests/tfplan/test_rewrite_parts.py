@@ -11,10 +11,12 @@ from typing import Any
 import pytest
 
 from dcbrain.tfplan._transform import Transformer
-from dcbrain.tfplan.checker import BUILTIN_NAMES
+from dcbrain.tfplan.checker import BUILTIN_NAMES, check
 from dcbrain.tfplan.labels.exprs import copied
 from dcbrain.tfplan.labels.hoist import _statements
 from dcbrain.tfplan.parser import (
+    MAX_LISTED_NODES,
+    Plan,
     child_lister,
     iter_child_nodes,
     parse,
@@ -161,3 +163,13 @@ def test_labelled_statements_are_found_at_any_depth(source: str) -> None:
     tree = plan_tree(source, BUILTIN_NAMES, tracking="strict", builtins=BUILTIN_NAMES)
     statements = [node for node in walk(tree) if isinstance(node, ast.stmt)]
     assert sorted(map(id, _statements(tree.body))) == sorted(map(id, statements))
+
+
+def test_a_large_plan_keeps_no_listing_and_is_checked_the_same() -> None:
+    source = "".join(f"x{i} = [{i}, {i} + 1]\n" for i in range(MAX_LISTED_NODES // 4))
+    plan = parse(source)
+    assert len(plan.nodes()) > MAX_LISTED_NODES and plan.children is None
+    assert plan.nodes() == list(walk(plan.tree))
+    assert check(plan) == check(Plan(source, syntax_tree(source))) == []
+    bad = source + "y = x0.nope + undefined_name\n"
+    assert check(parse(bad)) == check(Plan(bad, syntax_tree(bad))) != []

@@ -32,6 +32,10 @@ MAX_TREE_DEPTH = 100
 #: Syntax nodes a plan may have (a long LLM plan has a few thousand): checking, rewriting
 #: and compiling cost time and memory in proportion to them.
 MAX_TREE_NODES = 20_000
+#: Plans of at most this many distinct nodes keep the parser's listing of their child nodes
+#: (:attr:`Plan.children`) for the checks that walk them again; a larger plan's listing
+#: would hold memory for as long as the plan is cached, and it is walked as it is.
+MAX_LISTED_NODES = 5_000
 
 #: Held while CPython turns source into syntax tree objects or those into code, with
 #: warnings silenced: before 3.13 it counts their nesting in one counter for all threads,
@@ -186,8 +190,9 @@ def parse(source: str, *, shared: bool = False) -> Plan:
         if not validator.too_large:  # well-formed Python: the checker can report the rest
             error.tree = tree
         raise error
+    listed = validator.children if len(validator.children) <= MAX_LISTED_NODES else None
     return Plan(source=source, tree=tree, defined_functions=validator.defined,
-                children=validator.children)
+                children=listed)
 
 
 def syntax_tree(source: str) -> ast.Module:
