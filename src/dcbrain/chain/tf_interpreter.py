@@ -250,7 +250,8 @@ class TFChainInterpreter:
     # -- internals ---------------------------------------------------------------------
     def _prepare(self, plan: str, run_check: bool) -> None:
         # compiled as the run will compile it (raises TFSyntaxError); the run reuses it
-        parsed, _ = compile_source(plan, frozenset(self._interpreter.callables))
+        parsed, _ = compile_source(plan, frozenset(self._interpreter.callables),
+                                   self._interpreter.tracking)
         if run_check:
             problems = check(parsed, self._checked_specs(), flow=self.flow_check,
                              chain_inputs=self.additional_info,

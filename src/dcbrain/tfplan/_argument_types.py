@@ -21,8 +21,10 @@ def literal_mismatch(value: ast.expr, schema: Any) -> str | None:
     """``"str, not int"`` when the literal ``value`` can never satisfy ``schema``;
     ``None`` when it may (or when either says too little to be sure)."""
     literal = _literal(value)
+    if literal is None:
+        return None
     allowed = _schema_types(schema)
-    if literal is None or allowed is None:
+    if allowed is None:
         return None
     kind, python_value = literal
     if any(_accepts(json_type, formatted, kind, python_value)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from dcbrain.tfplan.parser import walk
 
@@ -21,15 +21,18 @@ _SUBSTITUTION = re.compile(r"\{\{-?\s*([A-Za-z_][A-Za-z0-9_]*)(?:\.\w+|\[[^\]{}]
 _ALWAYS = frozenset({"input", "current_input"})
 
 
-def prompt_argument_problems(tree: ast.Module, available: Iterable[str] = ()
+def prompt_argument_problems(tree: ast.Module, available: Iterable[str] = (),
+                             nodes: Sequence[ast.AST] | None = None
                              ) -> list[tuple[ast.AST, str]]:
     """``(call, message)`` for each call of a plan-built chain that does not pass a name
-    its prompt substitutes; names in ``available`` every call has already."""
-    if not _may_build_chains(tree):
+    its prompt substitutes; names in ``available`` every call has already. ``nodes`` are
+    those of ``walk(tree)`` when the caller has them already."""
+    nodes = list(walk(tree)) if nodes is None else nodes
+    if not _may_build_chains(nodes):
         return []
     given = _ALWAYS | frozenset(available)
     bound: dict[str, list[ast.AST]] = {}
-    for node in walk(tree):
+    for node in nodes:
         targets: list[ast.AST] = []
         if isinstance(node, ast.Assign):
             targets = list(node.targets)
@@ -48,17 +51,17 @@ def prompt_argument_problems(tree: ast.Module, available: Iterable[str] = ()
                 if isinstance(part, ast.Name):
                     bound.setdefault(part.id, []).append(node)
     chains: dict[str, tuple[int, frozenset[str]]] = {}
-    for name, nodes in bound.items():
-        if len(nodes) != 1 or not isinstance(nodes[0], ast.Assign):
+    for name, bindings in bound.items():
+        if len(bindings) != 1 or not isinstance(bindings[0], ast.Assign):
             continue
-        assign = nodes[0]
+        assign = bindings[0]
         if len(assign.targets) != 1 or not isinstance(assign.targets[0], ast.Name):
             continue
         names = _substituted(assign.value)
         if names is not None:
             chains[name] = (assign.lineno, names - given)
     problems: list[tuple[ast.AST, str]] = []
-    for node in walk(tree):
+    for node in nodes:
         if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name) \
                 or node.func.id not in chains:
             continue
@@ -75,11 +78,11 @@ def prompt_argument_problems(tree: ast.Module, available: Iterable[str] = ()
     return problems
 
 
-def _may_build_chains(tree: ast.Module) -> bool:
-    """Whether ``tree`` has a ``__construct_chain(...)`` call: only such a call builds a
+def _may_build_chains(nodes: Iterable[ast.AST]) -> bool:
+    """Whether ``nodes`` have a ``__construct_chain(...)`` call: only such a call builds a
     chain whose prompt is checked (a plain ASCII source without the name has none)."""
     return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-               and node.func.id == "__construct_chain" for node in walk(tree))
+               and node.func.id == "__construct_chain" for node in nodes)
 
 
 def _substituted(value: ast.AST) -> frozenset[str] | None:

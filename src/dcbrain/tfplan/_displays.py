@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 
 from dcbrain.tfplan._inline import constant, guard_call
+from dcbrain.tfplan._transform import Transformer
 
 #: List and tuple displays of fewer elements (nested small displays included) are not
 #: charged; set and dict displays are, from ``HASHED_WEIGHT``.
@@ -25,7 +26,7 @@ CHARGED_WEIGHT = 8
 HASHED_WEIGHT = 1
 
 
-class DisplayCharges(ast.NodeTransformer):
+class DisplayCharges(Transformer):
     """The rewriter's rules for list, tuple, set and dict displays."""
 
     def __init__(self) -> None:

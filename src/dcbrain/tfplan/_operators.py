@@ -19,6 +19,7 @@ from dcbrain.tfplan._inline import (
     numbers_inline,
     small_int_inline,
 )
+from dcbrain.tfplan._transform import Transformer
 
 #: Binary operators that can build large values; the others cannot (or only with numbers).
 _GUARDED_BINOPS: dict[type[ast.operator], str] = {
@@ -41,7 +42,7 @@ def _deep(node: ast.expr) -> ast.expr:
     return node if is_scalar_constant(node) else guard_call("__tf_deep", [node], node)
 
 
-class OperatorGuards(ast.NodeTransformer):
+class OperatorGuards(Transformer):
     """The rewriter's rules for binary operators, augmented assignments and comparisons."""
 
     def __init__(self) -> None:

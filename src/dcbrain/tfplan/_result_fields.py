@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 import difflib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 from dcbrain.tfplan.parser import iter_child_nodes, walk
@@ -26,6 +26,15 @@ _MUTATING = frozenset({"append", "extend", "insert", "update", "setdefault", "po
 #: Builtins whose result holds the items of their (first) iterable argument.
 _SAME_ITEMS = frozenset({"sorted", "reversed", "list", "tuple"})
 _ONE_ITEM = frozenset({"min", "max"})
+_COMPREHENSION_KINDS = frozenset(_COMPREHENSIONS)
+#: Node types :meth:`_FieldCheck._collect` reads.
+_COLLECTED = frozenset({ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.NamedExpr,
+                        ast.FunctionDef, ast.Lambda, ast.alias, ast.Global, ast.Nonlocal,
+                        ast.Delete, ast.Call})
+#: Node types with no field read in them: names, constants, contexts, operators.
+_NO_FIELD_READS = frozenset({ast.Name, ast.Constant, ast.Pass, ast.Break, ast.Continue, *(
+    kind for base in (ast.expr_context, ast.boolop, ast.operator, ast.unaryop, ast.cmpop)
+    for kind in base.__subclasses__())})
 
 
 class _Spec(Protocol):
@@ -36,18 +45,24 @@ class _Spec(Protocol):
 
 
 def field_problems(tree: ast.Module, specs: Mapping[str, _Spec],
-                   nodes: Sequence[ast.AST] | None = None) -> list[tuple[ast.AST, str]]:
+                   nodes: Sequence[ast.AST] | None = None,
+                   child_nodes: Callable[[ast.AST], Sequence[ast.AST]] = iter_child_nodes
+                   ) -> list[tuple[ast.AST, str]]:
     """``(node, message)`` for every field read that no value of its shape has; ``nodes``
-    are those of ``walk(tree)`` when the caller has them already."""
+    are those of ``walk(tree)`` when the caller has them already, ``child_nodes`` lists a
+    node's child nodes (e.g. :meth:`Plan.child_nodes`)."""
     if all(Shape.of(spec.returns) is None for spec in specs.values()):
         return []  # every shape starts at a call's declared result: none here
-    return _FieldCheck(tree, specs, nodes).run()
+    return _FieldCheck(tree, specs, nodes, child_nodes).run()
 
 
 class _FieldCheck:
     def __init__(self, tree: ast.Module, specs: Mapping[str, _Spec],
-                 nodes: Sequence[ast.AST] | None = None) -> None:
+                 nodes: Sequence[ast.AST] | None = None,
+                 child_nodes: Callable[[ast.AST], Sequence[ast.AST]] = iter_child_nodes
+                 ) -> None:
         self.tree = tree
+        self._child_nodes = child_nodes
         self.specs = specs
         self.problems: list[tuple[ast.AST, str]] = []
         self.bindings: dict[str, list[ast.AST]] = {}
@@ -59,17 +74,21 @@ class _FieldCheck:
         self._collect(list(walk(tree)) if nodes is None else nodes)
 
     # -- what each name is bound to ----------------------------------------------------
-    def _collect(self, nodes: Sequence[ast.AST]) -> None:
+    def _collect(self, nodes: Sequence[Any]) -> None:
+        calls: list[ast.Call] = []
         for node in nodes:
-            if isinstance(node, ast.Assign):
+            kind = type(node)
+            if kind not in _COLLECTED:
+                continue
+            if kind is ast.Assign:
                 for target in node.targets:
                     self._bind_target(target, node)
-            elif isinstance(node, ast.AugAssign | ast.AnnAssign | ast.For):
+            elif kind is ast.AugAssign or kind is ast.AnnAssign or kind is ast.For:
                 self._bind_target(node.target, node)
-            elif isinstance(node, ast.NamedExpr):
+            elif kind is ast.NamedExpr:
                 self._bind(node.target.id, node)
-            elif isinstance(node, ast.FunctionDef | ast.Lambda):
-                if isinstance(node, ast.FunctionDef):
+            elif kind is ast.FunctionDef or kind is ast.Lambda:
+                if kind is ast.FunctionDef:
                     self._bind(node.name, node)
                     self.plan_functions.add(node.name)
                 arguments = node.args
@@ -77,20 +96,20 @@ class _FieldCheck:
                             arguments.vararg, arguments.kwarg):
                     if arg is not None:
                         self._bind(arg.arg, node)
-            elif isinstance(node, ast.alias):
+            elif kind is ast.alias:
                 self._bind((node.asname or node.name).partition(".")[0], node)
-            elif isinstance(node, ast.Global | ast.Nonlocal):
+            elif kind is ast.Global or kind is ast.Nonlocal:
                 self.changed.update(node.names)
-            elif isinstance(node, ast.Delete):
+            elif kind is ast.Delete:
                 self._mutated.extend(node.targets)
-            elif isinstance(node, ast.Call):
+            else:  # a call
+                calls.append(node)
                 func = node.func
                 if isinstance(func, ast.Attribute) and func.attr in _MUTATING:
                     self._mutated.append(func.value)
         # a value handed to a plan function may be changed there
-        for node in nodes:
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
-                    and node.func.id in self.plan_functions:
+        for node in calls if self.plan_functions else ():
+            if isinstance(node.func, ast.Name) and node.func.id in self.plan_functions:
                 self._mutated.extend([*node.args, *(keyword.value for keyword in node.keywords)])
         for node in self._mutated:  # once every binding is known, for aliases
             self._changes(node)
@@ -201,8 +220,9 @@ class _FieldCheck:
         self._visit(self.tree, {})
         return self.problems
 
-    def _visit(self, node: ast.AST, env: dict[str, tuple[Shape, str] | None]) -> None:
-        if isinstance(node, _COMPREHENSIONS):
+    def _visit(self, node: Any, env: dict[str, tuple[Shape, str] | None]) -> None:
+        kind = type(node)
+        if kind in _COMPREHENSION_KINDS:
             inner = dict(env)
             for generator in node.generators:
                 self._visit(generator.iter, inner)
@@ -211,30 +231,30 @@ class _FieldCheck:
                     inner[name] = items if isinstance(generator.target, ast.Name) else None
                 for condition in generator.ifs:
                     self._visit(condition, inner)
-            elements = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+            elements = [node.key, node.value] if kind is ast.DictComp else [node.elt]
             for element in elements:
                 self._visit(element, inner)
             return
-        if isinstance(node, ast.FunctionDef | ast.Lambda):
+        if kind is ast.FunctionDef or kind is ast.Lambda:
             inner = dict(env)
             arguments = node.args
             for arg in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
                         arguments.vararg, arguments.kwarg):
                 if arg is not None:
                     inner[arg.arg] = None
-            for child in iter_child_nodes(node):
-                self._visit(child, inner)
-            return
-        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
+            env = inner
+        elif kind is ast.Subscript:
             key = node.slice
-            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+            if type(node.ctx) is ast.Load and type(key) is ast.Constant \
+                    and isinstance(key.value, str):
                 self._check(node.value, key.value, key, env)
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+        elif kind is ast.Call and isinstance(node.func, ast.Attribute) \
                 and node.func.attr == "get" and node.args \
                 and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
             self._check(node.func.value, node.args[0].value, node.args[0], env)
-        for child in iter_child_nodes(node):
-            self._visit(child, env)
+        for child in self._child_nodes(node):
+            if type(child) not in _NO_FIELD_READS:
+                self._visit(child, env)
 
     def _check(self, base_node: ast.AST, key: str, at: ast.AST,
                env: Mapping[str, tuple[Shape, str] | None]) -> None:

@@ -30,7 +30,7 @@ from dcbrain.tfplan.builtins import BUILTIN_FUNCTIONS, EXCEPTIONS
 from dcbrain.tfplan.errors import Problem, TFSyntaxError, first_problems
 from dcbrain.tfplan.flow import flow_problems
 from dcbrain.tfplan.methods import ALL_METHOD_NAMES, MODULE_MEMBERS
-from dcbrain.tfplan.parser import SPECIAL_NAMES, Plan, iter_child_nodes, parse, walk
+from dcbrain.tfplan.parser import SPECIAL_NAMES, Plan, parse
 from dcbrain.tfplan.scopes import resolve
 
 #: Names every plan can use besides its own and the registered callables.
@@ -198,8 +198,9 @@ class _Checker:
         self.specs = specs
         self.flow = flow
         self.problems: list[Problem] = []
-        self.resolution = resolve(plan.tree)
-        self._nodes = list(walk(plan.tree))  # one walk for the checks below
+        self._child_nodes = plan.child_nodes()  # as the parser listed them
+        self.resolution = resolve(plan.tree, self._child_nodes)
+        self._nodes = plan.nodes()  # one walk for the checks below
         self.called = {  # names in call position, to tell unknown functions from names
             id(node.func) for node in self._nodes if isinstance(node, ast.Call)
         }
@@ -229,10 +230,12 @@ class _Checker:
             elif isinstance(node, ast.Attribute) and node.attr not in ALL_METHOD_NAMES \
                     and not _is_namespace_access(node):
                 self._add(node, f"no value in tf_plan has a method {node.attr!r}")
-        for node, message in field_problems(self.plan.tree, self.specs, self._nodes):
+        for node, message in field_problems(self.plan.tree, self.specs, self._nodes,
+                                            self._child_nodes):
             self._add(node, message)
         if builds_chains:
-            for node, message in prompt_argument_problems(self.plan.tree, self.chain_inputs):
+            for node, message in prompt_argument_problems(self.plan.tree, self.chain_inputs,
+                                                          self._nodes):
                 self._add(node, message)
         self._check_replan_with()
         if self.flow:
@@ -256,7 +259,7 @@ class _Checker:
             if isinstance(node, ast.Return) and node.value is not None:
                 allowed.add(id(node.value))
             if not isinstance(node, ast.FunctionDef | ast.Lambda):
-                stack.extend(iter_child_nodes(node))
+                stack.extend(self._child_nodes(node))
         for node in self._nodes:
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
                     and node.func.id == "replan_with" and id(node.func) not in self.plan_bound:

@@ -110,7 +110,7 @@ class _FlowAnalysis:
         self.opaque: set[str] = set()
         self.plan_names: set[str] = set()
         in_place = False  # whether the plan may change a container in place
-        for node in walk(plan.tree):  # one walk for all three
+        for node in plan.nodes():  # one walk for all three
             if isinstance(node, ast.Global | ast.Nonlocal):
                 self.opaque.update(node.names)
             elif isinstance(node, ast.Name):

@@ -57,7 +57,7 @@ from dcbrain.tfplan.messages import public_message
 from dcbrain.tfplan.origins import describe_callable
 from dcbrain.tfplan.parser import IMPORTABLE_MODULES, Plan, parse
 from dcbrain.tfplan.result import ConsoleResult
-from dcbrain.tfplan.rewrite import MAIN_FUNCTION, PLAN_FILENAME, compile_plan
+from dcbrain.tfplan.rewrite import MAIN_FUNCTION, PLAN_FILENAME, compile_plan, module_globals
 from dcbrain.tfplan.sandbox.relay import cancel_in_sandbox, run_in_sandbox
 from dcbrain.tfplan.state import CallObserver, ParallelHooks, RunState, Watchdog
 from dcbrain.tfplan.supervise import Supervision, abandon_calls, start_driver
@@ -70,8 +70,9 @@ def _compiled(source: str, host_names: frozenset[str],
               tracking: Tracking = "off") -> tuple[Plan, CodeType]:
     plan = parse(source, shared=True)  # only read: it is kept for every run of the source
     try:
-        code = compile_plan(source, BUILTIN_NAMES | host_names, tracking=tracking,
-                            builtins=BUILTIN_NAMES)
+        provided = BUILTIN_NAMES | host_names
+        code = compile_plan(source, provided, tracking=tracking, builtins=BUILTIN_NAMES,
+                            bound=module_globals(plan.tree, provided, plan.child_nodes()))
     except SyntaxError as exc:
         problem = Problem(exc.lineno or 1, exc.offset or 1, exc.msg,
                           kind="SyntaxError")

@@ -12,7 +12,7 @@ import re
 import threading
 import warnings
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any
@@ -32,6 +32,10 @@ MAX_TREE_DEPTH = 100
 #: Syntax nodes a plan may have (a long LLM plan has a few thousand): checking, rewriting
 #: and compiling cost time and memory in proportion to them.
 MAX_TREE_NODES = 20_000
+#: Plans of at most this many distinct nodes keep the parser's listing of their child nodes
+#: (:attr:`Plan.children`) for the checks that walk them again; a larger plan's listing
+#: would hold memory for as long as the plan is cached, and it is walked as it is.
+MAX_LISTED_NODES = 5_000
 
 #: Held while CPython turns source into syntax tree objects or those into code, with
 #: warnings silenced: before 3.13 it counts their nesting in one counter for all threads,
@@ -128,10 +132,22 @@ class Plan:
     source: str
     tree: ast.Module
     defined_functions: set[str] = field(default_factory=set)
+    #: The child nodes of every node of ``tree`` (nodes hash by identity), as the parser
+    #: listed them (see :func:`child_lister`); ``None`` for a tree it did not validate.
+    children: dict[ast.AST, list[ast.AST]] | None = field(default=None, repr=False,
+                                                           compare=False)
 
     @cached_property
     def lines(self) -> list[str]:
         return source_lines(self.source)
+
+    def child_nodes(self) -> Callable[[ast.AST], Sequence[ast.AST]]:
+        """``iter_child_nodes`` for this plan's tree (never change what it gives)."""
+        return child_lister(self.children)
+
+    def nodes(self) -> list[ast.AST]:
+        """Every node of the tree, in the order of :func:`walk`."""
+        return walk_listed(self.tree, self.children)
 
 
 def extract_plan(reply: str) -> str | None:
@@ -174,7 +190,9 @@ def parse(source: str, *, shared: bool = False) -> Plan:
         if not validator.too_large:  # well-formed Python: the checker can report the rest
             error.tree = tree
         raise error
-    return Plan(source=source, tree=tree, defined_functions=validator.defined)
+    listed = validator.children if len(validator.children) <= MAX_LISTED_NODES else None
+    return Plan(source=source, tree=tree, defined_functions=validator.defined,
+                children=listed)
 
 
 def syntax_tree(source: str) -> ast.Module:
@@ -224,13 +242,17 @@ class _Validator:
     def __init__(self) -> None:
         #: names of the functions the plan defines (every node is visited when it is valid)
         self.defined: set[str] = set()
+        #: the child nodes of every node visited (see :attr:`Plan.children`)
+        self.children: dict[ast.AST, list[ast.AST]] = {}
 
     def validate(self, tree: ast.Module) -> list[Problem]:
         problems: list[Problem] = []
         stack: list[tuple[ast.AST, int, bool]] = [(tree, 0, False)]
+        pop, push = stack.pop, stack.append
+        children = self.children
         visited = 0
         while stack:
-            node, depth, in_function = stack.pop()
+            node, depth, in_function = pop()
             visited += 1
             if visited > MAX_TREE_NODES:
                 problems.append(Problem(1, 1, "plan is too large: more than the limit of "
@@ -242,15 +264,24 @@ class _Validator:
                 problems.append(_problem(node, f"expression nested deeper than {MAX_TREE_DEPTH}"
                                                " levels"))
                 continue
-            message = self._check_node(node, in_function)
-            if message is not None:
-                problems.append(_problem(node, message))
-                if type(node) not in ALLOWED_NODES:
-                    continue
-            if type(node) is ast.FunctionDef:
-                self.defined.add(node.name)
-            inner = in_function or isinstance(node, ast.FunctionDef | ast.Lambda)
-            stack.extend((child, depth + 1, inner) for child in iter_child_nodes(node))
+            kind = type(node)
+            if kind not in ALLOWED_NODES:
+                problems.append(_problem(node, self._check_node(node, in_function) or ""))
+                continue
+            check = _NODE_CHECKS.get(kind)
+            if check is not None:
+                message = check(node, in_function)
+                if message is not None:
+                    problems.append(_problem(node, message))
+            if kind is ast.FunctionDef:
+                self.defined.add(node.name)  # type: ignore[attr-defined]
+                in_function = True
+            elif kind is ast.Lambda:
+                in_function = True
+            found = children[node] = iter_child_nodes(node)
+            depth += 1
+            for child in found:
+                push((child, depth, in_function))
         problems.sort(key=lambda p: (p.line, p.col))
         return first_problems(problems)
 
@@ -408,3 +439,25 @@ def walk(node: ast.AST) -> Iterator[ast.AST]:
                     if isinstance(item, ast.AST):
                         append(item)
         yield node
+
+
+def child_lister(children: Mapping[ast.AST, Sequence[ast.AST]] | None
+                 ) -> Callable[[ast.AST], Sequence[ast.AST]]:
+    """A function giving a node's child nodes as :func:`iter_child_nodes` does: read from
+    ``children`` (:attr:`Plan.children`, which lists every node of its tree), else found.
+    What it gives may be shared: never change it."""
+    return iter_child_nodes if children is None else children.__getitem__
+
+
+def walk_listed(node: ast.AST, children: Mapping[ast.AST, Sequence[ast.AST]] | None
+                ) -> list[ast.AST]:
+    """``list(walk(node))``, the child nodes read from ``children`` (which lists every
+    node under ``node``) when given."""
+    if children is None:
+        return list(walk(node))
+    listed = children.__getitem__
+    nodes = [node]
+    extend = nodes.extend
+    for item in nodes:  # grows as it goes: breadth first
+        extend(listed(item))
+    return nodes

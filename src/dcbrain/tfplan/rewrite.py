@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import ast
 import warnings
+from collections.abc import Callable, Sequence
 from types import CodeType
-from typing import Any
+from typing import Any, TypedDict
 
 from dcbrain.tfplan._displays import HASHED_WEIGHT, DisplayCharges
 from dcbrain.tfplan._inline import (
@@ -55,8 +56,8 @@ FSTRING_NATIVE_FIELDS = 8
 
 
 def compile_plan(source: str, provided: frozenset[str] = frozenset(), *,
-                 tracking: Tracking = "off", builtins: frozenset[str] = frozenset()
-                 ) -> CodeType:
+                 tracking: Tracking = "off", builtins: frozenset[str] = frozenset(),
+                 bound: list[str] | None = None) -> CodeType:
     """Compile the source of a validated plan whose run provides the names ``provided``
     (builtins, registered callables); raises ``SyntaxError`` for compiler-level errors.
 
@@ -64,9 +65,10 @@ def compile_plan(source: str, provided: frozenset[str] = frozenset(), *,
     plan's tree, which stays as it was parsed. With ``tracking`` other than ``"off"``
     the guarded plan also keeps the labels of its values (see ``_label_rewrite.py``, and
     ``_label_hoist.py`` for the label updates moved out of loops; ``builtins`` are the
-    names among ``provided`` that are not chains or tools).
+    names among ``provided`` that are not chains or tools). ``bound``: the plan's
+    :func:`module_globals`, when the caller has them from its own tree of ``source``.
     """
-    tree = plan_tree(source, provided, tracking=tracking, builtins=builtins)
+    tree = plan_tree(source, provided, tracking=tracking, builtins=builtins, bound=bound)
     if tracking == "off":
         return _compiled_module(tree)
     try:
@@ -78,10 +80,10 @@ def compile_plan(source: str, provided: frozenset[str] = frozenset(), *,
 
 
 def plan_tree(source: str, provided: frozenset[str] = frozenset(), *,
-              tracking: Tracking = "off", builtins: frozenset[str] = frozenset()
-              ) -> ast.Module:
+              tracking: Tracking = "off", builtins: frozenset[str] = frozenset(),
+              bound: list[str] | None = None) -> ast.Module:
     """The guarded tree :func:`compile_plan` compiles for ``source`` (arguments as there)."""
-    rewritten = _Rewriter(provided).rewrite(syntax_tree(source))
+    rewritten = _Rewriter(provided, bound).rewrite(syntax_tree(source))
     if tracking == "off":
         return rewritten
     labelled = LabelRewriter(provided, builtins, tracking == "strict").rewrite(rewritten)
@@ -122,14 +124,17 @@ _NESTED_KINDS = frozenset(_NESTED_SCOPES)
 _NOWHERE = 1 << 62
 
 
-def module_globals(tree: ast.Module, provided: frozenset[str] = frozenset()) -> list[str]:
+def module_globals(tree: ast.Module, provided: frozenset[str] = frozenset(),
+                   child_nodes: Callable[[ast.AST], Sequence[ast.AST]] = iter_child_nodes
+                   ) -> list[str]:
     """Top-level names of a plan that must live in the run's globals, not in fast locals.
 
     Python can tell the difference only for a name that shadows a builtin or registered
     callable (``provided``: an earlier use must still reach it, ``del`` uncovers it), a
     name a nested scope (function, lambda, comprehension) mentions, and a name a function
     declares ``global``. Every other top-level name stays a fast local of ``__tf_main``,
-    which keeps top-level loops fast.
+    which keeps top-level loops fast. ``child_nodes`` lists a node's child nodes (e.g.
+    :meth:`~dcbrain.tfplan.parser.Plan.child_nodes`).
     """
     top: dict[str, None] = {}
     nested: set[str] = set()
@@ -155,17 +160,100 @@ def module_globals(tree: ast.Module, provided: frozenset[str] = frozenset()) -> 
             declared.update(dict.fromkeys(node.names))
         elif kind is ast.Nonlocal:
             nested.update(node.names)
-        children = iter_child_nodes(node)
+        children = child_nodes(node)
         if not children:
             continue
         if not inner and kind in _NESTED_KINDS:
             marks.append(inner_from)
             inner_from = len(stack)
-        children.reverse()
-        stack.extend(children)
+        stack.extend(reversed(children))
     chosen = {name: None for name in top if name in nested or name in provided}
     chosen.update(declared)
     return list(chosen)
+
+
+def call_counters() -> list[ast.stmt]:
+    """The statements ``__tf_main`` starts with, as parsed from the lines
+    ``__tf_depth = __tf_calls = 0`` and ``__tf_count_calls(lambda: __tf_calls)`` (built, not
+    parsed: a parse per plan costs more than the nodes)."""
+    store, load = ast.Store(), ast.Load()
+    depth_end = len(_DEPTH)
+    calls_at = depth_end + 3
+    zero_at = calls_at + len(_CALLS) + 3
+    counted = ast.Assign(
+        targets=[ast.Name(id=_DEPTH, ctx=store, **_span(1, 0, depth_end)),
+                 ast.Name(id=_CALLS, ctx=store, **_span(1, calls_at, calls_at + len(_CALLS)))],
+        value=ast.Constant(value=0, **_span(1, zero_at, zero_at + 1)),
+        **_span(1, 0, zero_at + 1))
+    counter = "__tf_count_calls"
+    lambda_at = len(counter) + 1
+    body_at = lambda_at + len("lambda: ")
+    end = body_at + len(_CALLS)
+    call = ast.Call(
+        func=ast.Name(id=counter, ctx=load, **_span(2, 0, len(counter))),
+        args=[ast.Lambda(args=_no_arguments(),
+                         body=ast.Name(id=_CALLS, ctx=load, **_span(2, body_at, end)),
+                         **_span(2, lambda_at, end))],
+        keywords=[], **_span(2, 0, end + 1))
+    return [counted, ast.Expr(value=call, **_span(2, 0, end + 1))]
+
+
+def function_counters(node: ast.AST) -> tuple[list[ast.stmt], list[ast.stmt]]:
+    """What a plan function's body starts and ends with, every node positioned at ``node``:
+    ``nonlocal __tf_depth, __tf_calls``, ``__tf_depth += 1``, ``__tf_calls += 1``,
+    ``if __tf_depth > __tf_max_depth or __tf_calls > __tf_max_calls: __tf_too_deep(__tf_depth)``,
+    and ``__tf_depth -= 1``."""
+    at = positions(node)
+    store, load = ast.Store(), ast.Load()
+
+    def name(identifier: str, ctx: ast.expr_context) -> ast.Name:
+        return ast.Name(id=identifier, ctx=ctx, **at)
+
+    def counted(identifier: str, op: ast.operator) -> ast.AugAssign:
+        return ast.AugAssign(target=name(identifier, store), op=op,
+                             value=ast.Constant(value=1, **at), **at)
+
+    def over(identifier: str, limit: str) -> ast.Compare:
+        return ast.Compare(left=name(identifier, load), ops=[ast.Gt()],
+                           comparators=[name(limit, load)], **at)
+
+    too_deep = ast.Call(func=name("__tf_too_deep", load), args=[name(_DEPTH, load)],
+                        keywords=[], **at)
+    check = ast.If(
+        test=ast.BoolOp(op=ast.Or(), values=[over(_DEPTH, "__tf_max_depth"),
+                                             over(_CALLS, "__tf_max_calls")], **at),
+        body=[ast.Expr(value=too_deep, **at)], orelse=[], **at)
+    prologue: list[ast.stmt] = [ast.Nonlocal(names=[_DEPTH, _CALLS], **at),
+                                counted(_DEPTH, ast.Add()), counted(_CALLS, ast.Add()), check]
+    return prologue, [counted(_DEPTH, ast.Sub())]
+
+
+_POSITIONS = ("lineno", "col_offset", "end_lineno", "end_col_offset")
+
+
+def positions(node: ast.AST) -> dict[str, Any]:
+    """The positions ``ast.copy_location`` copies from ``node``, as keyword arguments."""
+    found: dict[str, Any] = {}
+    for name in _POSITIONS:
+        value = getattr(node, name, None)
+        if value is not None or (name.startswith("end_") and hasattr(node, name)):
+            found[name] = value
+    return found
+
+
+class _Span(TypedDict):
+    lineno: int
+    col_offset: int
+    end_lineno: int
+    end_col_offset: int
+
+
+def _span(line: int, start: int, end: int) -> _Span:
+    return {"lineno": line, "col_offset": start, "end_lineno": line, "end_col_offset": end}
+
+
+def _no_arguments() -> ast.arguments:
+    return ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[])
 
 
 def _module(name: str, node: ast.AST) -> ast.expr:
@@ -181,16 +269,17 @@ def _key(node: ast.expr) -> ast.expr:
 
 
 class _Rewriter(OperatorGuards, DisplayCharges):
-    def __init__(self, provided: frozenset[str]) -> None:
+    def __init__(self, provided: frozenset[str], bound: list[str] | None = None) -> None:
         super().__init__()
         self._provided = provided
+        self._bound = bound
         self._function_depth = 0
 
     def rewrite(self, tree: ast.Module) -> ast.Module:
         """``tree`` as the guarded module; every node made for it is positioned."""
         body: list[ast.stmt] = []
         first = tree.body[0] if tree.body else _ORIGIN
-        bound = module_globals(tree, self._provided)
+        bound = module_globals(tree, self._provided) if self._bound is None else self._bound
         if bound:
             body.append(ast.copy_location(ast.Global(names=bound), first))
         for statement in tree.body:
@@ -202,19 +291,15 @@ class _Rewriter(OperatorGuards, DisplayCharges):
             else:
                 visited = self.visit(statement)
                 body.extend(visited if isinstance(visited, list) else [visited])
-        start = ast.Assign(targets=[ast.Name(id=_RESULT, ctx=ast.Store())],
-                           value=ast.Constant(value=None))
-        counters = syntax_tree(f"{_DEPTH} = {_CALLS} = 0\n__tf_count_calls(lambda: {_CALLS})").body
+        at = positions(first)  # of the statements made for the plan as a whole
+        start = ast.Assign(targets=[ast.Name(id=_RESULT, ctx=ast.Store(), **at)],
+                           value=ast.Constant(value=None, **at), **at)
         finish = ast.Return(value=ast.Tuple(
-            elts=[ast.Constant(value=False), ast.Name(id=_RESULT, ctx=ast.Load())],
-            ctx=ast.Load()))
+            elts=[ast.Constant(value=False, **at), ast.Name(id=_RESULT, ctx=ast.Load(), **at)],
+            ctx=ast.Load(), **at), **at)
         main = ast.FunctionDef(
-            name=MAIN_FUNCTION,
-            args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[],
-                               defaults=[]),
-            body=[*(located(part, first) for part in (start, *counters)), *body,
-                  located(finish, first)],
-            decorator_list=[],
+            name=MAIN_FUNCTION, args=_no_arguments(),
+            body=[start, *call_counters(), *body, finish], decorator_list=[],
         )
         main.lineno, main.col_offset = 1, 0
         return ast.Module(body=[main], type_ignores=[])
@@ -232,15 +317,7 @@ class _Rewriter(OperatorGuards, DisplayCharges):
                 special.annotation = None
         # depth and calls counted in cells of __tf_main (no call, no global store):
         # calls stay cheap; one guard call only when a limit is crossed
-        prologue = syntax_tree(
-            f"nonlocal {_DEPTH}, {_CALLS}\n{_DEPTH} += 1\n{_CALLS} += 1\n"
-            f"if {_DEPTH} > __tf_max_depth or {_CALLS} > __tf_max_calls:\n"
-            f"    __tf_too_deep({_DEPTH})"
-        ).body
-        epilogue = syntax_tree(f"{_DEPTH} -= 1").body
-        for statement in (*prologue, *epilogue):
-            for child in walk(statement):
-                ast.copy_location(child, node)
+        prologue, epilogue = function_counters(node)
         guarded = ast.Try(body=node.body, handlers=[], orelse=[], finalbody=epilogue)
         node.body = [*prologue, ast.copy_location(guarded, node)]
         return node

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from dcbrain.tfplan.methods import IN_PLACE_METHODS
 from dcbrain.tfplan.parser import iter_child_nodes, walk
@@ -89,9 +90,10 @@ class _Analysis:
                     and isinstance(child.ctx, ast.Load) and child.id in bindings]
 
         self.mutated: set[str] = set()
-        defined = {node.name: node for node in walk(main)
+        nodes = list(walk(main))  # one walk for the passes below (none changes the tree)
+        defined = {node.name: node for node in nodes
                    if isinstance(node, ast.FunctionDef) and node is not main}
-        for node in walk(main):
+        for node in nodes:
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del) \
                     and _plan_name(node.id):
                 bindings[node.id] = bindings.get(node.id, 0) + 1
@@ -104,7 +106,7 @@ class _Analysis:
                 self.walrus.add(node.target.id)
         #: the guard rewrite's temporaries of ``t[k] op= v``: the variable each stands for
         self.aliases: dict[str, str] = {}
-        for node in walk(main):
+        for node in nodes:
             if isinstance(node, ast.Assign) and len(node.targets) == 1 \
                     and isinstance(node.targets[0], ast.Name) \
                     and _TEMPORARY.fullmatch(node.targets[0].id):
@@ -112,12 +114,12 @@ class _Analysis:
                 if root:
                     self.aliases[node.targets[0].id] = root
         aliases = self.aliases
-        for node in walk(main):  # a plan function's name stands for what it returns
+        for node in nodes:  # a plan function's name stands for what it returns
             if isinstance(node, ast.FunctionDef) and node is not main:
                 for child in walk(node):
                     if isinstance(child, ast.Return) and child.value is not None:
                         link([node.name], read(child.value))
-        for node in walk(main):  # links between plan variables only, not builtins
+        for node in nodes:  # links between plan variables only, not builtins
             if isinstance(node, ast.Assign):
                 for target in node.targets:
                     roots = [_root(part, aliases) for part in _subscripts(target)]
@@ -173,7 +175,7 @@ class _Analysis:
         #: variables whose group a lambda or generator expression changes in place: the
         #: change runs later than the statement that holds it, so reading such a
         #: variable reads anything the run has seen by then
-        late = {find(root) for node in walk(main)
+        late = {find(root) for node in nodes
                 if isinstance(node, ast.Lambda | ast.GeneratorExp)
                 for root in _changed_in_place(node, self.aliases)}
         self.changed_late = {name for name in self.bound if find(name) in late}
@@ -359,22 +361,28 @@ def _declared_in(body: list[ast.stmt]) -> tuple[set[str], set[str]]:
 def _locals_of(body: list[ast.stmt]) -> set[str]:
     """Plan names a function body binds in its own scope (not in nested scopes)."""
     found: set[str] = set()
-    stack: list[ast.AST] = list(body)
+    stack: list[Any] = list(body)
     while stack:
         node = stack.pop()
-        if isinstance(node, ast.FunctionDef):
+        kind = type(node)
+        if kind is ast.FunctionDef:
             if _plan_name(node.name):
                 found.add(node.name)
             stack.extend(node.args.defaults)
             continue
-        if isinstance(node, ast.Lambda | ast.ListComp | ast.SetComp | ast.DictComp |
-                      ast.GeneratorExp):
+        if kind in _OWN_SCOPES:
             continue
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del) \
-                and _plan_name(node.id):
-            found.add(node.id)
+        if kind is ast.Name:
+            if type(node.ctx) is not ast.Load and _plan_name(node.id):
+                found.add(node.id)  # stored or deleted
+            continue
         stack.extend(iter_child_nodes(node))
     return found
+
+
+#: Nodes with a scope of their own (besides functions, whose defaults are not in theirs).
+_OWN_SCOPES = frozenset({ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp,
+                         ast.GeneratorExp})
 
 
 def _positioned(statements: list[ast.stmt], origin: ast.AST) -> list[ast.stmt]:

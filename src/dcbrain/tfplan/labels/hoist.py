@@ -41,12 +41,30 @@ _FLAT = f"{HELPER}flat"
 def hoist_label_updates(tree: ast.Module) -> ast.Module:
     """Move the loop-invariant label updates of a labelled plan before their loops."""
     main = tree.body[0]
-    shared = {name for node in walk(tree)
+    shared = {name for node in _statements(tree.body)
               if isinstance(node, ast.FunctionDef) and node is not main
-              for statement in walk(node) if isinstance(statement, ast.Global | ast.Nonlocal)
+              for statement in _statements(node.body)
+              if isinstance(statement, ast.Global | ast.Nonlocal)
               for name in statement.names if _is_label(name)}
     tree.body = _hoisted_in(tree.body, shared)
     return tree
+
+
+def _statements(body: list[ast.stmt]) -> list[ast.stmt]:
+    """Every statement in ``body``, at any depth (functions and ``global`` declarations
+    are statements: no expression holds one)."""
+    found: list[ast.stmt] = []
+    todo = list(body)
+    while todo:
+        statement = todo.pop()
+        found.append(statement)
+        for field in ("body", "orelse", "finalbody"):
+            inner = getattr(statement, field, None)
+            if isinstance(inner, list):
+                todo.extend(inner)
+        for handler in getattr(statement, "handlers", ()):
+            todo.extend(handler.body)
+    return found
 
 
 def _is_label(name: str) -> bool:

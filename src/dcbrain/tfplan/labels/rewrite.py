@@ -26,7 +26,6 @@ would reach into the other's state.
 from __future__ import annotations
 
 import ast
-import copy
 import itertools
 
 from dcbrain.tfplan.labels.analysis import (
@@ -59,6 +58,7 @@ from dcbrain.tfplan.labels.exprs import (
     _seen,
     _special,
     _union,
+    copied,
 )
 from dcbrain.tfplan.labels.provenance import PLAN_BIT
 from dcbrain.tfplan.parser import iter_child_nodes, walk
@@ -318,7 +318,7 @@ class LabelRewriter(ContainerLabels):
             return [], self.statements(node.body), self.statements(node.orelse), []
         saved = f"{HELPER}s{next(self._temporaries)}"
         raised = _assign(_CONTEXT, (_Label(0, [_name(saved)]) | condition).expr())
-        body = [*_positioned([copy.deepcopy(raised)], node.body[0]),
+        body = [*_positioned([copied(raised)], node.body[0]),
                 *self.statements(node.body)]
         # both branches raise the context, so that after the ``if`` it holds the
         # condition whichever ran: what either branch may change carries it (the branch
@@ -606,7 +606,7 @@ class LabelRewriter(ContainerLabels):
         ], ctx=ast.Load())
         thunk = ast.Lambda(args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[],
                                               kw_defaults=[], defaults=[]),
-                           body=copy.deepcopy(labels))
+                           body=copied(labels))
         routed = _call("__tfh_at", node.func, thunk)
         _locate_missing(routed, node.func)
         node.func = routed
