@@ -110,6 +110,19 @@ class PlanCallables:
             self._specs = specs
         return self._specs
 
+    @property
+    def chain_arguments(self) -> frozenset[str]:
+        """The chains' required arguments: those ``additional_info`` may give instead
+        (:meth:`specs` makes them optional); nothing else of it changes a spec."""
+        names = self.__dict__.get("_chain_arguments")
+        if names is None:
+            names = frozenset(
+                name for spec in self.base_specs.values() if spec.kind == "chain"
+                and isinstance(required := spec.parameters.get("required"), list)
+                for name in required)
+            self.__dict__["_chain_arguments"] = names
+        return names
+
     def specs(self, additional_info: Mapping[str, Any]) -> dict[str, CallableSpec]:
         """The specs planners see: a chain's arguments already in ``additional_info``
         are optional."""
