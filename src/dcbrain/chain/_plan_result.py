@@ -4,8 +4,9 @@ it failed: :func:`partial_chain_result`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, fields
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, fields
+from functools import partial
 from typing import Any
 
 from dcbrain.chain.result import ChainOutput, ChainResult
@@ -20,10 +21,19 @@ _PREVIEW_CHARS = 200
 class ChainConsoleResult(ConsoleResult):
     """A plan run's result with what its chains did: ``chain_result`` (the plan's value as
     chain output, its sub-chains' messages and logs, the usage of every LLM call) and
-    ``reused_calls``, how many of its calls the run journal answered."""
+    ``reused_calls``, how many of its calls the run journal answered. The chain result
+    is written when first read (a brain reads the value, output and trace only)."""
 
-    chain_result: ChainResult
     reused_calls: int = 0
+    _chain_result: ChainResult | Callable[[], ChainResult] = field(
+        default_factory=ChainResult, repr=False, compare=False)
+
+    @property
+    def chain_result(self) -> ChainResult:
+        made = self._chain_result
+        if not isinstance(made, ChainResult):
+            made = self._chain_result = made()
+        return made
 
     @classmethod
     def of(cls, console: ConsoleResult, chain_result: ChainResult,
@@ -31,7 +41,18 @@ class ChainConsoleResult(ConsoleResult):
         """``console`` with ``chain_result``; its usage is the chain result's."""
         values = {item.name: getattr(console, item.name) for item in fields(ConsoleResult)}
         values["usage"] = chain_result.usage.copy()
-        return cls(**values, chain_result=chain_result, reused_calls=reused_calls)
+        return cls(**values, _chain_result=chain_result, reused_calls=reused_calls)
+
+    @classmethod
+    def of_plan(cls, console: ConsoleResult, usage: Usage, subs: Iterable[ChainResult],
+                reused_calls: int) -> ChainConsoleResult:
+        """``console`` with the :func:`plan_chain_result` of its trace, value and output,
+        ``usage`` and ``subs`` (its sub-chains' results, taken now), made when first read."""
+        values = {item.name: getattr(console, item.name) for item in fields(ConsoleResult)}
+        values["usage"] = usage.copy()
+        made = partial(plan_chain_result, usage, console.trace, list(subs), console.value,
+                       console.stdout)
+        return cls(**values, _chain_result=made, reused_calls=reused_calls)
 
 
 def plan_chain_result(

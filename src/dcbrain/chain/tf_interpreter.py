@@ -407,8 +407,8 @@ class TFChainInterpreter:
                                "of this plan: choose another name")
 
     def _finish(self, console: ConsoleResult, scope: PlanScope) -> ChainConsoleResult:
-        chain_result = self._chain_result(scope, console.trace, console.value, console.stdout)
-        return ChainConsoleResult.of(console, chain_result, scope.reused)
+        return ChainConsoleResult.of_plan(console, scope.collector.total, scope.results,
+                                          scope.reused)
 
     def _chain_result(
         self, scope: PlanScope, trace: Sequence[CallRecord], value: Any, stdout: str
