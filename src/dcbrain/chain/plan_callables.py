@@ -65,6 +65,8 @@ class PlanCallables:
         self.tools: list[Tool] = [as_tool(item) for item in tools]
         check_plan_names(self.chains_map, self.tools)
         self.limits = limits
+        #: The limits every plan runs under (the defaults without ``limits``), made once.
+        self.run_limits: Limits = limits if limits is not None else Limits()
         self.default_llm = default_llm
         self.isolation: Isolation = isolation
         self.flow_check = flow_check

@@ -176,7 +176,7 @@ class TFChainInterpreter:
         self._policies = plan.policy_gate(run.planner_saw)
         self._interpreter = Interpreter(
             callables,
-            limits=plan.limits,
+            limits=plan.run_limits,
             construct_chain=self._construct_chain,
             observer=self._announcer,
             parallel_hooks=BranchHooks(),
