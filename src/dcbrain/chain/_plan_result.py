@@ -39,20 +39,26 @@ class ChainConsoleResult(ConsoleResult):
     def of(cls, console: ConsoleResult, chain_result: ChainResult,
            reused_calls: int) -> ChainConsoleResult:
         """``console`` with ``chain_result``; its usage is the chain result's."""
-        values = {item.name: getattr(console, item.name) for item in fields(ConsoleResult)}
+        values = {name: getattr(console, name) for name in _CONSOLE_FIELDS}
         values["usage"] = chain_result.usage.copy()
         return cls(**values, _chain_result=chain_result, reused_calls=reused_calls)
 
     @classmethod
     def of_plan(cls, console: ConsoleResult, usage: Usage, subs: Iterable[ChainResult],
-                reused_calls: int) -> ChainConsoleResult:
-        """``console`` with the :func:`plan_chain_result` of its trace, value and output,
-        ``usage`` and ``subs`` (its sub-chains' results, taken now), made when first read."""
-        values = {item.name: getattr(console, item.name) for item in fields(ConsoleResult)}
+                reused_calls: int, *, failed: Sequence[CallRecord] | None = None
+                ) -> ChainConsoleResult:
+        """``console`` with the :func:`plan_chain_result` of its trace, value and output
+        (of the ``failed`` run's trace alone), ``usage`` and ``subs`` (its sub-chains'
+        results, taken now): made when first read."""
+        values = {name: getattr(console, name) for name in _CONSOLE_FIELDS}
         values["usage"] = usage.copy()
         made = partial(plan_chain_result, usage, console.trace, list(subs), console.value,
-                       console.stdout)
+                       console.stdout) if failed is None \
+            else partial(plan_chain_result, usage, failed, list(subs), None, "")
         return cls(**values, _chain_result=made, reused_calls=reused_calls)
+
+
+_CONSOLE_FIELDS = tuple(item.name for item in fields(ConsoleResult))
 
 
 def plan_chain_result(
@@ -79,11 +85,15 @@ def partial_chain_result(error: BaseException) -> ChainResult | None:
     return partial.chain_result if isinstance(partial, ChainConsoleResult) else None
 
 
-def attach_partial(error: BaseException, result: ChainResult, reused_calls: int) -> None:
-    """Hang ``result`` on a plan error that carries none yet."""
-    if isinstance(error, TFInterpreterError) and partial_chain_result(error) is None:
-        error.partial_result = ChainConsoleResult.of(error.partial_result, result,
-                                                     reused_calls)
+def attach_partial(error: BaseException, usage: Usage, subs: Iterable[ChainResult],
+                   reused_calls: int) -> None:
+    """Hang what the failed run did (``usage``, ``subs``, the error's trace) on a plan
+    error that carries none yet."""
+    if isinstance(error, TFInterpreterError) \
+            and not isinstance(error.partial_result, ChainConsoleResult):
+        error.partial_result = ChainConsoleResult.of_plan(
+            error.partial_result, usage, subs, reused_calls,
+            failed=getattr(error, "trace", []))
 
 
 def as_chain_output(value: Any, stdout: str) -> ChainOutput:
