@@ -275,7 +275,7 @@ class DCBrain(BaseBrain):
             assert llm is not None
             made = (llm, prompt, validator_chain(llm, prompt))
             self.__dict__["_validator_chain"] = made
-        return made[2]  # type: ignore[no-any-return]
+        return made[2]
 
     def plan_callables(self) -> PlanCallables:
         """The chains and tools this brain's plans call, with their specs: made once, and
