@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from dcbrain import Chain, ScriptedLLM, TFChainInterpreter
-from dcbrain.chain import _plan_result
+from dcbrain.chain import ChainConsoleResult, _plan_result
 from dcbrain.chain.result import ChainResult
 
 
@@ -36,3 +36,15 @@ def test_the_chain_result_is_written_when_first_read(monkeypatch: pytest.MonkeyP
     assert [line.split(" -> ")[0] for line in chain_result.logs[:2]] == [
         "plan call 1 at 1:5: shout(input='a')", "plan call 2 at 2:15: word_count(text='a b')"]
     assert chain_result.logs[2] == "chain 'shout': scripted replied"
+
+
+def test_a_chain_console_result_takes_a_chain_result_or_what_makes_it() -> None:
+    given = ChainConsoleResult(value=1, chain_result=ChainResult(content="x"))
+    assert given.chain_result.content == "x"
+    made: list[ChainResult] = []
+    lazy = ChainConsoleResult(value=1, chain_result=lambda: made.append(ChainResult("y"))
+                              or made[-1])
+    assert made == [] and lazy.chain_result.content == "y" and len(made) == 1
+    assert lazy.chain_result is made[0] and len(made) == 1
+    with pytest.raises(TypeError, match="chain_result"):
+        ChainConsoleResult(value=1)  # type: ignore[call-arg]

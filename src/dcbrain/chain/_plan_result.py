@@ -5,7 +5,7 @@ it failed: :func:`partial_chain_result`)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from functools import partial
 from typing import Any
 
@@ -17,23 +17,34 @@ from dcbrain.values.jsonsafe import plain, safe_repr
 _PREVIEW_CHARS = 200
 
 
+class _MadeWhenRead:
+    """The ``chain_result`` field: given as a :class:`ChainResult` or as a function making
+    it, called when the field is first read."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = f"_{name}"
+
+    def __get__(self, instance: Any, owner: type | None = None) -> ChainResult:
+        if instance is None:
+            raise AttributeError(self._name)  # no default: the field is required
+        made = instance.__dict__[self._name]
+        if not isinstance(made, ChainResult):
+            made = instance.__dict__[self._name] = made()
+        return made  # type: ignore[no-any-return]
+
+    def __set__(self, instance: Any, value: ChainResult | Callable[[], ChainResult]) -> None:
+        instance.__dict__[self._name] = value
+
+
 @dataclass(kw_only=True)
 class ChainConsoleResult(ConsoleResult):
     """A plan run's result with what its chains did: ``chain_result`` (the plan's value as
     chain output, its sub-chains' messages and logs, the usage of every LLM call) and
-    ``reused_calls``, how many of its calls the run journal answered. The chain result
+    ``reused_calls``, how many of its calls the run journal answered. A run's chain result
     is written when first read (a brain reads the value, output and trace only)."""
 
+    chain_result: _MadeWhenRead = _MadeWhenRead()
     reused_calls: int = 0
-    _chain_result: ChainResult | Callable[[], ChainResult] = field(
-        default_factory=ChainResult, repr=False, compare=False)
-
-    @property
-    def chain_result(self) -> ChainResult:
-        made = self._chain_result
-        if not isinstance(made, ChainResult):
-            made = self._chain_result = made()
-        return made
 
     @classmethod
     def of(cls, console: ConsoleResult, chain_result: ChainResult,
@@ -41,7 +52,7 @@ class ChainConsoleResult(ConsoleResult):
         """``console`` with ``chain_result``; its usage is the chain result's."""
         values = {name: getattr(console, name) for name in _CONSOLE_FIELDS}
         values["usage"] = chain_result.usage.copy()
-        return cls(**values, _chain_result=chain_result, reused_calls=reused_calls)
+        return cls(**values, chain_result=chain_result, reused_calls=reused_calls)
 
     @classmethod
     def of_plan(cls, console: ConsoleResult, usage: Usage, subs: Iterable[ChainResult],
@@ -55,7 +66,7 @@ class ChainConsoleResult(ConsoleResult):
         made = partial(plan_chain_result, usage, console.trace, list(subs), console.value,
                        console.stdout) if failed is None \
             else partial(plan_chain_result, usage, failed, list(subs), None, "")
-        return cls(**values, _chain_result=made, reused_calls=reused_calls)
+        return cls(**values, chain_result=made, reused_calls=reused_calls)
 
 
 _CONSOLE_FIELDS = tuple(item.name for item in fields(ConsoleResult))
