@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import time
 
 from dcbrain.brain import ScriptDiff
@@ -55,3 +56,15 @@ def test_plans_of_thousands_of_repeated_calls_are_compared_by_their_first_calls(
     assert time.monotonic() - started < 10.0
     assert len(diff.unchanged) + len(diff.revised) + len(diff.added) == MAX_PLAN_CALLS
     assert diff.unified.startswith("--- plan 1\n+++ plan 2\n")
+
+
+def test_argument_source_is_what_ast_unparse_writes() -> None:
+    arguments = ['"A-17"', "'it\\'s'", '"a\\nb"', '"\\u00e9"', '"\\x00"', "12", "-3", "True",
+                 "None", "order", 'u"x"', "1.5", '"""tri"""', "10**100", '"😀"', 'b"x"',
+                 "...", "[1, 'a']", "f'{x!r}'", "d['k']"]
+    source = "\n".join(f"step(v={argument}, w={argument})" for argument in arguments)
+    calls = plan_calls(source, ["step"])
+    expected = [ast.unparse(ast.parse(argument, mode="eval").body) for argument in arguments]
+    assert [call.kwargs["v"] for call in calls] == expected
+    assert [call.kwargs["w"] for call in calls] == expected
+    assert expected[0] == "'A-17'" and expected[10] == "u'x'"

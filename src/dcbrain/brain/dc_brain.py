@@ -37,6 +37,7 @@ from dcbrain.brain.templates import (
     DEFAULT_VALIDATE_TEMPLATE,
     QUESTION_TEMPLATE,
 )
+from dcbrain.brain.validation import validator_chain
 from dcbrain.chain import (
     AdditionalInfoPrompt,
     Chain,
@@ -264,6 +265,17 @@ class DCBrain(BaseBrain):
         assert self.plan_llm is not None
         return TemplatePlanner(self.plan_llm, [self.planning_prompt, self._memo_prompt,
                                                self._knowledge_prompt, self._question_prompt])
+
+    def validator_chain(self) -> Chain:
+        """The validator's chain (:attr:`validate_llm` judging with :attr:`validate_prompt`):
+        made once, and again only when one of the two is replaced."""
+        made = self.__dict__.get("_validator_chain")
+        llm, prompt = self.validate_llm, self.validate_prompt
+        if made is None or made[0] is not llm or made[1] is not prompt:
+            assert llm is not None
+            made = (llm, prompt, validator_chain(llm, prompt))
+            self.__dict__["_validator_chain"] = made
+        return made[2]
 
     def plan_callables(self) -> PlanCallables:
         """The chains and tools this brain's plans call, with their specs: made once, and

@@ -168,12 +168,27 @@ def _plan_calls(source: str, callables: frozenset[str] | None) -> tuple[PlanCall
 def _plan_call(node: ast.Call) -> PlanCall:
     assert isinstance(node.func, ast.Name)
     kwargs = {
-        keyword.arg if keyword.arg is not None else "**": ast.unparse(keyword.value)
+        keyword.arg if keyword.arg is not None else "**": _source(keyword.value)
         for keyword in node.keywords
     }
     for index, arg in enumerate(node.args):
-        kwargs[f"#{index}"] = ast.unparse(arg)
+        kwargs[f"#{index}"] = _source(arg)
     return PlanCall(node.func.id, kwargs, node.lineno)
+
+
+#: Constants whose ``ast.unparse`` is their ``repr`` (outside an f-string, as here).
+_REPR_CONSTANTS = (str, int, bool, type(None))
+
+
+def _source(node: ast.expr) -> str:
+    """``ast.unparse(node)``; a name or a plain constant, the usual argument, written
+    directly (the same text)."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Constant) and node.kind is None \
+            and type(node.value) in _REPR_CONSTANTS:
+        return repr(node.value)
+    return ast.unparse(node)
 
 
 def _pair_replaced(

@@ -53,18 +53,26 @@ class TemplatePlanner:
     def __init__(self, llm: ChatLLM, prompts: Sequence[BasePrompt]) -> None:
         self.llm = llm
         self.prompts = list(prompts)
+        self._made: tuple[ChatLLM, tuple[BasePrompt, ...], Chain] | None = None
 
     async def plan(self, ctx: PlanningContext) -> PlanReply:
-        reply = await plan_chain(self.llm, self.prompts).async_run(
-            ctx.message(), ctx.conversation, ctx.knowledge)
+        reply = await self.chain().async_run(ctx.message(), ctx.conversation, ctx.knowledge)
         return PlanReply(reply.content, reply.usage)
+
+    def chain(self) -> Chain:
+        """The plan chain of :attr:`llm` and :attr:`prompts`: made once, and again only
+        when one of them is replaced (a chain keeps nothing of the runs it serves)."""
+        made, prompts = self._made, tuple(self.prompts)
+        if made is not None and made[0] is self.llm and len(made[1]) == len(prompts) \
+                and all(a is b for a, b in zip(made[1], prompts, strict=True)):
+            return made[2]
+        chain = plan_chain(self.llm, prompts)
+        self._made = (self.llm, prompts, chain)
+        return chain
 
 
 def plan_chain(llm: ChatLLM, prompts: Sequence[BasePrompt]) -> Chain:
-    """A fresh plan chain on ``llm``: prompts cleared, then ``prompts`` in order.
-
-    Fresh for every planning, so nothing one planning set on a chain carries over.
-    """
+    """A new plan chain on ``llm``: prompts cleared, then ``prompts`` in order."""
     chain = Chain(name="dcbrain_planner", llm=llm, prompt=None, description="writes tf_plan")
     chain.clear_prompts()
     chain.set_prompts(list(prompts))

@@ -13,10 +13,12 @@ ends the run (reason ``repeated_plan``) — unless the failure was transient (se
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
+from weakref import WeakKeyDictionary
 
 from dcbrain.brain.base import answer_text
 from dcbrain.brain.context import BrainContext, BrainIntermediateResult
@@ -27,7 +29,7 @@ from dcbrain.brain.planner_view import PlannerView
 from dcbrain.brain.text_deltas import PlanDeltas
 from dcbrain.brain.tool_docs import describe_callables, records_section
 from dcbrain.brain.trace import RunRecorder
-from dcbrain.chain import AdditionalInfoPrompt
+from dcbrain.chain import AdditionalInfoPrompt, PlanCallables
 from dcbrain.events import PlanCreated, PlanFinished, PlanRevised
 from dcbrain.exceptions import TFChainError
 from dcbrain.journal import CallJournal, JournalEntry, JournalKey
@@ -132,15 +134,22 @@ class PlanningContext:
     def describe(self, described: list[dict[str, Any]]) -> None:
         """Take the capability descriptions of the chains and tools plans may call, as
         signatures; the records their results hold follow the last section."""
-        writer = ShapeWriter()
-        chains = [item for item in described if item["kind"] == "chain"]
-        tools = [item for item in described if item["kind"] != "chain"]
-        self.spec_chains = describe_callables(chains, writer)
-        self.tools = describe_callables(tools, writer)
-        if tools or not chains:
-            self.tools += records_section(writer)
-        else:
-            self.spec_chains += records_section(writer)
+        self.spec_chains, self.tools = capability_texts(described)
+
+    def describe_callables(self, callables: PlanCallables,
+                           chain_inputs: Mapping[str, Any]) -> None:
+        """:meth:`describe` of ``callables`` for a run whose chains get ``chain_inputs``
+        beside their arguments: the texts are written once per ``callables`` (a brain's)
+        and chain arguments those inputs already give."""
+        given = tuple(sorted(callables.chain_arguments & chain_inputs.keys())) \
+            if chain_inputs else ()
+        with _DESCRIBED_LOCK:
+            texts = _DESCRIBED.setdefault(callables, {}).get(given)
+        if texts is None:
+            texts = capability_texts(callables.describe(chain_inputs))
+            with _DESCRIBED_LOCK:
+                _DESCRIBED[callables][given] = texts
+        self.spec_chains, self.tools = texts
 
     def take_recall(self, context: BrainContext, recall: Recall) -> None:
         """Give the planning what memory recalled: conversation, knowledge, documents, hits."""
@@ -189,6 +198,27 @@ class PlanningContext:
         """The planner's input: the question, with this context to render."""
         return TextMessage(content=self.question, additional_kwargs=self.template_vars())
 
+
+def capability_texts(described: list[dict[str, Any]]) -> tuple[str, str]:
+    """The chains' and the tools' sections of the planning prompt, from
+    ``describe_callables()`` entries; the records their results hold follow the last."""
+    writer = ShapeWriter()
+    chains = [item for item in described if item["kind"] == "chain"]
+    tools = [item for item in described if item["kind"] != "chain"]
+    chains_text = describe_callables(chains, writer)
+    tools_text = describe_callables(tools, writer)
+    if tools or not chains:
+        tools_text += records_section(writer)
+    else:
+        chains_text += records_section(writer)
+    return chains_text, tools_text
+
+
+#: :meth:`PlanningContext.describe_callables`' texts, per callables and chain arguments
+#: given (the callables never change: a brain makes new ones when its own change).
+_DESCRIBED: WeakKeyDictionary[PlanCallables, dict[tuple[str, ...], tuple[str, str]]] = \
+    WeakKeyDictionary()
+_DESCRIBED_LOCK = threading.Lock()
 
 #: Fields rendered by their own prompts (or not at all), not by the planning template.
 _NOT_TEMPLATE_VARS = frozenset({"extra", "question", "conversation", "knowledge", "view"})

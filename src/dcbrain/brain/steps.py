@@ -110,7 +110,7 @@ class Init:
 
     async def run(self, run: BrainRun) -> Step | End:
         run.move("init")
-        run.planning.describe(run.brain.plan_callables().describe(run.context.chain_info))
+        run.planning.describe_callables(run.brain.plan_callables(), run.context.chain_info)
         return Plan()
 
 
@@ -261,7 +261,7 @@ class Validate:
             run.mailbox.raise_if_new_input(ir.context.conversation_id)
         assert brain.validate_llm is not None
         solved = await validate(ir, brain.validate_llm, brain.validate_prompt, run.control,
-                                run.recorder, run.journal)
+                                run.recorder, run.journal, chain=brain.validator_chain())
         if not solved:
             if not ir.direct_answer:
                 return failed_attempt(run)

@@ -53,11 +53,15 @@ async def validate(
     control: RunControl,
     recorder: RunRecorder,
     journal: CallJournal | None = None,
+    *,
+    chain: Chain | None = None,
 ) -> bool:
     """Whether the validator accepts the current plan's result.
 
     Accepted, it becomes the final result; rejected, the suggestion is kept for the next
     planning. The verdict is recorded in ``journal``; a replayed run gets the recorded one.
+    ``chain`` is :func:`validator_chain` of ``llm`` and ``prompt``, when the caller keeps
+    one (made here otherwise).
     """
     key = JournalKey(ir.iterations, "", "__validator__", "", 0)
     entry = journal.lookup(key) if journal is not None else None
@@ -68,7 +72,7 @@ async def validate(
                           entry.result.get("parse_error"))
     else:
         started = time.perf_counter()
-        verdict = await ask_validator(ir, llm, prompt, control)
+        verdict = await ask_validator(ir, llm, prompt, control, chain=chain)
         if journal is not None:
             await journal.arecord(JournalEntry(key, "llm", True, result={
                 "is_solved": verdict.is_solved, "suggestion": verdict.suggestion,
@@ -87,18 +91,26 @@ async def validate(
     return False
 
 
-async def ask_validator(
-    ir: BrainIntermediateResult, llm: ChatLLM, prompt: AdditionalInfoPrompt, control: RunControl
-) -> Verdict:
-    """The validator's verdict on the current plan and its result, or on the direct
-    answer the planner gave instead of a plan."""
-    chain = Chain(
+def validator_chain(llm: ChatLLM, prompt: AdditionalInfoPrompt) -> Chain:
+    """The validator's chain: ``prompt`` sent to ``llm``, the verdict as structured output.
+    It keeps nothing of the verdicts it gives, so one serves every run of a brain."""
+    return Chain(
         name="dcbrain_validator",
         llm=llm,
         prompt=[prompt],
         output_json_schema=VERDICT_SCHEMA,
         catch_intermediate_chain_result=False,
     )
+
+
+async def ask_validator(
+    ir: BrainIntermediateResult, llm: ChatLLM, prompt: AdditionalInfoPrompt, control: RunControl,
+    *, chain: Chain | None = None,
+) -> Verdict:
+    """The validator's verdict on the current plan and its result, or on the direct
+    answer the planner gave instead of a plan."""
+    if chain is None:
+        chain = validator_chain(llm, prompt)
     if ir.direct_answer:
         judged = {"plan": NO_PLAN, "plan_result": describe_value(ir.final_result),
                   "plan_output": "", "evidence": ""}

@@ -4,8 +4,9 @@ it failed: :func:`partial_chain_result`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, fields
+from functools import partial
 from typing import Any
 
 from dcbrain.chain.result import ChainOutput, ChainResult
@@ -16,22 +17,59 @@ from dcbrain.values.jsonsafe import plain, safe_repr
 _PREVIEW_CHARS = 200
 
 
+class _MadeWhenRead:
+    """The ``chain_result`` field: given as a :class:`ChainResult` or as a function making
+    it, called when the field is first read."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = f"_{name}"
+
+    def __get__(self, instance: Any, owner: type | None = None) -> ChainResult:
+        if instance is None:
+            raise AttributeError(self._name)  # no default: the field is required
+        made = instance.__dict__[self._name]
+        if not isinstance(made, ChainResult):
+            made = instance.__dict__[self._name] = made()
+        return made  # type: ignore[no-any-return]
+
+    def __set__(self, instance: Any, value: ChainResult | Callable[[], ChainResult]) -> None:
+        instance.__dict__[self._name] = value
+
+
 @dataclass(kw_only=True)
 class ChainConsoleResult(ConsoleResult):
     """A plan run's result with what its chains did: ``chain_result`` (the plan's value as
     chain output, its sub-chains' messages and logs, the usage of every LLM call) and
-    ``reused_calls``, how many of its calls the run journal answered."""
+    ``reused_calls``, how many of its calls the run journal answered. A run's chain result
+    is written when first read (a brain reads the value, output and trace only)."""
 
-    chain_result: ChainResult
+    chain_result: _MadeWhenRead = _MadeWhenRead()
     reused_calls: int = 0
 
     @classmethod
     def of(cls, console: ConsoleResult, chain_result: ChainResult,
            reused_calls: int) -> ChainConsoleResult:
         """``console`` with ``chain_result``; its usage is the chain result's."""
-        values = {item.name: getattr(console, item.name) for item in fields(ConsoleResult)}
+        values = {name: getattr(console, name) for name in _CONSOLE_FIELDS}
         values["usage"] = chain_result.usage.copy()
         return cls(**values, chain_result=chain_result, reused_calls=reused_calls)
+
+    @classmethod
+    def of_plan(cls, console: ConsoleResult, usage: Usage, subs: Iterable[ChainResult],
+                reused_calls: int, *, failed: Sequence[CallRecord] | None = None
+                ) -> ChainConsoleResult:
+        """``console`` with the :func:`plan_chain_result` of its trace, value and output
+        (of the ``failed`` run's trace alone), ``usage`` and ``subs`` (its sub-chains'
+        results, taken now): made when first read."""
+        values = {name: getattr(console, name) for name in _CONSOLE_FIELDS}
+        values["usage"] = usage.copy()
+        made = partial(plan_chain_result, usage, console.trace, list(subs), console.value,
+                       console.stdout) if failed is None \
+            else partial(plan_chain_result, usage, failed, list(subs), None, "")
+        return cls(**values, chain_result=made, reused_calls=reused_calls)
+
+
+_CONSOLE_FIELDS = tuple(item.name for item in fields(ConsoleResult))
 
 
 def plan_chain_result(
@@ -58,11 +96,15 @@ def partial_chain_result(error: BaseException) -> ChainResult | None:
     return partial.chain_result if isinstance(partial, ChainConsoleResult) else None
 
 
-def attach_partial(error: BaseException, result: ChainResult, reused_calls: int) -> None:
-    """Hang ``result`` on a plan error that carries none yet."""
-    if isinstance(error, TFInterpreterError) and partial_chain_result(error) is None:
-        error.partial_result = ChainConsoleResult.of(error.partial_result, result,
-                                                     reused_calls)
+def attach_partial(error: BaseException, usage: Usage, subs: Iterable[ChainResult],
+                   reused_calls: int) -> None:
+    """Hang what the failed run did (``usage``, ``subs``, the error's trace) on a plan
+    error that carries none yet."""
+    if isinstance(error, TFInterpreterError) \
+            and not isinstance(error.partial_result, ChainConsoleResult):
+        error.partial_result = ChainConsoleResult.of_plan(
+            error.partial_result, usage, subs, reused_calls,
+            failed=getattr(error, "trace", []))
 
 
 def as_chain_output(value: Any, stdout: str) -> ChainOutput:

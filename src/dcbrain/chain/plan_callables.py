@@ -65,6 +65,8 @@ class PlanCallables:
         self.tools: list[Tool] = [as_tool(item) for item in tools]
         check_plan_names(self.chains_map, self.tools)
         self.limits = limits
+        #: The limits every plan runs under (the defaults without ``limits``), made once.
+        self.run_limits: Limits = limits if limits is not None else Limits()
         self.default_llm = default_llm
         self.isolation: Isolation = isolation
         self.flow_check = flow_check
@@ -109,6 +111,19 @@ class PlanCallables:
                                                                       ""))
             self._specs = specs
         return self._specs
+
+    @property
+    def chain_arguments(self) -> frozenset[str]:
+        """The chains' required arguments: those ``additional_info`` may give instead
+        (:meth:`specs` makes them optional); nothing else of it changes a spec."""
+        names = self.__dict__.get("_chain_arguments")
+        if names is None:
+            names = frozenset(
+                name for spec in self.base_specs.values() if spec.kind == "chain"
+                and isinstance(required := spec.parameters.get("required"), list)
+                for name in required)
+            self.__dict__["_chain_arguments"] = names
+        return names
 
     def specs(self, additional_info: Mapping[str, Any]) -> dict[str, CallableSpec]:
         """The specs planners see: a chain's arguments already in ``additional_info``

@@ -28,7 +28,6 @@ from dcbrain.chain._plan_result import (
     ChainConsoleResult,
     attach_partial,
     partial_chain_result,
-    plan_chain_result,
 )
 from dcbrain.chain._plan_scope import BranchHooks, PlanScope, current_scope, text_bytes
 from dcbrain.chain._policy_gate import tracking_of
@@ -176,7 +175,7 @@ class TFChainInterpreter:
         self._policies = plan.policy_gate(run.planner_saw)
         self._interpreter = Interpreter(
             callables,
-            limits=plan.limits,
+            limits=plan.run_limits,
             construct_chain=self._construct_chain,
             observer=self._announcer,
             parallel_hooks=BranchHooks(),
@@ -279,8 +278,7 @@ class TFChainInterpreter:
                     yield run
                 except Exception as exc:
                     _with_path(exc, plan)
-                    attach_partial(exc, self._chain_result(
-                        scope, getattr(exc, "trace", []), None, ""), scope.reused)
+                    attach_partial(exc, scope.collector.total, scope.results, scope.reused)
                     raise
             assert run.console is not None
             run.result = self._finish(run.console, scope)
@@ -408,14 +406,8 @@ class TFChainInterpreter:
                                "of this plan: choose another name")
 
     def _finish(self, console: ConsoleResult, scope: PlanScope) -> ChainConsoleResult:
-        chain_result = self._chain_result(scope, console.trace, console.value, console.stdout)
-        return ChainConsoleResult.of(console, chain_result, scope.reused)
-
-    def _chain_result(
-        self, scope: PlanScope, trace: Sequence[CallRecord], value: Any, stdout: str
-    ) -> ChainResult:
-        return plan_chain_result(scope.collector.total, trace, list(scope.results), value,
-                                 stdout)
+        return ChainConsoleResult.of_plan(console, scope.collector.total, scope.results,
+                                          scope.reused)
 
 
 __all__ = ["INPUT_KWARGS", "ChainConsoleResult", "TFChainInterpreter", "partial_chain_result"]

@@ -11,6 +11,8 @@ from dcbrain.values.jsonsafe import plain
 
 #: Characters of JSON text a value may take in an event before it is clipped.
 DEFAULT_CLIP = 2000
+#: ``json.dumps(value, ensure_ascii=False)``, without making an encoder per call.
+_ENCODER = json.JSONEncoder(ensure_ascii=False)
 
 
 def clip(value: Any, limit: int = DEFAULT_CLIP) -> Any:
@@ -30,7 +32,7 @@ def clip(value: Any, limit: int = DEFAULT_CLIP) -> Any:
         if len(data) <= limit:
             return data
         return {"truncated": True, "size": len(data), "preview": data[:limit]}
-    text = json.dumps(data, ensure_ascii=False)
+    text = _ENCODER.encode(data)
     if len(text) <= limit:
         return data
     return {"truncated": True, "size": len(text), "preview": text[:limit]}
@@ -67,4 +69,4 @@ def clip_arguments(
 
 
 def _json_length(value: Any) -> int:
-    return len(json.dumps(value, ensure_ascii=False))
+    return len(_ENCODER.encode(value))

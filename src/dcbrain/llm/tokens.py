@@ -25,11 +25,30 @@ def cl100k_base_length(text: str) -> int:
     """Number of cl100k_base tokens in ``text``."""
     if len(text) < _CACHED_FROM:
         return len(cl100k_base().encode(text, disallowed_special=()))
-    return _long_text_length(text)
+    return sum(map(_long_text_length, paragraphs(text)))
 
 
-#: Long texts (planning prompts, tool descriptions) recur from call to call: count once.
+#: Long texts (planning prompts, tool descriptions) recur from call to call, or most of
+#: their paragraphs do (a prompt's instructions around the question): each counted once.
 _CACHED_FROM = 256
+
+
+def paragraphs(text: str) -> list[str]:
+    """``text`` cut after each blank line that a printable ASCII character follows; the
+    parts' tokens add up to the text's. cl100k_base encodes the pieces its pattern splits
+    a text into one by one, and a piece never goes past a line break that a character
+    other than whitespace follows (whitespace ending in a line break is one piece)."""
+    parts = text.split("\n\n")
+    cut: list[str] = []
+    current = parts[0]
+    for part in parts[1:]:
+        if part and "!" <= part[0] <= "~":
+            cut.append(current + "\n\n")
+            current = part
+        else:
+            current += "\n\n" + part
+    cut.append(current)
+    return cut
 
 
 @lru_cache(maxsize=1024)

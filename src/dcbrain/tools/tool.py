@@ -194,6 +194,8 @@ class Tool:
     def keyword_arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
         """The keyword arguments of a call passing ``args`` by position, as its parameters
         name them; a positional-only parameter cannot be passed from a plan."""
+        if not args and self._binds(kwargs):  # what binding gives, in the parameters' order
+            return {name: kwargs[name] for name in self.signature.parameters if name in kwargs}
         try:
             bound = self.signature.bind(*args, **kwargs)
         except TypeError as exc:
@@ -212,10 +214,34 @@ class Tool:
 
     def validate_arguments(self, kwargs: Mapping[str, Any]) -> None:
         """Raise :class:`TFToolError` naming the tool and argument when ``kwargs`` is wrong."""
+        if self._binds(kwargs):
+            return
         try:
             self.signature.bind(**kwargs)
         except TypeError as exc:
             raise TFToolError(f"tool {self.name!r}: {exc}") from None
+
+    def _binds(self, kwargs: Mapping[str, Any]) -> bool:
+        """Whether ``signature.bind(**kwargs)`` surely succeeds: every parameter is one a
+        keyword passes (none is positional-only or collects), ``kwargs`` names only them
+        and every required one."""
+        names, required = self._keywords()
+        return names is not None and kwargs.keys() <= names.keys() and required <= kwargs.keys()
+
+    def _keywords(self) -> tuple[dict[str, None] | None, frozenset[str]]:
+        """The parameters of :attr:`signature` in order, when a keyword passes each one
+        (else ``None``), and the required ones; read once per signature."""
+        made = self.__dict__.get("_keyword_parameters")
+        if made is None or made[0] is not self.signature:
+            parameters = self.signature.parameters.values()
+            by_keyword = all(parameter.kind in _BY_KEYWORD for parameter in parameters)
+            names = dict.fromkeys(parameter.name for parameter in parameters) \
+                if by_keyword else None
+            required = frozenset(parameter.name for parameter in parameters
+                                 if parameter.default is inspect.Parameter.empty)
+            made = (self.signature, names, required)
+            self.__dict__["_keyword_parameters"] = made
+        return made[1], made[2]
 
     def call(self, /, **kwargs: Any) -> Any:
         """Call a sync tool with validated keyword arguments; the result is checked."""
@@ -431,6 +457,10 @@ class SchemaTool(Tool):
         else:
             result = await within_timeout(self.func(**kwargs), self.timeout_s, self._timed_out)
         return to_json_data(result, f"tool {self.name!r} result")
+
+
+#: Parameter kinds a keyword argument passes (and only one).
+_BY_KEYWORD = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
 
 
 def _schema_signature(schema: Mapping[str, Any]) -> inspect.Signature:

@@ -117,8 +117,15 @@ def dumps(value: Any, *, indent: int | None = None, sort_keys: bool = False,
 
     ``compact`` leaves out the spaces after ``,`` and ``:``.
     """
+    if indent is None and not sort_keys and not compact:
+        return _ENCODER.encode(plain(value))
     return json.dumps(plain(value), ensure_ascii=False, allow_nan=False, indent=indent,
                       sort_keys=sort_keys, separators=(",", ":") if compact else None)
+
+
+#: :func:`dumps`' usual encoder, made once (``json.dumps`` makes one per call for these
+#: options); an encoder keeps nothing between calls.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
 
 
 def decimal_ok(number: int) -> bool:
