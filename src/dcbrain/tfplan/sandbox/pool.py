@@ -27,11 +27,16 @@ PLANS_PER_WORKER = 500
 _PROCESSORS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
     else os.cpu_count() or 1
 #: Workers the pool holds before a plan that finds none idle waits (briefly) for one to
-#: come free rather than have another forked: plans are computed by the processors, so
-#: more processes than a few per processor only hold memory. Idle workers kept after a
-#: burst of concurrent plans (per memory limit): as many.
-POOL_TARGET = max(4, 2 * _PROCESSORS)
+#: come free rather than have another forked: one per processor (at least two). Plans
+#: are computed by the processors, and a busy worker whose plan waits on a long host call
+#: is not counted as computing (:data:`HOST_WAIT_S`): more computing processes than
+#: processors only hold memory. Idle workers kept after a burst of concurrent plans (per
+#: memory limit): as many.
+POOL_TARGET = max(2, _PROCESSORS)
 MAX_IDLE = POOL_TARGET
+#: Idle workers the pool keeps ready (per memory limit) for a plan that comes while the
+#: others are busy; more are forked on demand, up to :data:`POOL_TARGET` at once.
+IDLE_TARGET = 1
 #: A worker whose plan has waited this long for one host call (a model's answer) is not
 #: counted as computing: when every busy worker waits so, another is forked at once.
 HOST_WAIT_S = 0.05
@@ -84,7 +89,7 @@ class WorkerPool:
     ``idle`` workers per memory limit are kept ready; more are forked when needed.
     """
 
-    def __init__(self, idle: int = 2) -> None:
+    def __init__(self, idle: int = IDLE_TARGET) -> None:
         self.idle_target = idle
         self._lock = threading.Lock()
         self._idle: dict[int, deque[Worker]] = {}
