@@ -42,7 +42,9 @@ IDLE_TARGET = 1
 HOST_WAIT_S = 0.05
 #: Longest a plan waits for a worker to come free while others compute.
 FREE_WAIT_S = 1.0
-#: How often such a wait looks again whether the busy workers still compute.
+#: How often such a wait looks again whether the busy workers still compute (one waiting
+#: plan looks, for all of them: the others sleep until a worker comes free or it is
+#: their turn to look).
 _RECHECK_S = 0.01
 #: Part of a worker's crash report the host keeps.
 MAX_REPORT_BYTES = 1 << 20
@@ -100,6 +102,8 @@ class WorkerPool:
         self._exits: dict[int, int] = {}
         self._exited = threading.Condition(self._lock)
         self._freed = threading.Condition(self._lock)  # a worker went back to the idle list
+        self._watcher: object | None = None  # the waiting plan that looks again in time
+        self._latest_memory = 0  # the memory limit of the latest plan
         self._closed = False
         self._pid = os.getpid()
         self._discarded = 0
@@ -129,6 +133,7 @@ class WorkerPool:
         """
         deadline: float | None = None
         evicted: list[Worker] = []
+        me = object()
         with self._lock:
             while True:
                 idle = self._idle.get(memory)
@@ -147,11 +152,18 @@ class WorkerPool:
                                       else min(patience, FREE_WAIT_S))
                 if now >= deadline or not self._computing(now):
                     break
-                self._freed.wait(min(deadline - now, _RECHECK_S))
+                if self._watcher is None:
+                    self._watcher = me
+                self._freed.wait(min(deadline - now, _RECHECK_S) if self._watcher is me
+                                 else deadline - now)
+            if self._watcher is me:  # another waiting plan looks from now on
+                self._watcher = None
+                self._freed.notify()
             if worker is not None:
                 self._busy[worker.pid] = worker
             else:
                 self._forking += 1
+        self._latest_memory = memory
         self._kill_all(evicted)
         if worker is None:
             try:
@@ -340,6 +352,9 @@ class WorkerPool:
                 with self._lock:
                     self._coming[memory] -= count - done - 1
                 return
+        latest = self._latest_memory
+        if latest != memory:  # it found no room while these were on their way: now it may
+            self._refill(latest)
 
     def _send(self, data: bytes) -> None:
         with self._control_lock, contextlib.suppress(OSError):
