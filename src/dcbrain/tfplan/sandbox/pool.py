@@ -138,7 +138,8 @@ class WorkerPool:
             while True:
                 idle = self._idle.get(memory)
                 if idle:
-                    worker: Worker | None = idle.popleft()
+                    # the latest released: its caches and pages are the warmest
+                    worker: Worker | None = idle.pop()
                     break
                 worker = None
                 if self._closed or self._size() < POOL_TARGET:
