@@ -155,11 +155,13 @@ class WorkerPool:
                     break
                 if self._watcher is None:
                     self._watcher = me
-                self._freed.wait(min(deadline - now, _RECHECK_S) if self._watcher is me
-                                 else deadline - now)
-            if self._watcher is me:  # another waiting plan looks from now on
-                self._watcher = None
-                self._freed.notify()
+                try:
+                    self._freed.wait(min(deadline - now, _RECHECK_S) if self._watcher is me
+                                     else deadline - now)
+                except BaseException:
+                    self._hand_over(me)
+                    raise
+            self._hand_over(me)
             if worker is not None:
                 self._busy[worker.pid] = worker
             else:
@@ -288,6 +290,13 @@ class WorkerPool:
             os.close(report_w)
         pid = future.result(timeout=30)
         return Worker(pid, host_sock, report_r, memory)
+
+    def _hand_over(self, waiter: object) -> None:
+        """``waiter`` stops waiting (the lock held): if it was the one looking again in
+        time, another waiting plan looks from now on."""
+        if self._watcher is waiter:
+            self._watcher = None
+            self._freed.notify()
 
     def _computing(self, now: float) -> int:
         """Workers that will come free soon (the lock held): busy ones not waiting on a
