@@ -221,3 +221,13 @@ def test_idle_workers_of_other_memory_limits_make_room_for_the_one_in_use() -> N
         assert pool.stats()["size"] <= POOL_TARGET + 1
     finally:
         pool.close()
+
+
+def test_sandbox_processes_do_not_load_openssl() -> None:
+    # a worker opens no connection and hashes with the standard library's own code
+    assert Interpreter().run("hash('abc') == hash('abc')").value is True
+    pool = shared_pool()
+    for pid in [pool.zygote_pid, *pool.worker_pids()]:
+        with open(f"/proc/{pid}/maps") as maps:
+            mapped = maps.read()
+        assert "libssl" not in mapped and "libcrypto" not in mapped
