@@ -14,3 +14,32 @@ def test_shared_parse_reuses_the_tree_plan_calls_read() -> None:
     assert parse(source).tree is not shared_tree(source)  # a caller's own tree by default
     assert plan_calls(source, ["lookup"]) == calls
     assert plan_calls(source, ["other"]) == []
+
+
+def test_listing_calls_validates_the_plan_once_for_the_interpreter() -> None:
+    from dcbrain.tfplan.interpreter import compile_source
+    from dcbrain.tfplan.parser import shared_plan
+
+    source = "x = lookup(order_id='A-2')\nreturn x  # shared plan test"
+    assert [call.name for call in plan_calls(source, ["lookup"])] == ["lookup"]
+    plan = shared_plan(source)
+    assert plan.children is not None  # validated, its nodes listed
+    parsed, _ = compile_source(source, frozenset({"lookup"}))
+    assert parsed is plan
+
+
+def test_calls_of_a_plan_the_validator_refuses_are_still_listed() -> None:
+    import pytest
+
+    from dcbrain.tfplan.errors import TFSyntaxError
+    from dcbrain.tfplan.parser import shared_plan
+
+    source = "import os\ntry:\n    x = lookup(order_id='A-3')\nexcept Exception:\n    x = 1"
+    with pytest.raises(TFSyntaxError):
+        shared_plan(source)
+    calls = plan_calls(source, ["lookup"])
+    assert [(call.name, call.kwargs, call.line) for call in calls] == [
+        ("lookup", {"order_id": "'A-3'"}, 3)]
+    with pytest.raises(TFSyntaxError):  # a refusal is not kept: raised again, anew
+        shared_plan(source)
+    assert plan_calls("x = (", ["lookup"]) == []

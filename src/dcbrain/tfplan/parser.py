@@ -221,6 +221,15 @@ def shared_tree(source: str) -> ast.Module:
     return syntax_tree(source)
 
 
+@lru_cache(maxsize=32)
+def shared_plan(source: str) -> Plan:
+    """``parse(source, shared=True)``, validated once for every reader that only reads the
+    plan (a run lists a plan's calls when the planner writes it, then checks and compiles
+    it); raises :class:`TFSyntaxError` as :func:`parse` does (a refusal is not kept: each
+    caller gets an error of its own). Never change the plan or its tree."""
+    return parse(source, shared=True)
+
+
 #: CPython's words for the race above, and how many parses it may spoil in a row.
 _DEPTH_MISMATCH = "AST constructor recursion depth mismatch"
 _PARSE_TRIES = 3
