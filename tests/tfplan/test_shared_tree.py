@@ -43,3 +43,20 @@ def test_calls_of_a_plan_the_validator_refuses_are_still_listed() -> None:
     with pytest.raises(TFSyntaxError):  # a refusal is not kept: raised again, anew
         shared_plan(source)
     assert plan_calls("x = (", ["lookup"]) == []
+
+
+def test_a_parsed_plan_lists_its_nodes_once_in_walk_order() -> None:
+    import ast
+
+    from dcbrain.tfplan.parser import Plan, walk
+
+    source = "def f(a):\n    return [b * a for b in range(a)]\nreturn f(x=2) if 1 else {'k': 3}"
+    plan = parse(source)
+    nodes = plan.nodes()
+    assert nodes == list(ast.walk(plan.tree)) == list(walk(plan.tree))
+    assert plan.nodes() is nodes  # every reader reads the one listing
+    unlisted = Plan(source=source, tree=ast.parse(source))  # a tree the parser did not list
+    assert unlisted.nodes() == list(ast.walk(unlisted.tree))
+    assert unlisted.nodes() is not unlisted.nodes()
+    assert plan.children is not None
+    assert all(plan.children[node] == list(ast.iter_child_nodes(node)) for node in nodes)
