@@ -5,7 +5,8 @@
                                [--runs 200] [--repeats 5] [--rounds 1] [--warmup 50]
                                [--w3-runs 200] [--w3-latency 0.05] [--w3-repeats 3]
                                [--same-text]
-                               [--no-w3] [--no-import] [--profile] [--json results.json]
+                               [--no-w3] [--no-import] [--profile [--profile-workload w2]]
+                               [--json results.json]
 
 Frameworks missing from the environment are skipped (and said so); a variant can be named
 alone (``dcbrain:inprocess``). Every framework answers the same question with the same
@@ -41,8 +42,8 @@ error counts per run are shown. The output ends with each dcbrain row's ratio to
 mode: W1 CPU at most 0.8x and W2 CPU at most 1.0x the best peer's, the lowest W3 wall
 time, and W3 memory at most the highest peer's.
 
-``--profile`` adds a cProfile of dcbrain's W1 (every thread merged, CPU-time timer) and
-lists dcbrain's own top functions by cumulative and own time.
+``--profile`` adds a cProfile of dcbrain's W1 (``--profile-workload w2``: W2; every thread
+merged, CPU-time timer) and lists dcbrain's own top functions by cumulative and own time.
 """
 
 from __future__ import annotations
@@ -248,16 +249,30 @@ async def worker_cold(variant: Variant, args: argparse.Namespace) -> dict[str, A
             "first_run_s": done - built}
 
 
+def _retire_idle_drivers() -> None:
+    """End the idle plan drivers (threads kept for the next plan runs): the runs measured
+    next start their own, which the profiler then sees."""
+    from dcbrain.tfplan import supervise
+
+    with supervise._idle_lock:
+        inboxes = list(supervise._idle)
+        supervise._idle.clear()
+    for inbox in inboxes:
+        inbox.put(None)
+
+
 async def worker_profile(variant: Variant, args: argparse.Namespace) -> dict[str, Any]:
-    """cProfile every thread of ``args.runs`` W1 runs (after the warm-up); the stats of
-    dcbrain's own functions."""
+    """cProfile every thread of ``args.runs`` runs of ``args.profile_workload`` (after the
+    warm-up); the stats of dcbrain's own functions."""
     import cProfile
     import pstats
 
     import dcbrain
 
     variant.setup(0.0)
-    await _batch(variant, args.warmup, False, _Counter.take(args.warmup))
+    failing = args.profile_workload == "w2"
+    await _batch(variant, args.warmup, failing, _Counter.take(args.warmup))
+    _retire_idle_drivers()  # the warm-up's drivers would run the plans unprofiled
     profiles: list[cProfile.Profile] = []
     lock = threading.Lock()
     original_run = threading.Thread.run
@@ -277,7 +292,7 @@ async def worker_profile(variant: Variant, args: argparse.Namespace) -> dict[str
     profiles.append(main)
     c0 = time.process_time()
     main.enable()
-    await _batch(variant, args.runs, False, _Counter.take(args.runs))
+    await _batch(variant, args.runs, failing, _Counter.take(args.runs))
     main.disable()
     cpu = time.process_time() - c0
     threading.Thread.run = original_run  # type: ignore[method-assign]
@@ -286,7 +301,8 @@ async def worker_profile(variant: Variant, args: argparse.Namespace) -> dict[str
         with contextlib.suppress(TypeError):  # a thread that never ran
             stats.add(profile)
     if args.profile_out:  # the merged stats, for pstats / snakeviz
-        stats.dump_stats(f"{args.profile_out}.{args.worker.replace(':', '.')}.pstats")
+        workload = ".w2" if failing else ""
+        stats.dump_stats(f"{args.profile_out}.{args.worker.replace(':', '.')}{workload}.pstats")
     root = os.path.dirname(os.path.abspath(dcbrain.__file__))
     per_run = 1e3 / args.runs
     rows: list[dict[str, Any]] = []
@@ -305,7 +321,8 @@ async def worker_profile(variant: Variant, args: argparse.Namespace) -> dict[str
         else:
             key = "stdlib:" + os.path.basename(filename)
         by_module[key] = by_module.get(key, 0.0) + tt * per_run
-    return {"runs": args.runs, "profiled_cpu_ms": cpu * per_run, "threads": len(profiles),
+    return {"runs": args.runs, "workload": args.profile_workload.upper(),
+            "profiled_cpu_ms": cpu * per_run, "threads": len(profiles),
             "total_tottime_ms": total * per_run,
             "own_tottime_ms": sum(r["tottime_ms"] for r in rows),
             "top_cumulative": sorted(rows, key=lambda r: -r["cumtime_ms"])[:args.profile_top],
@@ -334,6 +351,7 @@ def _spawn(variant: str, task: str, args: argparse.Namespace, extra: tuple[str, 
                "--warmup", str(args.warmup), "--w3-runs", str(args.w3_runs),
                "--w3-latency", str(args.w3_latency), "--w3-repeats", str(args.w3_repeats),
                "--profile-top", str(args.profile_top),
+               "--profile-workload", args.profile_workload,
                *(["--profile-out", os.path.abspath(args.profile_out)] if args.profile_out else []),
                *(["--same-text"] if args.same_text else []), *extra]
     env = dict(os.environ, PYTHONHASHSEED="0", TOKENIZERS_PARALLELISM="false")
@@ -578,8 +596,9 @@ def render(results: dict[str, dict[str, Any]], args: argparse.Namespace) -> str:
 
 
 def render_profile(profile: dict[str, Any], title: str) -> str:
-    lines = [f"cProfile of {title}, W1, {profile['runs']} runs, all {profile['threads']} threads "
-             f"merged; per run: {profile['profiled_cpu_ms']:.2f} ms CPU profiled "
+    lines = [f"cProfile of {title}, {profile['workload']}, {profile['runs']} runs, all "
+             f"{profile['threads']} threads merged; per run: "
+             f"{profile['profiled_cpu_ms']:.2f} ms CPU profiled "
              f"({profile['total_tottime_ms']:.2f} ms of profiled function time, "
              f"{profile['own_tottime_ms']:.2f} ms of it in dcbrain's own code)", "",
              "Top dcbrain functions by cumulative time (ms per run, profiler overhead "
@@ -653,8 +672,10 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true",
                         help="also cProfile dcbrain's W1 and list its hotspots")
     parser.add_argument("--profile-top", type=int, default=15)
+    parser.add_argument("--profile-workload", choices=("w1", "w2"), default="w1",
+                        help="the workload --profile profiles")
     parser.add_argument("--profile-out", help="also write the merged cProfile stats to "
-                        "PROFILE_OUT.dcbrain.<isolation>.pstats")
+                        "PROFILE_OUT.dcbrain.<isolation>[.w2].pstats")
     parser.add_argument("--json", help="write every number to this file")
     parser.add_argument("--worker-timeout", type=float, default=900)
     parser.add_argument("--worker", help=argparse.SUPPRESS)

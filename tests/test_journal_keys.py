@@ -121,3 +121,39 @@ def test_a_failed_try_has_a_key_of_its_own_and_the_call_keeps_its_own() -> None:
     assert all(JournalKey.from_dict(key.to_dict()) == key for key in [call, *tries])
     assert "failed_try" not in call.to_dict()  # stored keys of calls are unchanged
     assert {key.call for key in tries} == {call.call}  # the same call, never reused: failed
+
+
+
+FLAT_VALUES: list[Any] = [
+    "A-17", "", "café", "line\nbreak \"quoted\" \\", "\ud800 lone surrogate", 0, -1, 2**64,
+    2**4000, True, False, None, 1.5, -0.0, math.nan, math.inf, Decimal("1.00"),
+    date(2024, 1, 2), datetime(2024, 1, 2, 3, 4, tzinfo=UTC), b"\x00bytes", "x" * 2000,
+]
+
+
+def general_key(arguments: Any) -> str:
+    """The key the general (nested) encoding gives ``arguments``."""
+    import hashlib
+
+    from dcbrain.journal import _canonical
+
+    text = _canonical(arguments)
+    return text if len(text) <= MAX_ARGS_CHARS else \
+        "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+@pytest.mark.parametrize("value", FLAT_VALUES, ids=lambda value: type(value).__name__)
+def test_a_flat_call_is_keyed_as_the_general_encoding_keys_it(value: Any) -> None:
+    for arguments in ({"x": value}, {"b": value, "a": 1, "$c": 2}, {"z": value, "\ud800": 1},
+                      {2: value}, {"x": value, "y": [value]}, {}):
+        assert canonical_args(arguments) == general_key(arguments), arguments
+    assert canonical_args({"b": value, "a": "A"}) == canonical_args({"a": "A", "b": value})
+
+
+@given(st.dictionaries(st.text(max_size=5), st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True), st.text(max_size=8),
+    st.binary(max_size=4)), max_size=5))
+@settings(max_examples=200, deadline=None)
+def test_flat_arguments_of_any_scalars_key_as_the_general_encoding(
+        arguments: dict[str, Any]) -> None:
+    assert canonical_args(arguments) == general_key(arguments)

@@ -68,7 +68,9 @@ def canonical_args(arguments: Any) -> str:
     ``{"$dict": [[key, value], ...]}``, …), and a dict with a key starting with ``$`` is
     written as ``$dict``, so no value reads as another.
     """
-    text = _canonical(arguments)
+    text = _flat(arguments) if type(arguments) is dict else None
+    if text is None:
+        text = _canonical(arguments)
     if len(text) > MAX_ARGS_CHARS:
         return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
     return text
@@ -112,6 +114,18 @@ def _canonical(value: Any) -> str:
         work.append(("close", item, len(children)))
         work.extend(("value", child, number + 1) for child in reversed(children))
     return done[0]
+
+
+def _flat(arguments: dict[Any, Any]) -> str | None:
+    """:func:`_canonical` of a dict written as a JSON object whose values are no
+    containers (the usual call's arguments), in one pass; ``None`` for any other dict."""
+    for value in arguments.values():
+        if type(value) in _CONTAINERS:
+            return None
+    if not _plain_keys(arguments):
+        return None
+    return "{" + ",".join(f"{_string(key)}:{_scalar(arguments[key])}"
+                          for key in sorted(arguments)) + "}"
 
 
 def _plain_keys(mapping: dict[Any, Any]) -> bool:

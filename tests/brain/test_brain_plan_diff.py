@@ -68,3 +68,14 @@ def test_argument_source_is_what_ast_unparse_writes() -> None:
     assert [call.kwargs["v"] for call in calls] == expected
     assert [call.kwargs["w"] for call in calls] == expected
     assert expected[0] == "'A-17'" and expected[10] == "u'x'"
+
+
+def test_a_revision_with_the_same_calls_lists_every_call_unchanged() -> None:
+    old = "a = f(x=1)\nb = g(y=a)\nreturn b"
+    new = "a = f(x=1)\nb = g(y=a)\nresult = b\nreturn result"
+    diff = ScriptDiff.compute(old, new, callables={"f", "g"})
+    assert [(c.name, c.line, c.occurrence) for c in diff.unchanged] == [("f", 1, 1), ("g", 2, 1)]
+    assert not (diff.removed or diff.added or diff.revised)
+    assert diff.unified and diff.render() == "plan revision 1"
+    moved = ScriptDiff.compute(old, "b = g(y=a)\na = f(x=1)\nreturn b", callables={"f", "g"})
+    assert moved.removed or moved.added  # another order of the calls is a change

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import ast
 import difflib
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
 from dcbrain.events import DiffItem, PlanDiffData, RevisedItem
-from dcbrain.tfplan.parser import MAX_SOURCE_CHARS, shared_tree, walk
+from dcbrain.tfplan.errors import TFSyntaxError
+from dcbrain.tfplan.parser import MAX_SOURCE_CHARS, shared_plan, shared_tree, walk
 
 #: Calls of a plan that are listed and compared; a plan seldom makes more, and comparing
 #: two sequences of calls takes time that grows faster than their length.
@@ -83,13 +84,14 @@ class ScriptDiff:
             )
         )
         old_calls, new_calls = plan_calls(old, callables), plan_calls(new, callables)
-        matcher = difflib.SequenceMatcher(
-            a=[call.key for call in old_calls], b=[call.key for call in new_calls], autojunk=False
-        )
+        old_keys, new_keys = [call.key for call in old_calls], [call.key for call in new_calls]
         removed: list[PlanCall] = []
         added: list[PlanCall] = []
         revised: list[tuple[PlanCall, PlanCall]] = []
+        if old_keys == new_keys:  # the same calls (a fix elsewhere): what the matcher finds
+            return cls(revision, unified, removed, added, revised, list(new_calls))
         unchanged: list[PlanCall] = []
+        matcher = difflib.SequenceMatcher(a=old_keys, b=new_keys, autojunk=False)
         for tag, i1, i2, j1, j2 in matcher.get_opcodes():
             if tag == "equal":
                 unchanged.extend(new_calls[j1:j2])
@@ -145,11 +147,16 @@ def plan_calls(source: str, callables: Collection[str] | None = None) -> list[Pl
 @lru_cache(maxsize=64)
 def _plan_calls(source: str, callables: frozenset[str] | None) -> tuple[PlanCall, ...]:
     try:
-        tree = shared_tree(source)  # only read
-    except (SyntaxError, ValueError, RecursionError):
-        return ()
+        # the plan as the interpreter validates it (and then reads it again): its nodes
+        # are listed already
+        nodes: Iterable[ast.AST] = shared_plan(source).nodes()
+    except TFSyntaxError:  # not a valid plan: its calls are still listed, if it parses
+        try:
+            nodes = walk(shared_tree(source))  # only read
+        except (SyntaxError, ValueError, RecursionError):
+            return ()
     found: list[tuple[int, int, ast.Call]] = []
-    for node in walk(tree):  # the nodes of ast.walk, in its order
+    for node in nodes:  # the nodes of ast.walk, in its order
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
             continue
         if callables is not None and node.func.id not in callables:

@@ -214,8 +214,7 @@ def build_builtins(guards: Guards) -> dict[str, Any]:
     def math_fsum(iterable: Any) -> float:
         return math.fsum(materialize(iterable, allocates=False))
 
-    math_members: dict[str, Any] = {name: getattr(math, name) for name in MATH_FUNCTIONS}
-    math_members.update({name: getattr(math, name) for name in MATH_CONSTANTS})
+    math_members = dict(_MATH_PLAIN)
     math_members.update(
         factorial=combinatoric("factorial"), comb=combinatoric("comb"),
         perm=combinatoric("perm"), prod=math_prod, fsum=math_fsum, pow=math.pow,
@@ -295,8 +294,7 @@ def build_builtins(guards: Guards) -> dict[str, Any]:
             raise TypeError(f"repr() takes exactly one argument ({len(args)} given)")
         return guarded_repr(args[0])
 
-    names: dict[str, Any] = dict(PLAIN_BUILTINS)
-    names.update(EXCEPTIONS)
+    names = dict(_PLAIN_NAMES)
     names.update(
         print=plan_print, str=proxy(str, strings.plan_str), repr=plan_repr,
         int=proxy(int, arithmetic.to_int), divmod=arithmetic.divmod,
@@ -321,6 +319,11 @@ def build_builtins(guards: Guards) -> dict[str, Any]:
     return names
 
 
+#: The names every run binds alike: the plain builtins and the exception types.
+_PLAIN_NAMES: dict[str, Any] = {**PLAIN_BUILTINS, **EXCEPTIONS}
+#: ``math``'s members that need no guard.
+_MATH_PLAIN: dict[str, Any] = {name: getattr(math, name)
+                               for name in (*MATH_FUNCTIONS, *MATH_CONSTANTS)}
 _DECIMAL_SOURCES = frozenset({str, int, bool, float, Decimal})
 #: Bits of the largest int with at most MAX_DECIMAL_DIGITS digits.
 _DECIMAL_INT_BITS = int(MAX_DECIMAL_DIGITS * 3.3219)

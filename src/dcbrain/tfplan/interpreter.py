@@ -55,7 +55,7 @@ from dcbrain.tfplan.labels.provenance import TRACKING_MODES, Tracker, Tracking, 
 from dcbrain.tfplan.limits import Limits
 from dcbrain.tfplan.messages import public_message
 from dcbrain.tfplan.origins import describe_callable
-from dcbrain.tfplan.parser import IMPORTABLE_MODULES, Plan, parse
+from dcbrain.tfplan.parser import IMPORTABLE_MODULES, Plan, shared_plan
 from dcbrain.tfplan.result import ConsoleResult
 from dcbrain.tfplan.rewrite import MAIN_FUNCTION, PLAN_FILENAME, compile_plan, module_globals
 from dcbrain.tfplan.sandbox.relay import cancel_in_sandbox, run_in_sandbox
@@ -68,7 +68,7 @@ from dcbrain.values.scalars import PLAN_DECIMAL_CONTEXT, decimal_error
 @lru_cache(maxsize=128)
 def _compiled(source: str, host_names: frozenset[str],
               tracking: Tracking = "off") -> tuple[Plan, CodeType]:
-    plan = parse(source, shared=True)  # only read: it is kept for every run of the source
+    plan = shared_plan(source)  # only read: it is kept for every run of the source
     try:
         provided = BUILTIN_NAMES | host_names
         code = compile_plan(source, provided, tracking=tracking, builtins=BUILTIN_NAMES,

@@ -136,6 +136,8 @@ class Plan:
     #: listed them (see :func:`child_lister`); ``None`` for a tree it did not validate.
     children: dict[ast.AST, list[ast.AST]] | None = field(default=None, repr=False,
                                                            compare=False)
+    #: :meth:`nodes`, once listed (from ``children``)
+    _listed: list[ast.AST] | None = field(default=None, init=False, repr=False, compare=False)
 
     @cached_property
     def lines(self) -> list[str]:
@@ -146,8 +148,14 @@ class Plan:
         return child_lister(self.children)
 
     def nodes(self) -> list[ast.AST]:
-        """Every node of the tree, in the order of :func:`walk`."""
-        return walk_listed(self.tree, self.children)
+        """Every node of the tree, in the order of :func:`walk` (listed once for the
+        parser's tree, whose readers only read it: never change what it gives)."""
+        if self.children is None:
+            return list(walk(self.tree))
+        listed = self._listed
+        if listed is None:
+            listed = self._listed = walk_listed(self.tree, self.children)
+        return listed
 
 
 def extract_plan(reply: str) -> str | None:
@@ -221,6 +229,15 @@ def shared_tree(source: str) -> ast.Module:
     return syntax_tree(source)
 
 
+@lru_cache(maxsize=32)
+def shared_plan(source: str) -> Plan:
+    """``parse(source, shared=True)``, validated once for every reader that only reads the
+    plan (a run lists a plan's calls when the planner writes it, then checks and compiles
+    it); raises :class:`TFSyntaxError` as :func:`parse` does (a refusal is not kept: each
+    caller gets an error of its own). Never change the plan or its tree."""
+    return parse(source, shared=True)
+
+
 #: CPython's words for the race above, and how many parses it may spoil in a row.
 _DEPTH_MISMATCH = "AST constructor recursion depth mismatch"
 _PARSE_TRIES = 3
@@ -278,7 +295,22 @@ class _Validator:
                 in_function = True
             elif kind is ast.Lambda:
                 in_function = True
-            found = children[node] = iter_child_nodes(node)
+            # the loop of iter_child_nodes, written out (as in walk): a call per node
+            # costs the validation a quarter more
+            found: list[ast.AST] = []
+            append = found.append
+            for name in node._fields:
+                try:
+                    value = getattr(node, name)
+                except AttributeError:
+                    continue
+                if isinstance(value, ast.AST):
+                    append(value)
+                elif isinstance(value, list):
+                    for item in value:
+                        if isinstance(item, ast.AST):
+                            append(item)
+            children[node] = found
             depth += 1
             for child in found:
                 push((child, depth, in_function))
