@@ -8,8 +8,9 @@
    in microseconds per cycle, with plans run in the sandbox worker processes (the
    default) and in process. CPU counts this process and its descendants (the sandbox
    workers, read from ``/proc``); every run's plan text differs (as every real question
-   gives a new plan), so no cache keyed on a plan's text is hit for free. Everything but the LLMs is real: the state machine, prompts,
-   token counting and budget, the sandboxed plan run, events.
+   gives a new plan), so no cache keyed on a plan's text is hit for free. Everything but
+   the LLMs is real: the state machine, prompts, token counting and budget, the sandboxed
+   plan run, events.
 2. Latency: a plan with 8 independent chain calls whose LLM takes 200 ms each, written
    with ``parallel(...)`` and written sequentially; reports both and the speedup.
 3. Abort: a plan runs 4 tools in ``parallel(...)`` that each block for 5 s; ``abort()``
@@ -156,8 +157,8 @@ async def main() -> None:
         await overhead_us(20, 1, isolation)  # warm up caches (encodings, compiled plans)
         per_cycle, cpu = await overhead_us(args.cycles, args.repeat, isolation)
         print(f"framework overhead per plan->run->validate cycle, plans {isolation}: "
-              f"{per_cycle:,.0f} us wall, {cpu:,.0f} us CPU of this process and its workers (best of "
-              f"{args.repeat} x {args.cycles} runs, zero-latency scripted LLMs)")
+              f"{per_cycle:,.0f} us wall, {cpu:,.0f} us CPU of this process and its workers "
+              f"(best of {args.repeat} x {args.cycles} runs, zero-latency scripted LLMs)")
     sequential = await plan_latency_s(parallel=False)
     concurrent = await plan_latency_s(parallel=True)
     print(f"{CALLS} independent chain calls of {CHAIN_LATENCY_S * 1000:.0f} ms each: "

@@ -24,8 +24,8 @@ from typing import Any
 import httpx
 
 from dcbrain import Chain, DCBrain, ScriptedLLM, SQLiteMemory
-from dcbrain.memory import Memory
 from dcbrain.config.runtime import Runtime
+from dcbrain.memory import Memory
 from dcbrain.server import ServerSettings, create_app
 from dcbrain.server.testing import serve_in_thread
 
