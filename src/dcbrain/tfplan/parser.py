@@ -295,21 +295,7 @@ class _Validator:
                 in_function = True
             elif kind is ast.Lambda:
                 in_function = True
-            # the loop of iter_child_nodes, written out (as in walk): a call per node
-            # costs the validation a quarter more
-            found: list[ast.AST] = []
-            append = found.append
-            for name in node._fields:
-                try:
-                    value = getattr(node, name)
-                except AttributeError:
-                    continue
-                if isinstance(value, ast.AST):
-                    append(value)
-                elif isinstance(value, list):
-                    for item in value:
-                        if isinstance(item, ast.AST):
-                            append(item)
+            found = iter_child_nodes(node)
             children[node] = found
             depth += 1
             for child in found:
