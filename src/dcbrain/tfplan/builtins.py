@@ -238,13 +238,13 @@ def build_builtins(guards: Guards) -> dict[str, Any]:
         return call
 
     def proxy(real: type, constructor: Callable[..., Any]) -> TypeProxy:
-        members = LazyMembers(ALLOWED.get(real, ()), functools.partial(unbound, real))
+        members = LazyMembers(ALLOWED.get(real, _NO_NAMES), functools.partial(unbound, real))
         if real is dict:
             members["fromkeys"] = lambda keys, value=None: check_result(
                 dict.fromkeys(hashed_items(keys), value))
-        for name in TYPE_MEMBERS.get(real, ()):
-            if name != "fromkeys":  # the value types' own constructors: bounded by their input
-                members[name] = getattr(real, name)
+        constructors = _TYPE_CONSTRUCTORS.get(real)
+        if constructors:
+            members.update(constructors)
         if real is datetime:
             members["strptime"] = plan_strptime
         if real is timezone:
@@ -329,3 +329,9 @@ _DECIMAL_SOURCES = frozenset({str, int, bool, float, Decimal})
 _DECIMAL_INT_BITS = int(MAX_DECIMAL_DIGITS * 3.3219)
 _DATETIME_TYPES: dict[str, type] = {real.__name__: real for real in (
     date, datetime, time, timedelta, timezone)}
+_NO_NAMES: frozenset[str] = frozenset()
+#: The value types' own constructors (``date.fromisoformat``), bounded by their input:
+#: the type's own members, the same in every run.
+_TYPE_CONSTRUCTORS: dict[type, dict[str, Any]] = {
+    real: {name: getattr(real, name) for name in names if name != "fromkeys"}
+    for real, names in TYPE_MEMBERS.items()}

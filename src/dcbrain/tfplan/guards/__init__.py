@@ -20,6 +20,17 @@ from dcbrain.tfplan.state import RunState
 
 _AUGMENTED = ("Add", "Sub", "BitOr", "BitAnd", "BitXor", "Mult", "Pow", "LShift", "Mod",
               "FloorDiv")
+#: The name each augmented assignment's guard is bound to, with its operator.
+_AUGMENTED_NAMES = tuple((f"__tf_iop_{op_name}", op_name) for op_name in _AUGMENTED)
+#: The ``__tf_*`` names bound to immutable values, alike in every run.
+_CONSTANTS: dict[str, Any] = {
+    "__tf_numbers": frozenset({int, float}),
+    "__tf_int": int,
+    "__tf_len": len,
+    "__tf_native": frozenset({str, int, float, bool}),
+    "__tf_flat": frozenset({str, int, float, bool, type(None)}),
+    "__tf_small": 1 << 64,
+}
 
 
 class Guards:
@@ -37,7 +48,8 @@ class Guards:
         """The ``__tf_*`` names the rewritten plan calls, bound to this run."""
         budget, arithmetic, strings, access = (
             self.budget, self.arithmetic, self.strings, self.access)
-        names: dict[str, Any] = {
+        names = dict(_CONSTANTS)  # immutable values: the same for every run
+        names.update({
             "__tf_tick": budget.tick,
             "__tf_count_calls": budget.count_calls,
             "__tf_max_depth": budget.max_depth,
@@ -51,12 +63,6 @@ class Guards:
             "__tf_in": budget.contained_in,
             "__tf_checked": budget.check_result,
             "__tf_display": budget.check_display,
-            "__tf_numbers": frozenset({int, float}),
-            "__tf_int": int,
-            "__tf_len": len,
-            "__tf_native": frozenset({str, int, float, bool}),
-            "__tf_flat": frozenset({str, int, float, bool, type(None)}),
-            "__tf_small": 1 << 64,
             "__tf_attr": access.attr,
             "__tf_keyed_method": access.keyed_method,
             "__tf_slice": access.get_slice,
@@ -76,9 +82,10 @@ class Guards:
             "__tf_mod": arithmetic.mod,
             "__tf_floordiv": arithmetic.floordiv,
             "__tf_check_iadd": arithmetic.check_iadd,
-        }
-        for op_name in _AUGMENTED:
-            names[f"__tf_iop_{op_name}"] = arithmetic.augmented(op_name)
+        })
+        augmented = arithmetic.augmented
+        for name, op_name in _AUGMENTED_NAMES:
+            names[name] = augmented(op_name)
         return names
 
 

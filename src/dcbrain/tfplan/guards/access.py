@@ -47,8 +47,8 @@ class LazyMembers(dict[str, Any]):
     """Members of a type proxy, each made on first use (a run uses few of them)."""
 
     def __init__(self, names: Iterable[str], make: Callable[[str], Any]) -> None:
-        super().__init__()
-        self.names = frozenset(names)
+        # starts empty (``dict.__init__`` without arguments adds nothing)
+        self.names = names if isinstance(names, frozenset) else frozenset(names)
         self.make = make
 
     def __missing__(self, name: str) -> Any:
