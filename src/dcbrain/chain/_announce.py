@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -159,21 +159,16 @@ class CallAnnouncer:
         with self._lock:
             return self._announced.get(id(record))
 
-    @contextmanager
-    def traced(self, record: CallRecord | None) -> Iterator[None]:
+    def traced(self, record: CallRecord | None) -> AbstractContextManager[None]:
         """Run the body in the trace context of the announced call ``record``, when the
         observer has one (``trace_context``): spans started there are the call's children.
-        Entered where the call runs — the plan's thread for a tool, a chain's task."""
+        Entered where the call runs — the plan's thread for a tool, a chain's task; the
+        context is looked up when this is called, right before the body."""
         call = self._call_of(record)
         context = self._observer.trace_context(call) if call is not None else None
         if context is None:
-            yield
-            return
-        token = otel_context.attach(context)
-        try:
-            yield
-        finally:
-            otel_context.detach(token)
+            return nullcontext()
+        return _attached(context)
 
     @contextmanager
     def streamed(self, record: CallRecord | None) -> Iterator[None]:
@@ -203,3 +198,13 @@ class CallAnnouncer:
             call = self._announced.pop(id(record), None)
         if call is not None:
             self._observer.on_call_end(call)
+
+
+@contextmanager
+def _attached(context: otel_context.Context) -> Iterator[None]:
+    """The body run with ``context`` as the current OpenTelemetry context."""
+    token = otel_context.attach(context)
+    try:
+        yield
+    finally:
+        otel_context.detach(token)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, TypedDict, TypeVar, Unpack
 
 from dcbrain.chain._plan_scope import current_scope
@@ -136,14 +136,11 @@ class PlanJournal:
         await self.arecord(key, kind, started, result=result)
         return result
 
-    @contextmanager
-    def context(self, key: JournalKey | None) -> Iterator[None]:
+    def context(self, key: JournalKey | None) -> AbstractContextManager[None]:
         """The call context (:func:`~dcbrain.journal.current_call`) of the call ``key``."""
         if key is None:
-            yield
-            return
-        with calling(CallContext(self.run_id, key)):
-            yield
+            return nullcontext()
+        return calling(CallContext(self.run_id, key))
 
 
 def replayed(entry: JournalEntry) -> Any:
