@@ -52,7 +52,7 @@ from dcbrain.tfplan.host import (
 from dcbrain.tfplan.host_budget import HostBudget
 from dcbrain.tfplan.labels.provenance import TRACKING_MODES, Tracker, Tracking, tracking_namespace
 from dcbrain.tfplan.limits import Limits
-from dcbrain.tfplan.messages import public_message
+from dcbrain.tfplan.messages import public_message, without_label_keyword
 from dcbrain.tfplan.origins import describe_callable
 from dcbrain.tfplan.parser import (
     IMPORTABLE_MODULES,
@@ -480,8 +480,6 @@ class Interpreter:
             kind = type(exc).__name__
             message = bounded_message(exc)
             if self.tracking != "off" and kind == "TypeError":
-                from dcbrain.tfplan.labels.analysis import without_label_keyword
-
                 message = without_label_keyword(message)
             error = TFRuntimeError(public_message(message, kind), kind=kind)
         else:
