@@ -53,7 +53,6 @@ from dcbrain.tfplan.host_budget import HostBudget
 from dcbrain.tfplan.labels.provenance import TRACKING_MODES, Tracker, Tracking, tracking_namespace
 from dcbrain.tfplan.limits import Limits
 from dcbrain.tfplan.messages import public_message, without_label_keyword
-from dcbrain.tfplan.origins import describe_callable
 from dcbrain.tfplan.parser import (
     IMPORTABLE_MODULES,
     MAIN_FUNCTION,
@@ -173,6 +172,8 @@ class Interpreter:
         for tool in tools:
             name = str(getattr(tool, "name", None) or tool.__name__)
             if name in self.callables:
+                from dcbrain.tfplan.origins import describe_callable
+
                 raise ValueError(f"two callables are named {name!r}: "
                                  f"{describe_callable(name, self.callables[name])} and "
                                  f"{describe_callable(name, tool)}; rename one of them")
