@@ -6,8 +6,13 @@ Real worker processes throughout.
 
 from __future__ import annotations
 
+import json
+import marshal
 import os
+import pickle
 import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -15,7 +20,13 @@ from typing import Any
 
 import pytest
 
-from dcbrain.tfplan import Interpreter, Limits, PlanProcessCrashed, TFInterpreterError
+from dcbrain.tfplan import (
+    Interpreter,
+    Limits,
+    PlanProcessCrashed,
+    TFInterpreterError,
+    compile_source,
+)
 from dcbrain.tfplan.sandbox import pool as pool_module
 from dcbrain.tfplan.sandbox import shared_pool
 from dcbrain.tfplan.sandbox.pool import POOL_TARGET, Worker, WorkerPool
@@ -231,3 +242,56 @@ def test_sandbox_processes_do_not_load_openssl() -> None:
         with open(f"/proc/{pid}/maps") as maps:
             mapped = maps.read()
         assert "libssl" not in mapped and "libcrypto" not in mapped
+
+
+#: What compiles or checks a plan, and the host's side of the sandbox: a sandbox process
+#: runs code its host compiled, so it never needs them (each costs memory in every worker).
+COMPILE_TIME_MODULES = {
+    "dcbrain.tfplan.checker", "dcbrain.tfplan._argument_types", "dcbrain.tfplan._chain_prompts",
+    "dcbrain.tfplan._result_fields", "dcbrain.tfplan.shapes", "dcbrain.tfplan.scopes",
+    "dcbrain.tfplan.flow", "dcbrain.tfplan.rewrite", "dcbrain.tfplan._transform",
+    "dcbrain.tfplan._operators", "dcbrain.tfplan._displays", "dcbrain.tfplan.labels.rewrite",
+    "dcbrain.tfplan.labels.analysis", "dcbrain.tfplan.labels.hoist",
+    "dcbrain.tfplan.labels.exprs", "dcbrain.tfplan.sandbox.pool", "dcbrain.tfplan.sandbox.relay",
+    "difflib",
+}
+
+#: The zygote's own start (``pool._BOOTSTRAP`` up to ``main``), then what a child does: it
+#: prepares, and runs the plans read from stdin with the worker's own ``_run``.
+_RUN_AS_WORKER = pool_module._BOOTSTRAP.replace("main(int(sys.argv[2]))\n", "") + """\
+import json, pickle, socket
+from dcbrain.tfplan.limits import Limits
+from dcbrain.tfplan.sandbox import _worker
+from dcbrain.tfplan.sandbox._wire import Channel
+runs = pickle.loads(sys.stdin.buffer.read())
+_worker.prepare()
+channel = Channel(socket.socketpair()[0], trusted=True)
+answers = [_worker._run(channel, source=source, code=code, limits=Limits(), names=[],
+                        construct=False, tracking="strict", sources={}, trusted_fields={},
+                        reads={}) for source, code in runs]
+print(json.dumps({"answers": answers, "modules": sorted(sys.modules)}))
+"""
+
+
+def test_sandbox_processes_import_no_checker_or_rewriter() -> None:
+    assert "main(" not in _RUN_AS_WORKER  # the zygote's start is what this runs
+    sources = [
+        "def add(a, b):\n    return a + b\nsorted([add(1, 2), 1])[0] == 1\n",
+        "def one(a):\n    return a\none(1, 2)\n",  # the error path of a label-tracking run
+    ]
+    runs = [(source, marshal.dumps(compile_source(source, frozenset(), "strict")[1]))
+            for source in sources]
+    done = subprocess.run(
+        [sys.executable, "-S", "-c", _RUN_AS_WORKER, str(pool_module._PACKAGE_DIR)],
+        input=pickle.dumps(runs), capture_output=True, env=pool_module._zygote_environment(),
+        check=True, timeout=PATIENCE_S * 3,
+    )
+    report = json.loads(done.stdout)
+    ran, failed = report["answers"]
+    assert ran["value"] is True
+    assert failed["error"]["kind"] == "TypeError"
+    with pytest.raises(TFInterpreterError) as in_process:
+        Interpreter(isolation="inprocess", tracking="strict").run(sources[1])
+    assert failed["error"]["message"] == in_process.value.message
+    assert "dcbrain.tfplan.sandbox._zygote" in report["modules"]
+    assert COMPILE_TIME_MODULES.isdisjoint(report["modules"])

@@ -24,17 +24,15 @@ from decimal import Decimal
 from typing import Any
 
 from dcbrain.tfplan._argument_types import literal_mismatch
+from dcbrain.tfplan._builtin_names import BUILTIN_NAMES as BUILTIN_NAMES
 from dcbrain.tfplan._chain_prompts import prompt_argument_problems
 from dcbrain.tfplan._result_fields import field_problems
-from dcbrain.tfplan.builtins import BUILTIN_FUNCTIONS, EXCEPTIONS
 from dcbrain.tfplan.errors import Problem, TFSyntaxError, first_problems
 from dcbrain.tfplan.flow import flow_problems
 from dcbrain.tfplan.methods import ALL_METHOD_NAMES, MODULE_MEMBERS
-from dcbrain.tfplan.parser import SPECIAL_NAMES, Plan, parse
+from dcbrain.tfplan.parser import Plan, parse
 from dcbrain.tfplan.scopes import resolve
 
-#: Names every plan can use besides its own and the registered callables.
-BUILTIN_NAMES = frozenset(BUILTIN_FUNCTIONS) | frozenset(EXCEPTIONS) | SPECIAL_NAMES
 #: Unknown names that get a "did you mean" hint; past it a plan of garbage stays linear.
 _MAX_HINTS = 20
 #: Known names compared with an unknown one for a hint (difflib compares each pair in

@@ -35,8 +35,8 @@ from dcbrain.tfplan.errors import (
     TFToolUnavailable,
 )
 from dcbrain.tfplan.labels.provenance import CallSources, Tracker, call_sources, unknown_sources
+from dcbrain.tfplan.parser import PLAN_FILENAME
 from dcbrain.tfplan.result import CallRecord
-from dcbrain.tfplan.rewrite import PLAN_FILENAME
 from dcbrain.tfplan.state import Cancelled, Expired, RunState
 from dcbrain.tfplan.values import NotPlainData, sized_plan_value
 

@@ -22,10 +22,10 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
 from types import CodeType, TracebackType
-from typing import Any, ClassVar, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
+from dcbrain.tfplan._builtin_names import BUILTIN_NAMES
 from dcbrain.tfplan.builtins import build_builtins
-from dcbrain.tfplan.checker import BUILTIN_NAMES, CallableSpec, check, specs_of
 from dcbrain.tfplan.errors import (
     CallDepthLimitExceeded,
     Cancelled,
@@ -50,24 +50,34 @@ from dcbrain.tfplan.host import (
     current_run,
 )
 from dcbrain.tfplan.host_budget import HostBudget
-from dcbrain.tfplan.labels.analysis import without_label_keyword
 from dcbrain.tfplan.labels.provenance import TRACKING_MODES, Tracker, Tracking, tracking_namespace
 from dcbrain.tfplan.limits import Limits
-from dcbrain.tfplan.messages import public_message
-from dcbrain.tfplan.origins import describe_callable
-from dcbrain.tfplan.parser import IMPORTABLE_MODULES, Plan, shared_plan
+from dcbrain.tfplan.messages import public_message, without_label_keyword
+from dcbrain.tfplan.parser import (
+    IMPORTABLE_MODULES,
+    MAIN_FUNCTION,
+    PLAN_FILENAME,
+    Plan,
+    shared_plan,
+)
 from dcbrain.tfplan.result import ConsoleResult
-from dcbrain.tfplan.rewrite import MAIN_FUNCTION, PLAN_FILENAME, compile_plan, module_globals
-from dcbrain.tfplan.sandbox.relay import cancel_in_sandbox, run_in_sandbox
 from dcbrain.tfplan.state import CallObserver, ParallelHooks, RunState, Watchdog
 from dcbrain.tfplan.supervise import Supervision, abandon_calls, start_driver
 from dcbrain.tfplan.values import bounded_message, sized_plan_value
 from dcbrain.values.scalars import PLAN_DECIMAL_CONTEXT, decimal_error
 
+if TYPE_CHECKING:
+    from dcbrain.tfplan.checker import CallableSpec
+
+# A sandbox process only runs code compiled by its host: the checker, the rewriter and the
+# host's side of the sandbox are imported by the functions that use them.
+
 
 @lru_cache(maxsize=128)
 def _compiled(source: str, host_names: frozenset[str],
               tracking: Tracking = "off") -> tuple[Plan, CodeType]:
+    from dcbrain.tfplan.rewrite import compile_plan, module_globals
+
     plan = shared_plan(source)  # only read: it is kept for every run of the source
     try:
         provided = BUILTIN_NAMES | host_names
@@ -162,6 +172,8 @@ class Interpreter:
         for tool in tools:
             name = str(getattr(tool, "name", None) or tool.__name__)
             if name in self.callables:
+                from dcbrain.tfplan.origins import describe_callable
+
                 raise ValueError(f"two callables are named {name!r}: "
                                  f"{describe_callable(name, self.callables[name])} and "
                                  f"{describe_callable(name, tool)}; rename one of them")
@@ -193,6 +205,8 @@ class Interpreter:
     def specs(self) -> dict[str, CallableSpec]:
         """Specs of the registered callables (given, or derived from their signatures)."""
         if self._specs is None:
+            from dcbrain.tfplan.checker import specs_of
+
             self._specs = specs_of(self.callables)
         return self._specs
 
@@ -200,6 +214,8 @@ class Interpreter:
         """Every static problem of ``plan`` against the registered callables; a plan with
         none is compiled too, so what Python's compiler refuses ('break' outside a loop,
         ``nonlocal`` without a binding) is reported before the plan runs."""
+        from dcbrain.tfplan.checker import check
+
         problems = check(plan, self.specs, strict=self.tracking == "strict")
         if not problems:
             try:  # cached: the run reuses this compile
@@ -335,6 +351,8 @@ class Interpreter:
     def _process_stopper(self, state: RunState) -> Callable[[], None] | None:
         if self.isolation != "process":
             return None
+        from dcbrain.tfplan.sandbox.relay import cancel_in_sandbox
+
         return lambda: cancel_in_sandbox(state)
 
     def _stop_run(self, state: RunState) -> None:
@@ -345,6 +363,8 @@ class Interpreter:
     def _run_here(self, plan: Plan, code: CodeType, state: RunState) -> ConsoleResult:
         """Run the plan from this thread: in a sandbox process, or right here."""
         if self.isolation == "process":
+            from dcbrain.tfplan.sandbox.relay import run_in_sandbox
+
             return run_in_sandbox(self, plan, code, state)
         return self._execute(plan, code, state)
 

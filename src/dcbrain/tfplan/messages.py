@@ -88,3 +88,22 @@ def _given(name: str, rest: str, extra: int) -> int | None:
         return _ARITY[name][0] - int(missing.group(1))
     too_many = _TOO_MANY.fullmatch(rest)
     return int(too_many.group(1)) - extra if too_many is not None else None
+
+
+_HIDDEN_KEYWORD = re.compile(
+    r"but (\d+) positional arguments? \(and (\d+) keyword-only arguments?\) were given")
+
+
+def without_label_keyword(message: str) -> str:
+    """Python's message about a plan function's arguments, as if the hidden keyword that
+    carries their labels were not there."""
+    def plain(match: re.Match[str]) -> str:
+        positional, keywords = int(match[1]), int(match[2]) - 1
+        given = f"{positional} was" if positional == 1 else f"{positional} were"
+        if not keywords:
+            return f"but {given} given"
+        plural = "s" if keywords > 1 else ""
+        noun = "argument" if positional == 1 else "arguments"
+        return (f"but {positional} positional {noun} (and {keywords} keyword-only "
+                f"argument{plural}) were given")
+    return _HIDDEN_KEYWORD.sub(plain, message)

@@ -24,6 +24,9 @@ _STR_CHARGED = {
 #: str methods whose result can be far larger than their object: checked before running.
 STR_GROWING = {"center", "ljust", "rjust", "zfill", "expandtabs", "replace", "join", "format"}
 
+#: dict/set methods whose first argument is hashed.
+KEYED_METHODS = frozenset({"get", "pop", "setdefault", "add", "discard", "remove"})
+
 _LIST_FREE = {"append", "pop", "clear", "insert", "remove", "reverse"}
 _LIST_CHARGED = {"copy", "count", "index", "extend", "sort"}
 _TUPLE_CHARGED = {"count", "index"}

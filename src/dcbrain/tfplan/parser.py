@@ -24,6 +24,10 @@ from dcbrain.tfplan.methods import MODULE_MEMBERS
 SPECIAL_NAMES = frozenset({"__construct_chain"})
 #: Modules a plan may import (their names are always bound; importing rebinds them).
 IMPORTABLE_MODULES = frozenset({"math", "json", "datetime", "decimal"})
+#: The file name compiled plan code carries (how tracebacks find the plan's own frames).
+PLAN_FILENAME = "<tf_plan>"
+#: The function the compiled plan's top level becomes.
+MAIN_FUNCTION = "__tf_main"
 
 #: Source size a plan may have; an LLM plan is a few hundred lines at most.
 MAX_SOURCE_CHARS = 200_000

@@ -40,16 +40,20 @@ from dcbrain.tfplan._operators import OperatorGuards, is_scalar_constant
 from dcbrain.tfplan.labels.hoist import hoist_label_updates
 from dcbrain.tfplan.labels.provenance import Tracking
 from dcbrain.tfplan.labels.rewrite import LabelRewriter
-from dcbrain.tfplan.parser import SYNTAX_TREE_LOCK, iter_child_nodes, syntax_tree, walk
+from dcbrain.tfplan.methods import KEYED_METHODS
+from dcbrain.tfplan.parser import (
+    MAIN_FUNCTION,
+    PLAN_FILENAME,
+    SYNTAX_TREE_LOCK,
+    iter_child_nodes,
+    syntax_tree,
+    walk,
+)
 
-PLAN_FILENAME = "<tf_plan>"
-MAIN_FUNCTION = "__tf_main"
 _RESULT = "__tf_value"
 _DEPTH = "__tf_depth"
 _CALLS = "__tf_calls"
 
-#: dict/set methods whose first argument is hashed.
-KEYED_METHODS = frozenset({"get", "pop", "setdefault", "add", "discard", "remove"})
 #: f-strings with more fields than this are joined by a guard that sizes them first; up to
 #: this many, CPython joins them (each field is bounded by the size limit, so is the sum).
 FSTRING_NATIVE_FIELDS = 8

@@ -14,7 +14,7 @@ from typing import Any
 from dcbrain.tfplan.guards.budget import Budget
 from dcbrain.tfplan.guards.strings import Strings
 from dcbrain.tfplan.methods import CHARGED, FREE, STR_GROWING, TEMPORAL_FORMATTING
-from dcbrain.tfplan.rewrite import KEYED_METHODS as _KEYED
+from dcbrain.tfplan.methods import KEYED_METHODS as _KEYED
 from dcbrain.tfplan.values import MAX_MESSAGE_CHARS, rendered_size_exceeds
 
 #: Methods whose positional arguments are iterables to be consumed under the budget.

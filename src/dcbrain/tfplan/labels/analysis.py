@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from dcbrain.tfplan.messages import without_label_keyword as without_label_keyword
 from dcbrain.tfplan.methods import IN_PLACE_METHODS
 from dcbrain.tfplan.parser import iter_child_nodes, walk
 
@@ -319,25 +320,6 @@ def _method_of(node: ast.Call) -> tuple[ast.expr, str] | None:
             and isinstance(func.args[1], ast.Constant) and isinstance(func.args[1].value, str):
         return func.args[0], func.args[1].value
     return None
-
-
-_HIDDEN_KEYWORD = re.compile(
-    r"but (\d+) positional arguments? \(and (\d+) keyword-only arguments?\) were given")
-
-
-def without_label_keyword(message: str) -> str:
-    """Python's message about a plan function's arguments, as if the hidden keyword that
-    carries their labels were not there."""
-    def plain(match: re.Match[str]) -> str:
-        positional, keywords = int(match[1]), int(match[2]) - 1
-        given = f"{positional} was" if positional == 1 else f"{positional} were"
-        if not keywords:
-            return f"but {given} given"
-        plural = "s" if keywords > 1 else ""
-        noun = "argument" if positional == 1 else "arguments"
-        return (f"but {positional} positional {noun} (and {keywords} keyword-only "
-                f"argument{plural}) were given")
-    return _HIDDEN_KEYWORD.sub(plain, message)
 
 
 def _declared_in(body: list[ast.stmt]) -> tuple[set[str], set[str]]:

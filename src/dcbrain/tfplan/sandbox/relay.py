@@ -44,9 +44,8 @@ from dcbrain.tfplan.errors import (
 )
 from dcbrain.tfplan.host import BRANCH_BYTES, Dispatcher
 from dcbrain.tfplan.labels.provenance import CallSources
-from dcbrain.tfplan.parser import Plan
+from dcbrain.tfplan.parser import PLAN_FILENAME, Plan
 from dcbrain.tfplan.result import CallRecord, ConsoleResult
-from dcbrain.tfplan.rewrite import PLAN_FILENAME
 from dcbrain.tfplan.sandbox._wire import MAX_MESSAGE_BYTES, WORKER_RECORD_FIELDS, ChannelClosed
 from dcbrain.tfplan.sandbox.pool import Worker, WorkerPool, shared_pool
 from dcbrain.tfplan.state import Cancelled, Expired, RunState
