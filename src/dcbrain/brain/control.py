@@ -29,9 +29,10 @@ class RunControl:
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
-        """A run began on ``loop``; from now on :meth:`request_abort` reaches it."""
+        """A run began on ``loop``; from now on :meth:`request_abort` reaches it (one
+        asked before is kept: the run stops at its first check)."""
         with self._lock:
-            self._active, self._abort_requested, self._loop = True, False, loop
+            self._active, self._loop = True, loop
 
     def finish(self) -> None:
         with self._lock:
@@ -39,11 +40,12 @@ class RunControl:
             self._inflight = self._loop = None
 
     def request_abort(self) -> bool:
-        """Ask the run to stop and cancel its work in flight; ``False`` without a run."""
+        """Ask the run to stop and cancel its work in flight; ``False`` while it is not
+        running (asked before it starts, the request is kept for it)."""
         with self._lock:
+            self._abort_requested = True
             if not self._active:
                 return False
-            self._abort_requested = True
             inflight, loop = self._inflight, self._loop
         if inflight is not None and loop is not None and not loop.is_closed():
             loop.call_soon_threadsafe(inflight.cancel)

@@ -199,6 +199,8 @@ async def _execute(brain: RunnableBrain, request: RunRequest, deps: RunDeps,
                                        run_id=request.run_id,
                                        deps=deps.with_subscriber(on_event)) as run:
                 request._run = run
+                if request.abort_requested:  # asked while the run was made: kept for it
+                    run.abort()
                 result = await run.execute()
         finally:
             request._run = None
