@@ -148,7 +148,8 @@ class BrainRun:
     # -- public control ----------------------------------------------------------------
 
     def abort(self) -> bool:
-        """Stop this run as soon as possible (status ``aborted``); ``False`` if not running.
+        """Stop this run as soon as possible (status ``aborted``); ``False`` if not running
+        (asked before :meth:`execute`, it is kept: the run ends at its first step).
 
         Callable from any task or thread; the LLM call or plan in flight is cancelled.
         """
