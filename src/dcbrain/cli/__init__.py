@@ -31,8 +31,8 @@ def main() -> None:
     doing (importing, waiting for an LLM, running a plan). ``serve`` installs its own
     handler while it listens, shuts down gracefully, then ends here the same way.
     """
-    signal.signal(signal.SIGINT, _interrupted)
-    try:
+    try:  # an interrupt landing while the handler is installed is caught below too
+        signal.signal(signal.SIGINT, _interrupted)
         from dcbrain.cli.app import app
 
         app()
