@@ -20,6 +20,7 @@ from dcbrain.tfplan.guards import Guards, Namespace, TypeProxy
 from dcbrain.tfplan.guards.access import LazyMembers
 from dcbrain.tfplan.hashing import plan_hash as stable_hash
 from dcbrain.tfplan.methods import ALLOWED, MATH_CONSTANTS, MATH_FUNCTIONS, TYPE_MEMBERS
+from dcbrain.tfplan.parser import SPECIAL_NAMES
 from dcbrain.values.scalars import (
     MAX_DECIMAL_DIGITS,
     MAX_DECIMAL_TEXT,
@@ -335,3 +336,8 @@ _NO_NAMES: frozenset[str] = frozenset()
 _TYPE_CONSTRUCTORS: dict[type, dict[str, Any]] = {
     real: {name: getattr(real, name) for name in names if name != "fromkeys"}
     for real, names in TYPE_MEMBERS.items()}
+
+
+#: Names every plan can use besides its own and the registered callables (here, not in
+#: the checker: running compiled plan code, as a sandbox process does, needs no checker).
+BUILTIN_NAMES = frozenset(BUILTIN_FUNCTIONS) | frozenset(EXCEPTIONS) | SPECIAL_NAMES

@@ -24,9 +24,9 @@ from decimal import Decimal
 from typing import Any
 
 from dcbrain.tfplan._argument_types import literal_mismatch
-from dcbrain.tfplan._builtin_names import BUILTIN_NAMES as BUILTIN_NAMES
 from dcbrain.tfplan._chain_prompts import prompt_argument_problems
 from dcbrain.tfplan._result_fields import field_problems
+from dcbrain.tfplan.builtins import BUILTIN_NAMES as BUILTIN_NAMES
 from dcbrain.tfplan.errors import Problem, TFSyntaxError, first_problems
 from dcbrain.tfplan.flow import flow_problems
 from dcbrain.tfplan.methods import ALL_METHOD_NAMES, MODULE_MEMBERS

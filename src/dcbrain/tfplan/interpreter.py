@@ -24,8 +24,7 @@ from functools import lru_cache
 from types import CodeType, TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
-from dcbrain.tfplan._builtin_names import BUILTIN_NAMES
-from dcbrain.tfplan.builtins import build_builtins
+from dcbrain.tfplan.builtins import BUILTIN_NAMES, build_builtins
 from dcbrain.tfplan.errors import (
     CallDepthLimitExceeded,
     Cancelled,
