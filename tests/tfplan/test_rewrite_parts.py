@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-from dcbrain.tfplan._transform import Transformer
 from dcbrain.tfplan.checker import BUILTIN_NAMES, check
 from dcbrain.tfplan.labels.exprs import copied
 from dcbrain.tfplan.labels.hoist import _statements
 from dcbrain.tfplan.parser import (
     MAX_LISTED_NODES,
     Plan,
+    Transformer,
     child_lister,
     iter_child_nodes,
     parse,

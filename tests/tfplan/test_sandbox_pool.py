@@ -249,7 +249,7 @@ def test_sandbox_processes_do_not_load_openssl() -> None:
 COMPILE_TIME_MODULES = {
     "dcbrain.tfplan.checker", "dcbrain.tfplan._argument_types", "dcbrain.tfplan._chain_prompts",
     "dcbrain.tfplan._result_fields", "dcbrain.tfplan.shapes", "dcbrain.tfplan.scopes",
-    "dcbrain.tfplan.flow", "dcbrain.tfplan.rewrite", "dcbrain.tfplan._transform",
+    "dcbrain.tfplan.flow", "dcbrain.tfplan.rewrite",
     "dcbrain.tfplan._operators", "dcbrain.tfplan._displays", "dcbrain.tfplan.labels.rewrite",
     "dcbrain.tfplan.labels.analysis", "dcbrain.tfplan.labels.hoist",
     "dcbrain.tfplan.labels.exprs", "dcbrain.tfplan.sandbox.pool", "dcbrain.tfplan.sandbox.relay",

@@ -18,7 +18,7 @@ from __future__ import annotations
 import ast
 
 from dcbrain.tfplan._inline import constant, guard_call
-from dcbrain.tfplan._transform import Transformer
+from dcbrain.tfplan.parser import Transformer
 
 #: List and tuple displays of fewer elements (nested small displays included) are not
 #: charged; set and dict displays are, from ``HASHED_WEIGHT``.

@@ -19,7 +19,7 @@ from dcbrain.tfplan._inline import (
     numbers_inline,
     small_int_inline,
 )
-from dcbrain.tfplan._transform import Transformer
+from dcbrain.tfplan.parser import Transformer
 
 #: Binary operators that can build large values; the others cannot (or only with numbers).
 _GUARDED_BINOPS: dict[type[ast.operator], str] = {
