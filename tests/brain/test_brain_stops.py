@@ -163,6 +163,42 @@ async def test_abort_mid_plan_cancels_the_plan() -> None:
     await _plan_threads_finished()
 
 
+async def test_an_abort_asked_during_a_call_lets_no_later_call_start() -> None:
+    """The call in flight ends and is recorded; the abort stops the plan as it returns,
+    before the run's cancellation has reached the plan's thread."""
+    brain: DCBrain
+    reached: list[str] = []
+
+    def stop_after_me() -> str:
+        """Asks the abort, then returns at once."""
+        reached.append("tool")
+        assert brain.abort() is True
+        return "done"
+
+    def after(text: str) -> str:
+        """Must not run."""
+        reached.append("after")
+        return text
+
+    source = "a = stop_after_me()\nreturn after(text=a)"
+    validator = ScriptedLLM([verdict(True)])
+    for _ in range(20):  # the plan's thread races the loop: lost once is lost
+        reached.clear()
+        brain = DCBrain(default_llm=ScriptedLLM([plan(source)]), default_validate_llm=validator,
+                        tools=[stop_after_me, after])
+        result = await brain.async_run("q", conversation_id="c1")
+        assert (result.status, result.reason) == ("aborted", "aborted")
+        assert reached == ["tool"]
+        started = [e["name"] for e in result.events
+                   if e["type"] == "call_started" and e["kind"] != "llm"]
+        finished = [e for e in result.events
+                    if e["type"] == "call_finished" and e["name"] == "stop_after_me"]
+        assert started == ["stop_after_me"]
+        assert len(finished) == 1
+    assert validator.calls == []
+    await _plan_threads_finished()
+
+
 async def _plan_threads_finished() -> None:
     """A cancelled plan's thread reports back to the loop; keep the loop open until it has."""
     for _ in range(1000):

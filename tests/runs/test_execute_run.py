@@ -163,3 +163,19 @@ def test_an_abort_asked_while_the_run_starts_still_stops_it() -> None:
     assert (outcome.status, outcome.reason) == ("aborted", "aborted")
     assert not gate.entered.is_set()  # stopped before its plan ran
     assert sink.final.status == "aborted"
+
+
+def test_an_abort_asked_of_a_run_not_yet_executing_is_kept_for_it() -> None:
+    gate = Gate()
+    gate.opened.set()
+    brain = holding_brain(gate)
+
+    async def main() -> tuple[bool, Any]:
+        async with brain.start_run("q", "c1") as run:
+            asked = run.abort()  # not running yet: it says so, and keeps the request
+            return asked, await run.execute()
+
+    asked, result = asyncio.run(main())
+    assert asked is False
+    assert (result.status, result.reason) == ("aborted", "aborted")
+    assert not gate.entered.is_set()  # stopped at its first step, before any plan

@@ -56,6 +56,11 @@ class RunControl:
         if self._abort_requested:
             raise AbortRequested
 
+    def abort_asked(self) -> bool:
+        """Whether an abort was requested: a plan's host calls ask it before they start
+        and as they end, so none starts once :meth:`request_abort` has returned."""
+        return self._abort_requested
+
     async def interruptible(self, phase: LLMPhase, work: Coroutine[Any, Any, T]) -> T:
         """Await ``work`` as a task an abort can cancel; LLM calls are tagged ``phase``."""
         token = llm_phase.set(phase)
@@ -72,6 +77,10 @@ class RunControl:
         except asyncio.CancelledError:
             current = asyncio.current_task()
             if self._abort_requested and not (current is not None and current.cancelling()):
+                raise AbortRequested from None
+            raise
+        except Exception:
+            if self._abort_requested:  # it stopped for the abort before it was cancelled
                 raise AbortRequested from None
             raise
         finally:

@@ -312,7 +312,8 @@ class BrainRun:
             knowledge=context.knowledge, observer=observer, neural=self.mailbox,
             conversation_id=context.conversation_id, journal=self.journal,
             attempt=self.ir.iterations, run_id=self.run_id, approvals=self.gate,
-            planner_saw=self.planning.untrusted_sources_shown))
+            planner_saw=self.planning.untrusted_sources_shown,
+            stop_asked=self.control.abort_asked))
 
     # -- helpers -----------------------------------------------------------------------
 

@@ -177,8 +177,8 @@ class RunScope:
     """What one run (one plan attempt) gives the interpreter: the chains' input
     ``additional_info`` (used by reference), the conversation and knowledge, the call
     ``observer``, the mailbox (``neural``, with ``conversation_id``), the ``journal``
-    with the ``attempt`` and ``run_id``, the ``approvals`` gate and the untrusted sources
-    the planner had read."""
+    with the ``attempt`` and ``run_id``, the ``approvals`` gate, the untrusted sources
+    the planner had read and the run's abort flag (``stop_asked``)."""
 
     additional_info: dict[str, Any] | None = None
     conversation: list[TextMessage] | None = None
@@ -191,6 +191,7 @@ class RunScope:
     run_id: str | None = None
     approvals: ApprovalGate | None = None
     planner_saw: Iterable[str] = field(default=())
+    stop_asked: Callable[[], bool] | None = None
 
 
 def _relaxed(spec: CallableSpec, additional_info: Mapping[str, Any]) -> CallableSpec:

@@ -186,6 +186,7 @@ class TFChainInterpreter:
             trusted_fields=plan.trusted_fields,
             reads={name: ["memory:conversation"] for name, chain in self.chains_map.items()
                    if _renders_conversation(chain) and _holds_answers(self.conversation)},
+            stop_asked=run.stop_asked,
         )
 
     @property

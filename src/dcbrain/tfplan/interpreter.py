@@ -139,6 +139,10 @@ class Interpreter:
     source of each callable's results (default ``tool:<name>``); ``trusted_fields`` the
     fields of a callable's result records that are trusted data (source
     ``<source>.<field>``).
+
+    ``stop_asked`` is the caller's abort flag: once it says ``True`` no host call starts
+    and the one running ends the plan as it returns (the caller cancels the run too; the
+    flag makes the stop take effect before that cancellation reaches the plan).
     """
 
     dispatcher_class: ClassVar[type[Dispatcher]] = Dispatcher
@@ -159,6 +163,7 @@ class Interpreter:
         sources: Mapping[str, str] | None = None,
         trusted_fields: Mapping[str, Iterable[str]] | None = None,
         reads: Mapping[str, Iterable[str]] | None = None,
+        stop_asked: Callable[[], bool] | None = None,
     ) -> None:
         if isolation not in ("process", "inprocess"):
             raise ValueError(f"isolation must be 'process' or 'inprocess', got {isolation!r}")
@@ -166,6 +171,7 @@ class Interpreter:
             raise ValueError(f"tracking must be one of {', '.join(TRACKING_MODES)}, "
                              f"got {tracking!r}")
         self.isolation: Isolation = isolation
+        self.stop_asked = stop_asked
         self.tracking: Tracking = tracking
         self.callables: dict[str, Callable[..., Any]] = dict(callables or {})
         for tool in tools:
@@ -384,6 +390,7 @@ class Interpreter:
             observer=self.observer,
             parallel_hooks=self.parallel_hooks,
             passthrough=self.passthrough,
+            stop_asked=self.stop_asked,
             shared_budget=host_budget,
         )
 

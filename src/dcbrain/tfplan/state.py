@@ -13,6 +13,7 @@ import concurrent.futures
 import ctypes
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import InitVar, dataclass, field
 from typing import Any, ClassVar, Protocol
 
@@ -87,6 +88,9 @@ class RunState:
     spare_threads: int = -1
     #: a budget the caller shares with the run (its chains charge it too), else a new one
     shared_budget: InitVar[HostBudget | None] = None
+    #: the caller's abort flag, asked as host calls start and end: an abort the caller
+    #: asked stops the plan at its next call even before the cancellation reaches it
+    stop_asked: Callable[[], bool] | None = None
     #: what the host keeps for this run
     host_budget: HostBudget = field(init=False)
 
@@ -164,6 +168,8 @@ class RunState:
         return running
 
     def _raise_if_stopped(self) -> None:
+        if not self.cancelled and self.stop_asked is not None and self.stop_asked():
+            self.cancelled = True
         if self.cancelled:
             raise Cancelled
         if self.expired:
