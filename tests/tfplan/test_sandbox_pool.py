@@ -28,8 +28,10 @@ from dcbrain.tfplan import (
     compile_source,
 )
 from dcbrain.tfplan.sandbox import pool as pool_module
+from dcbrain.tfplan.sandbox import relay as relay_module
 from dcbrain.tfplan.sandbox import shared_pool
 from dcbrain.tfplan.sandbox.pool import POOL_TARGET, Worker, WorkerPool
+from dcbrain.tfplan.sandbox.relay import cancel_in_sandbox
 from support.sandbox import running_worker
 from support.waiting import wait_until
 
@@ -193,6 +195,33 @@ def test_a_killed_worker_fails_only_its_own_plan_while_others_share_the_pool() -
     assert sorted(values) == sorted(2 * (10 * t + i) for t in range(2 * POOL_TARGET)
                                     for i in range(5))
     assert Interpreter().run("'after'").value == "after"
+
+
+def test_a_cancel_landing_as_the_plan_ends_kills_no_worker_back_in_the_pool(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run's cancel races its plan's end: once the worker is the pool's again (another
+    plan's, soon), the kill meant for that run must miss it."""
+    pool = shared_pool()
+    cancels: list[threading.Thread] = []
+    release = pool.release
+
+    def release_then_cancel(worker: Worker) -> None:
+        release(worker)
+        with relay_module._running_lock:
+            states = [relay.state for relay in relay_module._running.values()]
+        for state in states:  # the run's cancel lands just now, from the caller's thread
+            cancels.append(threading.Thread(target=cancel_in_sandbox, args=(state,)))
+            cancels[-1].start()
+
+    monkeypatch.setattr(pool, "release", release_then_cancel)
+    interpreter = Interpreter({"double": lambda n: 2 * n})
+    assert interpreter.run("double(n=2)").value == 4
+    monkeypatch.undo()
+    assert cancels
+    for thread in cancels:
+        thread.join(PATIENCE_S)
+    for attempt in range(3 * POOL_TARGET):  # whichever idle worker each plan gets
+        assert interpreter.run(f"double(n={attempt})").value == 2 * attempt
 
 
 NON_PLAIN_PLANS = [

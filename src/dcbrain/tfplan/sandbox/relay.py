@@ -140,6 +140,9 @@ class _Relay:
         self.executor: ThreadPoolExecutor | None = None
         self.cancelled = False
         self.settled = False
+        #: cancel (any thread) and settle (the run's) exclude each other: a worker handed
+        #: back to the pool is another run's, and a kill meant for this one must miss it
+        self._settle_lock = threading.Lock()
 
     # -- the run -----------------------------------------------------------------------
     def execute(self) -> ConsoleResult:
@@ -196,8 +199,10 @@ class _Relay:
                 self._misbehaved()
 
     def cancel(self) -> None:
-        self.cancelled = True
-        self.pool.signal(self.worker, signal.SIGKILL)
+        with self._settle_lock:
+            self.cancelled = True
+            if not self.settled:  # else the plan ended and its worker is the pool's again
+                self.pool.signal(self.worker, signal.SIGKILL)
 
     def close(self) -> None:
         if not self.settled:  # left by an unexpected error: the worker may be mid-plan
@@ -206,10 +211,13 @@ class _Relay:
             self.executor.shutdown(wait=False)
 
     def _settle(self, *, reuse: bool) -> None:
-        """Hand the worker back to the pool (``reuse``) or have it killed and replaced."""
-        if not self.settled:
+        """Hand the worker back to the pool (``reuse``, unless it was sent a kill) or have
+        it killed and replaced."""
+        with self._settle_lock:
+            if self.settled:
+                return
             self.settled = True
-            if reuse:
+            if reuse and not self.cancelled:
                 self.pool.release(self.worker)
             else:
                 self.pool.discard(self.worker)
