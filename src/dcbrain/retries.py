@@ -12,7 +12,6 @@ passing errors of the run itself (a new user message, a spent budget) must not b
 
 from __future__ import annotations
 
-import asyncio
 import math
 import random
 import time
@@ -154,6 +153,7 @@ async def acall_with_retries(policy: RetryPolicy, work: Callable[[], Awaitable[T
                              hooks: RetryHooks, *, first: int = 1,
                              never: tuple[type[BaseException], ...] = ()) -> T:
     """:func:`call_with_retries` for a call made by awaiting ``work()``."""
+    import asyncio  # here, not at the top: sandbox processes never load asyncio
     wait = policy.backoff.delay(first - 1) if first > 1 else 0.0
     for number in range(first, policy.attempts + 1):
         if wait:

@@ -284,6 +284,9 @@ COMPILE_TIME_MODULES = {
     "dcbrain.tfplan.labels.exprs", "dcbrain.tfplan.sandbox.pool", "dcbrain.tfplan.sandbox.relay",
     "difflib",
 }
+#: What only the host's async side needs (an event loop, futures, logging): a sandbox
+#: process's callables answer at once, and every process of the pool is smaller without.
+HOST_ONLY_MODULES = {"asyncio", "concurrent.futures", "logging"}
 
 #: The zygote's own start (``pool._BOOTSTRAP`` up to ``main``), then what a child does: it
 #: prepares, and runs the plans read from stdin with the worker's own ``_run``.
@@ -302,7 +305,7 @@ print(json.dumps({"answers": answers, "modules": sorted(sys.modules)}))
 """
 
 
-def test_sandbox_processes_import_no_checker_or_rewriter() -> None:
+def test_sandbox_processes_import_no_checker_rewriter_or_event_loop() -> None:
     assert "main(" not in _RUN_AS_WORKER  # the zygote's start is what this runs
     sources = [
         "def add(a, b):\n    return a + b\nsorted([add(1, 2), 1])[0] == 1\n",
@@ -324,3 +327,4 @@ def test_sandbox_processes_import_no_checker_or_rewriter() -> None:
     assert failed["error"]["message"] == in_process.value.message
     assert "dcbrain.tfplan.sandbox._zygote" in report["modules"]
     assert COMPILE_TIME_MODULES.isdisjoint(report["modules"])
+    assert HOST_ONLY_MODULES.isdisjoint(report["modules"])

@@ -8,8 +8,6 @@ the event loop, and turns failures into :class:`TFCallError` at the call's posit
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import contextvars
 import inspect
 import sys
@@ -18,7 +16,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from functools import lru_cache
 from types import CodeType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dcbrain.retries import call_deadline
 from dcbrain.tfplan.abandoned import abandoned_threads
@@ -39,6 +37,9 @@ from dcbrain.tfplan.parser import PLAN_FILENAME
 from dcbrain.tfplan.result import CallRecord
 from dcbrain.tfplan.state import Cancelled, Expired, RunState
 from dcbrain.tfplan.values import NotPlainData, sized_plan_value
+
+if TYPE_CHECKING:
+    import asyncio
 
 #: Estimated bytes of one call's entry in the trace, besides its arguments and result.
 RECORD_BYTES = 1024
@@ -104,6 +105,8 @@ _background_lock = threading.Lock()
 
 def background_loop() -> asyncio.AbstractEventLoop:
     """An event loop in a daemon thread, for async callables of synchronous runs."""
+    import asyncio  # made when first needed: sandbox processes never need one
+
     global _background
     with _background_lock:
         if _background is None or _background.is_closed():
@@ -306,6 +309,9 @@ class Dispatcher:
                 state.leave_host()
 
     def _await(self, awaitable: Awaitable[Any]) -> Any:
+        import asyncio
+        import concurrent.futures
+
         state = self.state
         loop = state.loop or background_loop()
 

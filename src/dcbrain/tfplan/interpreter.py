@@ -13,7 +13,6 @@ plan executes in a sandbox process and the driving thread relays its calls (see
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import contextvars
 import decimal
@@ -44,7 +43,6 @@ from dcbrain.tfplan.host import (
     Dispatcher,
     HostCallable,
     Thunk,
-    background_loop,
     code_position,
     current_run,
 )
@@ -66,6 +64,8 @@ from dcbrain.tfplan.values import bounded_message, sized_plan_value
 from dcbrain.values.scalars import PLAN_DECIMAL_CONTEXT, decimal_error
 
 if TYPE_CHECKING:
+    import asyncio
+
     from dcbrain.tfplan.checker import CallableSpec
 
 # A sandbox process only runs code compiled by its host: the checker, the rewriter and the
@@ -118,6 +118,8 @@ async def off_the_loop(source: str, work: Callable[..., _T], *args: Any) -> _T:
     hop would cost more than the work), in a worker thread for a long one."""
     if len(source) < INLINE_COMPILE_CHARS:
         return work(*args)
+    import asyncio  # the async entry points import it: sandbox processes run without it
+
     return await asyncio.to_thread(work, *args)
 
 
@@ -285,6 +287,8 @@ class Interpreter:
         """
         source = plan.source if isinstance(plan, Plan) else plan
         parsed, code = await off_the_loop(source, self._prepare, plan, check)
+        import asyncio
+
         loop = asyncio.get_running_loop()
         state = self._new_state(loop=loop, host_budget=host_budget)
         try:
@@ -296,6 +300,8 @@ class Interpreter:
     async def _arun_waiting(self, parsed: Plan, code: CodeType, state: RunState,
                             loop: asyncio.AbstractEventLoop) -> ConsoleResult:
         """:meth:`arun` once the plan is compiled and its state made."""
+        import asyncio
+
         future: asyncio.Future[ConsoleResult] = loop.create_future()
 
         def settle(outcome: Any, failed: bool) -> None:
@@ -432,8 +438,6 @@ class Interpreter:
         return result
 
     def _execute_plan(self, plan: Plan, code: CodeType, state: RunState) -> ConsoleResult:
-        if state.loop is None:
-            state.loop = background_loop()
         namespace, guards = self._namespace(plan, state)
         watchdog = Watchdog(state, self.limits.timeout_s)
         started = time.perf_counter()

@@ -8,14 +8,12 @@ the plan stops right after it).
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import ctypes
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import InitVar, dataclass, field
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from dcbrain.tfplan.abandoned import AbandonedCall
 from dcbrain.tfplan.errors import Cancelled as Cancelled
@@ -23,6 +21,10 @@ from dcbrain.tfplan.errors import Expired as Expired
 from dcbrain.tfplan.host_budget import HostBudget
 from dcbrain.tfplan.limits import Limits
 from dcbrain.tfplan.result import CallRecord
+
+if TYPE_CHECKING:
+    import asyncio
+    import concurrent.futures
 
 
 class CallObserver(Protocol):

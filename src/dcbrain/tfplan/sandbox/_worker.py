@@ -21,7 +21,7 @@ from types import CodeType
 from typing import Any
 
 from dcbrain.tfplan.errors import HostCallFailed, TFInterpreterError
-from dcbrain.tfplan.host import Dispatcher, background_loop, caller_position
+from dcbrain.tfplan.host import Dispatcher, caller_position
 from dcbrain.tfplan.host_budget import HostBudget
 from dcbrain.tfplan.interpreter import Interpreter
 from dcbrain.tfplan.labels.provenance import CallSources, Tracking, call_sources, unknown_sources
@@ -186,7 +186,6 @@ def prepare() -> None:
     """Set up what needs new file descriptors, before the limits forbid them."""
     faulthandler.enable(file=2, all_threads=True)
     faulthandler.register(signal.SIGUSR1, file=2, all_threads=True, chain=False)
-    background_loop()
 
 
 def serve(sock: socket.socket) -> None:
