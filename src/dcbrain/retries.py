@@ -154,6 +154,7 @@ async def acall_with_retries(policy: RetryPolicy, work: Callable[[], Awaitable[T
                              never: tuple[type[BaseException], ...] = ()) -> T:
     """:func:`call_with_retries` for a call made by awaiting ``work()``."""
     import asyncio  # here, not at the top: sandbox processes never load asyncio
+
     wait = policy.backoff.delay(first - 1) if first > 1 else 0.0
     for number in range(first, policy.attempts + 1):
         if wait:
