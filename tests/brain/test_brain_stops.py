@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from dcbrain import Chain, FunctionLLM, LLMReply, ScriptedLLM
 from dcbrain.brain import DCBrain
-from dcbrain.exceptions import TFBrainBusyError, TFBrainError
+from dcbrain.brain.control import RunControl
+from dcbrain.exceptions import AbortRequested, PlanCancelled, TFBrainBusyError, TFBrainError
 from dcbrain.llm import LLMCallInfo, count_message_tokens
 from dcbrain.usage import Usage
 from support.brain_scripts import add, event_types, hanging_planner, plan, verdict
@@ -197,6 +198,32 @@ async def test_an_abort_asked_during_a_call_lets_no_later_call_start() -> None:
         assert len(finished) == 1
     assert validator.calls == []
     await _plan_threads_finished()
+
+
+async def test_work_that_fails_after_an_abort_was_asked_ends_as_the_abort() -> None:
+    """The plan may stop for the abort (its calls ask the flag) and fail before the
+    cancellation of its task lands: that is the abort, not a failed attempt."""
+    control = RunControl()
+    control.start(asyncio.get_running_loop())
+
+    async def stopped_for_the_abort() -> None:
+        assert control.request_abort() is True
+        raise PlanCancelled("plan was cancelled")  # before the cancel scheduled above runs
+
+    with pytest.raises(AbortRequested):
+        await control.interruptible("run", stopped_for_the_abort())
+
+
+async def test_work_that_fails_without_an_abort_keeps_its_error() -> None:
+    control = RunControl()
+    control.start(asyncio.get_running_loop())
+
+    async def failing() -> None:
+        raise PlanCancelled("plan was cancelled")
+
+    with pytest.raises(PlanCancelled):
+        await control.interruptible("run", failing())
+    assert control.abort_asked() is False
 
 
 async def _plan_threads_finished() -> None:

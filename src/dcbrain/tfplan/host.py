@@ -313,7 +313,9 @@ class Dispatcher:
         import concurrent.futures
 
         state = self.state
-        loop = state.loop or background_loop()
+        if state.loop is None:  # a synchronous run's: made at its first async call
+            state.loop = background_loop()
+        loop = state.loop
 
         async def wait() -> Any:
             return await awaitable

@@ -118,7 +118,7 @@ async def off_the_loop(source: str, work: Callable[..., _T], *args: Any) -> _T:
     hop would cost more than the work), in a worker thread for a long one."""
     if len(source) < INLINE_COMPILE_CHARS:
         return work(*args)
-    import asyncio  # the async entry points import it: sandbox processes run without it
+    import asyncio
 
     return await asyncio.to_thread(work, *args)
 
@@ -285,10 +285,10 @@ class Interpreter:
         :data:`INLINE_COMPILE_CHARS` is checked and compiled in a worker thread too, so a
         large one never stalls the event loop.
         """
+        import asyncio  # the async entry points import it: sandbox processes run without it
+
         source = plan.source if isinstance(plan, Plan) else plan
         parsed, code = await off_the_loop(source, self._prepare, plan, check)
-        import asyncio
-
         loop = asyncio.get_running_loop()
         state = self._new_state(loop=loop, host_budget=host_budget)
         try:
