@@ -10,6 +10,7 @@ the value goes to the next planning, not to the validator.
 from __future__ import annotations
 
 import time
+import traceback
 
 from dcbrain.brain.context import BrainIntermediateResult
 from dcbrain.brain.control import RunControl
@@ -46,6 +47,10 @@ async def run_plan(
     except TFTokenBudgetExceeded:
         raise  # an LLM interrupt, but no replanning helps when the budget is spent
     except RECOVERABLE_ERRORS as exc:
+        # kept on the attempt: without this frame (its locals hold the attempt) and
+        # without the locals of those below it
+        forget_frames(exc.with_traceback(exc.__traceback__.tb_next
+                                         if exc.__traceback__ is not None else None))
         ir.interpreter_err = exc
         ir.last_error = str(exc)
         problems = getattr(exc, "problems", None)
@@ -77,3 +82,17 @@ async def run_plan(
         reused_calls=result.reused_calls,
         duration_s=time.perf_counter() - started,
     ))
+
+
+def forget_frames(error: BaseException) -> None:
+    """Clear the local variables of the finished frames in ``error``'s traceback and in
+    those of the errors it came from (kept as the attempt's error, it is still printed
+    the same way). Those frames hold the plan run — its interpreter, its state, often
+    the error itself — so a kept error would keep all of that, and then leave it to
+    Python's cyclic collector."""
+    seen: set[int] = set()
+    pending: BaseException | None = error
+    while pending is not None and id(pending) not in seen:
+        seen.add(id(pending))
+        traceback.clear_frames(pending.__traceback__)
+        pending = pending.__cause__ or pending.__context__

@@ -189,7 +189,11 @@ class Execute:
         if not self.resumed:
             run.move("exec_plan")
         run.gate.take_pending()
-        await run_plan(ir, run._interpreter(run.plan_calls), run.recorder, run.control)
+        interpreter = run._interpreter(run.plan_calls)
+        try:
+            await run_plan(ir, interpreter, run.recorder, run.control)
+        finally:
+            interpreter.close()  # an execution's own: a resumed one makes another
         requests = run.gate.take_pending()
         if requests and ir.current_result is None and ir.interpreter_err is None:
             return AwaitApprovals(tuple(requests))

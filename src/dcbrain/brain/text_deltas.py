@@ -15,6 +15,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from dcbrain.events import EventData, PlanDelta
@@ -121,8 +122,10 @@ class PlanDeltas(TextDeltas):
         *,
         interval_s: float = 1.0 / MAX_DELTAS_PER_SECOND,
     ) -> None:
-        super().__init__(emit, self._delta, interval_s=interval_s)
+        # not a method of its own: the event maker is kept on it (no cycle to collect)
+        super().__init__(emit, partial(_plan_delta, iteration), interval_s=interval_s)
         self.iteration = iteration
 
-    def _delta(self, offset: int, text: str) -> PlanDelta:
-        return PlanDelta(iteration=self.iteration, offset=offset, text=text)
+
+def _plan_delta(iteration: int, offset: int, text: str) -> PlanDelta:
+    return PlanDelta(iteration=iteration, offset=offset, text=text)

@@ -176,7 +176,11 @@ def journal_copy(value: Any) -> Any:
             return copied if isinstance(item, list) else type(item)(copied)
         return item
 
-    copied = copy(value)
+    try:
+        copied = copy(value)
+    finally:
+        # it calls itself through its closure: a cycle, broken here at once
+        copy = None  # type: ignore[assignment]
     budget.charge(used, "journal entry")
     return copied
 

@@ -189,6 +189,17 @@ class TFChainInterpreter:
             stop_asked=run.stop_asked,
         )
 
+    def close(self) -> None:
+        """Let go of the chains and tools of this run (for an interpreter made for one
+        run, as :meth:`of` makes them, once its last plan ended; it runs no plan after).
+
+        Its callables and the plan interpreter refer back to it: without this, they and
+        everything the run's plans left (journal entries, results, events) would wait for
+        Python's cyclic collector instead of going as the run lets go of them."""
+        self._callables = {}
+        self._interpreter.callables = {}
+        self._interpreter.construct_chain = None
+
     @property
     def limits(self) -> Limits:
         return self._interpreter.limits

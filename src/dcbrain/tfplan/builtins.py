@@ -70,6 +70,14 @@ def requested_replan(plan: str, value: Any) -> tuple[bool, Any]:
     return False, None
 
 
+def real_types(classinfo: Any) -> Any:
+    """``classinfo`` (a type, or a tuple of them) with plan type proxies as the types
+    they stand for."""
+    if isinstance(classinfo, tuple):
+        return tuple(real_types(item) for item in classinfo)
+    return classinfo.real if isinstance(classinfo, TypeProxy) else classinfo
+
+
 def build_builtins(guards: Guards) -> dict[str, Any]:
     """The names every plan can use, bound to one run's guards."""
     budget, arithmetic, strings = guards.budget, guards.arithmetic, guards.strings
@@ -153,11 +161,6 @@ def build_builtins(guards: Guards) -> dict[str, Any]:
         if type(start) is str:
             raise TypeError("sum() can't sum strings [use ''.join(seq) instead]")
         return folded(arithmetic.add, iterable, start)
-
-    def real_types(classinfo: Any) -> Any:
-        if isinstance(classinfo, tuple):
-            return tuple(real_types(item) for item in classinfo)
-        return classinfo.real if isinstance(classinfo, TypeProxy) else classinfo
 
     def plan_iter(*args: Any) -> Any:
         """An iterator that pays for each item it yields: ``x in iter(...)`` or

@@ -458,7 +458,12 @@ class Interpreter:
             )
         finally:
             _stop(state, watchdog)
-            namespace.clear()  # plan functions and their globals form a cycle: free it now
+            # plan functions and their globals form a cycle, and so do the builtins and
+            # the run's guards they are bound to: free both now
+            builtins = namespace["__builtins__"]
+            namespace.clear()
+            builtins.clear()
+            guards.release()
 
     def _translate(self, exc: BaseException, plan: Plan) -> TFInterpreterError | None:
         """The error the planner sees for ``exc``, or ``None`` when it must pass through."""

@@ -104,7 +104,11 @@ def sized_plan_value(value: Any, *, max_items: int, where: str,
                            "int, float, str, list, tuple, dict, set, Decimal, date, "
                            "datetime, time, timedelta)")
 
-    copied = copy(value, 0)
+    try:
+        copied = copy(value, 0)
+    finally:
+        # it calls itself through its closure: a cycle, broken here at once
+        copy = None  # type: ignore[assignment]
     return copied, used
 
 

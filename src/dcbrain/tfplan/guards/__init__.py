@@ -44,6 +44,12 @@ class Guards:
         self.arithmetic = Arithmetic(self.budget, self.strings)
         self.access = Access(self.budget, self.strings)
 
+    def release(self) -> None:
+        """The plan run ended: drop the guards' tables of their own bound methods (each
+        would keep its guard in a cycle, for Python's cyclic collector to free)."""
+        self.strings.methods.clear()
+        self.arithmetic.release()
+
     def namespace(self) -> dict[str, Any]:
         """The ``__tf_*`` names the rewritten plan calls, bound to this run."""
         budget, arithmetic, strings, access = (

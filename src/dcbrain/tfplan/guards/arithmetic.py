@@ -88,6 +88,11 @@ class Arithmetic:
             "LShift": self.lshift, "Mod": self.mod, "FloorDiv": self.floordiv,
         }
 
+    def release(self) -> None:
+        """Drop the guards bound to this object (the run ended; see ``Guards.release``)."""
+        self._in_place.clear()
+        del self.bitor, self.bitand, self.bitxor
+
     def augmented(self, op_name: str) -> Callable[[Any, Any], Any]:
         """The guard of ``x op= v`` for the operator named ``op_name`` (``"Add"`` …)."""
         return self._in_place[op_name]

@@ -1,0 +1,99 @@
+"""A run lets go of what it made as it ends: nothing of it waits for Python's cyclic
+collector (which runs seldom, and then scans every object of the process). The plan's
+interpreter and its callables, the builtins and guards of a plan run, the streamed plan's
+event maker and the copies a call's result is measured by are each freed by reference
+counting; a failed attempt's error is kept without the frames that held the attempt."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from dcbrain import ScriptedLLM
+from dcbrain.brain import DCBrain
+from dcbrain.brain.running import forget_frames
+from support.brain_scripts import add, plan, verdict
+
+PLAN = 'x = add(a=1, b=2)\ny = add(a=x, b=[3, {"k": "v"}][0])\nreturn {"sum": y, "parts": [x, y]}'
+
+
+def lookup(key: str) -> dict[str, Any]:
+    return {"key": key, "values": [1, 2, {"nested": ["a", "b"]}]}
+
+
+def _brain(isolation: str, runs: int) -> DCBrain:
+    planner = ScriptedLLM([plan(PLAN + "\n# " + str(n)) for n in range(runs)])
+    validator = ScriptedLLM([verdict(True)] * runs)
+    return DCBrain(default_plan_llm=planner, default_validate_llm=validator,
+                   tools=[add, lookup], isolation=isolation)  # type: ignore[arg-type]
+
+
+@contextmanager
+def collected_garbage() -> Iterator[list[Any]]:
+    """The objects only the cyclic collector could free, of what ran inside."""
+    gc.collect()
+    found: list[Any] = []
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        yield found
+        gc.collect()
+        found.extend(gc.garbage)
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+
+
+def _ours(garbage: list[Any]) -> list[str]:
+    """What of ``garbage`` is dcbrain's: its objects, and functions and frames of its code
+    (another library's garbage, made meanwhile by another thread, is not counted)."""
+    names = []
+    for item in garbage:
+        code = getattr(item, "f_code", None) or getattr(item, "__code__", None)
+        module = type(item).__module__ or ""
+        if module.startswith("dcbrain") or (code is not None and "dcbrain" in code.co_filename):
+            names.append(getattr(item, "__qualname__", type(item).__qualname__))
+    return names
+
+
+@pytest.mark.parametrize("isolation", ["process", "inprocess"])
+def test_a_validated_run_leaves_nothing_for_the_cyclic_collector(isolation: str) -> None:
+    brain = _brain(isolation, 2)
+    assert brain.run("warm up", "c0").final_result == {"sum": 6, "parts": [3, 6]}
+    with collected_garbage() as garbage:
+        result = brain.run("the question", "c1")
+    assert (result.status, result.reason) == ("succeeded", "validated")
+    assert _ours(garbage) == []
+
+
+def test_a_kept_error_holds_no_frame_locals() -> None:
+    class Held:
+        pass
+
+    def inner(held: Held) -> None:
+        raise ValueError("inner")
+
+    def outer() -> None:
+        held = Held()
+        try:
+            inner(held)
+        except ValueError as exc:
+            raise RuntimeError("outer") from exc
+
+    with pytest.raises(RuntimeError) as caught:
+        outer()
+    error = caught.value
+    forget_frames(error)
+    frames = []
+    for each in (error, error.__cause__):
+        assert each is not None
+        tb = each.__traceback__
+        while tb is not None:
+            frames.append(tb.tb_frame)
+            tb = tb.tb_next
+    assert {frame.f_code.co_name for frame in frames} >= {"outer", "inner"}
+    assert all(not any(isinstance(value, Held) for value in frame.f_locals.values())
+               for frame in frames)
