@@ -7,6 +7,7 @@ counting; a failed attempt's error is kept without the frames that held the atte
 from __future__ import annotations
 
 import gc
+import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -15,10 +16,17 @@ import pytest
 
 from dcbrain import ScriptedLLM
 from dcbrain.brain import DCBrain
-from dcbrain.brain.running import forget_frames
+from dcbrain.brain.context import BrainContext, BrainIntermediateResult
+from dcbrain.brain.control import RunControl
+from dcbrain.brain.running import forget_frames, run_plan
+from dcbrain.brain.trace import RunRecorder
+from dcbrain.messages import TextMessage
+from dcbrain.tfplan.errors import TFInterpreterError
 from support.brain_scripts import add, plan, verdict
 
-PLAN = 'x = add(a=1, b=2)\ny = add(a=x, b=[3, {"k": "v"}][0])\nreturn {"sum": y, "parts": [x, y]}'
+# ``lookup``'s record is measured and copied for the plan and for the journal
+PLAN = ('x = add(a=1, b=2)\nfound = lookup(key="k")\ny = add(a=x, b=found["values"][0])\n'
+        'return {"sum": y, "parts": [x, y], "found": found["key"]}')
 
 
 def lookup(key: str) -> dict[str, Any]:
@@ -62,7 +70,8 @@ def _ours(garbage: list[Any]) -> list[str]:
 @pytest.mark.parametrize("isolation", ["process", "inprocess"])
 def test_a_validated_run_leaves_nothing_for_the_cyclic_collector(isolation: str) -> None:
     brain = _brain(isolation, 2)
-    assert brain.run("warm up", "c0").final_result == {"sum": 6, "parts": [3, 6]}
+    assert brain.run("warm up", "c0").final_result == {"sum": 4, "parts": [3, 4],
+                                                        "found": "k"}
     with collected_garbage() as garbage:
         result = brain.run("the question", "c1")
     assert (result.status, result.reason) == ("succeeded", "validated")
@@ -97,3 +106,34 @@ def test_a_kept_error_holds_no_frame_locals() -> None:
     assert {frame.f_code.co_name for frame in frames} >= {"outer", "inner"}
     assert all(not any(isinstance(value, Held) for value in frame.f_locals.values())
                for frame in frames)
+
+
+async def test_a_failed_attempt_keeps_its_error_without_the_attempt() -> None:
+    class Attempt:
+        """What the frames of a plan run hold (its interpreter, its state)."""
+
+    class FailingInterpreter:
+        async def aevaluate(self, plan: str) -> None:
+            attempt = Attempt()  # a local of a frame the error passes through
+            raise TFInterpreterError(f"{plan} failed with {type(attempt).__name__}")
+
+    ir = BrainIntermediateResult(context=BrainContext(
+        current_input=TextMessage(content="q"), conversation_id="c", run_id="r"))
+    ir.current_plan = "return 1"
+    events: list[Any] = []
+    recorder = RunRecorder("r", [events.append], spans=False)
+    await run_plan(ir, FailingInterpreter(), recorder, RunControl())  # type: ignore[arg-type]
+
+    error = ir.interpreter_err
+    assert isinstance(error, TFInterpreterError)
+    assert str(error).endswith("return 1 failed with Attempt")
+    frames = []
+    tb = error.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    assert "run_plan" not in [frame.f_code.co_name for frame in frames]  # it holds ``ir``
+    assert "aevaluate" in [frame.f_code.co_name for frame in frames]
+    assert not any(isinstance(value, Attempt) for frame in frames
+                   for value in frame.f_locals.values())
+    assert "".join(traceback.format_exception(error)).count("failed with Attempt") == 1
