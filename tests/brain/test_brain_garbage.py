@@ -137,3 +137,31 @@ async def test_a_failed_attempt_keeps_its_error_without_the_attempt() -> None:
     assert not any(isinstance(value, Attempt) for frame in frames
                    for value in frame.f_locals.values())
     assert "".join(traceback.format_exception(error)).count("failed with Attempt") == 1
+
+
+@pytest.mark.parametrize("isolation", ["process", "inprocess"])
+def test_a_run_whose_first_plan_fails_leaves_nothing_for_the_cyclic_collector(
+        isolation: str) -> None:
+    failures = {"left": 0}
+
+    def flaky(key: str) -> str:
+        if failures["left"]:
+            failures["left"] -= 1
+            raise TimeoutError("the service timed out")
+        return key.upper()
+
+    runs = 2
+    replies = [plan(f'v = flaky(key="k")\nreturn v  # {n} {attempt}')
+               for n in range(runs) for attempt in (1, 2)]
+    brain = DCBrain(default_plan_llm=ScriptedLLM(replies),
+                    default_validate_llm=ScriptedLLM([verdict(True)] * runs),
+                    tools=[flaky], isolation=isolation)  # type: ignore[arg-type]
+    failures["left"] = 1
+    assert brain.run("warm up", "c0").final_result == "K"
+    failures["left"] = 1
+    with collected_garbage() as garbage:
+        result = brain.run("the question", "c1")
+    assert (result.status, result.reason, result.final_result) == ("succeeded", "validated",
+                                                                   "K")
+    assert result.iterations == 2
+    assert _ours(garbage) == []

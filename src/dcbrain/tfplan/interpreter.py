@@ -19,7 +19,7 @@ import decimal
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from functools import lru_cache
+from functools import lru_cache, partial
 from types import CodeType, TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
@@ -255,27 +255,18 @@ class Interpreter:
         if not self.callables and self.construct_chain is None:
             # no host call to wait for: the time limit stops plan code in this thread
             return self._run_here(parsed, code, state)
-        outcome: list[Any] = []
-        done = threading.Event()
-
-        def deliver(value: Any, failed: bool) -> None:
-            outcome.append((value, failed))
-            done.set()
-
-        self._start(parsed, code, state, deliver)
+        handoff = _Handoff()
+        self._start(parsed, code, state, handoff)
         supervision = Supervision(state, self.limits.timeout_s)
         try:
-            while not done.wait(supervision.wait_s()):
-                if supervision.overdue() and not done.is_set():
+            while not handoff.done.wait(supervision.wait_s()):
+                if supervision.overdue() and not handoff.done.is_set():
                     raise supervision.abandon(parsed.lines, self._process_stopper(state))
         except BaseException as exc:
             if not isinstance(exc, TimeLimitExceeded):  # interrupted: stop the plan
                 self._stop_run(state)
             raise
-        value, failed = outcome[0]
-        if failed:
-            raise value
-        return value  # type: ignore[no-any-return]
+        return handoff.outcome()  # type: ignore[no-any-return]
 
     async def arun(self, plan: Plan | str, *, check: bool = False,
                    host_budget: HostBudget | None = None) -> ConsoleResult:
@@ -302,52 +293,32 @@ class Interpreter:
         """:meth:`arun` once the plan is compiled and its state made."""
         import asyncio
 
-        future: asyncio.Future[ConsoleResult] = loop.create_future()
-
-        def settle(outcome: Any, failed: bool) -> None:
-            if future.done():
-                return
-            if failed:
-                future.set_exception(outcome)
-            else:
-                future.set_result(outcome)
-
-        def deliver(outcome: Any, failed: bool) -> None:
-            with contextlib.suppress(RuntimeError):  # the loop closed after a cancellation
-                loop.call_soon_threadsafe(settle, outcome, failed)
-
-        self._start(parsed, code, state, deliver)
+        future: asyncio.Future[None] = loop.create_future()
+        handoff = _Handoff(loop, future)
+        self._start(parsed, code, state, handoff)
         supervision = Supervision(state, self.limits.timeout_s)
         try:
             while not future.done():
                 await asyncio.wait((future,), timeout=supervision.wait_s())
                 if not future.done() and supervision.overdue() and not future.done():
-                    future.add_done_callback(_retrieve)
                     raise supervision.abandon(parsed.lines, self._process_stopper(state))
-            return future.result()
+            return handoff.outcome()  # type: ignore[no-any-return]
         except asyncio.CancelledError:
-            self._stop_run(state)
-            # The plan ends later with PlanCancelled that no one awaits: retrieve it, or
-            # asyncio logs "Future exception was never retrieved" for every abort.
-            future.add_done_callback(_retrieve)
+            self._stop_run(state)  # it ends later with PlanCancelled, which no one takes
             raise
 
     # -- internals -------------------------------------------------------------------
-    def _start(self, plan: Plan, code: CodeType, state: RunState,
-               deliver: Callable[[Any, bool], None]) -> None:
+    def _start(self, plan: Plan, code: CodeType, state: RunState, handoff: _Handoff) -> None:
         """Drive the run in a thread of its own, in a copy of the caller's context; its
-        outcome goes to ``deliver`` (value or exception, and whether it failed)."""
-        context = contextvars.copy_context()
+        outcome (value or exception) goes to ``handoff``."""
+        start_driver(partial(self._work, contextvars.copy_context(), plan, code, state, handoff))
 
-        def work() -> None:
-            try:
-                outcome: Any = context.run(self._drive, plan, code, state)
-                failed = False
-            except BaseException as exc:  # handed to the waiting caller
-                outcome, failed = exc, True
-            deliver(outcome, failed)
-
-        start_driver(work)
+    def _work(self, context: contextvars.Context, plan: Plan, code: CodeType, state: RunState,
+              handoff: _Handoff) -> None:
+        try:
+            handoff.deliver(context.run(self._drive, plan, code, state), False)
+        except BaseException as exc:  # handed to the waiting caller
+            handoff.deliver(exc, True)
 
     def _drive(self, plan: Plan, code: CodeType, state: RunState) -> ConsoleResult:
         current_run.set(state)  # the calls inherit it (call_may_finish)
@@ -504,9 +475,47 @@ class Interpreter:
         return error.with_position(line, col, source_line)
 
 
-def _retrieve(future: asyncio.Future[Any]) -> None:
-    if not future.cancelled():
-        future.exception()
+class _Handoff:
+    """A plan run's outcome, handed from its driver thread to the caller waiting for it:
+    ``done`` is set (a sync caller) or ``future`` is resolved on ``loop`` (an async one).
+
+    The outcome is held here until taken, not in the future or in closures: the functions
+    the run's frames refer to then hold nothing of the run, and a failed run's error, its
+    traceback and the frames' run are freed by reference counting once the caller lets go.
+    """
+
+    __slots__ = ("_failed", "_future", "_loop", "_value", "done")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop | None = None,
+                 future: asyncio.Future[None] | None = None) -> None:
+        self.done = threading.Event()
+        self._loop = loop
+        self._future = future
+        self._value: Any = None
+        self._failed = False
+
+    def deliver(self, value: Any, failed: bool) -> None:
+        """From the driver thread: the run ended with ``value`` (raised it, ``failed``)."""
+        self._value, self._failed = value, failed
+        self.done.set()
+        if self._loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop closed after a cancellation
+                self._loop.call_soon_threadsafe(self._resolve)
+
+    def _resolve(self) -> None:
+        if self._future is not None and not self._future.done():
+            self._future.set_result(None)
+        self._future = self._loop = None
+
+    def outcome(self) -> Any:
+        """The run's value, or its error raised; taken once (nothing is kept here)."""
+        value, self._value = self._value, None
+        if not self._failed:
+            return value
+        try:
+            raise value
+        finally:
+            del value  # the raising frame must not hold its own error
 
 
 def _stop(state: RunState, watchdog: Watchdog | None) -> None:

@@ -67,6 +67,7 @@ def _drive(inbox: queue.SimpleQueue[Callable[[], None] | None]) -> None:
             return
         thread.name = "tf_plan"  # named for what it does: driving a run, or waiting idle
         work()
+        work = None  # nothing of the run is kept while this thread waits for the next
         thread.name = "tf_plan-idle"
         with _idle_lock:
             if len(_idle) >= _IDLE_DRIVERS:

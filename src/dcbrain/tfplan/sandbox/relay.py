@@ -205,6 +205,9 @@ class _Relay:
                 self.pool.signal(self.worker, signal.SIGKILL)
 
     def close(self) -> None:
+        # a failed call's error passed through the frames that hold this relay: kept here,
+        # it and the run would wait for the cyclic collector
+        self.failures.clear()
         if not self.settled:  # left by an unexpected error: the worker may be mid-plan
             self._settle(reuse=False)
         if self.executor is not None:
@@ -370,7 +373,7 @@ class _Relay:
             )
         if "failed_call" in outcome:
             call_id = outcome["failed_call"]
-            failure = self.failures.get(call_id) if type(call_id) is int else None
+            failure = self.failures.pop(call_id, None) if type(call_id) is int else None
             if failure is None:
                 self._misbehaved()
             self._settle(reuse=True)
