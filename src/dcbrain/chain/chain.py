@@ -16,7 +16,6 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-import json_repair
 from pydantic import TypeAdapter
 from pydantic import ValidationError as PydanticValidationError
 
@@ -350,6 +349,8 @@ class Chain(Runnable):
             try:
                 candidate = json.loads(text)
             except ValueError:
+                import json_repair  # only a malformed reply needs it: imported then
+
                 candidate = json_repair.loads(text)
                 if candidate == "" or not isinstance(candidate, dict | list):
                     return {}, f"the reply is not JSON: {_preview(reply.content)}"

@@ -22,8 +22,6 @@ import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
-import json_repair
-
 from dcbrain.exceptions import TFLLMError, TFLLMUnavailable
 from dcbrain.llm.base import DEFAULT_MAX_OUTPUT_TOKENS, ChatLLM, LLMReply, ToolCall
 from dcbrain.llm.tokens import cl100k_base_length, count_message_tokens
@@ -416,6 +414,8 @@ def _decode_arguments(raw: str | None) -> dict[str, Any]:
     try:
         decoded = json.loads(raw)
     except ValueError:
+        import json_repair  # only malformed arguments need it: imported then
+
         decoded = json_repair.loads(raw)
     return decoded if isinstance(decoded, dict) else {}
 

@@ -2,9 +2,13 @@
 
 ``Memory`` is what planning recalls; ``RunStore`` keeps runs, their events and
 key/values. ``SQLiteMemory`` is both on one file; ``SQLiteRunStore`` is the run store
-alone, for a deployment whose memory lives elsewhere.
+alone, for a deployment whose memory lives elsewhere. Both are imported on first use
+(a brain without SQLite memory does not load ``sqlite3``).
 """
 
+from typing import TYPE_CHECKING
+
+from dcbrain._lazy import lazy_exports
 from dcbrain.memory.base import (
     ALL_KINDS,
     DEFAULT_CHUNK_TOKENS,
@@ -21,8 +25,10 @@ from dcbrain.memory.recall import (
     recall,
 )
 from dcbrain.memory.run_store import RunEventRecord, RunRecord, RunStore, StoredRun
-from dcbrain.memory.sqlite import SCHEMA_VERSION, SQLiteMemory
-from dcbrain.memory.sqlite_runs import SQLiteRunStore
+
+if TYPE_CHECKING:
+    from dcbrain.memory.sqlite import SCHEMA_VERSION, SQLiteMemory
+    from dcbrain.memory.sqlite_runs import SQLiteRunStore
 
 __all__ = [
     "ALL_KINDS",
@@ -44,3 +50,9 @@ __all__ = [
     "StoredRun",
     "recall",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "SCHEMA_VERSION": "dcbrain.memory.sqlite",
+    "SQLiteMemory": "dcbrain.memory.sqlite",
+    "SQLiteRunStore": "dcbrain.memory.sqlite_runs",
+})
