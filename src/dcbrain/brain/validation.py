@@ -11,10 +11,13 @@ The validator sees the evidence too: the calls the plan made, with their results
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict, StrictBool, StrictStr
 
 from dcbrain.brain.context import BrainIntermediateResult, describe_value
 from dcbrain.brain.control import RunControl
@@ -91,6 +94,21 @@ async def validate(
     return False
 
 
+def _shown_as_verdict_schema(schema: dict[str, Any]) -> None:
+    schema.clear()
+    schema.update(copy.deepcopy(VERDICT_SCHEMA))
+
+
+class VerdictReply(BaseModel):
+    """The validator's structured output, validated as :data:`VERDICT_SCHEMA` states it
+    (a JSON boolean, a JSON string) and shown to the validator as that schema."""
+
+    model_config = ConfigDict(json_schema_extra=_shown_as_verdict_schema)
+
+    is_solved: StrictBool
+    suggestion: StrictStr = ""
+
+
 def validator_chain(llm: ChatLLM, prompt: AdditionalInfoPrompt) -> Chain:
     """The validator's chain: ``prompt`` sent to ``llm``, the verdict as structured output.
     It keeps nothing of the verdicts it gives, so one serves every run of a brain."""
@@ -98,7 +116,7 @@ def validator_chain(llm: ChatLLM, prompt: AdditionalInfoPrompt) -> Chain:
         name="dcbrain_validator",
         llm=llm,
         prompt=[prompt],
-        output_json_schema=VERDICT_SCHEMA,
+        output_type=VerdictReply,
         catch_intermediate_chain_result=False,
     )
 

@@ -14,7 +14,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import TypeAdapter
 from pydantic import ValidationError as PydanticValidationError
@@ -33,7 +33,6 @@ from dcbrain.exceptions import TFChainError, TFError, TFSchemaError, TFToolError
 from dcbrain.llm.base import ChatLLM, LLMReply, ToolCall
 from dcbrain.messages import TextMessage, as_message
 from dcbrain.retries import Backoff, RetryPolicy
-from dcbrain.schemas import CompiledSchema, compile_schema, describe_schema_error
 from dcbrain.tools import (
     ApprovalRule,
     CallOptions,
@@ -45,6 +44,9 @@ from dcbrain.tools import (
 )
 from dcbrain.values.jsonsafe import dumps
 from dcbrain.values.typed import output_adapter, validation_errors
+
+if TYPE_CHECKING:
+    from dcbrain.schemas import CompiledSchema
 
 PromptArg = str | BasePrompt | Iterable[BasePrompt] | None
 
@@ -60,7 +62,9 @@ class Chain(Runnable):
     output is a dict validated against it (a non-object schema's value is returned as
     ``{"result": value}``); without it, the reply text. ``output_type`` (a pydantic
     model, dataclass, TypedDict or any type pydantic knows) derives that schema, and the
-    validated value is also returned as an instance in ``result.output``. ``input_schema``
+    validated value is also returned as an instance in ``result.output`` (the type alone
+    validates the reply, as pydantic does: the schema it derives is what the LLM is
+    shown, not a second check). ``input_schema``
     describes the keyword arguments a plan passes; by default every template variable is
     a required string. ``tools`` may be called by the model (OpenAI tool calls). ``reuse=False``
     opts the chain out of the run journal's reuse (every plan calls it afresh). A run that
@@ -134,12 +138,17 @@ class Chain(Runnable):
                 raise TFChainError(f"chain {name!r}: give output_type or output_json_schema, "
                                    "not both")
             self._output_adapter, output_json_schema = self._typed_schema(output_type)
-        self.output_json_schema = self._checked_schema(output_json_schema, "output_json_schema")
+            self.output_json_schema: dict[str, Any] | None = output_json_schema
+        else:
+            self.output_json_schema = self._checked_schema(output_json_schema,
+                                                           "output_json_schema")
         self._explicit_input_schema = self._checked_schema(input_schema, "input_schema")
         self.tools: list[Tool] = self._checked_tools(tools or [])
         self._llm_schema, self._wrapped = _llm_schema(self.output_json_schema)
+        #: the schema's validator, for a chain without ``output_type``
         self._validator = (self._compiled(self._llm_schema, "output_json_schema")
-                           if self._llm_schema is not None else None)
+                           if self._llm_schema is not None and self._output_adapter is None
+                           else None)
 
     def __repr__(self) -> str:
         return f"Chain(name={self.name!r}, llm={self.llm!r})"
@@ -215,7 +224,7 @@ class Chain(Runnable):
         result = ChainResult(origin=message)
         result.logs.extend(f"chain {self.name!r}: {note}" for note in context.notes)
         reply = await self._complete(messages, available, result)
-        if self._validator is None:
+        if self._llm_schema is None:
             content: ChainOutput = reply.content
             result.output = content
         else:
@@ -342,7 +351,6 @@ class Chain(Runnable):
         )
 
     def _decode(self, reply: LLMReply, result: ChainResult) -> tuple[dict[str, Any], str | None]:
-        assert self._validator is not None
         candidate = reply.parsed
         if candidate is None:
             text = _strip_code_fence(reply.content)
@@ -357,12 +365,15 @@ class Chain(Runnable):
                 result.logs.append(f"chain {self.name!r}: repaired malformed JSON")
         if self._wrapped and not (isinstance(candidate, dict) and WRAPPED_RESULT_KEY in candidate):
             candidate = {WRAPPED_RESULT_KEY: candidate}
-        try:
-            errors = self._validator.errors(candidate)
-        except TFSchemaError as exc:
-            raise TFChainError(str(exc)) from None
-        if errors:
-            return {}, "; ".join(describe_schema_error(error) for error in errors[:5])
+        if self._validator is not None:
+            from dcbrain.schemas import describe_schema_error
+
+            try:
+                errors = self._validator.errors(candidate)
+            except TFSchemaError as exc:
+                raise TFChainError(str(exc)) from None
+            if errors:
+                return {}, "; ".join(describe_schema_error(error) for error in errors[:5])
         if not isinstance(candidate, dict):
             return {}, f"expected a JSON object, got {type(candidate).__name__}"
         if self._output_adapter is None:
@@ -417,6 +428,8 @@ class Chain(Runnable):
         return schema
 
     def _compiled(self, schema: dict[str, Any], what: str) -> CompiledSchema:
+        from dcbrain.schemas import compile_schema  # jsonschema: for a schema given as JSON
+
         try:
             return compile_schema(schema, f"chain {self.name!r}: {what}")
         except TFSchemaError as exc:
