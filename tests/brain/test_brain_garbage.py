@@ -1,8 +1,10 @@
 """A run lets go of what it made as it ends: nothing of it waits for Python's cyclic
-collector (which runs seldom, and then scans every object of the process). The plan's
+collector (which runs seldom, and then scans every object of the process), whether it
+succeeds at once, after a failed plan, or ends with an LLM's error. The plan's
 interpreter and its callables, the builtins and guards of a plan run, the streamed plan's
-event maker and the copies a call's result is measured by are each freed by reference
-counting; a failed attempt's error is kept without the frames that held the attempt."""
+event maker, the copies a call's result is measured by and the errors a plan run or an
+LLM call ended with are each freed by reference counting; a failed attempt's error is
+kept without the frames that held the attempt."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from dcbrain.brain.context import BrainContext, BrainIntermediateResult
 from dcbrain.brain.control import RunControl
 from dcbrain.brain.running import forget_frames, run_plan
 from dcbrain.brain.trace import RunRecorder
+from dcbrain.exceptions import TFLLMError
 from dcbrain.messages import TextMessage
 from dcbrain.tfplan.errors import TFInterpreterError
 from support.brain_scripts import add, plan, verdict
@@ -164,4 +167,25 @@ def test_a_run_whose_first_plan_fails_leaves_nothing_for_the_cyclic_collector(
     assert (result.status, result.reason, result.final_result) == ("succeeded", "validated",
                                                                    "K")
     assert result.iterations == 2
+    assert _ours(garbage) == []
+
+
+class _ProviderDown(ScriptedLLM):
+    async def _achat(self, messages: list[dict[str, Any]], **options: Any) -> Any:
+        raise TFLLMError("the provider is down")
+
+
+@pytest.mark.parametrize("isolation", ["process", "inprocess"])
+def test_a_run_an_llm_error_ends_leaves_nothing_for_the_cyclic_collector(
+        isolation: str) -> None:
+    runs = 2
+    brain = DCBrain(default_plan_llm=ScriptedLLM([plan(f"return add(a=1, b={n})")
+                                                  for n in range(runs)]),
+                    default_validate_llm=_ProviderDown([]), tools=[add],
+                    isolation=isolation)  # type: ignore[arg-type]
+    assert brain.run("warm up", "c0").status == "failed"
+    with collected_garbage() as garbage:
+        result = brain.run("the question", "c1")
+    assert (result.status, result.reason) == ("failed", "error")
+    assert "the provider is down" in (result.error or "")
     assert _ours(garbage) == []

@@ -86,3 +86,6 @@ class RunControl:
         finally:
             with self._lock:
                 self._inflight = None
+            # a failed task holds its error, whose traceback holds this frame: without the
+            # task, the two are freed by reference counting once the error is handled
+            del task
