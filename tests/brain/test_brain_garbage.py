@@ -23,8 +23,10 @@ from dcbrain.brain.control import RunControl
 from dcbrain.brain.running import forget_frames, run_plan
 from dcbrain.brain.trace import RunRecorder
 from dcbrain.exceptions import TFLLMError
+from dcbrain.llm import StreamingScriptedLLM
 from dcbrain.messages import TextMessage
 from dcbrain.tfplan.errors import TFInterpreterError
+from dcbrain.tools import Tool
 from support.brain_scripts import add, plan, verdict
 
 # ``lookup``'s record is measured and copied for the plan and for the journal
@@ -188,4 +190,26 @@ def test_a_run_an_llm_error_ends_leaves_nothing_for_the_cyclic_collector(
         result = brain.run("the question", "c1")
     assert (result.status, result.reason) == ("failed", "error")
     assert "the provider is down" in (result.error or "")
+    assert _ours(garbage) == []
+
+
+def look(key: str) -> str:
+    """Read a value (no side effects: a streamed plan calls it early)."""
+    return key.upper()
+
+
+@pytest.mark.parametrize("isolation", ["process", "inprocess"])
+def test_a_streamed_plan_run_early_leaves_nothing_for_the_cyclic_collector(
+        isolation: str) -> None:
+    runs = 2
+    planner = StreamingScriptedLLM([plan(f'a = look(key="a")\nb = look(key="b")\n'
+                                         f'return a + b  # {n}') for n in range(runs)])
+    brain = DCBrain(default_plan_llm=planner,
+                    default_validate_llm=ScriptedLLM([verdict(True)] * runs),
+                    tools=[Tool(look, side_effects=False)], isolation=isolation)  # type: ignore[arg-type]
+    assert brain.run("warm up", "c0").final_result == "AB"
+    with collected_garbage() as garbage:
+        result = brain.run("the question", "c1")
+    assert (result.status, result.reason, result.final_result) == ("succeeded", "validated",
+                                                                   "AB")
     assert _ours(garbage) == []

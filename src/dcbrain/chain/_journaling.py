@@ -146,10 +146,14 @@ class PlanJournal:
 def replayed(entry: JournalEntry) -> Any:
     """The recorded outcome of a journaled call: its result, or its error raised again."""
     if not entry.ok:
-        error = TFRecordedCallError(entry.error or "the call failed")
-        error.transient = entry.transient  # a replayed run decides on it as the first did
-        raise error
+        raise _recorded_error(entry)
     return plain_copy(entry.result)
+
+
+def _recorded_error(entry: JournalEntry) -> TFRecordedCallError:
+    error = TFRecordedCallError(entry.error or "the call failed")
+    error.transient = entry.transient  # a replayed run decides on it as the first did
+    return error
 
 
 def journal_copy(value: Any) -> Any:

@@ -140,10 +140,14 @@ class ParallelChains(Chains):
                 task.cancel()  # no-op for finished tasks; stops the rest on failure or cancel
             await asyncio.gather(*tasks, return_exceptions=True)
             self._merge_intermediate_results(current_input, before, inputs)
-        for task in tasks:
-            error = None if task.cancelled() else task.exception()
-            if error is not None:
-                raise error
+        failed = next((error for error in (None if task.cancelled() else task.exception()
+                                           for task in tasks) if error is not None), None)
+        if failed is not None:
+            del tasks, task  # they hold the error, whose traceback holds this frame
+            try:
+                raise failed
+            finally:
+                del failed
         result = ChainResult(origin=current_input)
         contents: dict[str, Any] = {}
         for child, task in zip(self.chains, tasks, strict=True):

@@ -147,6 +147,13 @@ def caller_position(lines: Sequence[str]) -> tuple[int, int]:
     return code_position(frame.f_code, frame.f_lasti, lines)
 
 
+def _call_failed(name: str, exc: Exception) -> TFCallError:
+    """The plan's error for a call of ``name`` that raised ``exc``."""
+    error = TFCallError(f"{name}() failed: {exc}", kind=type(exc).__name__)
+    error.transient = getattr(exc, "transient", False) is True
+    return error
+
+
 class Dispatcher:
     """Runs host calls and ``parallel`` branches for one plan run."""
 
@@ -287,9 +294,7 @@ class Dispatcher:
             raise TFCallError(f"{name}() failed: {exc.headline()}", kind=exc.kind) from exc
         except Exception as exc:
             record.error = f"{type(exc).__name__}: {exc}"
-            error = TFCallError(f"{name}() failed: {exc}", kind=type(exc).__name__)
-            error.transient = getattr(exc, "transient", False) is True
-            raise error from exc
+            raise _call_failed(name, exc) from exc
         else:
             try:
                 state.host_budget.charge(size, f"{name}() result")
@@ -381,10 +386,14 @@ class Dispatcher:
                 self._hook(hooks.join, tokens)
         finally:
             state.host_budget.release(charge)
-        for error in branches.errors:
-            if error is not None:
-                raise error
-        return branches.results
+        failed = next((error for error in branches.errors if error is not None), None)
+        if failed is None:
+            return branches.results
+        del branches
+        try:
+            raise failed
+        finally:
+            del failed  # a frame holding the error it raises is a cycle
 
     def check_branches(self, count: int) -> None:
         """Refuse a ``parallel(...)`` of ``count`` branches past ``max_branches``."""

@@ -405,7 +405,10 @@ class Interpreter:
             error.stdout = state.stdout
             error.trace = list(state.trace)
             cause = None if error is exc or isinstance(exc, Expired | Cancelled) else exc
-            raise error from cause
+            try:
+                raise error from cause
+            finally:
+                del error, cause  # (a frame holding the error it raises is a cycle)
         return result
 
     def _execute_plan(self, plan: Plan, code: CodeType, state: RunState) -> ConsoleResult:

@@ -201,7 +201,10 @@ def parse(source: str, *, shared: bool = False) -> Plan:
         error = TFSyntaxError(problems, source)
         if not validator.too_large:  # well-formed Python: the checker can report the rest
             error.tree = tree
-        raise error
+        try:
+            raise error
+        finally:
+            del error  # a frame holding the error it raises is a cycle
     listed = validator.children if len(validator.children) <= MAX_LISTED_NODES else None
     return Plan(source=source, tree=tree, defined_functions=validator.defined,
                 children=listed)

@@ -378,11 +378,14 @@ class _Relay:
                 self._misbehaved()
             self._settle(reuse=True)
             exc, line, col = failure
-            if isinstance(exc, self.state.passthrough) or not isinstance(exc, Exception):
-                raise exc
-            error = exc if isinstance(exc, TFInterpreterError) else TFCallError(
-                str(exc), kind=type(exc).__name__)
-            self._raise(error, line, col, stdout)
+            del failure
+            try:
+                if isinstance(exc, self.state.passthrough) or not isinstance(exc, Exception):
+                    raise exc
+                self._raise(exc if isinstance(exc, TFInterpreterError) else TFCallError(
+                    str(exc), kind=type(exc).__name__), line, col, stdout)
+            finally:
+                del exc  # a frame holding the error it raises is a cycle
         report = outcome.get("error")
         if not isinstance(report, dict):
             self._misbehaved()
@@ -439,7 +442,10 @@ class _Relay:
         error = error.with_position(line, col, source_line)
         error.stdout = stdout
         error.trace = list(self.state.trace)
-        raise error from None
+        try:
+            raise error from None
+        finally:
+            del error  # a frame holding the error it raises is a cycle
 
     def _read_report(self) -> str:
         """What the worker wrote to its report pipe within :data:`REPORT_WAIT_S`."""
