@@ -1,5 +1,6 @@
 """benchmarks/peers.py runs each workload, checks each batch's result and compares dcbrain
-with the best peer of the same run (tiny sizes; peers not installed are skipped)."""
+with the best peer of the same run (tiny sizes; peers not installed are skipped);
+benchmarks/collector.py measures the collector's cost of the same workloads."""
 
 from __future__ import annotations
 
@@ -95,3 +96,15 @@ def test_ratios_and_goals_are_against_the_peers_of_the_run(peers: Any) -> None:
     ratio = rows(out, "dcbrain (sandbox process, default) / best peer")[0]
     assert ratio[1] == "0.75x (pydantic_ai)" and ratio[3] == "1.25x (langgraph react)"
     assert "- W2 CPU at most 1.0x the best peer's: 1.25x: NOT met" in out
+
+
+def test_the_collector_benchmark_measures_both_workloads_in_both_isolations() -> None:
+    done = subprocess.run([sys.executable, str(BENCHMARKS / "collector.py"), "--runs", "3",
+                           "--warmup", "1"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    measured = [[c.strip() for c in line.strip("|").split("|")]
+                for line in done.stdout.splitlines() if line.startswith("| process ")
+                or line.startswith("| inprocess ")]
+    assert [row[:2] for row in measured] == [["process", "W1"], ["process", "W2"],
+                                             ["inprocess", "W1"], ["inprocess", "W2"]]
+    assert all(float(row[2]) > 0 and float(row[3]) >= 0 for row in measured), measured
