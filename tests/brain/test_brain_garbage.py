@@ -1,10 +1,10 @@
 """A run lets go of what it made as it ends: nothing of it waits for Python's cyclic
 collector (which runs seldom, and then scans every object of the process), whether it
-succeeds at once, after a failed plan, or ends with an LLM's error. The plan's
-interpreter and its callables, the builtins and guards of a plan run, the streamed plan's
-event maker, the copies a call's result is measured by and the errors a plan run or an
-LLM call ended with are each freed by reference counting; a failed attempt's error is
-kept without the frames that held the attempt."""
+succeeds at once, after a failed plan, or ends with an LLM's error or at its token
+budget. The plan's interpreter and its callables, the builtins and guards of a plan run,
+the streamed plan's event maker, the copies a call's result is measured by and the
+errors a plan run, an LLM call or the budget ended with are each freed by reference
+counting; a failed attempt's error is kept without the frames that held the attempt."""
 
 from __future__ import annotations
 
@@ -212,4 +212,18 @@ def test_a_streamed_plan_run_early_leaves_nothing_for_the_cyclic_collector(
         result = brain.run("the question", "c1")
     assert (result.status, result.reason, result.final_result) == ("succeeded", "validated",
                                                                    "AB")
+    assert _ours(garbage) == []
+
+
+@pytest.mark.parametrize("isolation", ["process", "inprocess"])
+def test_a_run_its_token_budget_stops_leaves_nothing_for_the_cyclic_collector(
+        isolation: str) -> None:
+    brain = DCBrain(default_plan_llm=ScriptedLLM([plan("return add(a=1, b=2)")] * 2),
+                    default_validate_llm=ScriptedLLM([verdict(True)] * 2), tools=[add],
+                    isolation=isolation, max_tokens=600)  # type: ignore[arg-type]
+    assert brain.run("warm up", "c0").reason == "max_tokens"
+    with collected_garbage() as garbage:
+        result = brain.run("the question", "c1")
+    assert (result.status, result.reason) == ("failed", "max_tokens")
+    assert "token budget exhausted" in (result.error or "")
     assert _ours(garbage) == []

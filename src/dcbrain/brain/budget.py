@@ -98,17 +98,15 @@ class TokenBudget:
         with self._lock:
             used = self.usage.total_tokens
             if used + self._reserved + projected > self.max_tokens:
-                error = TFTokenBudgetExceeded(
+                refusal = (
                     f"token budget exhausted: this LLM call may use {projected} tokens "
                     f"({prompt_tokens} prompt + {max_output_tokens} max output) but only "
                     f"{max(self.max_tokens - used - self._reserved, 0)} of "
-                    f"{self.max_tokens} are left",
-                    requested=projected,
-                    used=used,
-                    limit=self.max_tokens,
-                )
+                    f"{self.max_tokens} are left", used)
                 if self.exhausted is None:
-                    self.exhausted = error
+                    # its own copy, never raised: one holding a traceback would hold the
+                    # frames of this call, which hold this budget (a cycle)
+                    self.exhausted = self._exceeded(*refusal, projected)
                 refused = True
             else:
                 refused = False
@@ -127,8 +125,12 @@ class TokenBudget:
                 )
         if refused:
             self._budget_event(exhausted=True, requested=projected, phase=phase)
-            raise error
+            raise self._exceeded(*refusal, projected)
         self._event(started)
+
+    def _exceeded(self, message: str, used: int, requested: int) -> TFTokenBudgetExceeded:
+        return TFTokenBudgetExceeded(message, requested=requested, used=used,
+                                     limit=self.max_tokens)
 
     def after_call(
         self,
