@@ -352,15 +352,19 @@ def test_a_deadline_with_branch_calls_still_running_is_always_a_time_limit() -> 
 
 
 class _SlowForkHooks(_Hooks):
-    """A fork hook that returns only once the plan's deadline is behind it: the deadline
-    was set before the hook was entered, so ``timeout_s`` from entry is past it."""
+    """A fork hook that returns only once the plan's deadline is well behind it: the
+    deadline was set before the hook was entered, so ``timeout_s`` from entry is past it,
+    and the margin lets the run's watchdog (which looks every 20 ms) and its waiting
+    caller see it even on a loaded machine."""
+
+    MARGIN_S = 0.3
 
     def __init__(self, timeout_s: float) -> None:
         super().__init__()
         self.timeout_s = timeout_s
 
     def fork(self, count: int) -> list[Any]:
-        past_the_deadline = time.monotonic() + self.timeout_s
+        past_the_deadline = time.monotonic() + self.timeout_s + self.MARGIN_S
         while time.monotonic() <= past_the_deadline:
             threading.Event().wait(past_the_deadline - time.monotonic())
         return super().fork(count)
