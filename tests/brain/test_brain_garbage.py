@@ -72,15 +72,22 @@ def _ours(garbage: list[Any]) -> list[str]:
     return names
 
 
+def collected_run(brain: DCBrain) -> tuple[Any, list[str]]:
+    """``brain``'s run of a question (after a first run that loaded what runs load
+    lazily), and what of it only the cyclic collector could free."""
+    with collected_garbage() as garbage:
+        result = brain.run("the question", "c1")
+    return result, _ours(garbage)
+
+
 @pytest.mark.parametrize("isolation", ["process", "inprocess"])
 def test_a_validated_run_leaves_nothing_for_the_cyclic_collector(isolation: str) -> None:
     brain = _brain(isolation, 2)
     assert brain.run("warm up", "c0").final_result == {"sum": 4, "parts": [3, 4],
                                                         "found": "k"}
-    with collected_garbage() as garbage:
-        result = brain.run("the question", "c1")
+    result, leftover = collected_run(brain)
     assert (result.status, result.reason) == ("succeeded", "validated")
-    assert _ours(garbage) == []
+    assert leftover == []
 
 
 def test_a_kept_error_holds_no_frame_locals() -> None:
@@ -164,12 +171,11 @@ def test_a_run_whose_first_plan_fails_leaves_nothing_for_the_cyclic_collector(
     failures["left"] = 1
     assert brain.run("warm up", "c0").final_result == "K"
     failures["left"] = 1
-    with collected_garbage() as garbage:
-        result = brain.run("the question", "c1")
+    result, leftover = collected_run(brain)
     assert (result.status, result.reason, result.final_result) == ("succeeded", "validated",
                                                                    "K")
     assert result.iterations == 2
-    assert _ours(garbage) == []
+    assert leftover == []
 
 
 class _ProviderDown(ScriptedLLM):
@@ -186,11 +192,10 @@ def test_a_run_an_llm_error_ends_leaves_nothing_for_the_cyclic_collector(
                     default_validate_llm=_ProviderDown([]), tools=[add],
                     isolation=isolation)  # type: ignore[arg-type]
     assert brain.run("warm up", "c0").status == "failed"
-    with collected_garbage() as garbage:
-        result = brain.run("the question", "c1")
+    result, leftover = collected_run(brain)
     assert (result.status, result.reason) == ("failed", "error")
     assert "the provider is down" in (result.error or "")
-    assert _ours(garbage) == []
+    assert leftover == []
 
 
 def look(key: str) -> str:
@@ -208,11 +213,10 @@ def test_a_streamed_plan_run_early_leaves_nothing_for_the_cyclic_collector(
                     default_validate_llm=ScriptedLLM([verdict(True)] * runs),
                     tools=[Tool(look, side_effects=False)], isolation=isolation)  # type: ignore[arg-type]
     assert brain.run("warm up", "c0").final_result == "AB"
-    with collected_garbage() as garbage:
-        result = brain.run("the question", "c1")
+    result, leftover = collected_run(brain)
     assert (result.status, result.reason, result.final_result) == ("succeeded", "validated",
                                                                    "AB")
-    assert _ours(garbage) == []
+    assert leftover == []
 
 
 @pytest.mark.parametrize("isolation", ["process", "inprocess"])
@@ -222,8 +226,7 @@ def test_a_run_its_token_budget_stops_leaves_nothing_for_the_cyclic_collector(
                     default_validate_llm=ScriptedLLM([verdict(True)] * 2), tools=[add],
                     isolation=isolation, max_tokens=600)  # type: ignore[arg-type]
     assert brain.run("warm up", "c0").reason == "max_tokens"
-    with collected_garbage() as garbage:
-        result = brain.run("the question", "c1")
+    result, leftover = collected_run(brain)
     assert (result.status, result.reason) == ("failed", "max_tokens")
     assert "token budget exhausted" in (result.error or "")
-    assert _ours(garbage) == []
+    assert leftover == []
