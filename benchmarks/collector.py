@@ -44,7 +44,6 @@ async def measure(variant_name: str, failing: bool, runs: int, warmup: int) -> d
     variant = VARIANTS[variant_name]()
     variant.setup(0.0)
     variant.brain.warm_up()  # type: ignore[attr-defined]
-    result = None
     for index in range(warmup):
         STATE.failures_left = 1 if failing else 0
         variant.check(await variant.arun(index))

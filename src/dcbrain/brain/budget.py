@@ -97,19 +97,18 @@ class TokenBudget:
         phase = llm_phase.get()
         with self._lock:
             used = self.usage.total_tokens
+            refusal: str | None = None
             if used + self._reserved + projected > self.max_tokens:
                 refusal = (
                     f"token budget exhausted: this LLM call may use {projected} tokens "
                     f"({prompt_tokens} prompt + {max_output_tokens} max output) but only "
                     f"{max(self.max_tokens - used - self._reserved, 0)} of "
-                    f"{self.max_tokens} are left", used)
+                    f"{self.max_tokens} are left")
                 if self.exhausted is None:
                     # its own copy, never raised: one holding a traceback would hold the
                     # frames of this call, which hold this budget (a cycle)
-                    self.exhausted = self._exceeded(*refusal, projected)
-                refused = True
+                    self.exhausted = self._exceeded(refusal, used, projected)
             else:
-                refused = False
                 self._reserved += projected
                 self._calls += 1
                 started = LLMCallStarted(
@@ -123,9 +122,9 @@ class TokenBudget:
                 self._pending.setdefault(id(messages), []).append(
                     (started, projected, time.perf_counter())
                 )
-        if refused:
+        if refusal is not None:
             self._budget_event(exhausted=True, requested=projected, phase=phase)
-            raise self._exceeded(*refusal, projected)
+            raise self._exceeded(refusal, used, projected)
         self._event(started)
 
     def _exceeded(self, message: str, used: int, requested: int) -> TFTokenBudgetExceeded:

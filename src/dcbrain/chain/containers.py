@@ -140,8 +140,8 @@ class ParallelChains(Chains):
                 task.cancel()  # no-op for finished tasks; stops the rest on failure or cancel
             await asyncio.gather(*tasks, return_exceptions=True)
             self._merge_intermediate_results(current_input, before, inputs)
-        failed = next((error for error in (None if task.cancelled() else task.exception()
-                                           for task in tasks) if error is not None), None)
+        failed = next((task.exception() for task in tasks
+                       if not task.cancelled() and task.exception() is not None), None)
         if failed is not None:
             del tasks, task  # they hold the error, whose traceback holds this frame
             try:

